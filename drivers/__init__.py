@@ -1,0 +1,3 @@
+"""Driver agents: processes bridging a robot SDK to the broker."""
+
+__all__: list[str] = []
