@@ -1,0 +1,453 @@
+"""Scheduling MILP in its general form, seed 001 eqs. (5)-(9), for any number of agents.
+
+    min z
+    s.t. f_i = s_i + d_i                                       (8)
+         s_j ≥ f_i                  for every precedence i→j   (6)
+         s_j ≥ f_i − M_ij (1 − o_ij),  s_i ≥ f_j − M_ji o_ij    (7, same agent, unordered pair)
+         Σ_{i∈V} b_i ≤ |V| − 1,  s_i ≤ M_i b_i                  (9, e.g. eqs. 21-22)
+         s_i ≥ release_i,  f_i ≤ deadline_i,  z ≥ f_i           (9, 23)
+
+Formulated tightly, as measured in DESIGN.md: precedence is closed transitively and no
+disjunction is built for a pair it already orders; a greedy list schedule gives a feasible
+incumbent (the warm start when none is given) and the horizon ``H``; each start gets the
+window [head, H − tail]; each pair gets its own big-M from those windows; pairs whose
+windows allow only one order get a plain precedence row; ``z`` is bounded below by the
+critical path and by each agent's load; identical tasks of one agent (same duration,
+release, deadline, predecessors and successors) are ordered by id (symmetry breaking).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from teamtree.broker import InfeasibleError, SpecificationError
+from teamtree.planners.allocation.model import LinearModel, Sense, SolveResult, Variable
+from teamtree.planners.allocation.solvers import SolveOptions, SolverName, SolverPool, solve_model
+
+EPS = 1e-7
+
+
+@dataclass(frozen=True)
+class ScheduleTask:
+    """One task of τ_new: who does it, how long it takes, when it may start and must end."""
+
+    id: str
+    agent: str
+    duration: float
+    release: float = 0.0
+    deadline: float | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleProblem:
+    """Tasks, precedence pairs ``(before, after)`` and the sets of which one must start at 0.
+
+    ``agent_release`` gives the time from which each agent is free (default 0).
+    """
+
+    tasks: tuple[ScheduleTask, ...]
+    precedence: tuple[tuple[str, str], ...] = ()
+    start_now: tuple[frozenset[str], ...] = ()
+    agent_release: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = [t.id for t in self.tasks]
+        if len(set(ids)) != len(ids):
+            raise SpecificationError("schedule task ids must be unique")
+        known = set(ids)
+        for a, b in self.precedence:
+            if a not in known or b not in known:
+                raise SpecificationError(f"precedence ({a!r}, {b!r}) names an unknown task")
+        for s in self.start_now:
+            if not set(s) <= known:
+                raise SpecificationError(f"start_now names unknown tasks {sorted(set(s) - known)}")
+        for t in self.tasks:
+            if t.duration < 0:
+                raise SpecificationError(f"task {t.id!r} has a negative duration")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Start times by task, the makespan, each agent's sequence, and the solve record."""
+
+    start: Mapping[str, float]
+    finish: Mapping[str, float]
+    makespan: float
+    sequence: Mapping[str, tuple[str, ...]]
+    result: SolveResult | None = field(default=None, compare=False)
+
+
+@dataclass
+class _Analysis:
+    order: list[int]
+    succ: list[set[int]]
+    pred: list[set[int]]
+    closure_succ: list[set[int]]
+    head: list[float]
+    tail: list[float]
+
+
+def _analyse(problem: ScheduleProblem) -> _Analysis:
+    n = len(problem.tasks)
+    idx = {t.id: i for i, t in enumerate(problem.tasks)}
+    succ: list[set[int]] = [set() for _ in range(n)]
+    pred: list[set[int]] = [set() for _ in range(n)]
+    for a, b in problem.precedence:
+        if a == b:
+            raise SpecificationError(f"task {a!r} precedes itself")
+        succ[idx[a]].add(idx[b])
+        pred[idx[b]].add(idx[a])
+    indeg = [len(p) for p in pred]
+    order = [i for i in range(n) if indeg[i] == 0]
+    k = 0
+    while k < len(order):
+        for j in sorted(succ[order[k]]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                order.append(j)
+        k += 1
+    if len(order) != n:
+        raise SpecificationError("the precedence graph has a cycle")
+    closure: list[set[int]] = [set() for _ in range(n)]
+    for i in reversed(order):
+        for j in succ[i]:
+            closure[i].add(j)
+            closure[i] |= closure[j]
+    head = [0.0] * n
+    for i in order:
+        t = problem.tasks[i]
+        h = max(t.release, problem.agent_release.get(t.agent, 0.0))
+        for p in pred[i]:
+            h = max(h, head[p] + problem.tasks[p].duration)
+        head[i] = h
+    tail = [0.0] * n
+    for i in reversed(order):
+        tail[i] = problem.tasks[i].duration + max((tail[j] for j in succ[i]), default=0.0)
+    return _Analysis(order, succ, pred, closure, head, tail)
+
+
+def list_schedule(problem: ScheduleProblem) -> Schedule | None:
+    """A feasible schedule by a greedy serial rule (longest tail first), or ``None``.
+
+    ``None`` when the greedy rule misses a deadline or cannot satisfy ``start_now``; the
+    MILP does not need it then. Used as the horizon and the default warm start.
+    """
+    an = _analyse(problem)
+    tasks = problem.tasks
+    n = len(tasks)
+    start: dict[int, float] = {}
+    free = {t.agent: problem.agent_release.get(t.agent, 0.0) for t in tasks}
+    for group in problem.start_now:
+        members = [i for i in range(n) if tasks[i].id in group]
+        if any(start.get(i) == 0.0 for i in members):
+            continue
+        cand = [
+            i
+            for i in members
+            if i not in start
+            and an.head[i] <= EPS
+            and free[tasks[i].agent] <= EPS
+            and not an.pred[i]
+        ]
+        if not cand:
+            return None
+        i = max(cand, key=lambda i: (an.tail[i], -i))
+        start[i] = 0.0
+        free[tasks[i].agent] = tasks[i].duration
+    ready = {i for i in range(n) if i not in start and an.pred[i] <= set(start)}
+    while ready:
+        i = max(ready, key=lambda i: (an.tail[i], -i))
+        ready.remove(i)
+        t = tasks[i]
+        s = max(t.release, free[t.agent])
+        for p in an.pred[i]:
+            s = max(s, start[p] + tasks[p].duration)
+        start[i] = s
+        free[t.agent] = s + t.duration
+        for j in an.succ[i]:
+            if j not in start and all(p in start for p in an.pred[j]):
+                ready.add(j)
+    if len(start) != n:
+        return None
+    for i, t in enumerate(tasks):
+        if t.deadline is not None and start[i] + t.duration > t.deadline + EPS:
+            return None
+    return _make_schedule(problem, {tasks[i].id: s for i, s in start.items()})
+
+
+def _make_schedule(
+    problem: ScheduleProblem, start: Mapping[str, float], result: SolveResult | None = None
+) -> Schedule:
+    finish = {t.id: start[t.id] + t.duration for t in problem.tasks}
+    seq: dict[str, list[str]] = {}
+    for t in sorted(problem.tasks, key=lambda t: (start[t.id], t.duration > 0, t.id)):
+        seq.setdefault(t.agent, []).append(t.id)
+    makespan = max(finish.values(), default=0.0)
+    return Schedule(dict(start), finish, makespan, {a: tuple(s) for a, s in seq.items()}, result)
+
+
+def _sname(tid: str) -> str:
+    return f"s[{tid}]"
+
+
+def _oname(a: str, b: str) -> str:
+    return f"o[{a}|{b}]"
+
+
+def _bname(tid: str) -> str:
+    return f"b[{tid}]"
+
+
+def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None) -> LinearModel:
+    """The solver-neutral MILP of eqs. (5)-(9) (with the tightenings of the module doc).
+
+    ``horizon`` bounds the makespan (default: the list schedule's, else the serial bound).
+    Raises ``InfeasibleError`` when the time windows already rule every schedule out.
+    """
+    an = _analyse(problem)
+    tasks = problem.tasks
+    n = len(tasks)
+    serial = max([t.release for t in tasks] + list(problem.agent_release.values()) + [0.0])
+    serial += sum(t.duration for t in tasks)
+    if horizon is None:
+        heur = list_schedule(problem)
+        horizon = heur.makespan if heur is not None else serial
+    H = float(horizon)
+    # latest finish: horizon, deadlines, propagated backwards through successors
+    lf = [H] * n
+    for i in reversed(an.order):
+        t = tasks[i]
+        v = H if t.deadline is None else min(H, t.deadline)
+        for j in an.succ[i]:
+            v = min(v, lf[j] - tasks[j].duration)
+        lf[i] = v
+    lb = an.head
+    ub = [lf[i] - tasks[i].duration for i in range(n)]
+    for i in range(n):
+        if lb[i] > ub[i] + EPS:
+            raise InfeasibleError(
+                f"task {tasks[i].id!r} cannot fit: earliest start {lb[i]:g} > latest {ub[i]:g}"
+            )
+    m = LinearModel("schedule")
+    s: list[Variable] = [
+        m.add_var(_sname(t.id), lb[i], max(lb[i], ub[i])) for i, t in enumerate(tasks)
+    ]
+    # (6) precedence: only the direct edges (the closure follows from them)
+    for i in range(n):
+        for j in an.succ[i]:
+            m.add_row(
+                {s[j]: 1.0, s[i]: -1.0},
+                Sense.GE,
+                tasks[i].duration,
+                f"prec[{tasks[i].id}|{tasks[j].id}]",
+            )
+    # (7) one task at a time per agent
+    start_now_members = set().union(*problem.start_now) if problem.start_now else set()
+    by_agent: dict[str, list[int]] = {}
+    for i, t in enumerate(tasks):
+        by_agent.setdefault(t.agent, []).append(i)
+    for idxs in by_agent.values():
+        for i, j in itertools.combinations(idxs, 2):
+            if j in an.closure_succ[i] or i in an.closure_succ[j]:
+                continue
+            ti, tj = tasks[i], tasks[j]
+            if ti.duration <= 0 or tj.duration <= 0:
+                continue  # zero-length tasks never overlap anything
+            can_ij = lb[i] + ti.duration <= ub[j] + EPS
+            can_ji = lb[j] + tj.duration <= ub[i] + EPS
+            if not can_ij and not can_ji:
+                raise InfeasibleError(f"tasks {ti.id!r} and {tj.id!r} cannot both fit")
+            identical = (
+                can_ij
+                and can_ji
+                and ti.duration == tj.duration
+                and ti.release == tj.release
+                and ti.deadline == tj.deadline
+                and an.pred[i] == an.pred[j]
+                and an.closure_succ[i] == an.closure_succ[j]
+                and ti.id not in start_now_members
+                and tj.id not in start_now_members
+            )
+            if identical or not can_ji:
+                if ub[i] + ti.duration > lb[j] + EPS:  # else always satisfied
+                    m.add_row(
+                        {s[j]: 1.0, s[i]: -1.0}, Sense.GE, ti.duration, f"seq[{ti.id}|{tj.id}]"
+                    )
+                continue
+            if not can_ij:
+                if ub[j] + tj.duration > lb[i] + EPS:
+                    m.add_row(
+                        {s[i]: 1.0, s[j]: -1.0}, Sense.GE, tj.duration, f"seq[{tj.id}|{ti.id}]"
+                    )
+                continue
+            if ub[i] + ti.duration <= lb[j] + EPS or ub[j] + tj.duration <= lb[i] + EPS:
+                continue  # the windows already separate them
+            o = m.add_binary(_oname(ti.id, tj.id))
+            m_ij = ub[i] + ti.duration - lb[j]  # enough to relax s_j ≥ s_i + d_i
+            m_ji = ub[j] + tj.duration - lb[i]
+            # o = 1: i before j  (s_j - s_i + M_ij (1 - o) ≥ d_i)
+            m.add_row(
+                {s[j]: 1.0, s[i]: -1.0, o: -m_ij},
+                Sense.GE,
+                ti.duration - m_ij,
+                f"dis1[{ti.id}|{tj.id}]",
+            )
+            # o = 0: j before i  (s_i - s_j + M_ji o ≥ d_j)
+            m.add_row(
+                {s[i]: 1.0, s[j]: -1.0, o: m_ji}, Sense.GE, tj.duration, f"dis2[{ti.id}|{tj.id}]"
+            )
+    # (9) eqs. 21-22: at least one task of each set starts at 0
+    idx = {t.id: i for i, t in enumerate(tasks)}
+    for k, group in enumerate(problem.start_now):
+        members = sorted((idx[tid] for tid in group if lb[idx[tid]] <= EPS), key=str)
+        if not members:
+            raise InfeasibleError(f"no task of start_now set {sorted(group)} can start at 0")
+        if len(members) == 1:
+            m.add_row({s[members[0]]: 1.0}, Sense.LE, 0.0, f"now[{k}]")
+            continue
+        bs = []
+        for i in members:
+            b = (
+                m.add_binary(_bname(tasks[i].id))
+                if not m.has_var(_bname(tasks[i].id))
+                else m.var(_bname(tasks[i].id))
+            )
+            bs.append(b)
+            m.add_row({s[i]: 1.0, b: -max(ub[i], 0.0)}, Sense.LE, 0.0, f"nowb[{k}|{tasks[i].id}]")
+        m.add_row({b: 1.0 for b in bs}, Sense.LE, len(bs) - 1, f"now[{k}]")
+    # (23) makespan, with critical-path and per-agent load lower bounds
+    z_lb = max((an.head[i] + an.tail[i] for i in range(n)), default=0.0)
+    for idxs in by_agent.values():
+        z_lb = max(z_lb, min(lb[i] for i in idxs) + sum(tasks[i].duration for i in idxs))
+    z = m.add_var("z", z_lb, max(z_lb, H))
+    for i in range(n):
+        if not an.succ[i]:
+            m.add_row({z: 1.0, s[i]: -1.0}, Sense.GE, tasks[i].duration, f"mk[{tasks[i].id}]")
+    m.set_objective({z: 1.0})
+    return m
+
+
+def schedule_values(problem: ScheduleProblem, schedule: Schedule) -> dict[str, float]:
+    """Model values (starts, order binaries, start-now binaries, z) of a given schedule."""
+    vals = {_sname(t.id): schedule.start[t.id] for t in problem.tasks}
+    for a, b in itertools.combinations([t.id for t in problem.tasks], 2):
+        vals[_oname(a, b)] = 1.0 if schedule.start[a] <= schedule.start[b] else 0.0
+    for t in problem.tasks:
+        vals[_bname(t.id)] = 0.0 if schedule.start[t.id] <= EPS else 1.0
+    vals["z"] = schedule.makespan
+    return vals
+
+
+def solve_schedule(
+    problem: ScheduleProblem,
+    *,
+    solver: SolverName = "auto",
+    options: SolveOptions | None = None,
+    warm_start: Schedule | Mapping[str, float] | None = None,
+    pool: SolverPool | None = None,
+) -> Schedule:
+    """Solve eqs. (5)-(9). Blocks for the solve.
+
+    ``warm_start`` is a previous schedule or model values by name; without one, the list
+    schedule is used. Raises ``InfeasibleError`` or ``SolverLimitError``.
+    """
+    heur = list_schedule(problem)
+    model = build_schedule_model(problem, None if heur is None else heur.makespan)
+    if isinstance(warm_start, Schedule):
+        if all(t.id in warm_start.start for t in problem.tasks):
+            start = schedule_values(problem, warm_start)
+        else:
+            start = {_sname(t): v for t, v in warm_start.start.items()}
+    elif warm_start is not None:
+        start = dict(warm_start)
+    elif heur is not None:
+        start = schedule_values(problem, heur)
+    else:
+        start = None
+    if start is not None:
+        start = {k: v for k, v in start.items() if model.has_var(k)}
+    res = solve_model(model, solver=solver, options=options, warm_start=start, pool=pool)
+    starts = {t.id: max(0.0, res.values[_sname(t.id)]) for t in problem.tasks}
+    return _make_schedule(problem, starts, res)
+
+
+def check_schedule(problem: ScheduleProblem, schedule: Schedule, tol: float = 1e-5) -> list[str]:
+    """Human-readable violations of eqs. (6)-(9) and (21)-(22) by ``schedule`` (empty = valid)."""
+    bad: list[str] = []
+    st, fi = schedule.start, schedule.finish
+    for t in problem.tasks:
+        if st[t.id] < t.release - tol:
+            bad.append(f"{t.id} starts before its release")
+        if st[t.id] < problem.agent_release.get(t.agent, 0.0) - tol:
+            bad.append(f"{t.id} starts before {t.agent} is free")
+        if t.deadline is not None and fi[t.id] > t.deadline + tol:
+            bad.append(f"{t.id} misses its deadline")
+    for a, b in problem.precedence:
+        if st[b] < fi[a] - tol:
+            bad.append(f"precedence {a}->{b} violated")
+    for x, y in itertools.combinations(problem.tasks, 2):
+        if x.agent != y.agent or x.duration <= 0 or y.duration <= 0:
+            continue
+        if st[x.id] < fi[y.id] - tol and st[y.id] < fi[x.id] - tol:
+            bad.append(f"{x.id} and {y.id} overlap on {x.agent}")
+    for group in problem.start_now:
+        if not any(st[t] <= tol for t in group):
+            bad.append(f"no task of {sorted(group)} starts at 0")
+    if abs(schedule.makespan - max(fi.values(), default=0.0)) > tol:
+        bad.append("makespan is not the latest finish")
+    return bad
+
+
+def brute_force_schedule(problem: ScheduleProblem) -> Schedule:
+    """Enumerate every per-agent sequence and left-justify it (tests, small instances only).
+
+    Semi-active schedules suffice: left-shifting never breaks precedence, deadlines or a
+    start at 0. Raises ``InfeasibleError`` when no sequence is feasible.
+    """
+    agents: dict[str, list[str]] = {}
+    for t in problem.tasks:
+        agents.setdefault(t.agent, []).append(t.id)
+    names = list(agents)
+    best: Schedule | None = None
+    for perms in itertools.product(*(itertools.permutations(agents[a]) for a in names)):
+        sched = _left_justify(problem, dict(zip(names, perms, strict=True)))
+        if sched is None or check_schedule(problem, sched):
+            continue
+        if best is None or sched.makespan < best.makespan - 1e-9:
+            best = sched
+    if best is None:
+        raise InfeasibleError("no sequence satisfies the constraints")
+    return best
+
+
+def _left_justify(problem: ScheduleProblem, seqs: Mapping[str, Iterable[str]]) -> Schedule | None:
+    by_id = {t.id: t for t in problem.tasks}
+    preds: dict[str, set[str]] = {t.id: set() for t in problem.tasks}
+    for a, b in problem.precedence:
+        preds[b].add(a)
+    for seq in seqs.values():
+        seq = list(seq)
+        for a, b in itertools.pairwise(seq):
+            preds[b].add(a)
+    start: dict[str, float] = {}
+    pending = set(by_id)
+    while pending:
+        ready = [t for t in pending if preds[t] <= set(start)]
+        if not ready:
+            return None  # the sequences contradict the precedence
+        for tid in ready:
+            t = by_id[tid]
+            s = max(t.release, problem.agent_release.get(t.agent, 0.0))
+            for p in preds[tid]:
+                s = max(s, start[p] + by_id[p].duration)
+            start[tid] = s
+            pending.discard(tid)
+    return _make_schedule(problem, start)
+
+
+def critical_path_length(problem: ScheduleProblem) -> float:
+    """Longest head + tail over tasks: a lower bound on any makespan."""
+    an = _analyse(problem)
+    return max((an.head[i] + an.tail[i] for i in range(len(problem.tasks))), default=0.0)

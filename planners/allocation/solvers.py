@@ -1,0 +1,319 @@
+"""MILP backends behind one contract: Gurobi (gurobipy) and HiGHS (highspy).
+
+``solve_model(model, solver="auto")`` picks Gurobi unless gurobipy is missing or the model is
+larger than the pip wheel's size-limited licence (2,000 variables or 2,000 constraints),
+then HiGHS. Both honour a time limit, a relative MIP gap and a warm start given as
+values by variable name.
+
+Raises :class:`InfeasibleError` when the model is proved infeasible and
+:class:`SolverLimitError` when a limit stopped the solver before it had any solution.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from teamtree.broker import InfeasibleError, PlanningError, SolverLimitError
+from teamtree.planners.allocation.model import LinearModel, Sense, SolveResult, SolveStatus
+
+GUROBI_SIZE_LIMIT = 2000
+"""Largest variable and constraint count the gurobipy pip licence accepts."""
+
+SolverName = Literal["auto", "gurobi", "highs"]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Limits for one solve: wall time (s), relative MIP gap, and threads (0 = solver's choice)."""
+
+    time_limit: float | None = None
+    mip_gap: float | None = None
+    threads: int = 1
+
+
+class Backend(Protocol):
+    """What a backend offers: a name and ``solve``."""
+
+    name: str
+
+    def solve(
+        self,
+        model: LinearModel,
+        options: SolveOptions,
+        warm_start: Mapping[str, float] | None = None,
+    ) -> SolveResult: ...
+
+
+def gurobi_available() -> bool:
+    """Whether gurobipy can be imported."""
+    try:
+        import gurobipy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def fits_gurobi_licence(model: LinearModel, limit: int = GUROBI_SIZE_LIMIT) -> bool:
+    """Whether ``model`` is within the size-limited licence (variables and rows ≤ limit)."""
+    return model.num_vars <= limit and model.num_rows <= limit
+
+
+class GurobiBackend:
+    """Solve with gurobipy; one silent environment per backend instance (created lazily)."""
+
+    name = "gurobi"
+
+    def __init__(self) -> None:
+        self._env = None
+
+    def _environment(self):  # type: ignore[no-untyped-def]
+        import gurobipy as gp
+
+        if self._env is None:
+            env = gp.Env(empty=True)
+            env.setParam("OutputFlag", 0)
+            env.start()
+            self._env = env
+        return self._env
+
+    def solve(
+        self,
+        model: LinearModel,
+        options: SolveOptions,
+        warm_start: Mapping[str, float] | None = None,
+    ) -> SolveResult:
+        """Build the model in gurobipy, optimise, and map the status; see the module doc."""
+        import gurobipy as gp
+        from gurobipy import GRB
+
+        env = self._environment()
+        try:
+            m = gp.Model(model.name, env=env)
+            lb = [v.lb if v.lb != -math.inf else -GRB.INFINITY for v in model.variables]
+            ub = [v.ub if v.ub != math.inf else GRB.INFINITY for v in model.variables]
+            vtype = [
+                GRB.BINARY
+                if (v.integer and v.lb >= 0 and v.ub <= 1)
+                else (GRB.INTEGER if v.integer else GRB.CONTINUOUS)
+                for v in model.variables
+            ]
+            xs = m.addVars(len(model.variables), lb=lb, ub=ub, vtype=vtype)
+            sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
+            for r in model.rows:
+                expr = gp.LinExpr(list(r.coefs), [xs[i] for i in r.cols])
+                m.addLConstr(expr, sense[r.sense], r.rhs)
+            m.setObjective(
+                gp.LinExpr(list(model.objective.values()), [xs[i] for i in model.objective])
+                + model.objective_constant,
+                GRB.MINIMIZE,
+            )
+            if options.time_limit is not None:
+                m.Params.TimeLimit = options.time_limit
+            if options.mip_gap is not None:
+                m.Params.MIPGap = options.mip_gap
+            if options.threads:
+                m.Params.Threads = options.threads
+            if warm_start:
+                for v in model.variables:
+                    if v.name in warm_start:
+                        xs[v.index].Start = warm_start[v.name]
+            m.optimize()
+        except gp.GurobiError as exc:
+            if exc.errno == 10010:  # model too large for the size-limited licence
+                raise SolverLimitError(f"gurobi licence limit: {exc}") from exc
+            raise PlanningError(f"gurobi failed: {exc}") from exc
+        status = m.Status
+        runtime = float(m.Runtime)
+        if status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+            raise InfeasibleError(f"model {model.name!r} is infeasible (gurobi)")
+        if status == GRB.UNBOUNDED:
+            raise PlanningError(f"model {model.name!r} is unbounded (gurobi)")
+        if m.SolCount == 0:
+            raise SolverLimitError(
+                f"gurobi stopped with status {status} and no solution for {model.name!r}"
+            )
+        values = {v.name: float(xs[v.index].X) for v in model.variables}
+        gap = 0.0 if model.num_integer == 0 else float(m.MIPGap)
+        st = SolveStatus.OPTIMAL if status == GRB.OPTIMAL else SolveStatus.FEASIBLE
+        result = SolveResult("gurobi", st, float(m.ObjVal), gap, runtime, values)
+        m.dispose()
+        return result
+
+
+class HighsBackend:
+    """Solve with highspy (the low-level ``_Highs`` class, which prints no banner)."""
+
+    name = "highs"
+
+    def solve(
+        self,
+        model: LinearModel,
+        options: SolveOptions,
+        warm_start: Mapping[str, float] | None = None,
+    ) -> SolveResult:
+        """Pass the model as a row-wise ``HighsLp``, run, and map the status."""
+        from highspy import _core as hc
+
+        h = hc._Highs()
+        h.setOptionValue("output_flag", False)
+        if options.time_limit is not None:
+            h.setOptionValue("time_limit", float(options.time_limit))
+        if options.mip_gap is not None:
+            h.setOptionValue("mip_rel_gap", float(options.mip_gap))
+        if options.threads:
+            h.setOptionValue("threads", int(options.threads))
+        n = model.num_vars
+        lp = hc.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = model.num_rows
+        cost = np.zeros(n)
+        for i, c in model.objective.items():
+            cost[i] = c
+        lp.col_cost_ = cost
+        lp.offset_ = model.objective_constant
+        lp.col_lower_ = np.array([v.lb for v in model.variables], dtype=float)
+        lp.col_upper_ = np.array([v.ub for v in model.variables], dtype=float)
+        lower = np.empty(model.num_rows)
+        upper = np.empty(model.num_rows)
+        starts = [0]
+        index: list[int] = []
+        value: list[float] = []
+        for k, r in enumerate(model.rows):
+            lower[k] = -np.inf if r.sense is Sense.LE else r.rhs
+            upper[k] = np.inf if r.sense is Sense.GE else r.rhs
+            index.extend(r.cols)
+            value.extend(r.coefs)
+            starts.append(len(index))
+        lp.row_lower_ = lower
+        lp.row_upper_ = upper
+        lp.a_matrix_.format_ = hc.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
+        lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+        lp.a_matrix_.value_ = np.array(value, dtype=float)
+        lp.a_matrix_.num_col_ = n
+        lp.a_matrix_.num_row_ = model.num_rows
+        if model.num_integer:
+            lp.integrality_ = [
+                hc.HighsVarType.kInteger if v.integer else hc.HighsVarType.kContinuous
+                for v in model.variables
+            ]
+        if h.passModel(lp) != hc.HighsStatus.kOk:
+            raise PlanningError(f"highs rejected model {model.name!r}")
+        if warm_start and model.num_integer:
+            sol = hc.HighsSolution()
+            sol.col_value = [float(warm_start.get(v.name, v.lb)) for v in model.variables]
+            sol.value_valid = True
+            h.setSolution(sol)
+        t0 = time.perf_counter()
+        h.run()
+        elapsed = time.perf_counter() - t0
+        if warm_start and model.num_integer and not self._solution_matches(h, model):
+            # highspy 1.16 can report the optimum's objective but hand back the user's start
+            # as the solution (seen when presolve solves the model); solve again cold.
+            return self.solve(model, options, None)
+        status = h.getModelStatus()
+        info = h.getInfo()
+        if status == hc.HighsModelStatus.kInfeasible:
+            raise InfeasibleError(f"model {model.name!r} is infeasible (highs)")
+        if status in (hc.HighsModelStatus.kUnbounded, hc.HighsModelStatus.kUnboundedOrInfeasible):
+            raise PlanningError(f"model {model.name!r} is unbounded or infeasible (highs)")
+        if info.primal_solution_status != 2:  # kSolutionStatusFeasible
+            raise SolverLimitError(
+                f"highs stopped with {h.modelStatusToString(status)} and no solution "
+                f"for {model.name!r}"
+            )
+        col = list(h.getSolution().col_value)
+        values = {v.name: float(col[v.index]) for v in model.variables}
+        gap = float(info.mip_gap) if model.num_integer else 0.0
+        if not math.isfinite(gap):
+            gap = math.inf
+        st = SolveStatus.OPTIMAL if status == hc.HighsModelStatus.kOptimal else SolveStatus.FEASIBLE
+        return SolveResult("highs", st, float(info.objective_function_value), gap, elapsed, values)
+
+
+    @staticmethod
+    def _solution_matches(h, model: LinearModel) -> bool:  # type: ignore[no-untyped-def]
+        info = h.getInfo()
+        if info.primal_solution_status != 2:
+            return True
+        col = h.getSolution().col_value
+        value = model.objective_constant + sum(c * col[i] for i, c in model.objective.items())
+        reported = float(info.objective_function_value)
+        return abs(value - reported) <= 1e-6 * max(1.0, abs(reported))
+
+
+class SolverPool:
+    """Holds backends (so Gurobi's environment is made once) and applies the choice rule."""
+
+    def __init__(self, gurobi_size_limit: int = GUROBI_SIZE_LIMIT) -> None:
+        self.gurobi_size_limit = gurobi_size_limit
+        self._gurobi: GurobiBackend | None = None
+        self._highs = HighsBackend()
+
+    def choose(self, model: LinearModel, solver: SolverName = "auto") -> Backend:
+        """The backend for ``model``: an explicit name, or the automatic rule of the module doc."""
+        if solver == "highs":
+            return self._highs
+        if solver == "gurobi":
+            if not gurobi_available():
+                raise SolverLimitError("gurobipy is not installed")
+            return self._gurobi_backend()
+        if solver != "auto":
+            raise ValueError(f"unknown solver {solver!r}; use 'auto', 'gurobi' or 'highs'")
+        if gurobi_available() and fits_gurobi_licence(model, self.gurobi_size_limit):
+            return self._gurobi_backend()
+        return self._highs
+
+    def _gurobi_backend(self) -> GurobiBackend:
+        if self._gurobi is None:
+            self._gurobi = GurobiBackend()
+        return self._gurobi
+
+    def solve(
+        self,
+        model: LinearModel,
+        *,
+        solver: SolverName = "auto",
+        options: SolveOptions | None = None,
+        warm_start: Mapping[str, float] | None = None,
+    ) -> SolveResult:
+        """Solve ``model``; in ``auto`` mode a Gurobi licence refusal falls back to HiGHS."""
+        opts = options or SolveOptions()
+        backend = self.choose(model, solver)
+        try:
+            return backend.solve(model, opts, warm_start)
+        except SolverLimitError as exc:
+            if solver == "auto" and backend.name == "gurobi" and "licence" in str(exc):
+                return self._highs.solve(model, opts, warm_start)
+            raise
+
+
+_DEFAULT_POOL: SolverPool | None = None
+
+
+def default_pool() -> SolverPool:
+    """A process-wide pool (lazily made); planners accept their own pool too."""
+    global _DEFAULT_POOL
+    if _DEFAULT_POOL is None:
+        _DEFAULT_POOL = SolverPool()
+    return _DEFAULT_POOL
+
+
+def solve_model(
+    model: LinearModel,
+    *,
+    solver: SolverName = "auto",
+    options: SolveOptions | None = None,
+    warm_start: Mapping[str, float] | None = None,
+    pool: SolverPool | None = None,
+) -> SolveResult:
+    """Solve ``model`` with the chosen backend. Blocks for the solve; raises as the module says."""
+    return (pool or default_pool()).solve(
+        model, solver=solver, options=options, warm_start=warm_start
+    )
