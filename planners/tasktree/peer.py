@@ -1,0 +1,747 @@
+"""The peer rule as a pure state machine: one team member's copy of the task tree.
+
+Seed 000 §2.2-2.3 (Figs. 7, 8) made safe as DESIGN.md "Claiming a node" sketches it.
+``TaskController.handle(event, now)`` consumes one event and returns the actions the
+agent must carry out (publish, start, pause...); it does no I/O and reads no clock:
+``now`` is the agent's hybrid-logical-clock reading as a plain ordered tuple
+``(wall_ms, logical, agent_id)``.
+
+Events: ``Tick``, ``Claim``, ``ClaimReply``, ``Transition``, ``Snapshot``,
+``PresenceChanged``, ``PotentialsChanged``, ``BehaviourFinished``, ``ConnectionChanged``.
+Actions: ``PublishClaim``, ``PublishReply``, ``PublishTransition``, ``PublishSnapshot``,
+``StartBehaviour``, ``PauseBehaviour``, ``ResumeBehaviour``, ``AbortBehaviour``,
+``ClaimDecided`` (informational: for logs and claim-latency figures).
+
+The rule, per claim of leaf N (its *conflict set* is N plus the leaves in the other
+branches of every OR above N, since an OR may run only one child):
+
+1. A claim carries node, claimant, stamp (and the claimant's potential).
+2. Every peer answers with its own state for each node of the conflict set it knows
+   something about: done, working (by whom), or its own pending claim with stamp.
+3. Working or done on any node of the conflict set beats a claim. Among claims, the
+   lower key wins: the stamp (rule ``"earliest"``, Fig. 8), or ``(-potential, stamp)``
+   (rule ``"potential"``, an option: any total order over claims keeps the proof).
+4. The claimant proceeds only with a reply from every peer online *at decision time*
+   and none beating it. A pending claimant that *receives* a claim beating its own
+   gives up too, so of two overlapping claims at most one proceeds whatever the
+   message order; replies are idempotent per claim id, duplicates change nothing.
+5. The loser lowers its activation for N for ``inhibit_ticks`` ticks (Fig. 8 step 5).
+6. A peer going offline (Last Will) releases the leaf it was working on; another
+   member completes it. A late joiner (``await_snapshots=True``) or a reconnecting
+   member adopts every online peer's snapshot before it claims; a member that lost
+   the broker pauses its behaviour and re-claims it before resuming (fencing).
+
+Readings where the paper is silent: one claim at a time per member, and none while it
+works (one behaviour at a time, §3.1); a claim that nobody answers is re-published
+every ``resend_ticks`` ticks; messages from a peer that presence says is offline are
+ignored except ``done`` (a done behaviour stays done).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from teamtree.planners.tasktree.activation import (
+    NodeActivation,
+    node_statuses,
+    select_behaviour,
+    spread_activation,
+)
+from teamtree.planners.tasktree.status import NodeStatus
+from teamtree.planners.tasktree.tree import NodeKind, TaskTree
+
+__all__ = [
+    "AbortBehaviour",
+    "Action",
+    "BehaviourFinished",
+    "Claim",
+    "ClaimDecided",
+    "ClaimReply",
+    "ClaimRule",
+    "ConnectionChanged",
+    "Event",
+    "NodeReport",
+    "PauseBehaviour",
+    "PeerState",
+    "PotentialsChanged",
+    "PresenceChanged",
+    "PublishClaim",
+    "PublishReply",
+    "PublishSnapshot",
+    "PublishTransition",
+    "ResumeBehaviour",
+    "Snapshot",
+    "Stamp",
+    "StartBehaviour",
+    "TaskController",
+    "Tick",
+    "Transition",
+    "conflict_set",
+]
+
+Stamp = tuple[int, int, str]
+"""A hybrid-logical-clock reading ``(wall_ms, logical, agent_id)``; tuples order it."""
+
+
+class ClaimRule(StrEnum):
+    """How two competing claims are ordered (rule 3 above)."""
+
+    EARLIEST = "earliest"
+    """Earliest stamp wins, ties by agent id (seed 000 Fig. 8, DESIGN.md)."""
+    POTENTIAL = "potential"
+    """Higher activation potential wins, then earliest stamp (an option, not the paper)."""
+
+
+class PeerState(StrEnum):
+    """A replier's own state for one node, as carried in a ``NodeReport``."""
+
+    NONE = "none"
+    """Nothing known: not done, nobody working, no claim of the replier's."""
+    CLAIMED = "claimed"
+    """The replier has a pending claim on the node (``stamp``, ``potential`` set)."""
+    WORKING = "working"
+    """``agent`` (the replier or a peer it heard from) executes the node."""
+    DONE = "done"
+    """The node is done (by anyone the replier knows of)."""
+
+
+# ------------------------------------------------------------------ messages (events)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A member's announcement that it is about to activate ``node`` (§2.3 step 1)."""
+
+    claim_id: str
+    node: str
+    claimant: str
+    stamp: Stamp
+    potential: float = 0.0
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """One node's state as a replier knows it (§2.3 step 2)."""
+
+    node: str
+    state: PeerState
+    agent: str | None = None
+    stamp: Stamp | None = None
+    potential: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClaimReply:
+    """A peer's answer to ``claim_id``: reports for the claimed node and its conflict set.
+
+    The first report is always for the claimed node itself (``none`` if nothing known).
+    """
+
+    claim_id: str
+    node: str
+    claimant: str
+    replier: str
+    reports: tuple[NodeReport, ...]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """``agent`` moved ``node`` to ``status``: working, done, or inactive (released)."""
+
+    node: str
+    agent: str
+    status: NodeStatus
+    stamp: Stamp
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a member knows, published retained so a late joiner can catch up.
+
+    ``done``: leaves done by anyone it knows of; ``working``: the leaf it executes.
+    """
+
+    agent: str
+    stamp: Stamp
+    done: tuple[str, ...]
+    working: str | None
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One cycle of the update loop (§2.2): may start a claim."""
+
+
+@dataclass(frozen=True)
+class PresenceChanged:
+    """Presence of ``agent`` changed (retained ONLINE, or OFFLINE / Last Will)."""
+
+    agent: str
+    online: bool
+
+
+@dataclass(frozen=True)
+class PotentialsChanged:
+    """World facts: new activation potentials (eq. 1) for some leaves."""
+
+    potentials: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class BehaviourFinished:
+    """The driver reports the behaviour on ``node`` ended (``succeeded`` or not)."""
+
+    node: str
+    succeeded: bool = True
+
+
+@dataclass(frozen=True)
+class ConnectionChanged:
+    """This member lost (``connected=False``) or regained the broker.
+
+    On regaining it, ``online_peers`` are the peers presence says are online; the
+    controller waits for each one's snapshot before claiming again.
+    """
+
+    connected: bool
+    online_peers: frozenset[str] = frozenset()
+
+
+Event = (
+    Tick
+    | Claim
+    | ClaimReply
+    | Transition
+    | Snapshot
+    | PresenceChanged
+    | PotentialsChanged
+    | BehaviourFinished
+    | ConnectionChanged
+)
+
+# ------------------------------------------------------------------ actions
+
+
+@dataclass(frozen=True)
+class PublishClaim:
+    """Publish ``claim`` to every peer (QoS 1)."""
+
+    claim: Claim
+
+
+@dataclass(frozen=True)
+class PublishReply:
+    """Send ``reply`` to the claimant (``reply.claimant``), QoS 1."""
+
+    reply: ClaimReply
+
+
+@dataclass(frozen=True)
+class PublishTransition:
+    """Publish this member's node transition to every peer (QoS 1)."""
+
+    transition: Transition
+
+
+@dataclass(frozen=True)
+class PublishSnapshot:
+    """Publish ``snapshot`` retained, replacing the previous one."""
+
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class StartBehaviour:
+    """Tell the driver to execute the behaviour of ``node``."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class PauseBehaviour:
+    """Tell the driver to pause ``node`` (the broker is lost; fencing)."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class ResumeBehaviour:
+    """Tell the driver to resume the paused ``node`` (its re-claim won)."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class AbortBehaviour:
+    """Tell the driver to cancel ``node``: someone else took or finished it."""
+
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ClaimDecided:
+    """Informational: ``claim`` was won or lost, and why."""
+
+    claim: Claim
+    won: bool
+    reason: str
+
+
+Action = (
+    PublishClaim
+    | PublishReply
+    | PublishTransition
+    | PublishSnapshot
+    | StartBehaviour
+    | PauseBehaviour
+    | ResumeBehaviour
+    | AbortBehaviour
+    | ClaimDecided
+)
+
+
+def conflict_set(tree: TaskTree, leaf: str) -> frozenset[str]:
+    """``leaf`` plus every leaf in another branch of an OR above it (rule 1 above)."""
+    out = {leaf}
+    child = leaf
+    for anc in tree.ancestors(leaf):
+        node = tree[anc]
+        if node.kind is NodeKind.OR:
+            for c in node.children:
+                if c.id != child:
+                    out.update(tree.leaf_ids(c.id))
+        child = anc
+    return frozenset(out)
+
+
+@dataclass
+class _Pending:
+    claim: Claim
+    replies: set[str] = field(default_factory=set)
+    lost: str | None = None
+    age: int = 0
+    reclaim: bool = False
+
+
+class TaskController:
+    """One member's copy of the task tree, with activation spreading and the peer rule.
+
+    Parameters: the ``tree``; this member's id ``me``; ``online_peers`` known at start;
+    ``await_snapshots`` (a late joiner: claim nothing before every online peer's
+    snapshot arrived); ``potentials`` and ``default_potential`` (eq. 1 values per
+    leaf); ``rule`` (``ClaimRule``); ``inhibit_ticks`` and ``inhibit_factor`` (how long
+    and how much a lost claim lowers the leaf's activation); ``resend_ticks``.
+
+    ``handle`` never raises on odd input from peers (unknown nodes are ignored).
+    """
+
+    def __init__(
+        self,
+        tree: TaskTree,
+        me: str,
+        *,
+        online_peers: Iterable[str] = (),
+        await_snapshots: bool = False,
+        potentials: Mapping[str, float] | None = None,
+        default_potential: float = 1.0,
+        rule: ClaimRule | str = ClaimRule.EARLIEST,
+        inhibit_ticks: int = 10,
+        inhibit_factor: float = 0.0,
+        resend_ticks: int = 50,
+        dedup_window: int = 4096,
+    ) -> None:
+        self.tree = tree
+        self.me = me
+        self.rule = ClaimRule(rule)
+        self.default_potential = default_potential
+        self.inhibit_ticks = inhibit_ticks
+        self.inhibit_factor = inhibit_factor
+        self.resend_ticks = resend_ticks
+        self._dedup_window = dedup_window
+        self.potentials: dict[str, float] = dict(potentials or {})
+        self.peers_online: set[str] = set(online_peers) - {me}
+        self.done: set[str] = set()
+        self.working: dict[str, tuple[str, Stamp]] = {}
+        self.my_working: str | None = None
+        self.paused = False
+        self.connected = True
+        self._awaiting: set[str] = set(self.peers_online) if await_snapshots else set()
+        self._pending: _Pending | None = None
+        self._inhibited: dict[str, int] = {}
+        self._seen: dict[tuple[str, str], Stamp] = {}
+        self._seen_claims: OrderedDict[str, None] = OrderedDict()
+        self._conflicts: dict[str, frozenset[str]] = {}
+        self._claims_made = 0
+        self._last_stamp: Stamp | None = None
+
+    # ----------------------------------------------------------- read-only views
+
+    @property
+    def synced(self) -> bool:
+        """True once every awaited peer snapshot arrived (always, if none awaited)."""
+        return not self._awaiting
+
+    @property
+    def pending_claim(self) -> Claim | None:
+        """The claim waiting for replies, if any."""
+        return self._pending.claim if self._pending else None
+
+    @property
+    def mission_done(self) -> bool:
+        """True when the root's constraint is satisfied in this copy."""
+        return self.activations()[self.tree.root.id].satisfied
+
+    def activations(self) -> dict[str, NodeActivation]:
+        """Activation level and potential of every node now (§2.2)."""
+        inhib = {n: self.inhibit_factor for n in self._inhibited}
+        return spread_activation(
+            self.tree,
+            self.done,
+            self.working.keys(),
+            self.potentials,
+            default_potential=self.default_potential,
+            inhibition=inhib,
+        )
+
+    def statuses(self) -> dict[str, NodeStatus]:
+        """Every node's status in this copy (see ``NodeStatus``)."""
+        here = [self.my_working] if self.my_working else []
+        return node_statuses(self.tree, self.activations(), here)
+
+    def snapshot(self, now: Stamp) -> Snapshot:
+        """This member's retained snapshot."""
+        return Snapshot(self.me, now, tuple(sorted(self.done)), self.my_working)
+
+    def conflicts(self, leaf: str) -> frozenset[str]:
+        """Cached ``conflict_set(self.tree, leaf)``."""
+        c = self._conflicts.get(leaf)
+        if c is None:
+            c = self._conflicts[leaf] = conflict_set(self.tree, leaf)
+        return c
+
+    # ----------------------------------------------------------- the one entry point
+
+    def handle(self, event: Event, now: Stamp) -> list[Action]:
+        """Consume one event at HLC reading ``now``; return the actions to carry out."""
+        self._last_stamp = now
+        out: list[Action] = []
+        match event:
+            case Tick():
+                self._on_tick(now, out)
+            case Claim():
+                self._on_claim(event, now, out)
+            case ClaimReply():
+                self._on_reply(event, now, out)
+            case Transition():
+                self._on_transition(event, now, out)
+            case Snapshot():
+                self._on_snapshot(event, now, out)
+            case PresenceChanged():
+                self._on_presence(event, now, out)
+            case PotentialsChanged():
+                self.potentials.update(event.potentials)
+            case BehaviourFinished():
+                self._on_finished(event, now, out)
+            case ConnectionChanged():
+                self._on_connection(event, now, out)
+            case _:
+                raise TypeError(f"TaskController cannot handle {type(event).__name__}")
+        return out
+
+    # ----------------------------------------------------------- handlers
+
+    def _on_tick(self, now: Stamp, out: list[Action]) -> None:
+        for node in list(self._inhibited):
+            self._inhibited[node] -= 1
+            if self._inhibited[node] <= 0:
+                del self._inhibited[node]
+        if not self.connected or not self.synced:
+            return
+        if self._pending is not None:
+            self._pending.age += 1
+            if self.resend_ticks > 0 and self._pending.age % self.resend_ticks == 0:
+                out.append(PublishClaim(self._pending.claim))
+            self._decide(now, out)
+            return
+        if self.my_working is not None:
+            if self.paused:  # reconnected and synced: re-claim before resuming
+                self._start_claim(self.my_working, now, out, reclaim=True)
+            return
+        leaf = select_behaviour(self.tree, self.activations())
+        if leaf is not None:
+            self._start_claim(leaf, now, out)
+
+    def _start_claim(self, leaf: str, now: Stamp, out: list[Action], reclaim: bool = False) -> None:
+        self._claims_made += 1
+        claim = Claim(
+            claim_id=f"{self.me}@{now[0]}.{now[1]}#{self._claims_made}",
+            node=leaf,
+            claimant=self.me,
+            stamp=now,
+            potential=float(self.potentials.get(leaf, self.default_potential)),
+        )
+        self._pending = _Pending(claim, reclaim=reclaim)
+        out.append(PublishClaim(claim))
+        self._decide(now, out)
+
+    def _key(self, stamp: Stamp, potential: float) -> tuple:
+        if self.rule is ClaimRule.POTENTIAL:
+            return (-potential, stamp)
+        return (stamp,)
+
+    def _allowed(self, leaf: str) -> bool:
+        if leaf in self.done:
+            return False
+        w = self.working.get(leaf)
+        if w is not None and w[0] != self.me:
+            return False
+        acts = self.activations()
+        if acts[leaf].level <= 0.0:
+            return False
+        # an OR branch committed elsewhere (working by another member) also forbids it
+        return all(
+            not (n in self.done or (n in self.working and self.working[n][0] != self.me))
+            for n in self.conflicts(leaf)
+            if n != leaf
+        )
+
+    def _decide(self, now: Stamp, out: list[Action]) -> None:
+        p = self._pending
+        if p is None:
+            return
+        leaf = p.claim.node
+        if p.lost is None and not self._allowed(leaf):
+            p.lost = "no longer allowed by the tree or taken by a peer"
+        if p.lost is None and not self.connected:
+            p.lost = "disconnected"
+        if p.lost is not None:
+            self._pending = None
+            out.append(ClaimDecided(p.claim, False, p.lost))
+            if p.reclaim:
+                self._abort_mine(leaf, p.lost, now, out)
+            else:
+                self._inhibited[leaf] = self.inhibit_ticks
+            return
+        if self.peers_online - p.replies:
+            return
+        self._pending = None
+        out.append(ClaimDecided(p.claim, True, "every online peer answered, none beats it"))
+        self.my_working = leaf
+        self.working[leaf] = (self.me, now)
+        self._inhibited.pop(leaf, None)
+        if p.reclaim:
+            self.paused = False
+            out.append(ResumeBehaviour(leaf))
+        else:
+            out.append(StartBehaviour(leaf))
+        out.append(PublishTransition(Transition(leaf, self.me, NodeStatus.WORKING, now)))
+        out.append(PublishSnapshot(self.snapshot(now)))
+
+    def _abort_mine(self, leaf: str, reason: str, now: Stamp, out: list[Action]) -> None:
+        self.my_working = None
+        self.paused = False
+        if self.working.get(leaf, ("",))[0] == self.me:
+            del self.working[leaf]
+        out.append(AbortBehaviour(leaf, reason))
+        out.append(PublishTransition(Transition(leaf, self.me, NodeStatus.INACTIVE, now)))
+        out.append(PublishSnapshot(self.snapshot(now)))
+
+    def _on_claim(self, claim: Claim, now: Stamp, out: list[Action]) -> None:
+        if claim.claimant == self.me or claim.node not in self.tree.nodes:
+            return
+        if not self.tree[claim.node].is_leaf:
+            return
+        duplicate = claim.claim_id in self._seen_claims
+        if not duplicate:
+            self._seen_claims[claim.claim_id] = None
+            if len(self._seen_claims) > self._dedup_window:
+                self._seen_claims.popitem(last=False)
+        conflicts = self.conflicts(claim.node)
+        reports = [self._report(claim.node)]
+        for n in sorted(conflicts - {claim.node}):
+            r = self._report(n)
+            if r.state is not PeerState.NONE:
+                reports.append(r)
+        out.append(
+            PublishReply(
+                ClaimReply(claim.claim_id, claim.node, claim.claimant, self.me, tuple(reports))
+            )
+        )
+        p = self._pending
+        if (
+            not duplicate
+            and p is not None
+            and p.lost is None
+            and p.claim.node in conflicts
+            and self._key(claim.stamp, claim.potential)
+            < self._key(p.claim.stamp, p.claim.potential)
+        ):
+            p.lost = f"beaten by {claim.claimant}'s claim {claim.claim_id}"
+            self._decide(now, out)
+
+    def _report(self, node: str) -> NodeReport:
+        if node in self.done:
+            return NodeReport(node, PeerState.DONE)
+        w = self.working.get(node)
+        if w is not None:
+            return NodeReport(node, PeerState.WORKING, agent=w[0], stamp=w[1])
+        p = self._pending
+        if p is not None and p.claim.node == node and p.lost is None:
+            return NodeReport(
+                node, PeerState.CLAIMED, self.me, p.claim.stamp, potential=p.claim.potential
+            )
+        return NodeReport(node, PeerState.NONE)
+
+    def _on_reply(self, reply: ClaimReply, now: Stamp, out: list[Action]) -> None:
+        if reply.replier == self.me:
+            return
+        p = self._pending
+        mine = p is not None and reply.claim_id == p.claim.claim_id
+        for r in reply.reports:
+            if r.node not in self.tree.nodes:
+                continue
+            if r.state is PeerState.DONE:
+                self._mark_done(r.node, now, out)
+            elif (
+                r.state is PeerState.WORKING
+                and r.agent is not None
+                and r.agent != self.me
+                and r.stamp is not None
+                and (r.agent in self.peers_online)
+                and r.node not in self.done
+                and self._seen.get((r.agent, r.node), _ZERO) < r.stamp
+            ):
+                self._seen[(r.agent, r.node)] = r.stamp
+                self.working[r.node] = (r.agent, r.stamp)
+            if not mine or p is None or p.lost is not None:
+                continue
+            if r.node not in self.conflicts(p.claim.node):
+                continue
+            if r.state is PeerState.DONE:
+                p.lost = f"{reply.replier} reports {r.node} done"
+            elif r.state is PeerState.WORKING and r.agent != self.me:
+                p.lost = f"{reply.replier} reports {r.node} worked on by {r.agent}"
+            elif (
+                r.state is PeerState.CLAIMED
+                and r.agent not in (None, self.me)
+                and r.stamp is not None
+                and self._key(r.stamp, r.potential) < self._key(p.claim.stamp, p.claim.potential)
+            ):
+                p.lost = f"{r.agent}'s claim on {r.node} is earlier"
+        if mine and p is not None:
+            p.replies.add(reply.replier)
+        self._decide(now, out)
+
+    def _mark_done(self, node: str, now: Stamp, out: list[Action]) -> None:
+        if node in self.done:
+            return
+        self.done.add(node)
+        self.working.pop(node, None)
+        self._inhibited.pop(node, None)
+        if self.my_working == node:  # someone else finished what we were doing
+            self.my_working = None
+            self.paused = False
+            out.append(AbortBehaviour(node, "done by a peer"))
+
+    def _on_transition(self, t: Transition, now: Stamp, out: list[Action]) -> None:
+        if t.agent == self.me or t.node not in self.tree.nodes:
+            return
+        key = (t.agent, t.node)
+        if self._seen.get(key, _ZERO) >= t.stamp:
+            return  # duplicate or older than what we know
+        self._seen[key] = t.stamp
+        if t.status is NodeStatus.DONE:
+            self._mark_done(t.node, now, out)
+        elif t.status is NodeStatus.WORKING:
+            if t.agent in self.peers_online and t.node not in self.done:
+                self.working[t.node] = (t.agent, t.stamp)
+                if self.my_working == t.node and self.paused:
+                    self._abort_mine(t.node, f"taken by {t.agent}", now, out)
+        elif self.working.get(t.node, ("",))[0] == t.agent:
+            del self.working[t.node]
+        self._decide(now, out)
+
+    def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[Action]) -> None:
+        if s.agent == self.me:
+            return
+        for node in s.done:
+            if node in self.tree.nodes:
+                self._mark_done(node, now, out)
+        if s.agent in self.peers_online:
+            for node, (agent, _stamp) in list(self.working.items()):
+                if (
+                    agent == s.agent
+                    and node != s.working
+                    and self._seen.get((agent, node), _ZERO) < s.stamp
+                ):
+                    del self.working[node]
+            w = s.working
+            if (
+                w is not None
+                and w in self.tree.nodes
+                and w not in self.done
+                and self._seen.get((s.agent, w), _ZERO) < s.stamp
+            ):
+                self._seen[(s.agent, w)] = s.stamp
+                self.working[w] = (s.agent, s.stamp)
+                if self.my_working == w and self.paused:
+                    self._abort_mine(w, f"taken by {s.agent}", now, out)
+        self._awaiting.discard(s.agent)
+        self._decide(now, out)
+
+    def _on_presence(self, ev: PresenceChanged, now: Stamp, out: list[Action]) -> None:
+        if ev.agent == self.me:
+            return
+        if ev.online:
+            if ev.agent not in self.peers_online:
+                self.peers_online.add(ev.agent)
+                if self._pending is not None:  # it never saw our claim: ask it too
+                    out.append(PublishClaim(self._pending.claim))
+            return
+        self.peers_online.discard(ev.agent)
+        self._awaiting.discard(ev.agent)
+        for node, (agent, _s) in list(self.working.items()):
+            if agent == ev.agent:  # Last Will: release its work so another completes it
+                del self.working[node]
+        self._decide(now, out)
+
+    def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[Action]) -> None:
+        if ev.node != self.my_working:
+            return
+        self.my_working = None
+        self.paused = False
+        if ev.succeeded:
+            self.done.add(ev.node)
+            self.working.pop(ev.node, None)
+            status = NodeStatus.DONE
+        else:
+            self.working.pop(ev.node, None)
+            self._inhibited[ev.node] = self.inhibit_ticks
+            status = NodeStatus.INACTIVE
+        out.append(PublishTransition(Transition(ev.node, self.me, status, now)))
+        out.append(PublishSnapshot(self.snapshot(now)))
+
+    def _on_connection(self, ev: ConnectionChanged, now: Stamp, out: list[Action]) -> None:
+        if not ev.connected:
+            self.connected = False
+            p = self._pending
+            if p is not None:
+                self._pending = None
+                out.append(ClaimDecided(p.claim, False, "disconnected"))
+            if self.my_working is not None and not self.paused:
+                self.paused = True
+                out.append(PauseBehaviour(self.my_working))
+            return
+        self.connected = True
+        self.peers_online = set(ev.online_peers) - {self.me}
+        self._awaiting = set(self.peers_online)
+        for node, (agent, _s) in list(self.working.items()):
+            if agent != self.me and agent not in self.peers_online:
+                del self.working[node]
+
+
+_ZERO: Stamp = (-(2**63), 0, "")
