@@ -18,6 +18,7 @@ violated guarantee of DESIGN.md (safety, ordering, OR exclusivity, completion).
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -340,7 +341,7 @@ class _Sim:
             elif kind == "broker":
                 self.at_broker(*payload)
             elif kind == "deliver":
-                q, msg, sender = payload
+                q, msg, _sender = payload
                 r = self.robots.get(q)
                 if r is None or not r.alive:
                     continue
@@ -463,7 +464,7 @@ def check_invariants(tree: TaskTree, result: SimResult) -> list[str]:
                     )
     for robot, es in by_robot.items():
         es = sorted(es, key=lambda e: e.start)
-        for a, b in zip(es, es[1:], strict=False):
+        for a, b in itertools.pairwise(es):
             if a.end is None or b.start < a.end:
                 errors.append(f"{robot} ran {a.node} and {b.node} at once")
     sat = _satisfied_times(tree, execs)
