@@ -12,13 +12,15 @@ disjunction is built for a pair it already orders; a greedy list schedule gives 
 incumbent (the warm start when none is given) and the horizon ``H``; each start gets the
 window [head, H − tail]; each pair gets its own big-M from those windows; pairs whose
 windows allow only one order get a plain precedence row; ``z`` is bounded below by the
-critical path and by each agent's load; identical tasks of one agent (same duration,
-release, deadline, predecessors and successors) are ordered by id (symmetry breaking).
+critical path and by each agent's load; a task that dominates another of its agent (same
+duration, no later release or deadline, fewer predecessors, more successors — identical
+tasks included) is ordered first (symmetry breaking and dominance).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -85,6 +87,7 @@ class _Analysis:
     succ: list[set[int]]
     pred: list[set[int]]
     closure_succ: list[set[int]]
+    closure_pred: list[set[int]]
     head: list[float]
     tail: list[float]
 
@@ -115,6 +118,10 @@ def _analyse(problem: ScheduleProblem) -> _Analysis:
         for j in succ[i]:
             closure[i].add(j)
             closure[i] |= closure[j]
+    closure_pred: list[set[int]] = [set() for _ in range(n)]
+    for i in range(n):
+        for j in closure[i]:
+            closure_pred[j].add(i)
     head = [0.0] * n
     for i in order:
         t = problem.tasks[i]
@@ -125,7 +132,7 @@ def _analyse(problem: ScheduleProblem) -> _Analysis:
     tail = [0.0] * n
     for i in reversed(order):
         tail[i] = problem.tasks[i].duration + max((tail[j] for j in succ[i]), default=0.0)
-    return _Analysis(order, succ, pred, closure, head, tail)
+    return _Analysis(order, succ, pred, closure, closure_pred, head, tail)
 
 
 def list_schedule(problem: ScheduleProblem) -> Schedule | None:
@@ -200,6 +207,36 @@ def _bname(tid: str) -> str:
     return f"b[{tid}]"
 
 
+def _dominance(problem: ScheduleProblem, an: _Analysis, i: int, j: int) -> int | None:
+    """Which of two same-agent tasks may go first without loss (symmetry/dominance), if any.
+
+    ``i`` may go first when both have the same duration, i's release and deadline are no
+    later, i's predecessors are among j's, j's successors among i's, and i is in every
+    start-now set j is in: swapping them in any schedule keeps it feasible and no longer.
+    Ties (identical tasks) go to the lower index.
+    """
+
+    def dom(a: int, b: int) -> bool:
+        ta, tb = problem.tasks[a], problem.tasks[b]
+        if ta.duration != tb.duration or ta.release > tb.release:
+            return False
+        da = math.inf if ta.deadline is None else ta.deadline
+        db = math.inf if tb.deadline is None else tb.deadline
+        if da > db:
+            return False
+        if not (an.closure_pred[a] <= an.closure_pred[b]):
+            return False
+        if not (an.closure_succ[b] <= an.closure_succ[a]):
+            return False
+        return all(ta.id in g for g in problem.start_now if tb.id in g)
+
+    if dom(i, j):
+        return i
+    if dom(j, i):
+        return j
+    return None
+
+
 def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None) -> LinearModel:
     """The solver-neutral MILP of eqs. (5)-(9) (with the tightenings of the module doc).
 
@@ -244,7 +281,6 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
                 f"prec[{tasks[i].id}|{tasks[j].id}]",
             )
     # (7) one task at a time per agent
-    start_now_members = set().union(*problem.start_now) if problem.start_now else set()
     by_agent: dict[str, list[int]] = {}
     for i, t in enumerate(tasks):
         by_agent.setdefault(t.agent, []).append(i)
@@ -259,27 +295,18 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
             can_ji = lb[j] + tj.duration <= ub[i] + EPS
             if not can_ij and not can_ji:
                 raise InfeasibleError(f"tasks {ti.id!r} and {tj.id!r} cannot both fit")
-            identical = (
-                can_ij
-                and can_ji
-                and ti.duration == tj.duration
-                and ti.release == tj.release
-                and ti.deadline == tj.deadline
-                and an.pred[i] == an.pred[j]
-                and an.closure_succ[i] == an.closure_succ[j]
-                and ti.id not in start_now_members
-                and tj.id not in start_now_members
-            )
-            if identical or not can_ji:
-                if ub[i] + ti.duration > lb[j] + EPS:  # else always satisfied
-                    m.add_row(
-                        {s[j]: 1.0, s[i]: -1.0}, Sense.GE, ti.duration, f"seq[{ti.id}|{tj.id}]"
-                    )
-                continue
             if not can_ij:
-                if ub[j] + tj.duration > lb[i] + EPS:
+                first: int | None = j
+            elif not can_ji:
+                first = i
+            else:
+                first = _dominance(problem, an, i, j)
+            if first is not None:
+                a_, b_ = (i, j) if first == i else (j, i)
+                ta, tb = tasks[a_], tasks[b_]
+                if ub[a_] + ta.duration > lb[b_] + EPS:  # else always satisfied
                     m.add_row(
-                        {s[i]: 1.0, s[j]: -1.0}, Sense.GE, tj.duration, f"seq[{tj.id}|{ti.id}]"
+                        {s[b_]: 1.0, s[a_]: -1.0}, Sense.GE, ta.duration, f"seq[{ta.id}|{tb.id}]"
                     )
                 continue
             if ub[i] + ti.duration <= lb[j] + EPS or ub[j] + tj.duration <= lb[i] + EPS:

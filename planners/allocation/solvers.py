@@ -236,7 +236,6 @@ class HighsBackend:
         st = SolveStatus.OPTIMAL if status == hc.HighsModelStatus.kOptimal else SolveStatus.FEASIBLE
         return SolveResult("highs", st, float(info.objective_function_value), gap, elapsed, values)
 
-
     @staticmethod
     def _solution_matches(h, model: LinearModel) -> bool:  # type: ignore[no-untyped-def]
         info = h.getInfo()
