@@ -1,3 +1,151 @@
-"""Placeholder package; filled by its issue."""
+"""Capability matching, seed 002 (Lee et al.): verification, member selection, working
+modes, assemble search, hardware control, knowledge graph, and the favor protocol.
 
-__all__: list[str] = []
+Pure: no I/O, no broker, no clock reads; agents feed facts in and act on the answers.
+"""
+
+from teamtree.planners.capability.assembly import (
+    SearchResult,
+    assemble_search,
+    available_ports,
+)
+from teamtree.planners.capability.control_graph import (
+    ControlGraph,
+    ControlRoute,
+    component_node,
+)
+from teamtree.planners.capability.favor import (
+    Action,
+    FavorAccept,
+    FavorGrant,
+    FavorReject,
+    FavorRelease,
+    FavorRequest,
+    FavorRequester,
+    FavorResponder,
+    FavorRevoke,
+    HelperLost,
+    HelperStatus,
+    Lease,
+    LeaseState,
+    Message,
+    RequesterState,
+    RoleChanged,
+    Selected,
+    SelectionFailed,
+    Send,
+    is_idle,
+)
+from teamtree.planners.capability.jobs import (
+    JOBS,
+    JobSpec,
+    Relation,
+    job_1,
+    job_2,
+    job_3,
+    job_4,
+    job_5,
+)
+from teamtree.planners.capability.knowledge_graph import (
+    KnowledgeGraph,
+    algebraic_connectivity,
+    laplacian,
+)
+from teamtree.planners.capability.modes import (
+    ActiveMatcher,
+    FavorQuery,
+    Matcher,
+    Method,
+    Offer,
+    PassiveMatcher,
+    Selection,
+    WorkingMode,
+    allowed_modes,
+    can_start_assembly,
+    decide_mode,
+    make_matcher,
+)
+from teamtree.planners.capability.selection import (
+    best,
+    condense,
+    theta,
+    theta_hat,
+)
+from teamtree.planners.capability.simulation import (
+    FavorSimulation,
+    SimEvent,
+    grid_positions,
+)
+from teamtree.planners.capability.verification import (
+    StrengthVerification,
+    TypeVerification,
+    binarize,
+    relu,
+    verify_strength,
+    verify_type,
+)
+
+__all__ = [
+    "JOBS",
+    "Action",
+    "ActiveMatcher",
+    "ControlGraph",
+    "ControlRoute",
+    "FavorAccept",
+    "FavorGrant",
+    "FavorQuery",
+    "FavorReject",
+    "FavorRelease",
+    "FavorRequest",
+    "FavorRequester",
+    "FavorResponder",
+    "FavorRevoke",
+    "FavorSimulation",
+    "HelperLost",
+    "HelperStatus",
+    "JobSpec",
+    "KnowledgeGraph",
+    "Lease",
+    "LeaseState",
+    "Matcher",
+    "Message",
+    "Method",
+    "Offer",
+    "PassiveMatcher",
+    "Relation",
+    "RequesterState",
+    "RoleChanged",
+    "SearchResult",
+    "Selected",
+    "Selection",
+    "SelectionFailed",
+    "Send",
+    "SimEvent",
+    "StrengthVerification",
+    "TypeVerification",
+    "WorkingMode",
+    "algebraic_connectivity",
+    "allowed_modes",
+    "assemble_search",
+    "available_ports",
+    "best",
+    "binarize",
+    "can_start_assembly",
+    "component_node",
+    "condense",
+    "decide_mode",
+    "grid_positions",
+    "is_idle",
+    "job_1",
+    "job_2",
+    "job_3",
+    "job_4",
+    "job_5",
+    "laplacian",
+    "make_matcher",
+    "relu",
+    "theta",
+    "theta_hat",
+    "verify_strength",
+    "verify_type",
+]

@@ -1,0 +1,672 @@
+"""The favor protocol of seed 002 (§IV.C-D, §V.B, Fig. 5) as a pure state machine.
+
+Events in, actions out; time is a number the caller passes. A :class:`FavorRequester`
+runs one job's member search on the agent; a :class:`FavorResponder` runs on every robot
+and answers, forwards, helps. Every favor is a :class:`Lease`::
+
+    REQUESTED ─┬─> GRANTED ─┬─> ACCEPTED ─┬─> RELEASED   job done (or helper no longer needed)
+               │            │             ├─> REVOKED    battery below the idle threshold,
+               │            │             │              helper withdrew
+               │            │             └─> EXPIRED    no heartbeat in time (silent)
+               │            ├─> REJECTED  not selected (declined)
+               │            └─> EXPIRED   helper's hold lapsed without an acceptance
+               └─> REJECTED   no answer by the deadline, or refused
+
+Choices: requests go to the idle neighbours in range and are forwarded hop by hop while
+``ttl`` > 1, de-duplicated by request id and never sent back along their path; grants
+and everything after go straight to the requester (reply-to, as over the broker). In
+method 1 a neighbour that grants does not forward; in method 2 idle robots reply and
+forward. A helper holds itself for one requester at a time. A selection that finds
+nobody is retried in a new round (new request id) up to ``max_rounds`` times; a lost
+helper starts a new round in which the helpers still committed compete with new offers.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from teamtree.broker import NoCapableAgentError
+from teamtree.hardware import IDLE_BATTERY_THRESHOLD, RobotProfile
+from teamtree.planners.capability.jobs import JobSpec
+from teamtree.planners.capability.modes import (
+    ActiveMatcher,
+    FavorQuery,
+    Method,
+    Offer,
+    PassiveMatcher,
+    Selection,
+    WorkingMode,
+)
+
+
+class LeaseState(enum.StrEnum):
+    """Lifecycle of one favor (DESIGN §Wire)."""
+
+    REQUESTED = "requested"
+    """The request went out; no answer yet."""
+    GRANTED = "granted"
+    """The helper offered itself, carrying C^fav."""
+    REJECTED = "rejected"
+    """No answer by the deadline, refused, or not selected."""
+    ACCEPTED = "accepted"
+    """The requester selected the helper; the helper is helping."""
+    RELEASED = "released"
+    """Ended normally."""
+    REVOKED = "revoked"
+    """Ended early: battery below the idle threshold, or withdrawn."""
+    EXPIRED = "expired"
+    """A hold or a lease ran out without renewal (silence)."""
+
+
+TERMINAL = frozenset(
+    {LeaseState.REJECTED, LeaseState.RELEASED, LeaseState.REVOKED, LeaseState.EXPIRED}
+)
+_NEXT: dict[LeaseState, frozenset[LeaseState]] = {
+    LeaseState.REQUESTED: frozenset({LeaseState.GRANTED, LeaseState.REJECTED}),
+    LeaseState.GRANTED: frozenset({LeaseState.ACCEPTED, LeaseState.REJECTED, LeaseState.EXPIRED}),
+    LeaseState.ACCEPTED: frozenset({LeaseState.RELEASED, LeaseState.REVOKED, LeaseState.EXPIRED}),
+}
+
+
+@dataclass
+class Lease:
+    """One favor between a requester and a helper, for one request id."""
+
+    request_id: str
+    requester: str
+    helper: str
+    state: LeaseState = LeaseState.REQUESTED
+    since: float = 0.0
+    offer: Offer | None = None
+    last_seen: float = 0.0
+    reason: str = ""
+
+    def can_move(self, to: LeaseState) -> bool:
+        """True when ``to`` follows the current state in the lifecycle."""
+        return to in _NEXT.get(self.state, frozenset())
+
+    def move(self, to: LeaseState, now: float, reason: str = "") -> bool:
+        """Take the transition if the lifecycle allows it; False (no change) otherwise."""
+        if not self.can_move(to):
+            return False
+        self.state, self.since = to, now
+        if reason:
+            self.reason = reason
+        return True
+
+    @property
+    def active(self) -> bool:
+        """Not in a terminal state."""
+        return self.state not in TERMINAL
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True)
+class FavorRequest:
+    """Spread to idle neighbours; ``hops`` is the path so far, ``deadline`` absolute time."""
+
+    request_id: str
+    requester: str
+    query: FavorQuery
+    ttl: int
+    deadline: float
+    hops: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FavorGrant:
+    """A helper's offer, carrying its capability (C^fav) in ``offer``."""
+
+    request_id: str
+    requester: str
+    helper: str
+    offer: Offer
+
+
+@dataclass(frozen=True)
+class FavorReject:
+    """A helper refuses (e.g. an acceptance that came after it moved on)."""
+
+    request_id: str
+    requester: str
+    helper: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FavorAccept:
+    """The requester selected the helper for ``mode``."""
+
+    request_id: str
+    requester: str
+    helper: str
+    mode: WorkingMode
+
+
+@dataclass(frozen=True)
+class FavorRelease:
+    """The requester no longer needs the helper (declined grant, or job done)."""
+
+    request_id: str
+    requester: str
+    helper: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FavorRevoke:
+    """The helper withdraws from an accepted favor."""
+
+    request_id: str
+    requester: str
+    helper: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HelperStatus:
+    """A helper's heartbeat while helping (renews the lease)."""
+
+    request_id: str
+    requester: str
+    helper: str
+    battery: float
+
+
+Message = (
+    FavorRequest
+    | FavorGrant
+    | FavorReject
+    | FavorAccept
+    | FavorRelease
+    | FavorRevoke
+    | HelperStatus
+)
+
+# --------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class Send:
+    """Deliver ``message`` to robot ``to``."""
+
+    to: str
+    message: Message
+
+
+@dataclass(frozen=True)
+class Selected:
+    """Member selection finished (again, after a lost helper)."""
+
+    selection: Selection
+    round: int
+
+
+@dataclass(frozen=True)
+class SelectionFailed:
+    """No mode works after every round."""
+
+    job: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class HelperLost:
+    """An accepted helper is gone; the requester seeks another."""
+
+    helper: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RoleChanged:
+    """A robot's LED state (Fig. 1): idle, busy or helping."""
+
+    robot: str
+    role: str
+    requester: str | None = None
+
+
+Action = Send | Selected | SelectionFailed | HelperLost | RoleChanged
+
+
+def is_idle(battery: float, has_job: bool, threshold: float = IDLE_BATTERY_THRESHOLD) -> bool:
+    """Idle robot (§II.B): battery above the threshold and no job."""
+    return battery > threshold and not has_job
+
+
+# --------------------------------------------------------------------------- requester
+
+
+class RequesterState(enum.StrEnum):
+    """Where a requester is."""
+
+    UNSTARTED = "unstarted"
+    COLLECTING = "collecting"
+    WORKING = "working"
+    FAILED = "failed"
+    DONE = "done"
+
+
+class FavorRequester:
+    """The agent's side of one job: verify, request, collect, select, accept, watch.
+
+    ``window`` is how long grants are collected (the deadline), ``ttl`` the hop limit,
+    ``silence_timeout`` how long an accepted helper may stay silent, ``max_rounds`` how
+    many consecutive fruitless rounds are tried. Raises nothing on wire events:
+    unexpected messages are ignored.
+    """
+
+    def __init__(
+        self,
+        agent: RobotProfile,
+        job: JobSpec,
+        matcher: PassiveMatcher | ActiveMatcher,
+        *,
+        request_prefix: str | None = None,
+        window: float = 0.1,
+        ttl: int = 2,
+        silence_timeout: float = 1.0,
+        max_rounds: int = 3,
+        idle_threshold: float = IDLE_BATTERY_THRESHOLD,
+    ) -> None:
+        self.agent = agent
+        self.job = job
+        self.matcher = matcher
+        self.prefix = request_prefix or f"{agent.robot_id}:{job.name}"
+        self.window = window
+        self.ttl = ttl
+        self.silence_timeout = silence_timeout
+        self.max_rounds = max_rounds
+        self.idle_threshold = idle_threshold
+        self.state = RequesterState.UNSTARTED
+        self.round = 0
+        self.failed_rounds = 0
+        self.request_id = ""
+        self.deadline = 0.0
+        self.leases: dict[tuple[str, str], Lease] = {}
+        self.lost: set[str] = set()
+        self.selection: Selection | None = None
+        self._neighbours: list[str] = []
+        self.query: FavorQuery = matcher.query(agent, job)
+
+    # helpers -----------------------------------------------------------------
+    def _lease(self, request_id: str, helper: str, now: float) -> Lease:
+        key = (request_id, helper)
+        if key not in self.leases:
+            self.leases[key] = Lease(request_id, self.agent.robot_id, helper, since=now)
+        return self.leases[key]
+
+    def accepted(self) -> list[Lease]:
+        """Leases currently ACCEPTED (the helpers working for this job)."""
+        return [x for x in self.leases.values() if x.state == LeaseState.ACCEPTED]
+
+    def _new_round(self, now: float, neighbours: Sequence[str]) -> list[Action]:
+        self.round += 1
+        self.request_id = f"{self.prefix}#{self.round}"
+        self.deadline = now + self.window
+        self.state = RequesterState.COLLECTING
+        req = FavorRequest(
+            self.request_id,
+            self.agent.robot_id,
+            self.query,
+            self.ttl,
+            self.deadline,
+            (self.agent.robot_id,),
+        )
+        out: list[Action] = []
+        helping = {x.helper for x in self.accepted()}
+        for nb in sorted(set(neighbours)):
+            if nb == self.agent.robot_id or nb in self.lost or nb in helping:
+                continue
+            self._lease(self.request_id, nb, now)
+            out.append(Send(nb, req))
+        self._neighbours = list(neighbours)
+        return out
+
+    # events ------------------------------------------------------------------
+    def start(self, now: float, neighbours: Sequence[str]) -> list[Action]:
+        """The job arrived: spread the request to ``neighbours`` (idle, in range)."""
+        if self.state != RequesterState.UNSTARTED:
+            return []
+        return [RoleChanged(self.agent.robot_id, "busy"), *self._new_round(now, neighbours)]
+
+    def on_message(self, msg: Message, now: float) -> list[Action]:
+        """A message addressed to this requester."""
+        if getattr(msg, "requester", None) != self.agent.robot_id:
+            return []
+        if isinstance(msg, FavorGrant):
+            return self._on_grant(msg, now)
+        if isinstance(msg, FavorReject):
+            lease = self.leases.get((msg.request_id, msg.helper))
+            if lease is None:
+                return []
+            if lease.state == LeaseState.ACCEPTED:
+                return self._lose(lease, now, f"refused: {msg.reason}", LeaseState.REVOKED)
+            lease.move(LeaseState.REJECTED, now, msg.reason)
+            return []
+        if isinstance(msg, HelperStatus):
+            lease = self.leases.get((msg.request_id, msg.helper))
+            if lease is None or lease.state != LeaseState.ACCEPTED:
+                return []
+            lease.last_seen = now
+            if msg.battery <= self.idle_threshold:
+                return self._lose(lease, now, "battery below idle threshold", LeaseState.REVOKED)
+            return []
+        if isinstance(msg, FavorRevoke):
+            lease = self.leases.get((msg.request_id, msg.helper))
+            if lease is None or lease.state != LeaseState.ACCEPTED:
+                return []
+            return self._lose(lease, now, msg.reason or "revoked", LeaseState.REVOKED)
+        return []
+
+    def _on_grant(self, msg: FavorGrant, now: float) -> list[Action]:
+        lease = self._lease(msg.request_id, msg.helper, now)
+        if (
+            msg.request_id != self.request_id
+            or self.state != RequesterState.COLLECTING
+            or msg.helper in self.lost
+        ):
+            if lease.state in (LeaseState.REQUESTED, LeaseState.GRANTED):
+                lease.move(LeaseState.GRANTED, now)
+                lease.move(LeaseState.REJECTED, now, "late")
+                return [
+                    Send(
+                        msg.helper,
+                        FavorRelease(msg.request_id, self.agent.robot_id, msg.helper, "late"),
+                    )
+                ]
+            return []
+        if lease.move(LeaseState.GRANTED, now):
+            lease.offer = msg.offer
+        return []
+
+    def tick(self, now: float) -> list[Action]:
+        """Advance time: close the collection at the deadline, watch helpers' heartbeats."""
+        out: list[Action] = []
+        if self.state == RequesterState.COLLECTING and now >= self.deadline:
+            out.extend(self._select(now))
+        if self.state == RequesterState.WORKING:
+            for lease in self.accepted():
+                if now - lease.last_seen > self.silence_timeout:
+                    out.extend(self._lose(lease, now, "silent", LeaseState.EXPIRED))
+                    break
+        return out
+
+    def finish(self, now: float) -> list[Action]:
+        """The job is done: release every helper."""
+        out: list[Action] = []
+        for lease in self.accepted():
+            lease.move(LeaseState.RELEASED, now, "done")
+            out.append(
+                Send(
+                    lease.helper,
+                    FavorRelease(lease.request_id, self.agent.robot_id, lease.helper, "done"),
+                )
+            )
+        self.state = RequesterState.DONE
+        out.append(RoleChanged(self.agent.robot_id, "idle"))
+        return out
+
+    # decisions ---------------------------------------------------------------
+    def _select(self, now: float) -> list[Action]:
+        out: list[Action] = []
+        grants: list[Lease] = []
+        for lease in self.leases.values():
+            if lease.request_id != self.request_id:
+                continue
+            if lease.state == LeaseState.REQUESTED:
+                lease.move(LeaseState.REJECTED, now, "no answer by the deadline")
+            elif lease.state == LeaseState.GRANTED and lease.helper not in self.lost:
+                grants.append(lease)
+        committed = self.accepted()
+        offers = [x.offer for x in committed + grants if x.offer is not None]
+        try:
+            selection = self.matcher.select(self.agent, self.job, offers)
+        except NoCapableAgentError as exc:
+            for lease in grants:
+                lease.move(LeaseState.REJECTED, now, "not selected")
+                out.append(
+                    Send(
+                        lease.helper,
+                        FavorRelease(
+                            lease.request_id, self.agent.robot_id, lease.helper, "not selected"
+                        ),
+                    )
+                )
+            self.failed_rounds += 1
+            if self.failed_rounds < self.max_rounds:
+                return out + self._new_round(now, self._neighbours)
+            for lease in committed:
+                lease.move(LeaseState.RELEASED, now, "job abandoned")
+                out.append(
+                    Send(
+                        lease.helper,
+                        FavorRelease(
+                            lease.request_id, self.agent.robot_id, lease.helper, "job abandoned"
+                        ),
+                    )
+                )
+            self.state = RequesterState.FAILED
+            out.append(SelectionFailed(self.job.name, str(exc)))
+            out.append(RoleChanged(self.agent.robot_id, "idle"))
+            return out
+        self.failed_rounds = 0
+        chosen = set(selection.helpers)
+        for lease in committed:
+            if lease.helper not in chosen:
+                lease.move(LeaseState.RELEASED, now, "no longer needed")
+                out.append(
+                    Send(
+                        lease.helper,
+                        FavorRelease(
+                            lease.request_id, self.agent.robot_id, lease.helper, "no longer needed"
+                        ),
+                    )
+                )
+        kept = {x.helper for x in committed if x.helper in chosen}
+        for lease in grants:
+            if lease.helper in chosen and lease.helper not in kept:
+                lease.move(LeaseState.ACCEPTED, now)
+                lease.last_seen = now
+                out.append(
+                    Send(
+                        lease.helper,
+                        FavorAccept(
+                            lease.request_id, self.agent.robot_id, lease.helper, selection.mode
+                        ),
+                    )
+                )
+            else:
+                lease.move(LeaseState.REJECTED, now, "not selected")
+                out.append(
+                    Send(
+                        lease.helper,
+                        FavorRelease(
+                            lease.request_id, self.agent.robot_id, lease.helper, "not selected"
+                        ),
+                    )
+                )
+        self.selection = selection
+        self.state = RequesterState.WORKING
+        out.append(Selected(selection, self.round))
+        return out
+
+    def _lose(self, lease: Lease, now: float, reason: str, to: LeaseState) -> list[Action]:
+        lease.move(to, now, reason)
+        self.lost.add(lease.helper)
+        out: list[Action] = [HelperLost(lease.helper, reason)]
+        if to == LeaseState.EXPIRED:
+            out.append(
+                Send(
+                    lease.helper,
+                    FavorRelease(lease.request_id, self.agent.robot_id, lease.helper, "expired"),
+                )
+            )
+        if self.state == RequesterState.WORKING:
+            out.extend(self._new_round(now, self._neighbours))
+        return out
+
+
+# --------------------------------------------------------------------------- responder
+
+
+@dataclass
+class FavorResponder:
+    """Every robot's side: answer or forward requests, help, heartbeat, withdraw.
+
+    ``hold`` is how long past a request's deadline a granted helper waits for the
+    acceptance; ``heartbeat`` the period of :class:`HelperStatus` while helping.
+    """
+
+    profile: RobotProfile
+    matcher: PassiveMatcher | ActiveMatcher
+    battery: float = 1.0
+    has_job: bool = False
+    hold: float = 0.2
+    heartbeat: float = 0.25
+    idle_threshold: float = IDLE_BATTERY_THRESHOLD
+    lease: Lease | None = None
+    seen: dict[str, float] = field(default_factory=dict)
+    _hold_until: float = 0.0
+    _next_beat: float = 0.0
+
+    @property
+    def robot_id(self) -> str:
+        """This robot's id."""
+        return self.profile.robot_id
+
+    @property
+    def idle(self) -> bool:
+        """Idle (§II.B) and not holding or serving a favor."""
+        busy = self.lease is not None and self.lease.active
+        return is_idle(self.battery, self.has_job or busy, self.idle_threshold)
+
+    @property
+    def role(self) -> str:
+        """LED state (Fig. 1)."""
+        if self.lease is not None and self.lease.state == LeaseState.ACCEPTED:
+            return "helping"
+        return "busy" if self.has_job else "idle"
+
+    def on_request(self, req: FavorRequest, now: float, neighbours: Sequence[str]) -> list[Action]:
+        """Grant, forward, or both (method 2); duplicates and own requests do nothing."""
+        for rid, until in list(self.seen.items()):
+            if until < now:
+                del self.seen[rid]
+        if req.request_id in self.seen or req.requester == self.robot_id:
+            return []
+        self.seen[req.request_id] = req.deadline + self.hold
+        out: list[Action] = []
+        granted = False
+        if self.idle and now <= req.deadline:
+            offer = self.matcher.answer(req.query, self.profile)
+            if offer is not None:
+                granted = True
+                self.lease = Lease(req.request_id, req.requester, self.robot_id, since=now)
+                self.lease.move(LeaseState.GRANTED, now)
+                self.lease.offer = offer
+                self._hold_until = req.deadline + self.hold
+                out.append(
+                    Send(
+                        req.requester,
+                        FavorGrant(req.request_id, req.requester, self.robot_id, offer),
+                    )
+                )
+        forward = req.ttl > 1 and (not granted or req.query.method == Method.ACTIVE)
+        if forward:
+            fwd = replace(req, ttl=req.ttl - 1, hops=(*req.hops, self.robot_id))
+            for nb in sorted(set(neighbours)):
+                if nb not in req.hops and nb != self.robot_id:
+                    out.append(Send(nb, fwd))
+        return out
+
+    def _mine(self, msg: Message) -> bool:
+        return (
+            self.lease is not None
+            and self.lease.request_id == msg.request_id
+            and self.lease.requester == msg.requester
+        )
+
+    def on_message(self, msg: Message, now: float) -> list[Action]:
+        """Acceptance, release (or decline) from a requester."""
+        if getattr(msg, "helper", None) != self.robot_id:
+            return []
+        if isinstance(msg, FavorAccept):
+            return self._on_accept(msg, now)
+        if isinstance(msg, FavorRelease) and self._mine(msg):
+            assert self.lease is not None
+            was_helping = self.lease.state == LeaseState.ACCEPTED
+            if was_helping:
+                self.lease.move(LeaseState.RELEASED, now, msg.reason)
+                return [RoleChanged(self.robot_id, self.role)]
+            self.lease.move(LeaseState.REJECTED, now, msg.reason)
+        return []
+
+    def _on_accept(self, msg: FavorAccept, now: float) -> list[Action]:
+        status = HelperStatus(msg.request_id, msg.requester, self.robot_id, self.battery)
+        if self._mine(msg):
+            assert self.lease is not None
+            if self.lease.state == LeaseState.ACCEPTED:
+                return [Send(msg.requester, status)]  # duplicate: re-confirm
+            if self.lease.move(LeaseState.ACCEPTED, now):
+                self._next_beat = now + self.heartbeat
+                return [
+                    RoleChanged(self.robot_id, "helping", msg.requester),
+                    Send(msg.requester, status),
+                ]
+        if self.idle:  # hold lapsed but still free: take it
+            self.lease = Lease(msg.request_id, msg.requester, self.robot_id, since=now)
+            self.lease.move(LeaseState.GRANTED, now)
+            self.lease.move(LeaseState.ACCEPTED, now)
+            self._next_beat = now + self.heartbeat
+            return [
+                RoleChanged(self.robot_id, "helping", msg.requester),
+                Send(msg.requester, status),
+            ]
+        return [
+            Send(
+                msg.requester,
+                FavorReject(msg.request_id, msg.requester, self.robot_id, "no longer available"),
+            )
+        ]
+
+    def tick(self, now: float, battery: float | None = None) -> list[Action]:
+        """Advance time (and battery): lapse holds, heartbeat, withdraw on low battery."""
+        if battery is not None:
+            self.battery = battery
+        lease = self.lease
+        if lease is None:
+            return []
+        if lease.state == LeaseState.GRANTED and now > self._hold_until:
+            lease.move(LeaseState.EXPIRED, now, "no acceptance")
+            return []
+        if lease.state != LeaseState.ACCEPTED:
+            return []
+        if self.battery <= self.idle_threshold:
+            lease.move(LeaseState.REVOKED, now, "battery")
+            return [
+                Send(
+                    lease.requester,
+                    FavorRevoke(
+                        lease.request_id,
+                        lease.requester,
+                        self.robot_id,
+                        "battery below idle threshold",
+                    ),
+                ),
+                RoleChanged(self.robot_id, self.role),
+            ]
+        if now >= self._next_beat:
+            self._next_beat = now + self.heartbeat
+            return [
+                Send(
+                    lease.requester,
+                    HelperStatus(lease.request_id, lease.requester, self.robot_id, self.battery),
+                )
+            ]
+        return []
