@@ -1,0 +1,461 @@
+"""Activation metrics for PLACE behaviours (seed 000 §2.4): distance, grasp score, eq. 1.
+
+``activation_potential = w_d · distance_score + w_g · grasp_score`` (eq. 1) with
+``distance_score = 1 / ‖x_obj − x_arm‖`` (eq. 2), defaults w_d = 1, w_g = 0.001.
+
+The paper's grasp score comes from GPD (Gualtieri et al. 2016) on a Kinect point
+cloud. GPD is not available here, so ``GraspScorer`` stands in for it: it samples
+antipodal two-finger grasps analytically on the object's shape primitive (box,
+cylinder, sphere) and rates each 0-100 from friction-cone alignment, width margin,
+finger engagement and centring. Then, as §2.4.2 describes: keep the best candidate,
+apply the reachability filter, then the orientation filter; a failed filter gives 0.
+
+Readings chosen where the paper is ambiguous:
+
+- §2.4.1 says the PR2 "only gets" sideways grasps (constraints placed on the gripper)
+  while §2.4.2 applies orientation as a filter after keeping GPD's best grasp. By
+  default (``constrain_sampler=True``) candidates are sampled inside the arm's allowed
+  orientation, as GPD's approach-direction constraint does, and the orientation filter
+  then checks the kept one; ``constrain_sampler=False`` is the literal §2.4.2 order
+  (best of all candidates, then filter), which zeroes an arm whenever the overall best
+  grasp happens to have the wrong orientation.
+- "sideways" = approach and finger-closing axis both within the tolerance of the
+  horizontal (gripper nearly parallel to the floor); "top_down" = approach within the
+  tolerance of straight down.
+- With the grasp term on, a grasp score of 0 gates the potential to 0
+  (``gate_on_grasp``): the PLACE behaviour takes its grasp from the pipeline (§3.1),
+  so without one the robot cannot run it. Without the gate, w_g = 0.001 makes the
+  grasp term (≤ 0.1) too small to stop a closer robot that cannot grasp, and the
+  paper's Scenario 1 and 3 allocations under distance-and-grasp could not happen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from teamtree.broker import SpecificationError
+from teamtree.planners.tasktree.tree import TaskTree
+
+__all__ = [
+    "ActivationMetric",
+    "ArmModel",
+    "GraspCandidate",
+    "GraspOrientation",
+    "GraspResult",
+    "GraspScorer",
+    "LeafScore",
+    "ShapePrimitive",
+    "distance_score",
+    "leaf_potentials",
+    "orientation_ok",
+]
+
+_Z = np.array([0.0, 0.0, 1.0])
+
+
+class GraspOrientation(StrEnum):
+    """Which gripper orientations an arm may grasp with (§2.4.1)."""
+
+    SIDEWAYS = "sideways"
+    """Approach and closing axis nearly horizontal (PR2 in the paper)."""
+    TOP_DOWN = "top_down"
+    """Approach nearly straight down (Baxter in the paper)."""
+    ANY = "any"
+    """No constraint."""
+
+
+@dataclass(frozen=True)
+class ArmModel:
+    """What the grasp filters need to know about one arm; robot profiles fill it.
+
+    ``base_position``: arm base (shoulder) in the world frame, metres. ``reach``: how
+    far from the base a grasp may be. ``gripper_max_width``: widest opening.
+    ``finger_depth``: how far the fingers reach past the palm. ``orientation``: the
+    allowed ``GraspOrientation``; ``tolerance_deg`` how far from it a grasp may be.
+    ``mobile_base``: the base can drive; ``base_travel`` is how far it may drive to
+    reach a grasp (added to ``reach`` when mobile).
+    """
+
+    base_position: tuple[float, float, float]
+    reach: float
+    gripper_max_width: float
+    orientation: GraspOrientation | str = GraspOrientation.ANY
+    tolerance_deg: float = 20.0
+    finger_depth: float = 0.05
+    finger_thickness: float = 0.02
+    mobile_base: bool = False
+    base_travel: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "orientation", GraspOrientation(self.orientation))
+        if self.reach <= 0 or self.gripper_max_width <= 0 or self.finger_depth <= 0:
+            raise SpecificationError("ArmModel: reach, gripper width and finger depth must be > 0")
+
+
+_SHAPE_DIMS = {"box": 3, "cylinder": 2, "sphere": 1}
+
+
+@dataclass(frozen=True)
+class ShapePrimitive:
+    """An object's geometry: ``kind`` box / cylinder / sphere, centred at ``position``.
+
+    ``dimensions``: box (size_x, size_y, size_z) full extents; cylinder (radius,
+    height), axis vertical; sphere (radius,). ``yaw``: rotation about the vertical
+    axis (radians). Raises SpecificationError for a bad kind or dimensions.
+    """
+
+    kind: str
+    dimensions: tuple[float, ...]
+    position: tuple[float, float, float]
+    yaw: float = 0.0
+
+    def __post_init__(self) -> None:
+        n = _SHAPE_DIMS.get(self.kind)
+        if n is None:
+            raise SpecificationError(f"shape kind {self.kind!r} is not box, cylinder or sphere")
+        if len(self.dimensions) != n or any(d <= 0 for d in self.dimensions):
+            raise SpecificationError(f"a {self.kind} needs {n} positive dimension(s)")
+
+    @property
+    def center(self) -> np.ndarray:
+        """Centre as a numpy vector."""
+        return np.asarray(self.position, dtype=float)
+
+    def _rot(self) -> np.ndarray:
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+    def support(self, d: np.ndarray) -> float:
+        """max over the shape's points x of d·x (d need not be unit)."""
+        base = float(d @ self.center)
+        if self.kind == "sphere":
+            return base + self.dimensions[0] * float(np.linalg.norm(d))
+        dl = self._rot().T @ d
+        if self.kind == "box":
+            return base + float(np.abs(dl) @ (np.asarray(self.dimensions) / 2))
+        r, h = self.dimensions
+        return base + r * float(math.hypot(dl[0], dl[1])) + h / 2 * abs(float(dl[2]))
+
+    def intersect(
+        self, p: np.ndarray, u: np.ndarray
+    ) -> tuple[float, float, np.ndarray, np.ndarray] | None:
+        """Where the line p + s·u (u unit) enters and leaves: (s_in, s_out, n_in, n_out).
+
+        Normals are outward, in the world frame. None if the line misses.
+        """
+        rot = self._rot()
+        q = rot.T @ (p - self.center)
+        v = rot.T @ u
+        if self.kind == "sphere":
+            r = self.dimensions[0]
+            b = float(q @ v)
+            disc = b * b - (float(q @ q) - r * r)
+            if disc <= 0:
+                return None
+            s0, s1 = -b - math.sqrt(disc), -b + math.sqrt(disc)
+            n0, n1 = (q + s0 * v) / r, (q + s1 * v) / r
+            return s0, s1, rot @ n0, rot @ n1
+        if self.kind == "box":
+            half = np.asarray(self.dimensions) / 2
+            lo, hi = -math.inf, math.inf
+            n_lo = n_hi = np.zeros(3)
+            for i in range(3):
+                if abs(v[i]) < 1e-12:
+                    if abs(q[i]) > half[i]:
+                        return None
+                    continue
+                a, b = (-half[i] - q[i]) / v[i], (half[i] - q[i]) / v[i]
+                e = np.zeros(3)
+                e[i] = 1.0
+                na, nb = -e, e  # face normals at -half and +half
+                if a > b:
+                    a, b, na, nb = b, a, nb, na
+                if a > lo:
+                    lo, n_lo = a, na
+                if b < hi:
+                    hi, n_hi = b, nb
+            if lo >= hi:
+                return None
+            return lo, hi, rot @ n_lo, rot @ n_hi
+        r, h = self.dimensions
+        lo, hi = -math.inf, math.inf
+        n_lo = n_hi = np.zeros(3)
+        # side wall
+        a2 = v[0] ** 2 + v[1] ** 2
+        if a2 < 1e-12:
+            if q[0] ** 2 + q[1] ** 2 > r * r:
+                return None
+        else:
+            b = q[0] * v[0] + q[1] * v[1]
+            c = q[0] ** 2 + q[1] ** 2 - r * r
+            disc = b * b - a2 * c
+            if disc <= 0:
+                return None
+            s0, s1 = (-b - math.sqrt(disc)) / a2, (-b + math.sqrt(disc)) / a2
+            lo, hi = s0, s1
+            p0, p1 = q + s0 * v, q + s1 * v
+            n_lo = np.array([p0[0], p0[1], 0.0]) / r
+            n_hi = np.array([p1[0], p1[1], 0.0]) / r
+        # caps
+        if abs(v[2]) < 1e-12:
+            if abs(q[2]) > h / 2:
+                return None
+        else:
+            a, b = (-h / 2 - q[2]) / v[2], (h / 2 - q[2]) / v[2]
+            na, nb = -_Z, _Z
+            if a > b:
+                a, b, na, nb = b, a, nb, na
+            if a > lo:
+                lo, n_lo = a, na
+            if b < hi:
+                hi, n_hi = b, nb
+        if lo >= hi:
+            return None
+        return lo, hi, rot @ n_lo, rot @ n_hi
+
+
+@dataclass(frozen=True)
+class GraspCandidate:
+    """A two-finger grasp: centre ``position``, unit ``approach`` (palm → object) and
+    ``closing`` axes, opening ``width`` at the contacts, ``quality`` 0-100."""
+
+    position: tuple[float, float, float]
+    approach: tuple[float, float, float]
+    closing: tuple[float, float, float]
+    width: float
+    quality: float
+
+
+@dataclass(frozen=True)
+class GraspResult:
+    """The pipeline's answer for one object and arm (§2.4.2).
+
+    ``score``: final grasp score 0-100 (0 if no candidate or a filter failed);
+    ``candidate``: the best candidate before filtering; ``reason``: ``"ok"``,
+    ``"no candidate"``, ``"unreachable"`` or ``"orientation"``; ``n_candidates``.
+    """
+
+    score: float
+    candidate: GraspCandidate | None
+    reason: str
+    n_candidates: int
+
+
+def orientation_ok(
+    approach: Sequence[float],
+    closing: Sequence[float],
+    orientation: GraspOrientation | str,
+    tolerance_deg: float,
+) -> bool:
+    """The orientation filter (§2.4.2): does the grasp fit the allowed orientation?"""
+    orientation = GraspOrientation(orientation)
+    if orientation is GraspOrientation.ANY:
+        return True
+    s = math.sin(math.radians(tolerance_deg))
+    a = np.asarray(approach, dtype=float)
+    c = np.asarray(closing, dtype=float)
+    if orientation is GraspOrientation.TOP_DOWN:
+        return bool(-a[2] >= math.cos(math.radians(tolerance_deg)))
+    return bool(abs(a[2]) <= s and abs(c[2]) <= s)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / float(np.linalg.norm(v))
+
+
+@dataclass(frozen=True)
+class GraspScorer:
+    """Antipodal grasp sampler + best-candidate + reachability and orientation filters.
+
+    A stand-in for GPD (not available here; see the module docstring). ``n_candidates``
+    grasps are sampled per call with the caller's numpy Generator, so a seed fixes the
+    result. ``friction`` is the contact friction coefficient (friction-cone half angle
+    atan(μ)). ``constrain_sampler``: sample only inside the arm's allowed orientation.
+    """
+
+    n_candidates: int = 64
+    friction: float = 0.5
+    constrain_sampler: bool = True
+    tip_margin: float = 0.002
+
+    def candidates(
+        self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator
+    ) -> list[GraspCandidate]:
+        """Sample antipodal candidates that fit the gripper; quality 0-100, best first."""
+        orient = arm.orientation if self.constrain_sampler else GraspOrientation.ANY
+        tol = math.radians(arm.tolerance_deg)
+        cos_mu = math.cos(math.atan(self.friction))
+        bottom = -shape.support(-_Z)
+        out: list[GraspCandidate] = []
+        for _ in range(self.n_candidates):
+            a, c = self._sample_axes(orient, tol, rng)
+            e2 = np.cross(a, c)
+            extent_a = shape.support(a) + shape.support(-a)
+            reach_in = min(arm.finger_depth, extent_a)
+            depth = float(rng.uniform(0.2, 1.0)) * reach_in
+            half_e2 = (shape.support(e2) + shape.support(-e2)) / 2
+            off = float(rng.uniform(-0.5, 0.5))
+            mid = shape.center + off * half_e2 * e2
+            # seat the grasp `depth` inside the object's near face along the approach
+            near = shape.support(-a) - float(mid @ -a)
+            g = mid + (depth - near) * a
+            hit = shape.intersect(g, c)
+            if hit is None:
+                continue
+            s_in, s_out, n_in, n_out = hit
+            width = s_out - s_in
+            if width > arm.gripper_max_width or width <= 1e-4:
+                continue
+            cos1, cos2 = float(-n_in @ c), float(n_out @ c)
+            if min(cos1, cos2) < cos_mu:
+                continue  # not antipodal within the friction cone
+            # lowest point of a finger pad: it spans `depth` back to the palm and
+            # `tip_margin` past the contact along the approach, thickness along e2
+            along = min(self.tip_margin * a[2], -depth * a[2])
+            lowest = g[2] + along - arm.finger_thickness / 2 * abs(e2[2])
+            if lowest < bottom:
+                continue  # fingers would hit the table
+            q_a = (min(cos1, cos2) - cos_mu) / (1.0 - cos_mu)
+            q_w = 1.0 - (width / arm.gripper_max_width) ** 2
+            q_d = depth / arm.finger_depth
+            q_c = 1.0 - 2.0 * abs(off)
+            quality = 100.0 * q_a * q_w * (0.3 + 0.7 * q_d) * (0.5 + 0.5 * q_c)
+            out.append(
+                GraspCandidate(
+                    tuple(float(x) for x in g),  # type: ignore[arg-type]
+                    tuple(float(x) for x in a),  # type: ignore[arg-type]
+                    tuple(float(x) for x in c),  # type: ignore[arg-type]
+                    float(width),
+                    float(quality),
+                )
+            )
+        out.sort(key=lambda k: -k.quality)
+        return out
+
+    @staticmethod
+    def _sample_axes(
+        orient: GraspOrientation, tol: float, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if orient is GraspOrientation.TOP_DOWN:
+            tilt, az = float(rng.uniform(0, tol)), float(rng.uniform(0, 2 * math.pi))
+            a = np.array(
+                [math.sin(tilt) * math.cos(az), math.sin(tilt) * math.sin(az), -math.cos(tilt)]
+            )
+            psi = float(rng.uniform(0, math.pi))
+        elif orient is GraspOrientation.SIDEWAYS:
+            el, az = float(rng.uniform(-tol, tol)), float(rng.uniform(0, 2 * math.pi))
+            a = np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), -math.sin(el)])
+            psi = float(rng.uniform(-tol, tol))
+        else:
+            while True:  # uniform on the sphere, not approaching from below the table
+                a = rng.normal(size=3)
+                a = a / float(np.linalg.norm(a))
+                if a[2] <= 0.3:
+                    break
+            psi = float(rng.uniform(0, math.pi))
+        h = np.cross(a, _Z)
+        if float(np.linalg.norm(h)) < 1e-6:
+            h = np.array([1.0, 0.0, 0.0])
+        h = _unit(h)
+        k = np.cross(a, h)
+        c = _unit(math.cos(psi) * h + math.sin(psi) * k)
+        return a, c
+
+    def score(self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator) -> GraspResult:
+        """Best candidate → reachability filter → orientation filter (§2.4.2)."""
+        cands = self.candidates(shape, arm, rng)
+        if not cands:
+            return GraspResult(0.0, None, "no candidate", 0)
+        best = cands[0]
+        reach = arm.reach + (arm.base_travel if arm.mobile_base else 0.0)
+        dist = float(np.linalg.norm(np.asarray(best.position) - np.asarray(arm.base_position)))
+        if dist > reach:
+            return GraspResult(0.0, best, "unreachable", len(cands))
+        if not orientation_ok(best.approach, best.closing, arm.orientation, arm.tolerance_deg):
+            return GraspResult(0.0, best, "orientation", len(cands))
+        return GraspResult(best.quality, best, "ok", len(cands))
+
+
+def distance_score(
+    x_obj: Sequence[float], x_arm: Sequence[float], min_distance: float = 1e-3
+) -> float:
+    """Eq. 2: 1 / ‖x_obj − x_arm‖ (distance floored at ``min_distance`` metres)."""
+    d = float(np.linalg.norm(np.asarray(x_obj, dtype=float) - np.asarray(x_arm, dtype=float)))
+    return 1.0 / max(d, min_distance)
+
+
+@dataclass(frozen=True)
+class ActivationMetric:
+    """Eq. 1: w_d · distance_score + w_g · grasp_score (grasp on the 0-100 scale).
+
+    ``use_grasp=False`` is the paper's distance-only metric. ``gate_on_grasp``: with
+    the grasp term on, a grasp score of 0 makes the potential 0 (module docstring).
+    """
+
+    w_d: float = 1.0
+    w_g: float = 0.001
+    use_grasp: bool = True
+    gate_on_grasp: bool = True
+
+    @classmethod
+    def named(cls, name: str, **kwargs: float | bool) -> ActivationMetric:
+        """``"distance"`` or ``"distance+grasp"`` (the paper's two trials, §3.1)."""
+        if name == "distance":
+            return cls(use_grasp=False, **kwargs)  # type: ignore[arg-type]
+        if name == "distance+grasp":
+            return cls(use_grasp=True, **kwargs)  # type: ignore[arg-type]
+        raise SpecificationError(f"metric {name!r} is not 'distance' or 'distance+grasp'")
+
+    def potential(
+        self, x_obj: Sequence[float], x_arm: Sequence[float], grasp_score: float = 0.0
+    ) -> float:
+        """The activation potential of one PLACE behaviour."""
+        d = self.w_d * distance_score(x_obj, x_arm)
+        if not self.use_grasp:
+            return d
+        if self.gate_on_grasp and grasp_score <= 0.0:
+            return 0.0
+        return d + self.w_g * grasp_score
+
+
+@dataclass(frozen=True)
+class LeafScore:
+    """Per-leaf figures ``leaf_potentials`` computes (for printing who did what, why)."""
+
+    potential: float
+    distance_score: float
+    grasp: GraspResult | None = field(default=None)
+
+
+def leaf_potentials(
+    tree: TaskTree,
+    objects: Mapping[str, ShapePrimitive],
+    arm: ArmModel,
+    arm_position: Sequence[float],
+    metric: ActivationMetric,
+    rng: np.random.Generator,
+    scorer: GraspScorer | None = None,
+) -> dict[str, LeafScore]:
+    """Eq. 1 for every leaf whose ``object`` parameter names an object in ``objects``.
+
+    ``arm_position``: the end effector now (x_arm of eq. 2). Leaves without a known
+    object get potential 0. Recompute every tick from the current world (§2.4.1).
+    """
+    scorer = scorer or GraspScorer()
+    out: dict[str, LeafScore] = {}
+    for leaf in tree.leaves:
+        obj = tree[leaf].param_dict.get("object")
+        shape = objects.get(obj) if isinstance(obj, str) else None
+        if shape is None:
+            out[leaf] = LeafScore(0.0, 0.0, None)
+            continue
+        ds = distance_score(shape.position, arm_position)
+        grasp = scorer.score(shape, arm, rng) if metric.use_grasp else None
+        pot = metric.potential(shape.position, arm_position, grasp.score if grasp else 0.0)
+        out[leaf] = LeafScore(pot, ds, grasp)
+    return out
