@@ -55,3 +55,15 @@ def test_scores_eq_16_17_20():
     assert condense(c).tolist() == [6, 8]
     assert theta(c, c) == 1000.0
     assert np.isclose(theta_hat(np.array([1, 2, 1]), np.array([1, 1, 1])), 500.0)
+
+
+def test_capability_all_is_sorted_and_complete():
+    import teamtree.planners.capability as cap
+
+    def key(name: str) -> tuple[int, str]:
+        if name.isupper():
+            return (0, name)
+        return (1, name) if name[0].isupper() else (2, name)
+
+    assert cap.__all__ == sorted(cap.__all__, key=key)
+    assert all(hasattr(cap, n) for n in cap.__all__)
