@@ -4,7 +4,8 @@ A tree is immutable plain data. It is built from a compact string such as
 ``AND(THEN(cup, AND(sugar, tea_pot)), THEN(sandwich, OR(orange, apple), burger))``
 (a bare name is ``PLACE(object=name)``) or from a dict, which is what a TOML config
 gives. Node ids are stable: the path of child indexes from the root (``root/0/1``),
-unless the dict form names a node with ``id``.
+unless the dict form names a node with ``id``; its children's paths then start from
+that name (``food/1/0``).
 """
 
 from __future__ import annotations
@@ -406,7 +407,8 @@ def _from_data(data: Any, path: str, where: str) -> TaskNode:
         if not isinstance(children, list | tuple) or not children:
             raise SpecificationError(f"{where}.children: a goal needs a non-empty list")
         kids = tuple(
-            _from_data(c, f"{path}/{i}", f"{where}.children[{i}]") for i, c in enumerate(children)
+            _from_data(c, f"{node_id}/{i}", f"{where}.children[{i}]")
+            for i, c in enumerate(children)
         )
         return TaskNode(id=node_id, kind=_GOALS[kind_name.lower()], children=kids, name=name)
     if "behavior" in data or "object" in data:
