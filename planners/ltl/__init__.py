@@ -1,3 +1,86 @@
-"""Placeholder package; filled by its issue."""
+"""LTL missions for robot teams (seed 003, Zhou et al.): parsing, translation to an
+automaton by progression, transition systems, product and team automata, offline
+allocation, local and global reallocation, and a joint-trace checker. Pure.
+"""
 
-__all__: list[str] = []
+from teamtree.planners.ltl.automaton import Automaton, Progression
+from teamtree.planners.ltl.hospital import (
+    FORMULAS,
+    HOSPITAL_MAP,
+    ROBOT_TYPES,
+    hospital_robot,
+    hospital_team,
+    replicated_team,
+)
+from teamtree.planners.ltl.model import (
+    Edge,
+    ModeAction,
+    PAState,
+    ProductAutomaton,
+    RegionMap,
+    RobotModel,
+    Transition,
+    TransitionSystem,
+    TSState,
+)
+from teamtree.planners.ltl.realloc import (
+    EnvironmentChange,
+    apply_change,
+    block_edge,
+    fail_robot,
+    find_path,
+    reallocate_environment_change,
+    reallocate_global,
+    reallocate_state_change,
+)
+from teamtree.planners.ltl.syntax import Formula, LTLSyntaxError, evaluate, parse
+from teamtree.planners.ltl.team import (
+    Mission,
+    RobotPlan,
+    TeamAutomaton,
+    TeamPlan,
+    decomposition_set,
+    search_team,
+)
+from teamtree.planners.ltl.trace import TraceVerdict, check_trace, plan_segments
+
+__all__ = [
+    "FORMULAS",
+    "HOSPITAL_MAP",
+    "ROBOT_TYPES",
+    "Automaton",
+    "Edge",
+    "EnvironmentChange",
+    "Formula",
+    "LTLSyntaxError",
+    "Mission",
+    "ModeAction",
+    "PAState",
+    "ProductAutomaton",
+    "Progression",
+    "RegionMap",
+    "RobotModel",
+    "RobotPlan",
+    "TSState",
+    "TeamAutomaton",
+    "TeamPlan",
+    "TraceVerdict",
+    "Transition",
+    "TransitionSystem",
+    "apply_change",
+    "block_edge",
+    "check_trace",
+    "decomposition_set",
+    "evaluate",
+    "fail_robot",
+    "find_path",
+    "hospital_robot",
+    "hospital_team",
+    "parse",
+    "plan_segments",
+    "reallocate_environment_change",
+    "reallocate_global",
+    "reallocate_state_change",
+    "replicated_team",
+    "search_team",
+]

@@ -333,6 +333,13 @@ class Automaton:
         """What is left to do in state ``q``, as formula text (X: a next step is needed)."""
         return _describe(self._dnf[q])
 
+    def pending(self, q: int) -> list[str]:
+        """The unfinished tasks in state ``q`` (strong obligations of its smallest clause)."""
+        if not self._dnf[q]:
+            return ["(unsatisfiable)"]
+        clause = min(self._dnf[q], key=lambda c: (len(c), sorted(str(f) for f, _ in c)))
+        return sorted(str(f) for f, strong in clause if strong and f != TRUE)
+
     def obligations(self, q: int) -> frozenset[Obligation]:
         """Every obligation in the clauses of ``q`` (over all merged progression states)."""
         return frozenset(o for dnf in self.members[q] for clause in dnf for o in clause)

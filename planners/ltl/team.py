@@ -283,7 +283,7 @@ def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[Step], 
 
 
 def _no_path(team: TeamAutomaton, explored: int) -> InfeasibleError:
-    left = team.automaton.describe(team.start_q)
+    left = "; ".join(team.automaton.pending(team.start_q)) or "nothing"
     err = InfeasibleError(
         f"no robot sequence completes the mission: explored {explored} team states "
         f"without reaching an accepting one; still to do: {left}"
@@ -396,6 +396,7 @@ class Mission:
         self.objective = objective
         self.max_states = max_states
         self.failed: set[str] = set()
+        self.deleted: dict[str, set] = {}  # R(t) per robot (§IV-B)
 
     @property
     def order(self) -> tuple[str, ...]:
