@@ -1,5 +1,8 @@
 """The wire: topics, envelope codec, hybrid logical clock, connection, local brokers."""
 
+from teamtree.broker.connection import Connection, ConnectionState, Incoming, Outgoing
+from teamtree.broker.endpoint import Endpoint, parse_endpoint
+from teamtree.broker.envelope import MAX_PAYLOAD, SCHEMA_VERSION, Envelope, decode, encode
 from teamtree.broker.errors import (
     BrokerError,
     BrokerStartError,
@@ -23,18 +26,44 @@ from teamtree.broker.errors import (
     TopicError,
     WireError,
 )
+from teamtree.broker.hlc import HlcStamp, HybridLogicalClock, wall_ms
+from teamtree.broker.local_broker import (
+    BrokerKind,
+    EmbeddedBroker,
+    MosquittoBroker,
+    find_mosquitto,
+    free_port,
+    make_local_broker,
+    wait_for_port,
+)
+from teamtree.broker.mosquitto_conf import MosquittoSettings, render_mosquitto_conf
+from teamtree.broker.topics import Topic, validate_id
 
 __all__ = [
+    "MAX_PAYLOAD",
+    "SCHEMA_VERSION",
     "BrokerError",
+    "BrokerKind",
     "BrokerStartError",
     "ConfigError",
     "ConnectError",
+    "Connection",
     "ConnectionLostError",
+    "ConnectionState",
     "DecodeError",
+    "EmbeddedBroker",
+    "Endpoint",
+    "Envelope",
+    "HlcStamp",
+    "HybridLogicalClock",
+    "Incoming",
     "InfeasibleError",
     "LifecycleError",
+    "MosquittoBroker",
+    "MosquittoSettings",
     "NoCapableAgentError",
     "OutboxFullError",
+    "Outgoing",
     "PlanningError",
     "RequestError",
     "RequestTimeoutError",
@@ -44,6 +73,17 @@ __all__ = [
     "SpecificationError",
     "TeamtreeError",
     "TooLargeError",
+    "Topic",
     "TopicError",
     "WireError",
+    "decode",
+    "encode",
+    "find_mosquitto",
+    "free_port",
+    "make_local_broker",
+    "parse_endpoint",
+    "render_mosquitto_conf",
+    "validate_id",
+    "wait_for_port",
+    "wall_ms",
 ]

@@ -1,0 +1,7 @@
+"""``python -m teamtree.agents`` is the ``teamtree`` command."""
+
+import sys
+
+from teamtree.agents.cli import main
+
+sys.exit(main())

@@ -1,0 +1,236 @@
+"""Team configs: TOML files validated on load.
+
+Every error is a ConfigError naming the file, the key and the expected form::
+
+    [team]                 name (id), broker (URL, optional), broker_kind
+    [runtime]              tick_hz, heartbeat_s, keepalive_s, request_timeout_s
+    [mission]              kind, timeout_s, plus mission-specific keys
+    [[agents]]             id, kind, role ("member" or "service"), plus kind params
+
+Members are the agents whose exit ends the mission; services (world, allocator,
+recorder) run alongside and are stopped when the members are done.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from teamtree.broker import ConfigError, TopicError
+from teamtree.broker.endpoint import Endpoint, parse_endpoint
+from teamtree.broker.local_broker import BrokerKind
+from teamtree.broker.topics import validate_id
+
+ROLES = ("member", "service")
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """Timing of every agent's loops."""
+
+    tick_hz: float = 10.0
+    heartbeat_s: float = 1.0
+    keepalive_s: int = 5
+    request_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One `[[agents]]` entry: who the agent is and its kind-specific parameters."""
+
+    id: str
+    kind: str
+    role: str = "member"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MissionSpec:
+    """The `[mission]` table."""
+
+    kind: str = "none"
+    timeout_s: float = 120.0
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamConfig:
+    """A whole team config as loaded from a file."""
+
+    path: Path
+    team: str
+    broker: Endpoint | None
+    broker_kind: BrokerKind
+    runtime: RuntimeSettings
+    mission: MissionSpec
+    agents: tuple[AgentSpec, ...]
+
+    def agent(self, agent_id: str) -> AgentSpec:
+        """The spec of `agent_id`; raises ConfigError listing the ids there are."""
+        for spec in self.agents:
+            if spec.id == agent_id:
+                return spec
+        known = ", ".join(s.id for s in self.agents) or "none"
+        raise ConfigError(
+            f"no agent {agent_id!r} in this config (agents: {known})",
+            path=str(self.path),
+            key="agents",
+        )
+
+    @property
+    def members(self) -> tuple[AgentSpec, ...]:
+        return tuple(s for s in self.agents if s.role == "member")
+
+    @property
+    def services(self) -> tuple[AgentSpec, ...]:
+        return tuple(s for s in self.agents if s.role == "service")
+
+
+class _Reader:
+    """Typed access to one TOML table that reports errors with file and key."""
+
+    def __init__(self, path: Path, prefix: str, table: Any):
+        self.path = path
+        self.prefix = prefix
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"must be a table, got {type(table).__name__}", path=str(path), key=prefix
+            )
+        self.table = dict(table)
+
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def error(self, name: str, message: str) -> ConfigError:
+        return ConfigError(message, path=str(self.path), key=self._key(name))
+
+    def take(self, name: str, kind: type | tuple[type, ...], default: Any, what: str) -> Any:
+        if name not in self.table:
+            if default is _REQUIRED:
+                raise self.error(name, f"is missing; expected {what}")
+            return default
+        value = self.table.pop(name)
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise self.error(name, f"is {value!r}; expected {what}")
+        if not isinstance(value, kind):
+            raise self.error(name, f"is {value!r} ({type(value).__name__}); expected {what}")
+        return value
+
+    def positive(self, name: str, default: float, what: str = "a positive number") -> float:
+        value = self.take(name, (int, float), default, what)
+        if value <= 0:
+            raise self.error(name, f"is {value!r}; expected {what}")
+        return float(value)
+
+    def ident(self, name: str, default: Any = None) -> str:
+        value = self.take(name, str, _REQUIRED if default is None else default, "an id string")
+        try:
+            return validate_id(value, "id")
+        except TopicError as exc:
+            raise self.error(name, exc.reason) from None
+
+    def no_extras(self) -> None:
+        if self.table:
+            names = ", ".join(sorted(self.table))
+            raise ConfigError(
+                f"unknown key(s) {names}; remove or correct them",
+                path=str(self.path),
+                key=self.prefix or names,
+            )
+
+
+_REQUIRED = object()
+
+
+def spec_reader(spec: AgentSpec, config: TeamConfig) -> _Reader:
+    """A typed reader over an agent entry's kind-specific keys, for ``params_from_config``."""
+    index = config.agents.index(spec)
+    return _Reader(config.path, f"agents[{index}]", spec.params)
+
+
+_TOP_LEVEL = ("team", "runtime", "mission", "agents")
+
+
+def load_config(path: str | Path) -> TeamConfig:
+    """Read and validate a team config. Raises ConfigError (file, key, fix) on any problem."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(
+            "file not found; give the path of a team config (.toml)", path=str(path)
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
+    return parse_config(data, path)
+
+
+def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
+    """Validate an already-parsed TOML document (see `load_config`)."""
+    top = _Reader(path, "", data)
+    unknown = sorted(set(top.table) - set(_TOP_LEVEL))
+    if unknown:
+        raise ConfigError(
+            f"unknown top-level table(s) {', '.join(unknown)}; expected {', '.join(_TOP_LEVEL)}",
+            path=str(path),
+            key=unknown[0],
+        )
+    team = _Reader(path, "team", top.take("team", dict, _REQUIRED, "a [team] table with a name"))
+    name = team.ident("name")
+    broker_url = team.take("broker", str, None, "a broker URL like mqtt://127.0.0.1:1883")
+    try:
+        broker = parse_endpoint(broker_url, key="team.broker") if broker_url else None
+    except ConfigError as exc:
+        raise ConfigError(
+            str(exc).removeprefix("[team.broker] "), path=str(path), key="team.broker"
+        ) from None
+    kind_name = team.take("broker_kind", str, "auto", "one of auto, mosquitto, embedded")
+    try:
+        broker_kind = BrokerKind(kind_name)
+    except ValueError:
+        raise team.error(
+            "broker_kind", f"is {kind_name!r}; expected one of auto, mosquitto, embedded"
+        ) from None
+    team.no_extras()
+
+    rt = _Reader(path, "runtime", top.take("runtime", dict, {}, "a [runtime] table"))
+    runtime = RuntimeSettings(
+        tick_hz=rt.positive("tick_hz", 10.0, "a positive number of ticks per second"),
+        heartbeat_s=rt.positive("heartbeat_s", 1.0, "a positive number of seconds"),
+        keepalive_s=int(rt.positive("keepalive_s", 5, "a positive whole number of seconds")),
+        request_timeout_s=rt.positive("request_timeout_s", 5.0, "a positive number of seconds"),
+    )
+    rt.no_extras()
+
+    ms = _Reader(path, "mission", top.take("mission", dict, {}, "a [mission] table"))
+    mission = MissionSpec(
+        kind=ms.take("kind", str, "none", "a mission kind string"),
+        timeout_s=ms.positive("timeout_s", 120.0, "a positive number of seconds"),
+        params=ms.table,
+    )
+
+    entries = top.take("agents", list, _REQUIRED, "an array of [[agents]] tables")
+    if not entries:
+        raise ConfigError(
+            "is empty; add at least one [[agents]] table", path=str(path), key="agents"
+        )
+    agents: list[AgentSpec] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        reader = _Reader(path, f"agents[{index}]", entry)
+        agent_id = reader.ident("id")
+        if agent_id in seen:
+            raise reader.error("id", f"{agent_id!r} is used twice; agent ids must be unique")
+        seen.add(agent_id)
+        kind = reader.take("kind", str, _REQUIRED, "an agent kind such as 'hello'")
+        role = reader.take("role", str, "member", "'member' or 'service'")
+        if role not in ROLES:
+            raise reader.error("role", f"is {role!r}; expected 'member' or 'service'")
+        agents.append(AgentSpec(agent_id, kind, role, reader.table))
+    return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents))

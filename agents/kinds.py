@@ -1,0 +1,54 @@
+"""The agent kinds a config can name, and how to build one from a config entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from teamtree.agents.agent import Agent
+from teamtree.agents.config import AgentSpec, TeamConfig
+from teamtree.agents.echo import EchoAgent
+from teamtree.agents.hello import HelloAgent
+from teamtree.broker import ConfigError
+from teamtree.broker.endpoint import Endpoint
+
+AGENT_KINDS: dict[str, type[Agent]] = {
+    EchoAgent.kind: EchoAgent,
+    HelloAgent.kind: HelloAgent,
+}
+
+
+def agent_class(spec: AgentSpec, config: TeamConfig) -> type[Agent]:
+    """The class for `spec.kind`; raises ConfigError listing the known kinds."""
+    try:
+        return AGENT_KINDS[spec.kind]
+    except KeyError:
+        index = config.agents.index(spec)
+        known = ", ".join(sorted(AGENT_KINDS))
+        raise ConfigError(
+            f"unknown agent kind {spec.kind!r}; expected one of: {known}",
+            path=str(config.path),
+            key=f"agents[{index}].kind",
+        ) from None
+
+
+def validate_kinds(config: TeamConfig) -> None:
+    """Check every entry's kind and kind-specific keys. Raises ConfigError."""
+    for spec in config.agents:
+        agent_class(spec, config).params_from_config(spec, config)
+
+
+def build_agent(
+    config: TeamConfig, agent_id: str, *, endpoint: Endpoint, team: str | None = None, **extra: Any
+) -> Agent:
+    """Construct the agent `agent_id` of `config`. Raises ConfigError."""
+    spec = config.agent(agent_id)
+    cls = agent_class(spec, config)
+    params = cls.params_from_config(spec, config)
+    return cls(
+        agent_id,
+        team=team or config.team,
+        endpoint=endpoint,
+        runtime=config.runtime,
+        **params,
+        **extra,
+    )

@@ -1,0 +1,93 @@
+"""Who is in the team: presence and factsheets, kept from retained topics."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Presence(enum.StrEnum):
+    """An agent's connection state as published on its ``connection`` topic."""
+
+    ONLINE = "ONLINE"  #: connected; published retained after every connect
+    OFFLINE = "OFFLINE"  #: left gracefully
+    CONNECTION_BROKEN = "CONNECTION_BROKEN"  #: the Last Will: it vanished without a goodbye
+    UNKNOWN = "UNKNOWN"  #: nothing heard yet
+
+
+@dataclass(slots=True)
+class Member:
+    """What this agent knows of one teammate."""
+
+    id: str
+    presence: Presence = Presence.UNKNOWN
+    kind: str | None = None
+    factsheet: dict[str, Any] = field(default_factory=dict)
+    session: str | None = None
+    last_seen_ms: int = 0
+
+    @property
+    def online(self) -> bool:
+        return self.presence is Presence.ONLINE
+
+
+class TeamView:
+    """Presence and factsheets of every other agent of the team, in arrival order.
+
+    Presence is applied in arrival order, not by stamp: a Last Will carries the stamp
+    of the connect that registered it, so stamps would wrongly call it stale.
+    """
+
+    def __init__(self, self_id: str):
+        self.self_id = self_id
+        self._members: dict[str, Member] = {}
+
+    def member(self, agent_id: str) -> Member:
+        if agent_id not in self._members:
+            self._members[agent_id] = Member(agent_id)
+        return self._members[agent_id]
+
+    def get(self, agent_id: str) -> Member | None:
+        return self._members.get(agent_id)
+
+    def apply_presence(
+        self, agent_id: str, body: Any, ts_ms: int
+    ) -> tuple[Presence, Presence] | None:
+        """Apply a presence body; returns (old, new) when the state changed.
+        Raises ValueError on a malformed body."""
+        if not isinstance(body, dict) or body.get("state") not in Presence.__members__:
+            raise ValueError(f"not a presence body: {body!r}")
+        member = self.member(agent_id)
+        old, new = member.presence, Presence(body["state"])
+        member.presence = new
+        member.last_seen_ms = max(member.last_seen_ms, ts_ms)
+        if isinstance(body.get("kind"), str):
+            member.kind = body["kind"]
+        if isinstance(body.get("session"), str):
+            member.session = body["session"]
+        return (old, new) if old is not new else None
+
+    def apply_factsheet(self, agent_id: str, body: Any) -> None:
+        """Store a factsheet body; raises ValueError if it is not a map."""
+        if not isinstance(body, dict):
+            raise ValueError(f"not a factsheet body: {body!r}")
+        member = self.member(agent_id)
+        member.factsheet = body
+        if isinstance(body.get("kind"), str):
+            member.kind = body["kind"]
+
+    def seen(self, agent_id: str, ts_ms: int) -> None:
+        if agent_id in self._members:
+            member = self._members[agent_id]
+            member.last_seen_ms = max(member.last_seen_ms, ts_ms)
+
+    def online(self, kind: str | None = None) -> set[str]:
+        """Ids of teammates that are ONLINE now (optionally of one kind)."""
+        return {
+            m.id for m in self._members.values() if m.online and (kind is None or m.kind == kind)
+        }
+
+    @property
+    def members(self) -> dict[str, Member]:
+        return dict(self._members)

@@ -1,0 +1,327 @@
+"""A broker connection that survives the broker: reconnect, re-subscribe, re-announce.
+
+aiomqtt 2.x does not reconnect by itself, so every attempt uses a fresh ``Client``,
+with exponential backoff and jitter between attempts. QoS 1 messages published while
+disconnected (or whose acknowledgement was lost with the connection) wait in a bounded
+outbox and are sent, in order, after the next connect; delivery is therefore
+at-least-once and receivers de-duplicate by header id or idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import random
+import ssl
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiomqtt
+import structlog
+
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
+
+log = structlog.get_logger("teamtree.broker")
+
+
+class ConnectionState(enum.Enum):
+    """Lifecycle of a Connection."""
+
+    UNSTARTED = "unstarted"  #: constructed, ``run`` not called yet
+    CONNECTING = "connecting"  #: between attempts, or waiting for CONNACK
+    CONNECTED = "connected"  #: subscribed, announced, outbox flushed
+    CLOSING = "closing"  #: ``close`` called; final messages going out
+    CLOSED = "closed"  #: disconnected for good
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A message to publish."""
+
+    topic: str
+    payload: bytes
+    qos: int = 1
+    retain: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A message received from the broker."""
+
+    topic: str
+    payload: bytes
+    retain: bool
+    qos: int
+
+
+MessageHandler = Callable[[Incoming], Awaitable[None]]
+ConnectHook = Callable[[], Awaitable[None]]
+DisconnectHook = Callable[[], None]
+WillFactory = Callable[[], Outgoing | None]
+
+
+class Connection:
+    """One agent's session with the broker.
+
+    `on_message` is awaited for every message, in order; it must not wait for other
+    messages (spawn a task for that). `on_connect` runs after every (re)connect, once
+    subscriptions are back, and is where an agent re-announces its presence.
+    `will` is called before each attempt so the Last Will carries fresh stamps.
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        client_id: str,
+        on_message: MessageHandler,
+        on_connect: ConnectHook | None = None,
+        on_disconnect: DisconnectHook | None = None,
+        will: WillFactory | None = None,
+        keepalive: int = 5,
+        outbox_limit: int = 10_000,
+        backoff_min: float = 0.05,
+        backoff_max: float = 2.0,
+        publish_timeout: float = 5.0,
+        clean_session: bool = False,
+        username: str | None = None,
+        password: str | None = None,
+        tls_context: ssl.SSLContext | None = None,
+    ):
+        self.endpoint = endpoint
+        self.client_id = client_id
+        self._on_message = on_message
+        self._on_connect = on_connect
+        self._on_disconnect = on_disconnect
+        self._will = will
+        self._keepalive = keepalive
+        self._outbox: deque[Outgoing] = deque()
+        self._outbox_limit = outbox_limit
+        self._backoff = (backoff_min, backoff_max)
+        self._publish_timeout = publish_timeout
+        self._clean_session = clean_session
+        self._auth = (username, password)
+        self._tls = tls_context
+        self._subscriptions: dict[str, int] = {}
+        self._client: aiomqtt.Client | None = None
+        self._direct = False  # True once the outbox is drained after a connect
+        self._flush_lock = asyncio.Lock()
+        self.state = ConnectionState.UNSTARTED
+        self.connected = asyncio.Event()
+        self.connects = 0
+        self.dropped_qos0 = 0
+        self._run_task: asyncio.Task[None] | None = None
+        self._flush_task: asyncio.Future[None] | None = None
+        self._session_over = asyncio.Event()
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect and keep connecting until ``close``; returns when closed."""
+        if self.state is not ConnectionState.UNSTARTED:
+            raise LifecycleError(f"connection {self.client_id!r} was already started")
+        self.state = ConnectionState.CONNECTING
+        self._run_task = asyncio.current_task()
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            if self.state is not ConnectionState.CLOSING:
+                raise
+        finally:
+            self.state = ConnectionState.CLOSED
+
+    async def _loop(self) -> None:
+        attempt = 0
+        while self.state is ConnectionState.CONNECTING:
+            try:
+                await self._session()
+                attempt = 0
+            except aiomqtt.MqttError as exc:
+                if self.state is ConnectionState.CONNECTED:
+                    log.warning("broker.disconnected", endpoint=str(self.endpoint), error=str(exc))
+                else:
+                    log.debug("broker.connect_failed", endpoint=str(self.endpoint), error=str(exc))
+            finally:
+                was_connected = self._client is not None and self.connected.is_set()
+                self._session_over.set()
+                self._client = None
+                self._direct = False
+                self.connected.clear()
+                if self.state is ConnectionState.CONNECTED:
+                    self.state = ConnectionState.CONNECTING
+                if was_connected and self._on_disconnect is not None:
+                    self._on_disconnect()
+            if self.state is not ConnectionState.CONNECTING:
+                break
+            low, high = self._backoff
+            delay = min(high, low * 2**attempt) * random.uniform(0.5, 1.0)
+            attempt = min(attempt + 1, 16)
+            await asyncio.sleep(delay)
+
+    async def _session(self) -> None:
+        will = self._will() if self._will else None
+        username, password = self._auth
+        client = aiomqtt.Client(
+            self.endpoint.host,
+            self.endpoint.port,
+            identifier=self.client_id,
+            clean_session=self._clean_session,
+            keepalive=self._keepalive,
+            timeout=self._publish_timeout,
+            transport=self.endpoint.transport,  # type: ignore[arg-type]
+            websocket_path=self.endpoint.path,
+            will=aiomqtt.Will(will.topic, will.payload, will.qos, will.retain) if will else None,
+            username=username,
+            password=password,
+            tls_context=self._tls or (ssl.create_default_context() if self.endpoint.tls else None),
+        )
+        self._session_over = asyncio.Event()
+        async with client:
+            self._client = client
+            for topic_filter, qos in list(self._subscriptions.items()):
+                await client.subscribe(topic_filter, qos=qos)
+            self.state = ConnectionState.CONNECTED
+            self.connects += 1
+            if self._on_connect is not None:
+                await self._on_connect()
+            await self._flush()
+            self.connected.set()
+            log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
+            async for message in client.messages:
+                payload = message.payload
+                if not isinstance(payload, bytes | bytearray):
+                    payload = b"" if payload is None else str(payload).encode()
+                await self._on_message(
+                    Incoming(str(message.topic), bytes(payload), bool(message.retain), message.qos)
+                )
+
+    async def close(self, final: list[Outgoing] | None = None, *, timeout: float = 2.0) -> None:
+        """Publish `final` (e.g. OFFLINE presence) if connected, then disconnect cleanly
+        so the broker does not fire the Last Will. Returns when the session has ended."""
+        if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
+            return
+        was = self.state
+        self.state = ConnectionState.CLOSING
+        client = self._client
+        if client is not None and was is ConnectionState.CONNECTED:
+            for message in final or []:
+                with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
+                    await client.publish(
+                        message.topic,
+                        message.payload,
+                        qos=message.qos,
+                        retain=message.retain,
+                        timeout=timeout,
+                    )
+        task = self._run_task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- subscribe / publish -----------------------------------------------------
+
+    async def subscribe(self, topic_filter: str, qos: int = 1) -> None:
+        """Subscribe now if connected, and again after every reconnect."""
+        self._subscriptions[topic_filter] = qos
+        client = self._client
+        if client is not None and self.state is ConnectionState.CONNECTED:
+            with contextlib.suppress(aiomqtt.MqttError):
+                await client.subscribe(topic_filter, qos=qos)
+
+    async def publish(self, message: Outgoing) -> bool:
+        """Publish `message`. Returns True once the broker acknowledged it (QoS 1) or it
+        was sent (QoS 0), False when it was queued in the outbox or (QoS 0) dropped.
+
+        Raises OutboxFullError when a QoS 1 message must be queued and the outbox is
+        full; the message is then not queued. A publish in flight when the session
+        ends is queued at once (not after the publish timeout), so the next session's
+        flush sends it.
+        """
+        client = self._client
+        if client is not None and self._direct:
+            try:
+                await self._send(client, message)
+                return True
+            except (aiomqtt.MqttError, TimeoutError):
+                self._direct = False  # later messages queue behind this one
+                self._enqueue(message, front=False)
+                self._kick_flush()
+                return False
+        self._enqueue(message)
+        return False
+
+    async def _send(self, client: aiomqtt.Client, message: Outgoing) -> None:
+        """Publish on `client`, giving up as soon as its session ends."""
+        session_over = self._session_over
+        publish = asyncio.ensure_future(
+            client.publish(message.topic, message.payload, qos=message.qos, retain=message.retain)
+        )
+        ended = asyncio.ensure_future(session_over.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {publish, ended}, timeout=self._publish_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            ended.cancel()
+        if publish in done:
+            publish.result()
+            return
+        publish.cancel()
+        with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
+            await publish
+        raise aiomqtt.MqttError("session ended before the broker acknowledged the message")
+
+    def _kick_flush(self) -> None:
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.ensure_future(self._flush_quietly())
+
+    async def _flush_quietly(self) -> None:
+        with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
+            await self._flush()
+
+    async def publish_now(self, message: Outgoing) -> None:
+        """Publish bypassing the outbox order (used for presence while connecting).
+        Raises ConnectionLostError when not connected."""
+        client = self._client
+        if client is None:
+            raise ConnectionLostError("not connected", endpoint=str(self.endpoint))
+        try:
+            await client.publish(
+                message.topic, message.payload, qos=message.qos, retain=message.retain
+            )
+        except (aiomqtt.MqttError, TimeoutError) as exc:
+            raise ConnectionLostError(
+                f"publish failed: {exc}", endpoint=str(self.endpoint)
+            ) from exc
+
+    def _enqueue(self, message: Outgoing, *, front: bool = False) -> None:
+        if message.qos == 0:
+            self.dropped_qos0 += 1
+            return
+        if len(self._outbox) >= self._outbox_limit:
+            raise OutboxFullError(
+                f"outbox holds {len(self._outbox)} messages (limit {self._outbox_limit}) while "
+                "disconnected; raise outbox_limit or slow the publisher",
+                endpoint=str(self.endpoint),
+            )
+        if front:
+            self._outbox.appendleft(message)
+        else:
+            self._outbox.append(message)
+
+    async def _flush(self) -> None:
+        """Send the outbox in order; a message leaves it only once acknowledged."""
+        async with self._flush_lock:
+            client = self._client
+            while client is not None and self._outbox:
+                await self._send(client, self._outbox[0])
+                self._outbox.popleft()
+            self._direct = client is not None
+
+    @property
+    def outbox_size(self) -> int:
+        return len(self._outbox)

@@ -1,0 +1,208 @@
+"""Shared fixtures: real brokers on free ports, agent processes, unique teams."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from teamtree.broker import Endpoint, MosquittoBroker, find_mosquitto, free_port, wait_for_port
+
+REPO = Path(__file__).resolve().parent.parent
+BROKER_KINDS = ["mosquitto", "embedded"]
+
+
+def teamtree_cmd(*args: str) -> list[str]:
+    """The teamtree CLI run with this interpreter."""
+    return [sys.executable, "-m", "teamtree.agents", *args]
+
+
+@dataclass
+class TestBroker:
+    """A broker for one test; mosquitto ones can be stopped and started on the same port."""
+
+    kind: str
+    endpoint: Endpoint
+    mosquitto: MosquittoBroker | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
+
+    async def stop(self) -> None:
+        if self.mosquitto is not None:
+            await self.mosquitto.stop()
+        elif self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+
+    async def start(self) -> None:
+        assert self.mosquitto is not None, "only mosquitto restarts in tests"
+        await self.mosquitto.start()
+
+
+async def start_broker(kind: str) -> TestBroker:
+    if kind == "mosquitto":
+        if find_mosquitto() is None:
+            pytest.skip("mosquitto is not installed (apt-get install -y mosquitto)")
+        broker = MosquittoBroker()
+        await broker.start()
+        return TestBroker(kind, broker.endpoint, mosquitto=broker)
+    port = free_port()
+    process = subprocess.Popen(
+        teamtree_cmd("broker", "--kind", "embedded", "--port", str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    await wait_for_port("127.0.0.1", port, timeout=30)
+    return TestBroker(kind, Endpoint("127.0.0.1", port), process=process)
+
+
+async def close_broker(broker: TestBroker) -> None:
+    if broker.mosquitto is not None:
+        await broker.mosquitto.close()
+    if broker.process is not None and broker.process.poll() is None:
+        broker.process.terminate()
+        try:
+            broker.process.wait(10)
+        except subprocess.TimeoutExpired:
+            broker.process.kill()
+
+
+@pytest.fixture(params=BROKER_KINDS)
+async def broker(request: pytest.FixtureRequest) -> AsyncIterator[TestBroker]:
+    """A real broker, parametrised over mosquitto and the embedded one."""
+    b = await start_broker(request.param)
+    try:
+        yield b
+    finally:
+        await close_broker(b)
+
+
+@pytest.fixture
+async def mosquitto() -> AsyncIterator[TestBroker]:
+    """A real mosquitto (restartable on its port)."""
+    b = await start_broker("mosquitto")
+    try:
+        yield b
+    finally:
+        await close_broker(b)
+
+
+@pytest.fixture
+def team(request: pytest.FixtureRequest) -> str:
+    """A team id unique to this test run and test, so runs never collide."""
+    name = "".join(c if c.isalnum() else "-" for c in request.node.name)[:32].strip("-")
+    return f"t{uuid.uuid4().hex[:6]}-{name}"
+
+
+@dataclass
+class AgentProcs:
+    """Agent processes started from one temporary config."""
+
+    config: Path
+    broker_url: str
+    team: str
+    logdir: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def start(self, agent_id: str) -> subprocess.Popen[bytes]:
+        log = (self.logdir / f"{agent_id}.log").open("ab")
+        proc = subprocess.Popen(
+            teamtree_cmd(
+                "agent", "--config", str(self.config), "--id", agent_id,
+                "--broker", self.broker_url, "--team", self.team, "--log-format", "json",
+            ),
+            stdout=log,
+            stderr=log,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )  # fmt: skip
+        self.procs[agent_id] = proc
+        return proc
+
+    def log(self, agent_id: str) -> str:
+        return (self.logdir / f"{agent_id}.log").read_text(errors="replace")
+
+    def kill(self, agent_id: str) -> None:
+        proc = self.procs[agent_id]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def agent_procs(tmp_path: Path) -> Iterator[list[AgentProcs]]:
+    """Collects AgentProcs made by a test and stops their processes afterwards."""
+    made: list[AgentProcs] = []
+    yield made
+    for group in made:
+        group.stop_all()
+
+
+def write_config(path: Path, team: str, agents: str, *, keepalive: int = 1) -> Path:
+    path.write_text(
+        f"""
+[team]
+name = "{team}"
+
+[runtime]
+tick_hz = 20
+heartbeat_s = 0.2
+keepalive_s = {keepalive}
+request_timeout_s = 3.0
+
+[mission]
+kind = "test"
+timeout_s = 60
+
+{agents}
+"""
+    )
+    return path
+
+
+async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
+    """Poll `predicate` until true; fail naming `what` after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if loop.time() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
+        await asyncio.sleep(interval)
+
+
+@contextlib.contextmanager
+def no_leftover(pids: list[int]) -> Iterator[None]:
+    yield
+    alive = [p for p in pids if Path(f"/proc/{p}").exists() and "zombie" not in _state(p)]
+    assert not alive, f"processes left behind: {alive}"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return "zombie"

@@ -1,0 +1,106 @@
+"""Configs and the CLI: bad input gets exit code 2 and a message naming what is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from teamtree.agents import load_config, validate_kinds
+from teamtree.broker import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD = """
+[team]
+name = "t"
+[mission]
+kind = "hello"
+[[agents]]
+id = "a"
+kind = "hello"
+"""
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "teamtree.agents", *args],
+        capture_output=True, text=True, timeout=60, cwd=cwd,
+    )  # fmt: skip
+
+
+def test_shipped_configs_load() -> None:
+    for path in sorted((REPO / "configs").glob("*.toml")):
+        validate_kinds(load_config(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fix"),
+    [
+        (GOOD.replace('name = "t"', 'name = "a/b"'), "team.name", "letters"),
+        (GOOD.replace('name = "t"', "name = 3"), "team.name", "expected an id string"),
+        (GOOD + "[runtime]\ntick_hz = -1\n", "runtime.tick_hz", "positive"),
+        (GOOD + "[runtime]\ntickhz = 5\n", "runtime", "unknown key(s) tickhz"),
+        (GOOD.replace('kind = "hello"\n[[', 'kind = "hello"\ntimeout_s = "soon"\n[['), "mission.timeout_s", "positive"),
+        (GOOD + '[[agents]]\nid = "a"\nkind = "hello"\n', "agents[1].id", "used twice"),
+        (GOOD.replace('id = "a"\nkind = "hello"', 'id = "a"\nkind = "robot9"'), "agents[0].kind", "unknown agent kind"),
+        (GOOD.replace('id = "a"\nkind = "hello"', 'id = "a"\nkind = "hello"\nrounds = 0'), "agents[0].rounds", ">= 1"),
+        (GOOD.replace('name = "t"', 'name = "t"\nbroker = "http://x"'), "team.broker", "mqtt://"),
+        (GOOD + "[extra]\n", "extra", "unknown top-level"),
+        ("[team\n", None, "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_bad_config_names_key_and_fix(tmp_path: Path, text: str, key: str | None, fix: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        validate_kinds(load_config(path))
+    assert info.value.key == key
+    assert fix in str(info.value) and str(path) in str(info.value)
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(GOOD + "[runtime]\nkeepalive_s = 0\n")
+    out = cli("run", str(path))
+    assert out.returncode == 2
+    assert "runtime.keepalive_s" in out.stderr and "Traceback" not in out.stderr
+    out = cli("agent", "--config", str(tmp_path / "missing.toml"), "--id", "a")
+    assert out.returncode == 2 and "file not found" in out.stderr
+
+
+def test_agent_without_broker_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "ok.toml"
+    path.write_text(GOOD)
+    out = cli("agent", "--config", str(path), "--id", "a")
+    assert out.returncode == 2 and "--broker" in out.stderr
+    out = cli("agent", "--config", str(path), "--id", "zz", "--broker", "mqtt://127.0.0.1:1")
+    assert out.returncode == 2 and "no agent 'zz'" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--frobnicate"],
+        ["run"],
+        ["run", "x.toml", "--bogus"],
+        ["agent", "--config", "x.toml", "--id", "a/b"],
+        ["agent", "--config", "x.toml", "--id", "a", "--broker", "localhost"],
+        ["broker", "--port", "99999"],
+        ["nosuchcommand"],
+    ],
+)
+def test_bad_cli_gives_usage_never_a_traceback(args: list[str]) -> None:
+    out = cli(*args)
+    assert out.returncode == 2
+    assert "usage:" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_help_explains_every_subcommand() -> None:
+    out = cli("--help")
+    assert out.returncode == 0
+    for command in ("run", "agent", "broker"):
+        assert command in out.stdout
+        sub = cli(command, "--help")
+        assert sub.returncode == 0 and "usage: teamtree" in sub.stdout
