@@ -165,7 +165,8 @@ class KittingScenario:
     ``c_h`` is the paper's c_f and the human-side c_v (eq. 12), ``c_r`` the robot-side
     c_v (eq. 13), ``c_e`` the error penalty. Defaults follow SCENARIOS.md: c_h =
     1.5·(max t_h + max t_r), c_e = 2·c_h. Choice: c_r defaults to c_h, as eq. (10)
-    uses one c_v for both sides.
+    uses one c_v for both sides. The human's tray holds ``tray_slots_per_workspace``
+    blocks per workspace (one, as in the authors' simulation).
     """
 
     subtasks: tuple[Subtask, ...]
@@ -173,6 +174,7 @@ class KittingScenario:
     assign_time: float = 2.0
     tray_return_time: float = 2.0
     human_min_start: float = 3.0
+    tray_slots_per_workspace: int = 1
     c_h: float | None = None
     c_e: float | None = None
     c_r: float | None = None

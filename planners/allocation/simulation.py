@@ -1,0 +1,420 @@
+"""A pure, seeded simulation of one kitting episode (seed 001 §VI, SCENARIOS.md).
+
+A simulated human follows (does a task from its tray) with probability P_follow, else leads:
+assigns a task to the robot with probability 0.3636·P_f² − 1.356·P_f + 0.9982 (far
+workspaces W2, W3 twice as likely), else does an unassigned task (near W1, W4 twice as
+likely). Each leading action is wrong with probability P_error: a wrong colour, or (half of
+the wrong placements, when possible) a block on a spot out of order. The cobot runs
+Algorithm 1: it sees each human action when it ends, detects errors, updates the task and
+its beliefs, re-plans (allocation + schedule MILPs, in-process) when the task changed, and
+starts the first robot task of the schedule that it can start (an assignment waits while
+the human's tray slot for that workspace is full; the schedule does not model the tray).
+
+Choices: time advances event by event (no clock reads); the human's H2 takes half of t_h
+(fetching the block; the robot's tray is at hand); an assigned task the human ignores counts
+as F3 only when one was waiting on the tray; follow evidence and error evidence are taken
+when the action ends; the simulated human never uses H3, H5 or H6 (nor did the authors').
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from teamtree.broker import PlanningError
+from teamtree.planners.allocation.allocation import Allocation
+from teamtree.planners.allocation.beliefs import (
+    BeliefConfig,
+    ErrorEvidence,
+    FixedBeliefs,
+    FollowEvidence,
+    HumanBeliefs,
+)
+from teamtree.planners.allocation.kitting import (
+    HUMAN,
+    ROBOT,
+    HumanAction,
+    InProgress,
+    KittingScenario,
+    RobotAction,
+    SubtaskState,
+    kitting_allocation_problem,
+    kitting_schedule_problem,
+    needs_correction,
+    next_state,
+    preds_done,
+)
+from teamtree.planners.allocation.planner import Plan, plan
+from teamtree.planners.allocation.scheduling import Schedule
+from teamtree.planners.allocation.solvers import SolveOptions, SolverName, SolverPool
+
+_S = SubtaskState
+EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class SimulatedHuman:
+    """The simplified human of §VI: following preference and error-proneness."""
+
+    p_follow: float
+    p_error: float
+    far_workspaces: tuple[int, ...] = (2, 3)
+    near_workspaces: tuple[int, ...] = (1, 4)
+    preference_weight: int = 2
+    out_of_order_share: float = 0.5
+    assign_time_fraction: float = 0.5
+
+    @property
+    def p_assign(self) -> float:
+        """Probability that a leading human assigns rather than does a task (SCENARIOS.md)."""
+        p = self.p_follow
+        return min(1.0, max(0.0, 0.3636 * p * p - 1.356 * p + 0.9982))
+
+
+@dataclass(frozen=True)
+class CobotConfig:
+    """How the cobot plans: adaptive beliefs or fixed ones, solver and limits (SCENARIOS.md)."""
+
+    adaptive: bool = True
+    fixed_p_follow: float = 1.0
+    fixed_p_error: float = 0.0
+    beliefs: BeliefConfig = field(default_factory=BeliefConfig)
+    solver: SolverName = "auto"
+    allocation_options: SolveOptions = field(default_factory=lambda: SolveOptions(time_limit=3.0))
+    schedule_options: SolveOptions = field(
+        default_factory=lambda: SolveOptions(time_limit=4.0, mip_gap=0.004)
+    )
+    max_time: float = 5000.0
+
+
+@dataclass(frozen=True)
+class Event:
+    """One action in the episode trace."""
+
+    time: float
+    agent: str
+    action: str
+    task: int
+    correct: bool = True
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """Per-run metrics of §VI, the final board and the trace."""
+
+    wrong_human_actions: int
+    robot_to_human: int
+    human_to_robot: int
+    makespan: float
+    alpha_f: float
+    alpha_e: float
+    pattern_correct: bool
+    final_states: tuple[SubtaskState, ...]
+    plans: int
+    solve_time: float
+    trace: tuple[Event, ...]
+
+
+@dataclass
+class _Pending:
+    task: int
+    action: HumanAction | RobotAction
+    correct: bool
+    end: float
+    evidence_follow: FollowEvidence | None = None
+    evidence_error: ErrorEvidence | None = None
+
+
+def simulate_episode(
+    scenario: KittingScenario,
+    human: SimulatedHuman,
+    cobot: CobotConfig | None = None,
+    *,
+    seed: int = 0,
+    pool: SolverPool | None = None,
+) -> EpisodeResult:
+    """Run one episode to completion. Blocks for the in-process solves.
+
+    Raises ``PlanningError`` when the episode exceeds ``cobot.max_time`` (a stuck team).
+    """
+    cfg = cobot or CobotConfig()
+    rng = random.Random(seed)
+    beliefs: HumanBeliefs | FixedBeliefs = (
+        HumanBeliefs(cfg.beliefs)
+        if cfg.adaptive
+        else FixedBeliefs(cfg.fixed_p_follow, cfg.fixed_p_error)
+    )
+    n = scenario.n
+    states = [_S.INITIAL] * n
+    locked: set[int] = set()
+    trace: list[Event] = []
+    h_pending: _Pending | None = None
+    r_pending: _Pending | None = None
+    h_next, r_next = 0.0, 0.0
+    h_wait = r_wait = False
+    version = 0
+    planned_version = -1
+    current: Plan | None = None
+    plan_time = 0.0
+    warm_alloc: Allocation | None = None
+    warm_sched: Schedule | None = None
+    wrong = r2h = h2r = plans = 0
+    solve_time = 0.0
+    t = 0.0
+
+    def done() -> bool:
+        return all(s is _S.PLACED_CORRECTLY for s in states) and h_pending is None
+
+    while True:
+        # who acts next: earliest time; on ties the human, unless it is merely waiting
+        h_key = (h_next, 2 if h_wait else 0)
+        r_key = (r_next, 3 if r_wait else 1)
+        if h_wait and r_wait:
+            raise PlanningError("kitting episode deadlocked: both agents wait")
+        human_turn = h_key <= r_key
+        t = h_next if human_turn else r_next
+        if t > cfg.max_time:
+            raise PlanningError(f"kitting episode exceeded {cfg.max_time} s")
+        if human_turn:
+            h_wait = False
+            if h_pending is not None:
+                p = h_pending
+                states[p.task] = next_state(states[p.task], p.action, p.correct)
+                locked.discard(p.task)
+                if p.evidence_follow is not None:
+                    beliefs.observe_follow(p.evidence_follow)
+                if p.evidence_error is not None:
+                    beliefs.observe_error(p.evidence_error)
+                version += 1
+                h_pending = None
+                if r_wait:  # the task changed: the waiting robot looks again
+                    r_wait, r_next = False, t
+            if all(s is _S.PLACED_CORRECTLY for s in states):
+                break
+            h_pending = _human_decide(scenario, human, states, locked, rng, t)
+            if h_pending is None:
+                h_wait, h_next = True, r_next
+                if r_wait:  # let the robot see that the human waits (it may lead)
+                    r_wait, r_next = False, t
+            else:
+                locked.add(h_pending.task)
+                h_next = h_pending.end
+                a = h_pending.action
+                if a is HumanAction.H2:
+                    h2r += 1
+                if not h_pending.correct:
+                    wrong += 1
+                trace.append(Event(t, HUMAN, a.name, h_pending.task, h_pending.correct))
+                if r_wait:
+                    r_wait, r_next = False, t
+            continue
+        # robot's turn
+        r_wait = False
+        if r_pending is not None:
+            p = r_pending
+            if p.action is RobotAction.R2:
+                states[p.task] = _S.ASSIGNED_TO_HUMAN
+            elif p.action is RobotAction.R3:
+                states[p.task] = next_state(states[p.task], RobotAction.R3)
+            else:
+                states[p.task] = _S.PLACED_CORRECTLY
+            locked.discard(p.task)
+            version += 1
+            r_pending = None
+            if h_wait:
+                h_wait, h_next = False, t
+        if done():
+            break
+        if all(s is _S.PLACED_CORRECTLY for s in states):
+            r_wait, r_next = True, h_next
+            continue
+        in_prog = None
+        if h_pending is not None:
+            in_prog = InProgress(h_pending.task, h_pending.action, max(0.0, h_pending.end - t))
+        if planned_version != version or current is None:
+            ap = kitting_allocation_problem(
+                scenario, states, beliefs.p_follow, beliefs.p_error, in_prog
+            )
+            current = plan(
+                ap,
+                lambda al, ip=in_prog: kitting_schedule_problem(scenario, states, al, ip),
+                solver=cfg.solver,
+                allocation_options=cfg.allocation_options,
+                schedule_options=cfg.schedule_options,
+                warm_allocation=warm_alloc,
+                warm_schedule=warm_sched,
+                pool=pool,
+            )
+            plans += 1
+            solve_time += current.solve_time
+            warm_alloc, warm_sched = current.allocation, current.schedule
+            planned_version, plan_time = version, t
+        action = _robot_pick(scenario, states, locked, current, t - plan_time)
+        if action is None and h_wait:
+            action = _robot_fallback(scenario, states, locked)
+        if action is None:
+            # nothing the robot can start now: wait for the human (or the planned start)
+            r_wait, r_next = True, h_next
+            continue
+        r_pending = _robot_start(scenario, states, action, t)
+        locked.add(r_pending.task)
+        r_next = r_pending.end
+        if r_pending.action is RobotAction.R2:
+            r2h += 1
+        trace.append(Event(t, ROBOT, r_pending.action.name, r_pending.task))
+        version += 1  # the lock changed what the human can do; the plan stays valid
+        planned_version = version
+        if h_wait:
+            h_wait, h_next = False, t
+
+    snap = beliefs.snapshot()
+    pattern_ok = all(s is _S.PLACED_CORRECTLY for s in states)
+    return EpisodeResult(
+        wrong, r2h, h2r, t, snap["alpha_f"], snap["alpha_e"], pattern_ok, tuple(states),
+        plans, solve_time, tuple(trace),
+    )  # fmt: skip
+
+
+def _weighted_choice(
+    rng: random.Random, items: list[int], scenario: KittingScenario, prefer: tuple[int, ...],
+    weight: int,
+) -> int:  # fmt: skip
+    pool = []
+    for i in items:
+        pool.extend([i] * (weight if scenario.subtasks[i].workspace in prefer else 1))
+    return rng.choice(pool)
+
+
+def _human_decide(
+    scenario: KittingScenario,
+    human: SimulatedHuman,
+    states: list[SubtaskState],
+    locked: set[int],
+    rng: random.Random,
+    t: float,
+) -> _Pending | None:
+    n = scenario.n
+    tray = [
+        i for i in range(n)
+        if states[i] is _S.ASSIGNED_TO_HUMAN and i not in locked and preds_done(scenario, states, i)
+    ]  # fmt: skip
+    free = [
+        i for i in range(n)
+        if states[i] is _S.INITIAL and i not in locked and preds_done(scenario, states, i)
+    ]  # fmt: skip
+    follow = rng.random() < human.p_follow
+    is_error = rng.random() < human.p_error
+    if tray and (follow or not free):
+        i = rng.choice(tray)
+        return _Pending(i, HumanAction.H4, True, t + scenario.subtasks[i].t_human,
+                        FollowEvidence.DID_ASSIGNED)  # fmt: skip
+    if not free:
+        return None
+    refrained = FollowEvidence.REFRAINED if tray else None
+    err = ErrorEvidence.ERROR if is_error else ErrorEvidence.CORRECT
+    if rng.random() < human.p_assign and (len(free) > 1 or tray):
+        i = _weighted_choice(rng, free, scenario, human.far_workspaces, human.preference_weight)
+        dur = human.assign_time_fraction * scenario.subtasks[i].t_human
+        return _Pending(i, HumanAction.H2, not is_error, t + dur,
+                        FollowEvidence.ASSIGNED_TO_ROBOT, err)  # fmt: skip
+    if is_error and rng.random() < human.out_of_order_share:
+        ooo = [
+            i for i in range(n)
+            if states[i] is _S.INITIAL and i not in locked
+            and not preds_done(scenario, states, i)
+            and (p := scenario.predecessor(i)) is not None
+            and states[p] is not _S.MISPLACED and p not in locked
+        ]  # fmt: skip
+        if ooo:
+            i = rng.choice(ooo)
+            return _Pending(i, HumanAction.H1, False, t + scenario.subtasks[i].t_human,
+                            refrained, err)  # fmt: skip
+    i = _weighted_choice(rng, free, scenario, human.near_workspaces, human.preference_weight)
+    return _Pending(i, HumanAction.H1, not is_error, t + scenario.subtasks[i].t_human,
+                    refrained, err)  # fmt: skip
+
+
+def _robot_pick(
+    scenario: KittingScenario,
+    states: list[SubtaskState],
+    locked: set[int],
+    current: Plan,
+    elapsed: float,
+) -> str | None:
+    """The robot task of the schedule to start now (Algorithm 1, GetAction), if any."""
+    sched = current.schedule
+    for tid in sched.sequence.get(ROBOT, ()):
+        i = int(tid[1:])
+        if i in locked:
+            continue
+        st = states[i]
+        kind = tid[0]
+        if kind == "e" and not needs_correction(st):
+            continue
+        if kind == "a" and (
+            st not in (_S.INITIAL, _S.ASSIGNED_TO_ROBOT_CORRECTLY)
+            or not _tray_has_room(scenario, states, locked, i)
+        ):
+            continue
+        if kind == "t" and (
+            st not in (_S.INITIAL, _S.ASSIGNED_TO_ROBOT_CORRECTLY, _S.ASSIGNED_TO_HUMAN)
+            or not preds_done(scenario, states, i)
+        ):
+            continue
+        if sched.start[tid] - elapsed > EPS:
+            return None  # the robot's next planned task is not due yet
+        return tid
+    return None
+
+
+def _robot_fallback(
+    scenario: KittingScenario, states: list[SubtaskState], locked: set[int]
+) -> str | None:
+    """When both would wait, the robot leads: a correction, else any subtask it can start."""
+    for i in range(scenario.n):
+        if i not in locked and needs_correction(states[i]):
+            return f"e{i}"
+    for i in range(scenario.n):
+        if (
+            i not in locked
+            and states[i] in (_S.INITIAL, _S.ASSIGNED_TO_ROBOT_CORRECTLY, _S.ASSIGNED_TO_HUMAN)
+            and preds_done(scenario, states, i)
+        ):
+            return f"t{i}"
+    return None
+
+
+def _tray_has_room(
+    scenario: KittingScenario, states: list[SubtaskState], locked: set[int], i: int
+) -> bool:
+    """Whether the human's tray has a free slot for workspace of ``i``."""
+    p = scenario.predecessor(i)
+    if p is not None and states[p] is not _S.PLACED_CORRECTLY and p not in locked:
+        return False  # only the next spot of a workspace goes on the tray
+    w = scenario.subtasks[i].workspace
+    used = sum(
+        1 for j, s in enumerate(scenario.subtasks)
+        if s.workspace == w and states[j] is _S.ASSIGNED_TO_HUMAN
+    )  # fmt: skip
+    return used < scenario.tray_slots_per_workspace
+
+
+def _robot_start(
+    scenario: KittingScenario, states: list[SubtaskState], tid: str, t: float
+) -> _Pending:
+    i = int(tid[1:])
+    s = scenario.subtasks[i]
+    st = states[i]
+    if tid[0] == "e":
+        dur = scenario.tray_return_time if st is _S.ASSIGNED_TO_ROBOT_INCORRECTLY else s.t_robot
+        return _Pending(i, RobotAction.R3, True, t + dur)
+    if tid[0] == "a":
+        if st is _S.ASSIGNED_TO_ROBOT_CORRECTLY:  # R6 (reject), then R2
+            states[i] = next_state(st, RobotAction.R6)
+        return _Pending(i, RobotAction.R2, True, t + scenario.assign_time)
+    if st is _S.ASSIGNED_TO_HUMAN:  # R5 (cancel), then R1
+        states[i] = next_state(st, RobotAction.R5)
+        return _Pending(i, RobotAction.R1, True, t + s.t_robot)
+    if st is _S.ASSIGNED_TO_ROBOT_CORRECTLY:
+        return _Pending(i, RobotAction.R4, True, t + s.t_robot)
+    return _Pending(i, RobotAction.R1, True, t + s.t_robot)

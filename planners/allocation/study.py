@@ -1,0 +1,169 @@
+"""The simulation study of seed 001 §VI: P_follow × P_error grid, adaptive vs non-adaptive.
+
+``run_study`` returns one :class:`RunRecord` per episode; ``study_tables`` averages them into
+rows shaped like Tables III (wrong human actions) and IV (subtasks the robot assigned to the
+human), plus the human's assignments to the robot, makespan and final beliefs. The
+non-adaptive planner assumes the human follows (E[α_f] = 1 in this module's convention,
+where 1 means "follows"; the paper writes α_f = 0 for it) with a fixed α_e (0 or 0.35).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from teamtree.planners.allocation.kitting import KittingScenario
+from teamtree.planners.allocation.simulation import (
+    CobotConfig,
+    EpisodeResult,
+    SimulatedHuman,
+    simulate_episode,
+)
+from teamtree.planners.allocation.solvers import SolverPool
+
+P_FOLLOW_GRID = (0.9, 0.6, 0.3)
+P_ERROR_GRID = (0.1, 0.4, 0.8)
+NON_ADAPTIVE_ALPHA_E = (0.0, 0.35)
+PAPER_RUNS = 15
+
+METRICS = (
+    "wrong_human_actions",
+    "robot_to_human",
+    "human_to_robot",
+    "makespan",
+    "alpha_f",
+    "alpha_e",
+)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One episode of the study: the cell, the planner, the seed and its metrics."""
+
+    p_follow: float
+    p_error: float
+    planner: str  # "adaptive" or "fixed(alpha_e=...)"
+    seed: int
+    wrong_human_actions: int
+    robot_to_human: int
+    human_to_robot: int
+    makespan: float
+    alpha_f: float
+    alpha_e: float
+    pattern_correct: bool
+    solve_time: float
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain values, e.g. for a CSV row."""
+        return asdict(self)
+
+
+def planners(
+    base: CobotConfig, fixed_alpha_e: Sequence[float] = NON_ADAPTIVE_ALPHA_E
+) -> dict[str, CobotConfig]:
+    """The adaptive planner and one non-adaptive planner per fixed α_e."""
+    out = {"adaptive": replace(base, adaptive=True)}
+    for ae in fixed_alpha_e:
+        out[f"fixed(alpha_e={ae:g})"] = replace(
+            base, adaptive=False, fixed_p_follow=1.0, fixed_p_error=ae
+        )
+    return out
+
+
+def run_study(
+    *,
+    scenario: KittingScenario | None = None,
+    p_follow: Iterable[float] = P_FOLLOW_GRID,
+    p_error: Iterable[float] = P_ERROR_GRID,
+    runs: int = PAPER_RUNS,
+    cobot: CobotConfig | None = None,
+    fixed_alpha_e: Sequence[float] = NON_ADAPTIVE_ALPHA_E,
+    seed: int = 0,
+    pool: SolverPool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[RunRecord]:
+    """Simulate every cell × planner × run. Blocks for all episodes (in-process solves).
+
+    Runs of one cell share seeds across planners (common random numbers). ``progress``
+    is called with (done, total) after each episode.
+    """
+    sc = scenario or KittingScenario.default()
+    confs = planners(cobot or CobotConfig(), fixed_alpha_e)
+    pf_list, pe_list = list(p_follow), list(p_error)
+    total = len(pf_list) * len(pe_list) * len(confs) * runs
+    out: list[RunRecord] = []
+    for a, pf in enumerate(pf_list):
+        for b, pe in enumerate(pe_list):
+            human = SimulatedHuman(pf, pe)
+            for name, conf in confs.items():
+                for r in range(runs):
+                    s = seed * 1_000_003 + (a * 97 + b) * 10_007 + r
+                    res: EpisodeResult = simulate_episode(sc, human, conf, seed=s, pool=pool)
+                    out.append(
+                        RunRecord(
+                            pf,
+                            pe,
+                            name,
+                            s,
+                            res.wrong_human_actions,
+                            res.robot_to_human,
+                            res.human_to_robot,
+                            res.makespan,
+                            res.alpha_f,
+                            res.alpha_e,
+                            res.pattern_correct,
+                            res.solve_time,
+                        )
+                    )
+                    if progress is not None:
+                        progress(len(out), total)
+    return out
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """Means over the runs of one cell and planner (a cell half of Tables III / IV)."""
+
+    p_follow: float
+    p_error: float
+    planner: str
+    runs: int
+    wrong_human_actions: float
+    robot_to_human: float
+    human_to_robot: float
+    makespan: float
+    alpha_f: float
+    alpha_e: float
+
+
+def study_tables(records: Sequence[RunRecord]) -> list[TableRow]:
+    """Average the records per (P_follow, P_error, planner), in first-seen order."""
+    groups: dict[tuple[float, float, str], list[RunRecord]] = {}
+    for rec in records:
+        groups.setdefault((rec.p_follow, rec.p_error, rec.planner), []).append(rec)
+    rows = []
+    for (pf, pe, name), recs in groups.items():
+        means = {m: statistics.fmean(float(getattr(r, m)) for r in recs) for m in METRICS}
+        rows.append(TableRow(pf, pe, name, len(recs), **means))
+    return rows
+
+
+def format_table(rows: Sequence[TableRow], metric: str) -> str:
+    """A text table: one line per P_follow, one column per (planner, P_error), like III/IV."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; one of {METRICS}")
+    pfs = sorted({r.p_follow for r in rows}, reverse=False)
+    pes = sorted({r.p_error for r in rows})
+    names = list(dict.fromkeys(r.planner for r in rows))
+    cell = {(r.p_follow, r.p_error, r.planner): getattr(r, metric) for r in rows}
+    head = ["P_follow"] + [f"{n} Pe={pe:g}" for n in names for pe in pes]
+    lines = [" | ".join(head)]
+    for pf in pfs:
+        vals = [f"{pf:g}"]
+        for n in names:
+            for pe in pes:
+                v = cell.get((pf, pe, n))
+                vals.append("-" if v is None else f"{v:.2f}")
+        lines.append(" | ".join(vals))
+    return "\n".join(lines)
