@@ -4,6 +4,7 @@ QoS 1 message published during the outage is lost."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import defaultdict
 
@@ -22,10 +23,8 @@ AGENTS = "\n".join(
 def connects(log: str) -> int:
     count = 0
     for line in log.splitlines():
-        try:
+        with contextlib.suppress(ValueError):
             count += json.loads(line).get("event") == "agent.online"
-        except ValueError:
-            pass
     return count
 
 
