@@ -194,7 +194,11 @@ def search_team(
     if objective not in OBJECTIVES:
         raise SpecificationError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
     if team.start_q == team.automaton.sink:
-        raise InfeasibleError("the specification can no longer be satisfied (rejecting state)")
+        left = "; ".join(team.automaton.pending(team.start_q)) or "nothing"
+        raise InfeasibleError(
+            "no word over the labels these robots can produce satisfies the specification "
+            f"from here (rejecting state); still to do: {left}"
+        )
     if objective == "sum":
         return _dijkstra(team, max_states)
     return _makespan(team, max_states)
