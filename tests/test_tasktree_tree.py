@@ -78,7 +78,7 @@ def test_params_parsed_with_types() -> None:
     ],
 )
 def test_malformed_strings_name_the_position(text: str, fragment: str) -> None:
-    with pytest.raises(SpecificationError, match="position|empty") as exc:
+    with pytest.raises(SpecificationError, match=r"position|empty") as exc:
         parse_tree(text)
     assert fragment in str(exc.value)
 

@@ -23,8 +23,13 @@ branches of every OR above N, since an OR may run only one child):
    (rule ``"potential"``, an option: any total order over claims keeps the proof).
 4. The claimant proceeds only with a reply from every peer online *at decision time*
    and none beating it. A pending claimant that *receives* a claim beating its own
-   gives up too, so of two overlapping claims at most one proceeds whatever the
-   message order; replies are idempotent per claim id, duplicates change nothing.
+   (from X) discards X's earlier reply and asks X again (the claim's ``round`` goes
+   up; only a reply of that round counts), so X's answer reflects X's claim. Of two
+   overlapping claims at most one proceeds whatever the message order and whatever
+   the clocks; a stale claim that already lost costs a round trip, not the claim.
+   (Giving up at once instead is also safe, but under long delays claims still in
+   flight kill every newer claim: a livelock the property test found.) Replies are
+   idempotent per claim id and round; duplicates change nothing.
 5. The loser lowers its activation for N for ``inhibit_ticks`` ticks (Fig. 8 step 5).
 6. A peer going offline (Last Will) releases the leaf it was working on; another
    member completes it. A late joiner (``await_snapshots=True``) or a reconnecting
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from teamtree.planners.tasktree.activation import (
@@ -113,13 +118,17 @@ class PeerState(StrEnum):
 
 @dataclass(frozen=True)
 class Claim:
-    """A member's announcement that it is about to activate ``node`` (§2.3 step 1)."""
+    """A member's announcement that it is about to activate ``node`` (§2.3 step 1).
+
+    ``round`` counts re-asks of the same claim (rule 4); the stamp never changes.
+    """
 
     claim_id: str
     node: str
     claimant: str
     stamp: Stamp
     potential: float = 0.0
+    round: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,7 @@ class ClaimReply:
     claimant: str
     replier: str
     reports: tuple[NodeReport, ...]
+    round: int = 0
 
 
 @dataclass(frozen=True)
@@ -227,9 +237,10 @@ Event = (
 
 @dataclass(frozen=True)
 class PublishClaim:
-    """Publish ``claim`` to every peer (QoS 1)."""
+    """Publish ``claim`` to every peer, or only to ``to`` when set (QoS 1)."""
 
     claim: Claim
+    to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -321,7 +332,8 @@ def conflict_set(tree: TaskTree, leaf: str) -> frozenset[str]:
 @dataclass
 class _Pending:
     claim: Claim
-    replies: set[str] = field(default_factory=set)
+    replies: dict[str, int] = field(default_factory=dict)  # replier -> highest round
+    need: dict[str, int] = field(default_factory=dict)  # replier -> round required
     lost: str | None = None
     age: int = 0
     reclaim: bool = False
@@ -373,7 +385,7 @@ class TaskController:
         self._pending: _Pending | None = None
         self._inhibited: dict[str, int] = {}
         self._seen: dict[tuple[str, str], Stamp] = {}
-        self._seen_claims: OrderedDict[str, None] = OrderedDict()
+        self._seen_claims: OrderedDict[tuple[str, int], None] = OrderedDict()
         self._conflicts: dict[str, frozenset[str]] = {}
         self._claims_made = 0
         self._last_stamp: Stamp | None = None
@@ -463,8 +475,11 @@ class TaskController:
             return
         if self._pending is not None:
             self._pending.age += 1
-            if self.resend_ticks > 0 and self._pending.age % self.resend_ticks == 0:
-                out.append(PublishClaim(self._pending.claim))
+            p = self._pending
+            if self.resend_ticks > 0 and p.age % self.resend_ticks == 0:
+                for q in sorted(self.peers_online):
+                    if p.replies.get(q, -1) < p.need.get(q, 0):
+                        out.append(PublishClaim(replace(p.claim, round=p.need.get(q, 0)), to=q))
             self._decide(now, out)
             return
         if self.my_working is not None:
@@ -526,7 +541,7 @@ class TaskController:
             else:
                 self._inhibited[leaf] = self.inhibit_ticks
             return
-        if self.peers_online - p.replies:
+        if any(p.replies.get(q, -1) < p.need.get(q, 0) for q in self.peers_online):
             return
         self._pending = None
         out.append(ClaimDecided(p.claim, True, "every online peer answered, none beats it"))
@@ -555,9 +570,9 @@ class TaskController:
             return
         if not self.tree[claim.node].is_leaf:
             return
-        duplicate = claim.claim_id in self._seen_claims
+        duplicate = (claim.claim_id, claim.round) in self._seen_claims
         if not duplicate:
-            self._seen_claims[claim.claim_id] = None
+            self._seen_claims[(claim.claim_id, claim.round)] = None
             if len(self._seen_claims) > self._dedup_window:
                 self._seen_claims.popitem(last=False)
         conflicts = self.conflicts(claim.node)
@@ -568,7 +583,14 @@ class TaskController:
                 reports.append(r)
         out.append(
             PublishReply(
-                ClaimReply(claim.claim_id, claim.node, claim.claimant, self.me, tuple(reports))
+                ClaimReply(
+                    claim.claim_id,
+                    claim.node,
+                    claim.claimant,
+                    self.me,
+                    tuple(reports),
+                    claim.round,
+                )
             )
         )
         p = self._pending
@@ -580,8 +602,11 @@ class TaskController:
             and self._key(claim.stamp, claim.potential)
             < self._key(p.claim.stamp, p.claim.potential)
         ):
-            p.lost = f"beaten by {claim.claimant}'s claim {claim.claim_id}"
-            self._decide(now, out)
+            # rule 4: the sender's earlier answer may predate its claim; ask again
+            q = claim.claimant
+            rnd = max(p.need.get(q, 0), p.replies.get(q, -1)) + 1
+            p.need[q] = rnd
+            out.append(PublishClaim(replace(p.claim, round=rnd), to=q))
 
     def _report(self, node: str) -> NodeReport:
         if node in self.done:
@@ -633,7 +658,7 @@ class TaskController:
             ):
                 p.lost = f"{r.agent}'s claim on {r.node} is earlier"
         if mine and p is not None:
-            p.replies.add(reply.replier)
+            p.replies[reply.replier] = max(p.replies.get(reply.replier, -1), reply.round)
         self._decide(now, out)
 
     def _mark_done(self, node: str, now: Stamp, out: list[Action]) -> None:
@@ -700,7 +725,7 @@ class TaskController:
             if ev.agent not in self.peers_online:
                 self.peers_online.add(ev.agent)
                 if self._pending is not None:  # it never saw our claim: ask it too
-                    out.append(PublishClaim(self._pending.claim))
+                    out.append(PublishClaim(self._pending.claim, to=ev.agent))
             return
         self.peers_online.discard(ev.agent)
         self._awaiting.discard(ev.agent)

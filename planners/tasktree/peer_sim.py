@@ -284,9 +284,9 @@ class _Sim:
         actions = r.ctl.handle(event, self.stamp(r, remote))
         for a in actions:
             match a:
-                case PublishClaim(claim=c):
+                case PublishClaim(claim=c, to=to):
                     self.claim_start.setdefault(c.claim_id, self.t)
-                    self.publish(r.rid, c)
+                    self.publish(r.rid, c, to=to)
                 case PublishReply(reply=rep):
                     self.publish(r.rid, rep, to=rep.claimant)
                 case PublishTransition(transition=tr):
