@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import enum
 import random
+import socket
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,9 @@ from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
 
 log = structlog.get_logger("teamtree.broker")
+
+#: Small request/reply messages must not wait for Nagle's algorithm (~40 ms each way).
+NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 
 
 class ConnectionState(enum.Enum):
@@ -177,6 +181,7 @@ class Connection:
             username=username,
             password=password,
             tls_context=self._tls or (ssl.create_default_context() if self.endpoint.tls else None),
+            socket_options=NODELAY if self.endpoint.transport == "tcp" else None,
         )
         self._session_over = asyncio.Event()
         async with client:

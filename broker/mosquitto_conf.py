@@ -38,6 +38,7 @@ def render_mosquitto_conf(settings: MosquittoSettings) -> str:
         "log_type error",
         "log_type warning",
         "connection_messages false",
+        "set_tcp_nodelay true",
         f"listener {settings.port} {settings.bind}",
         "protocol mqtt",
     ]

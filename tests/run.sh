@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what the tests need and run them: mosquitto (Debian package, when root and
+# missing), the project with its test extras, then pytest. Used by README and .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing mosquitto (apt-get)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto >/dev/null
+  else
+    echo "== mosquitto is not installed and this is not root: mosquitto tests will be skipped" >&2
+  fi
+fi
+# The tests start their own brokers on free ports; a packaged service is not needed.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
+
+echo "== installing teamtree with its test extras"
+python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+
+echo "== running the tests"
+set +e
+python3 -m pytest -q -p no:cacheprovider "$@"
+code=$?
+set -e
+if [ "$code" = "5" ]; then
+  echo "pytest collected no tests" >&2
+  exit 1
+fi
+exit "$code"
