@@ -1,0 +1,3 @@
+"""Placeholder package; filled by its issue."""
+
+__all__: list[str] = []
