@@ -391,9 +391,17 @@ class Agent:
         """Handle messages on the team channel `channel` (optionally only `kind`)."""
         self._register(("team", channel), handler, kind, pattern(self.team, None, channel))
 
-    def on_agents(self, channel: str, handler: Handler, *, kind: str | None = None) -> None:
-        """Handle messages on every agent's own `channel` (optionally only `kind`)."""
-        self._register(("agents", channel), handler, kind, pattern(self.team, "+", channel))
+    def on_agents(
+        self, channel: str, handler: Handler, *, kind: str | None = None, addressed: bool = False
+    ) -> None:
+        """Handle messages on every agent's own `channel` (optionally only `kind`).
+
+        With `addressed`, only messages sent to this agent on
+        ``<sender>/<channel>/<this id>`` (commands, directed messages)."""
+        recipient = self.id if addressed else None
+        self._register(
+            ("agents", channel), handler, kind, pattern(self.team, "+", channel, recipient)
+        )
 
     def _register(
         self, key: tuple[str, str], handler: Handler, kind: str | None, topic_filter: str
