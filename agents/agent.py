@@ -113,6 +113,7 @@ class Agent:
         self._dedup = _DedupWindow()
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
         self._pending = PendingRequests()
+        self._filters: set[str] = set()
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         self._stop_requested: asyncio.Event | None = None
@@ -406,9 +407,9 @@ class Agent:
     def _register(
         self, key: tuple[str, str], handler: Handler, kind: str | None, topic_filter: str
     ) -> None:
-        first = key not in self._handlers
         self._handlers.setdefault(key, []).append((kind, handler))
-        if first:
+        if topic_filter not in self._filters:
+            self._filters.add(topic_filter)
             self.spawn(self.connection.subscribe(topic_filter), "subscribe")
 
     def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
