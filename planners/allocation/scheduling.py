@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -135,17 +136,40 @@ def _analyse(problem: ScheduleProblem) -> _Analysis:
     return _Analysis(order, succ, pred, closure, closure_pred, head, tail)
 
 
-def list_schedule(problem: ScheduleProblem) -> Schedule | None:
-    """A feasible schedule by a greedy serial rule (longest tail first), or ``None``.
+def list_schedule(problem: ScheduleProblem, tries: int = 24) -> Schedule | None:
+    """A feasible schedule by greedy serial rules, the best of several, or ``None``.
 
-    ``None`` when the greedy rule misses a deadline or cannot satisfy ``start_now``; the
-    MILP does not need it then. Used as the horizon and the default warm start.
+    Rules: earliest possible start then longest tail (a non-delay rule), longest tail first,
+    and ``tries`` seeded random perturbations of them. ``None`` when no rule meets every
+    deadline and ``start_now``; the MILP does not need it then. Used as the horizon and
+    the default warm start.
     """
     an = _analyse(problem)
+    rng = random.Random(len(problem.tasks))
+    best: dict[int, float] | None = None
+    best_mk = math.inf
+    for k in range(2 + tries):
+        mode = k % 2
+        noise = 0.0 if k < 2 else 0.3
+        start = _serial(problem, an, mode, noise, rng)
+        if start is None:
+            continue
+        mk = max((start[i] + problem.tasks[i].duration for i in start), default=0.0)
+        if mk < best_mk - EPS:
+            best, best_mk = start, mk
+    if best is None:
+        return None
+    return _make_schedule(problem, {problem.tasks[i].id: v for i, v in best.items()})
+
+
+def _serial(
+    problem: ScheduleProblem, an: _Analysis, mode: int, noise: float, rng: random.Random
+) -> dict[int, float] | None:
     tasks = problem.tasks
     n = len(tasks)
     start: dict[int, float] = {}
     free = {t.agent: problem.agent_release.get(t.agent, 0.0) for t in tasks}
+    weight = [an.tail[i] * (1.0 + noise * (rng.random() - 0.5)) for i in range(n)]
     for group in problem.start_now:
         members = [i for i in range(n) if tasks[i].id in group]
         if any(start.get(i) == 0.0 for i in members):
@@ -160,19 +184,27 @@ def list_schedule(problem: ScheduleProblem) -> Schedule | None:
         ]
         if not cand:
             return None
-        i = max(cand, key=lambda i: (an.tail[i], -i))
+        i = max(cand, key=lambda i: (weight[i], -i))
         start[i] = 0.0
         free[tasks[i].agent] = tasks[i].duration
+
+    def earliest(i: int) -> float:
+        t = tasks[i]
+        v = max(t.release, free[t.agent])
+        for p in an.pred[i]:
+            v = max(v, start[p] + tasks[p].duration)
+        return v
+
     ready = {i for i in range(n) if i not in start and an.pred[i] <= set(start)}
     while ready:
-        i = max(ready, key=lambda i: (an.tail[i], -i))
+        if mode == 0:
+            i = min(ready, key=lambda i: (round(earliest(i), 6), -weight[i], i))
+        else:
+            i = max(ready, key=lambda i: (weight[i], -i))
         ready.remove(i)
-        t = tasks[i]
-        s = max(t.release, free[t.agent])
-        for p in an.pred[i]:
-            s = max(s, start[p] + tasks[p].duration)
+        s = earliest(i)
         start[i] = s
-        free[t.agent] = s + t.duration
+        free[tasks[i].agent] = s + tasks[i].duration
         for j in an.succ[i]:
             if j not in start and all(p in start for p in an.pred[j]):
                 ready.add(j)
@@ -181,7 +213,7 @@ def list_schedule(problem: ScheduleProblem) -> Schedule | None:
     for i, t in enumerate(tasks):
         if t.deadline is not None and start[i] + t.duration > t.deadline + EPS:
             return None
-    return _make_schedule(problem, {tasks[i].id: s for i, s in start.items()})
+    return start
 
 
 def _make_schedule(
@@ -205,6 +237,35 @@ def _oname(a: str, b: str) -> str:
 
 def _bname(tid: str) -> str:
     return f"b[{tid}]"
+
+
+def _jackson_bound(jobs: list[tuple[float, float, float]]) -> float:
+    """One-agent lower bound: Jackson's preemptive schedule over (head, duration, tail).
+
+    It bounds the makespan of the agent's tasks with their heads and tails (it includes the
+    plain load bound min head + Σ durations).
+    """
+    pending = sorted(jobs)
+    remaining: list[list[float]] = []  # [tail, left]
+    t = 0.0
+    k = 0
+    best = 0.0
+    while k < len(pending) or remaining:
+        if not remaining:
+            t = max(t, pending[k][0])
+        while k < len(pending) and pending[k][0] <= t + EPS:
+            remaining.append([pending[k][2], pending[k][1]])
+            k += 1
+        remaining.sort(key=lambda x: -x[0])
+        job = remaining[0]
+        horizon = pending[k][0] if k < len(pending) else math.inf
+        run = min(job[1], horizon - t)
+        t += run
+        job[1] -= run
+        if job[1] <= EPS:
+            best = max(best, t + job[0])
+            remaining.pop(0)
+    return best
 
 
 def _dominance(problem: ScheduleProblem, an: _Analysis, i: int, j: int) -> int | None:
@@ -347,7 +408,12 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
     # (23) makespan, with critical-path and per-agent load lower bounds
     z_lb = max((an.head[i] + an.tail[i] for i in range(n)), default=0.0)
     for idxs in by_agent.values():
-        z_lb = max(z_lb, min(lb[i] for i in idxs) + sum(tasks[i].duration for i in idxs))
+        z_lb = max(
+            z_lb,
+            _jackson_bound(
+                [(lb[i], tasks[i].duration, an.tail[i] - tasks[i].duration) for i in idxs]
+            ),
+        )
     z = m.add_var("z", z_lb, max(z_lb, H))
     for i in range(n):
         if not an.succ[i]:

@@ -30,9 +30,12 @@ SolverName = Literal["auto", "gurobi", "highs"]
 
 @dataclass(frozen=True)
 class SolveOptions:
-    """Limits for one solve: wall time (s), relative MIP gap, and threads (0 = solver's choice)."""
+    """Limits for one solve: wall time (s), relative MIP gap, and threads (0 = solver's choice).
 
-    time_limit: float | None = None
+    The default time limit (60 s) is a safety net, not the way to finish.
+    """
+
+    time_limit: float | None = 60.0
     mip_gap: float | None = None
     threads: int = 1
 
