@@ -1,3 +1,86 @@
-"""Placeholder package; filled by its issue."""
+"""Single-robot multitasking by dynamic resource allocation over task trees (seed 004).
 
-__all__: list[str] = []
+Pure: the pick-and-place world and behaviours (``model``), the tree mechanics with
+FindCompatible, skips and hand-offs (``allocator``), a discrete simulator with the
+one-at-a-time baseline (``simulate``), and exhaustive and lookahead planners over
+orderings (``search``). Resources and robot profiles are in
+``teamtree.hardware.resources``.
+"""
+
+from teamtree.planners.multitask.allocator import (
+    Allocation,
+    AndRule,
+    Mode,
+    MultitaskAllocator,
+    MultitaskState,
+    Request,
+    find_compatible,
+    max_total_compatible,
+)
+from teamtree.planners.multitask.model import (
+    DEFAULT_TOLERANCE,
+    Behaviour,
+    BehaviourKind,
+    Durations,
+    MultitaskProblem,
+    ObjectSpec,
+    Point,
+    World,
+    distance,
+    pick_and_place_tree,
+    problem_from_mission,
+)
+from teamtree.planners.multitask.search import (
+    Plan,
+    exhaustive_plan,
+    greedy_plan,
+    lookahead_plan,
+    lower_bound_steps,
+    plan_policy,
+    transition,
+)
+from teamtree.planners.multitask.simulate import (
+    RoundPolicy,
+    RunResult,
+    Step,
+    check_state,
+    round_duration,
+    run_policy,
+    simulate,
+)
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "Allocation",
+    "AndRule",
+    "Behaviour",
+    "BehaviourKind",
+    "Durations",
+    "Mode",
+    "MultitaskAllocator",
+    "MultitaskProblem",
+    "MultitaskState",
+    "ObjectSpec",
+    "Plan",
+    "Point",
+    "Request",
+    "RoundPolicy",
+    "RunResult",
+    "Step",
+    "World",
+    "check_state",
+    "distance",
+    "exhaustive_plan",
+    "find_compatible",
+    "greedy_plan",
+    "lookahead_plan",
+    "lower_bound_steps",
+    "max_total_compatible",
+    "pick_and_place_tree",
+    "plan_policy",
+    "problem_from_mission",
+    "round_duration",
+    "run_policy",
+    "simulate",
+    "transition",
+]

@@ -1,0 +1,668 @@
+"""Dynamic resource allocation over a task tree (seed 004 §III.B-C, Alg. 1, eq. 1).
+
+One round: the resource state is passed down the tree; each allowed leaf answers
+with a ``Request`` (its needs, activation potential and whether it is possible);
+an AND node runs FindCompatible (Alg. 1) over its descendants' flattened requests,
+an OR node and a THEN node pass up one child's offer, a THEN node first skipping
+children whose goal already holds; the root grants what reaches it. Behaviours keep
+their resources while they work; when any finishes, the caller starts a new round.
+
+Readings chosen where the paper is ambiguous:
+
+- Alg. 1 as printed starts its second loop at ``j = i``, re-testing the request it
+  already took; we start at ``i + 1`` (re-adding it could hand one pick two grippers).
+- "Compatible set with the highest total potential": Alg. 1 is greedy; it is the
+  default (``AndRule.ALG1``). ``AndRule.MAX_TOTAL`` enumerates subsets instead.
+- Equal potentials (every pick and place) are ordered: a request whose claimant
+  already owns a resource handed to it first, then tree order (left to right).
+- eq. 1's n, "grippers available to the behaviour", counts free grippers plus those
+  owned by the move or by the behaviour it hands on to (the place holding its
+  object); a move followed by no pick or place gets n ≥ 1. A move with n = 0 (it
+  leads to a pick no gripper could do) is not possible.
+- A move hands *all* its resources to the next sibling in its THEN (leaf or subtree;
+  none if it is the last child), on the heir's channel for each. If the heir is not
+  granted in the next round the hand-off lapses and the resources are released
+  (otherwise a heir that cannot run would hold the base forever).
+- A pick hands its gripper to the next PLACE of the same object in its THEN (the
+  object is in it); it releases base and head. A place releases everything.
+- A THEN skips a child leaf whose goal holds (move: robot at the target; pick: object
+  held; place: object placed) and looks at the next; the skip is committed only if
+  a request it skipped to is granted, otherwise it reverts (nothing is recorded).
+  Trailing children whose goals all hold are skipped at once.
+- An OR passes up the offer of the child with the highest total feasible potential,
+  or, once a child has started, only that child's offer.
+- ``Mode.SEQUENTIAL`` is the one-at-a-time baseline (a pre-seed-004 HTT): every
+  behaviour needs every resource exclusively, hands them all to its THEN successor
+  (so each THEN runs start to finish), nothing is skipped, and eq. 1 uses n = 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from teamtree.broker import SpecificationError
+from teamtree.hardware.resources import (
+    Access,
+    Channel,
+    ResourceNeed,
+    ResourceState,
+    ResourceType,
+)
+from teamtree.planners.multitask.model import (
+    Behaviour,
+    BehaviourKind,
+    MultitaskProblem,
+    World,
+    distance,
+)
+from teamtree.planners.tasktree import NodeKind, NodeStatus, TaskNode
+
+__all__ = [
+    "Allocation",
+    "AndRule",
+    "Mode",
+    "MultitaskAllocator",
+    "MultitaskState",
+    "Request",
+    "find_compatible",
+    "max_total_compatible",
+]
+
+
+class Mode(StrEnum):
+    """How behaviours claim resources."""
+
+    MULTITASK = "multitask"
+    """Seed 004: declared needs, compatible behaviours run together, skips."""
+    SEQUENTIAL = "sequential"
+    """Baseline: the whole robot for one behaviour; each THEN runs to its end."""
+
+
+class AndRule(StrEnum):
+    """How an AND node picks the set it passes up (§III.C.1)."""
+
+    ALG1 = "alg1"
+    """FindCompatible, Alg. 1: greedy from the highest potential."""
+    MAX_TOTAL = "max_total"
+    """The compatible subset with the highest total potential (exponential)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """A leaf's bottom-up message (§III.C): needs, activation potential, possibility.
+
+    ``claimant`` is the leaf and its ancestors (resources reserved to any of them are
+    the leaf's); ``skips`` the THEN children skipped to reach it; ``or_choices`` the
+    (OR node, child index) pairs on its path, for the search; ``order`` its tree order.
+    """
+
+    leaf: str
+    behaviour: Behaviour
+    potential: float
+    possible: bool
+    needs: tuple[ResourceNeed, ...]
+    claimant: frozenset[str]
+    holds: bool = False
+    order: int = 0
+    skips: tuple[str, ...] = ()
+    or_choices: tuple[tuple[str, int], ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class MultitaskState:
+    """Everything that changes during execution; immutable and hashable.
+
+    ``handoffs`` are (resource, heir) reservations from a finished move that lapse
+    if the heir is not granted in the next round.
+    """
+
+    resources: ResourceState
+    world: World
+    done: frozenset[str] = frozenset()
+    skipped: frozenset[str] = frozenset()
+    working: frozenset[str] = frozenset()
+    handoffs: frozenset[tuple[str, str]] = frozenset()
+
+    @property
+    def finished(self) -> frozenset[str]:
+        """Leaves done or skipped."""
+        return self.done | self.skipped
+
+    def key(self) -> tuple:
+        """What the future depends on (for search memo tables)."""
+        return (self.world, self.done | self.skipped, self.working, self.resources, self.handoffs)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The result of one round: granted requests, the rest, committed skips, per-node offers.
+
+    ``skipped`` holds every skip to commit with the grant; ``trailing`` those among them
+    that ride on no request (a THEN whose remaining children's goals all hold).
+    """
+
+    granted: tuple[Request, ...]
+    rejected: tuple[Request, ...]
+    skipped: tuple[str, ...]
+    trailing: tuple[str, ...] = ()
+    offers: Mapping[str, tuple[Request, ...]] = field(default_factory=dict, repr=False)
+
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        """Granted leaf ids."""
+        return tuple(r.leaf for r in self.granted)
+
+
+def _sort_key(r: Request) -> tuple:
+    return (-r.potential, not r.holds, r.order)
+
+
+def _possible(r: Request, state: ResourceState) -> bool:
+    return r.possible and state.resolve(r.needs, r.claimant) is not None
+
+
+def _take(r: Request, state: ResourceState) -> ResourceState:
+    assignment = state.resolve(r.needs, r.claimant)
+    if assignment is None:
+        raise SpecificationError(f"{r.leaf}: its resources are not available")
+    return state.acquire(r.leaf, assignment, r.claimant)
+
+
+def find_compatible(requests: Iterable[Request], state: ResourceState) -> tuple[Request, ...]:
+    """FindCompatible (Alg. 1): the first possible request by potential, then every later
+    one still possible once those taken hold their resources. Sorts the input itself."""
+    ordered = sorted(requests, key=_sort_key)
+    taken: list[Request] = []
+    current = state
+    for r in ordered:
+        if _possible(r, current):
+            taken.append(r)
+            current = _take(r, current)
+    return tuple(taken)
+
+
+def max_total_compatible(
+    requests: Iterable[Request], state: ResourceState, *, limit: int = 14
+) -> tuple[Request, ...]:
+    """The compatible subset with the highest total potential (§III.C.1 as worded).
+
+    Exhaustive over the ``limit`` highest requests; ties go to Alg. 1's order.
+    """
+    ordered = [r for r in sorted(requests, key=_sort_key) if _possible(r, state)][:limit]
+    best: tuple[Request, ...] = ()
+    best_total = -1.0
+
+    def walk(i: int, chosen: list[Request], current: ResourceState, total: float) -> None:
+        nonlocal best, best_total
+        if total > best_total + 1e-12:
+            best, best_total = tuple(chosen), total
+        for j in range(i, len(ordered)):
+            r = ordered[j]
+            if _possible(r, current):
+                chosen.append(r)
+                walk(j + 1, chosen, _take(r, current), total + r.potential)
+                chosen.pop()
+
+    walk(0, [], state, 0.0)
+    return best
+
+
+class MultitaskAllocator:
+    """The seed 004 tree mechanics for one robot over one problem; pure.
+
+    ``allocate(state)`` runs one round; ``start(state, granted)`` gives the granted
+    behaviours their resources; ``finish(state, leaf)`` applies a behaviour's effect
+    and its hand-offs. ``blocked`` leaves (a peer claims or works on them) are never
+    requested; ``mark_done`` records a leaf a peer completed.
+    """
+
+    def __init__(
+        self,
+        problem: MultitaskProblem,
+        *,
+        mode: Mode | str = Mode.MULTITASK,
+        and_rule: AndRule | str = AndRule.ALG1,
+    ):
+        self.problem = problem
+        self.tree = problem.tree
+        self.mode = Mode(mode)
+        self.and_rule = AndRule(and_rule)
+        self.behaviours = problem.behaviours
+        order = [n.id for n in self.tree]
+        self._order = {nid: i for i, nid in enumerate(order)}
+        self._claimant = {
+            leaf: frozenset({leaf, *self.tree.ancestors(leaf)}) for leaf in self.tree.leaves
+        }
+        self._heir: dict[str, str | None] = {}
+        self._place_for: dict[str, str | None] = {}
+        for leaf in self.tree.leaves:
+            parent_id = self.tree.parents[leaf]
+            parent = self.tree[parent_id] if parent_id is not None else None
+            heir = None
+            if parent is not None and parent.kind is NodeKind.THEN:
+                kids = [c.id for c in parent.children]
+                i = kids.index(leaf)
+                heir = kids[i + 1] if i + 1 < len(kids) else None
+                b = self.behaviours[leaf]
+                if b.kind is BehaviourKind.PICK:
+                    self._place_for[leaf] = next(
+                        (
+                            k
+                            for k in kids[i + 1 :]
+                            if self.tree[k].is_leaf
+                            and self.behaviours[k].kind is BehaviourKind.PLACE
+                            and self.behaviours[k].object == b.object
+                        ),
+                        None,
+                    )
+            self._heir[leaf] = heir
+        grippers = max(1, problem.n_grippers)
+        self.manipulation_potential = 1.0 + grippers / problem.tolerance
+        """Pick and place potential: above any move's (n_grippers / tolerance, §III.B)."""
+
+    # ------------------------------------------------------------------ state
+
+    def initial_state(self) -> MultitaskState:
+        """Robot at the start, every resource as the profile declares, nothing done."""
+        return MultitaskState(self.problem.profile.initial_state(), World(self.problem.start))
+
+    def is_complete(self, state: MultitaskState) -> bool:
+        """True when the root's goal is satisfied."""
+        return self._satisfied(state, self.tree.root)
+
+    def _satisfied(self, state: MultitaskState, node: TaskNode) -> bool:
+        if node.is_leaf:
+            return node.id in state.done or node.id in state.skipped
+        kids = (self._satisfied(state, c) for c in node.children)
+        return any(kids) if node.kind is NodeKind.OR else all(kids)
+
+    def _committed(self, state: MultitaskState, node: TaskNode) -> bool:
+        return any(
+            leaf in state.done or leaf in state.skipped or leaf in state.working
+            for leaf in self.tree.leaf_ids(node.id)
+        )
+
+    def _at(self, world: World, point: tuple[float, float]) -> bool:
+        return distance(world.robot, point) <= self.problem.tolerance
+
+    def goal_holds(self, state: MultitaskState, leaf: str) -> bool:
+        """The behaviour's goal already holds in the world (§III.C.2)."""
+        b = self.behaviours[leaf]
+        w = state.world
+        if b.kind is BehaviourKind.MOVE:
+            return self._at(w, b.target)
+        if b.kind is BehaviourKind.PICK:
+            return w.holder(b.object or "") is not None or b.object in w.placed
+        return b.object in w.placed
+
+    # ------------------------------------------------------------------ leaves
+
+    def needs(self, state: MultitaskState, leaf: str) -> tuple[ResourceNeed, ...]:
+        """What the behaviour declares (§III.B); the robot's position is the shared intention."""
+        if self.mode is Mode.SEQUENTIAL:
+            return tuple(
+                ResourceNeed(r.type, Access.EXCLUSIVE, "whole robot", name=r.name)
+                for r in state.resources
+                if not r.out_of_service
+            )
+        b = self.behaviours[leaf]
+        if b.kind is BehaviourKind.MOVE:
+            return (ResourceNeed(ResourceType.BASE, Access.EXCLUSIVE, f"go to {_fmt(b.target)}"),)
+        here = _fmt(state.world.robot)
+        if b.kind is BehaviourKind.PICK:
+            gripper = ResourceNeed(ResourceType.GRIPPER, Access.EXCLUSIVE, f"hold {b.object}")
+        else:
+            holder = state.world.holder(b.object or "")
+            gripper = ResourceNeed(
+                ResourceType.GRIPPER, Access.EXCLUSIVE, f"hold {b.object}", name=holder or "?"
+            )
+        return (
+            ResourceNeed(ResourceType.BASE, Access.SHARED, f"still at {here}"),
+            gripper,
+            ResourceNeed(ResourceType.HEAD, Access.SHARED, f"look at {here}"),
+        )
+
+    def potential(self, state: MultitaskState, leaf: str) -> float:
+        """Activation potential: eq. 1 for a move, a constant above any move for pick/place."""
+        b = self.behaviours[leaf]
+        if b.kind is not BehaviourKind.MOVE:
+            return self.manipulation_potential
+        d = max(distance(state.world.robot, b.target), self.problem.tolerance)
+        return self.available_grippers(state, leaf) / d
+
+    def available_grippers(self, state: MultitaskState, leaf: str) -> int:
+        """eq. 1's n for a move: free grippers plus those its heir already owns."""
+        if self.mode is Mode.SEQUENTIAL:
+            return 1
+        heir = self._heir.get(leaf)
+        ids = {leaf} | ({heir} if heir else set())
+        n = sum(
+            1
+            for r in state.resources.of_type(ResourceType.GRIPPER)
+            if r.free or (r.owners and r.owners <= ids)
+        )
+        heir_manipulates = (
+            heir is not None
+            and self.tree[heir].is_leaf
+            and self.behaviours[heir].kind is not BehaviourKind.MOVE
+        )
+        return n if heir_manipulates else max(n, 1)
+
+    def _preconditions(self, state: MultitaskState, leaf: str) -> str:
+        b = self.behaviours[leaf]
+        w = state.world
+        if b.kind is BehaviourKind.MOVE:
+            return "" if self.available_grippers(state, leaf) > 0 else "no gripper for what follows"
+        if not self._at(w, b.target):
+            return "robot not at the spot"
+        if b.kind is BehaviourKind.PICK:
+            if w.holder(b.object or "") is not None or b.object in w.placed:
+                return "object already picked"
+            return ""
+        return "" if w.holder(b.object or "") is not None else "object not in a gripper"
+
+    def request(self, state: MultitaskState, leaf: str, skips: tuple[str, ...] = ()) -> Request:
+        """The leaf's request against the current resource state (§III.C, bottom-up)."""
+        needs = self.needs(state, leaf)
+        claimant = self._claimant[leaf]
+        reason = self._preconditions(state, leaf)
+        if not reason and state.resources.resolve(needs, claimant) is None:
+            reason = "resources busy"
+        return Request(
+            leaf=leaf,
+            behaviour=self.behaviours[leaf],
+            potential=self.potential(state, leaf),
+            possible=not reason,
+            needs=needs,
+            claimant=claimant,
+            holds=bool(state.resources.owned_by(claimant)),
+            order=self._order[leaf],
+            skips=skips,
+            reason=reason,
+        )
+
+    # ------------------------------------------------------------------ the round
+
+    def allocate(self, state: MultitaskState, blocked: Collection[str] = ()) -> Allocation:
+        """One round of §III.C: offers bottom-up, FindCompatible at ANDs, the root grants.
+
+        Returns the granted requests (possibly none), the rejected ones, and the skips
+        to commit (those of granted requests and trailing satisfied children). Pure.
+        """
+        alloc = self._allocate(state, blocked)
+        if not alloc.granted and state.handoffs:
+            # nothing can run while reservations are held: let them lapse and ask again
+            alloc = self._allocate(self._lapse(state, ()), blocked)
+        return alloc
+
+    def _allocate(self, state: MultitaskState, blocked: Collection[str]) -> Allocation:
+        offers: dict[str, tuple[Request, ...]] = {}
+        free_skips: list[str] = []
+        top = self._offer(state, self.tree.root, set(blocked), offers, free_skips, False)
+        if self.and_rule is AndRule.MAX_TOTAL:
+            granted = max_total_compatible(top, state.resources)
+        else:
+            granted = find_compatible(top, state.resources)
+        granted_ids = {r.leaf for r in granted}
+        every = {r.leaf: r for rs in offers.values() for r in rs}
+        rejected = tuple(r for leaf, r in sorted(every.items()) if leaf not in granted_ids)
+        skips = [s for r in granted for s in r.skips] + free_skips
+        return Allocation(
+            granted, rejected, tuple(dict.fromkeys(skips)), tuple(dict.fromkeys(free_skips)), offers
+        )
+
+    def candidates(
+        self, state: MultitaskState, blocked: Collection[str] = ()
+    ) -> tuple[Request, ...]:
+        """Every request the tree constraints allow now (ANDs pass all, ORs all children)."""
+        offers: dict[str, tuple[Request, ...]] = {}
+        return tuple(self._offer(state, self.tree.root, set(blocked), offers, [], True))
+
+    def rounds(
+        self, state: MultitaskState, blocked: Collection[str] = ()
+    ) -> list[tuple[Request, ...]]:
+        """Every non-empty compatible set of allowed requests (for the search planners).
+
+        Sets respect ORs (one child each) and resources (Alg. 1's isPossible/updateState).
+        """
+        pool = [r for r in self.candidates(state, blocked) if r.possible]
+        pool.sort(key=_sort_key)
+        out: list[tuple[Request, ...]] = []
+
+        def walk(
+            i: int, chosen: list[Request], current: ResourceState, ors: dict[str, int]
+        ) -> None:
+            if chosen:
+                out.append(tuple(chosen))
+            for j in range(i, len(pool)):
+                r = pool[j]
+                if any(ors.get(o, c) != c for o, c in r.or_choices):
+                    continue
+                if not _possible(r, current):
+                    continue
+                chosen.append(r)
+                walk(j + 1, chosen, _take(r, current), {**ors, **dict(r.or_choices)})
+                chosen.pop()
+
+        walk(0, [], state.resources, {})
+        if not out and state.handoffs:
+            return self.rounds(self._lapse(state, ()), blocked)
+        return out
+
+    def _offer(
+        self,
+        state: MultitaskState,
+        node: TaskNode,
+        blocked: set[str],
+        offers: dict[str, tuple[Request, ...]],
+        free_skips: list[str],
+        collect_all: bool,
+    ) -> list[Request]:
+        if self._satisfied(state, node):
+            return []
+        if node.is_leaf:
+            if node.id in state.working or node.id in blocked:
+                return []
+            out = [self.request(state, node.id)]
+        elif node.kind is NodeKind.THEN:
+            out = self._offer_then(state, node, blocked, offers, free_skips, collect_all)
+        elif node.kind is NodeKind.AND:
+            flat = [
+                r
+                for c in node.children
+                for r in self._offer(state, c, blocked, offers, free_skips, collect_all)
+            ]
+            if collect_all:
+                out = flat
+            elif self.and_rule is AndRule.MAX_TOTAL:
+                out = list(max_total_compatible(flat, state.resources))
+            else:
+                out = list(find_compatible(flat, state.resources))
+        else:
+            out = self._offer_or(state, node, blocked, offers, free_skips, collect_all)
+        offers[node.id] = tuple(out)
+        return out
+
+    def _offer_then(self, state, node, blocked, offers, free_skips, collect_all) -> list[Request]:
+        kids = list(node.children)
+        i = next(k for k, c in enumerate(kids) if not self._satisfied(state, c))
+        skips: list[str] = []
+        if self.mode is Mode.MULTITASK:
+            while (
+                i < len(kids)
+                and kids[i].is_leaf
+                and kids[i].id not in state.working
+                and kids[i].id not in blocked
+                and self.goal_holds(state, kids[i].id)
+            ):
+                skips.append(kids[i].id)
+                i += 1
+                while i < len(kids) and self._satisfied(state, kids[i]):
+                    i += 1
+        if i >= len(kids):
+            free_skips.extend(skips)
+            return []
+        sub = self._offer(state, kids[i], blocked, offers, free_skips, collect_all)
+        if not skips:
+            return sub
+        return [replace(r, skips=(*skips, *r.skips)) for r in sub]
+
+    def _offer_or(self, state, node, blocked, offers, free_skips, collect_all) -> list[Request]:
+        kids = list(node.children)
+        chosen = next((k for k, c in enumerate(kids) if self._committed(state, c)), None)
+        options = [chosen] if chosen is not None else list(range(len(kids)))
+        per_child = []
+        for k in options:
+            sub = self._offer(state, kids[k], blocked, offers, free_skips, collect_all)
+            per_child.append([replace(r, or_choices=((node.id, k), *r.or_choices)) for r in sub])
+        if collect_all:
+            return [r for sub in per_child for r in sub]
+        best: list[Request] = []
+        best_score = (-1, -1.0)
+        for sub in per_child:
+            score = (
+                int(any(r.possible for r in sub)),
+                sum(r.potential for r in sub if r.possible),
+            )
+            if score > best_score:
+                best, best_score = sub, score
+        return best
+
+    # ------------------------------------------------------------------ execution
+
+    def start(
+        self, state: MultitaskState, granted: Iterable[Request | str], skipped: Iterable[str] = ()
+    ) -> MultitaskState:
+        """Give the granted behaviours their resources, commit ``skipped``, lapse unused hand-offs.
+
+        ``granted`` may be requests or leaf ids (recomputed against ``state``). Raises
+        SpecificationError if a grant conflicts with the state.
+        """
+        requests = [self.request(state, g) if isinstance(g, str) else g for g in granted]
+        leaves = [r.leaf for r in requests]
+        state = self._lapse(state, leaves)
+        resources = state.resources
+        for r in requests:
+            resources = _take(r, resources) if r.needs else resources
+        return replace(
+            state,
+            resources=resources,
+            working=state.working | frozenset(leaves),
+            skipped=state.skipped | frozenset(skipped),
+        )
+
+    def _lapse(self, state: MultitaskState, granted: Collection[str]) -> MultitaskState:
+        if not state.handoffs:
+            return state
+        claimants = set().union(*(self._claimant[g] for g in granted)) if granted else set()
+        resources = state.resources
+        for name, heir in state.handoffs:
+            if heir not in claimants:
+                resources = resources.release(heir, {name})
+        return replace(state, resources=resources, handoffs=frozenset())
+
+    def finish(self, state: MultitaskState, leaf: str) -> MultitaskState:
+        """The behaviour completed: apply its effect, hand on or release its resources (§III.B)."""
+        b = self.behaviours[leaf]
+        world = state.world
+        resources = state.resources
+        if b.kind is BehaviourKind.MOVE:
+            world = replace(world, robot=b.target)
+        elif b.kind is BehaviourKind.PICK:
+            grip = next(
+                (r.name for r in resources.of_type(ResourceType.GRIPPER) if leaf in r.owners),
+                None,
+            )
+            if grip is not None and b.object is not None:
+                world = replace(world, held=world.held | {(b.object, grip)})
+        else:
+            grip = world.holder(b.object or "")
+            world = replace(
+                world,
+                held=frozenset(p for p in world.held if p[0] != b.object),
+                placed=world.placed | {b.object or ""},
+            )
+        after = replace(state, world=world)
+        handoffs: set[tuple[str, str]] = set()
+        heir = self._heir.get(leaf)
+        heir_open = heir is not None and not self._satisfied(after, self.tree[heir])
+        owned = resources.owned_by({leaf})
+        if self.mode is Mode.SEQUENTIAL or b.kind is BehaviourKind.MOVE:
+            if heir_open and owned:
+                assert heir is not None
+                channels = self._heir_channels(after, heir)
+                resources = resources.transfer(leaf, heir, owned, channels)
+                handoffs = {(name, heir) for name in owned}
+            else:
+                resources = resources.release(leaf)
+        elif b.kind is BehaviourKind.PICK:
+            place = self._place_for.get(leaf)
+            grips = {r.name for r in resources.of_type(ResourceType.GRIPPER) if leaf in r.owners}
+            if place is not None:
+                hold = {g: Channel(Access.EXCLUSIVE, f"hold {b.object}") for g in grips}
+                resources = resources.transfer(leaf, place, grips, hold)
+            resources = resources.release(leaf, set(owned) - grips)
+        else:
+            resources = resources.release(leaf)
+        return replace(
+            after,
+            resources=resources,
+            done=state.done | {leaf},
+            working=state.working - {leaf},
+            handoffs=state.handoffs | frozenset(handoffs),
+        )
+
+    def _heir_channels(self, state: MultitaskState, heir: str) -> dict[str, Channel]:
+        node = self.tree[heir]
+        if not node.is_leaf:
+            return {}
+        needs = self.needs(state, heir)
+        out: dict[str, Channel] = {}
+        for r in state.resources:
+            for n in needs:
+                if n.name == r.name or (n.name is None and n.type == r.type):
+                    out[r.name] = n.channel
+                    break
+        return out
+
+    def mark_done(self, state: MultitaskState, leaf: str) -> MultitaskState:
+        """A peer completed ``leaf`` (seed 000 peer rule); the world comes from observations."""
+        return replace(state, done=state.done | {leaf})
+
+    def statuses(
+        self, state: MultitaskState, alloc: Allocation | None = None
+    ) -> dict[str, NodeStatus]:
+        """Every node's status: done, skipped, working, active (requested this round), inactive."""
+        asked = {r.leaf for rs in (alloc.offers.values() if alloc else ()) for r in rs}
+        out: dict[str, NodeStatus] = {}
+        for node in reversed(list(self.tree)):
+            nid = node.id
+            if node.is_leaf:
+                if nid in state.skipped:
+                    out[nid] = NodeStatus.SKIPPED
+                elif nid in state.done:
+                    out[nid] = NodeStatus.DONE
+                elif nid in state.working:
+                    out[nid] = NodeStatus.WORKING
+                elif nid in asked:
+                    out[nid] = NodeStatus.ACTIVE
+                else:
+                    out[nid] = NodeStatus.INACTIVE
+            elif self._satisfied(state, node):
+                out[nid] = NodeStatus.DONE
+            else:
+                kids = {out[c.id] for c in node.children}
+                if NodeStatus.WORKING in kids:
+                    out[nid] = NodeStatus.WORKING
+                elif NodeStatus.ACTIVE in kids:
+                    out[nid] = NodeStatus.ACTIVE
+                else:
+                    out[nid] = NodeStatus.INACTIVE
+        return out
+
+
+def _fmt(p: tuple[float, float]) -> str:
+    return f"{p[0]:.2f},{p[1]:.2f}"
