@@ -8,12 +8,16 @@ from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig
 from teamtree.agents.echo import EchoAgent
 from teamtree.agents.hello import HelloAgent
+from teamtree.agents.world_agent import WorldAgent
 from teamtree.broker import ConfigError
 from teamtree.broker.endpoint import Endpoint
+from teamtree.drivers.sim_driver import SimDriverAgent
 
 AGENT_KINDS: dict[str, type[Agent]] = {
     EchoAgent.kind: EchoAgent,
     HelloAgent.kind: HelloAgent,
+    SimDriverAgent.kind: SimDriverAgent,
+    WorldAgent.kind: WorldAgent,
 }
 
 

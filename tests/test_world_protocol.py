@@ -1,0 +1,153 @@
+"""The ZeroMQ protocol: codec, the world's dispatcher, and SimClient against a ROUTER."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import msgpack
+import pytest
+import zmq
+import zmq.asyncio
+
+from teamtree.broker import DecodeError, LifecycleError, RequestTimeoutError, SchemaError
+from teamtree.drivers import SimClient, serve
+from teamtree.drivers import sim_protocol as proto
+from teamtree.hardware import World
+from tests.test_world_model import APPLE, CUP, ROBOTS
+
+
+def world() -> World:
+    return World.from_spec({"cup": CUP, "apple": APPLE}, ROBOTS)
+
+
+def test_codec_round_trip_and_rejections() -> None:
+    message = proto.request("observe", 7, robot="pr2", since=3)
+    assert proto.decode(proto.encode(message)) == {"v": 1, **message}
+    with pytest.raises(DecodeError):
+        proto.decode(b"\xc1")
+    with pytest.raises(DecodeError):
+        proto.decode(msgpack.packb([1, 2]))
+    with pytest.raises(SchemaError):
+        proto.decode(msgpack.packb({"v": 99, "op": "info"}))
+    with pytest.raises(DecodeError):
+        proto.decode(b"\x00" * (proto.MAX_MESSAGE + 1))
+
+
+EXECUTE = {"op": "execute", "rid": 1, "robot": "pr2", "command_id": "c", "behaviour": "place"}
+
+
+@pytest.mark.parametrize(
+    ("message", "detail"),
+    [
+        ({"op": "fly", "rid": 1}, "op"),
+        ({"op": "info", "rid": "x"}, "rid"),
+        ({"op": "observe", "rid": 1}, "robot"),
+        ({"op": "observe", "rid": 1, "robot": "pr2", "since": -1}, "since"),
+        ({"op": "execute", "rid": 1, "robot": "pr2", "behaviour": "place"}, "command_id"),
+        ({**EXECUTE, "params": [1]}, "params"),
+        ({**EXECUTE, "node": 3}, "node"),
+        ({"op": "move_object", "rid": 1, "object": "cup", "position": [0, 0]}, "position"),
+        (
+            {"op": "move_object", "rid": 1, "object": "cup", "position": [0, 0, 1], "yaw": "n"},
+            "yaw",
+        ),
+        ({"op": "cancel", "rid": 1, "robot": "pr2", "command_id": 5}, "command_id"),
+    ],
+)
+def test_serve_answers_bad_requests(message: dict, detail: str) -> None:
+    reply = serve(world(), message, 0.0)
+    assert reply["ok"] is False and reply["reason"] == "bad_request"
+    assert detail in reply["detail"]
+    assert reply["rid"] == message["rid"]
+
+
+def test_serve_dispatches_to_the_world() -> None:
+    w = world()
+    info = serve(w, {"op": "info", "rid": 1}, 0.0, time_factor=5.0)
+    assert info["ok"] and info["rid"] == 1 and info["time_factor"] == 5.0
+    assert info["robots"]["baxter"]["profile"]["name"] == "baxter"
+    execute = {"op": "execute", "rid": 2, "robot": "pr2", "command_id": "c1", "node": "n1",
+               "behaviour": "PLACE", "params": {"object": "cup"}}  # fmt: skip
+    assert serve(w, execute, 0.0)["status"] == "running"
+    assert serve(w, {"op": "pause", "rid": 3, "robot": "pr2"}, 0.5)["status"] == "paused"
+    assert serve(w, {"op": "resume", "rid": 4, "robot": "pr2", "command_id": "c1"}, 1.0)["ok"]
+    obs = serve(w, {"op": "observe", "rid": 5, "robot": "pr2", "since": 0}, 1.0)
+    assert [e["kind"] for e in obs["events"]] == ["started", "paused", "resumed"]
+    assert obs["robot"]["busy"] == "c1" and obs["seq"] == 3
+    assert serve(w, {"op": "cancel", "rid": 6, "robot": "pr2"}, 1.5)["status"] == "cancelled"
+    moved = {"op": "move_object", "rid": 7, "object": "apple", "position": [0.4, 0.3, 0.79]}
+    assert serve(w, moved, 2.0) == {"rid": 7, "ok": True, "reason": None}
+    state = serve(w, {"op": "state", "rid": 8}, 2.0)
+    assert state["objects"]["apple"]["position"] == [0.4, 0.3, 0.79]
+
+
+@contextlib.asynccontextmanager
+async def router(w: World | None) -> AsyncIterator[str]:
+    """A ROUTER serving `w` (or never answering when None); yields its address."""
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.ROUTER)
+    sock.setsockopt(zmq.LINGER, 0)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+    clock = {"t": 0.0}
+
+    async def loop() -> None:
+        while True:
+            frames = await sock.recv_multipart()
+            if w is None:
+                continue
+            reply = serve(w, proto.decode(frames[-1]), clock["t"])
+            if reply.get("rid") == 99:  # a reply for nobody: the client drops it
+                reply["rid"] = 12345
+            await sock.send_multipart([*frames[:-1], proto.encode(reply)])
+
+    task = asyncio.create_task(loop())
+    try:
+        yield f"tcp://127.0.0.1:{port}"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        sock.close(0)
+        ctx.destroy(0)
+
+
+async def test_client_round_trips() -> None:
+    w = world()
+    async with asyncio.timeout(10), router(w) as address, SimClient(address) as client:
+        info = await client.info()
+        assert set(info["robots"]) == {"pr2", "baxter"}
+        started = await client.execute("pr2", "c1", "place", {"object": "cup"}, node="n1")
+        assert started["ok"] and started["command_id"] == "c1"
+        replies = await asyncio.gather(*(client.observe("pr2", 0) for _ in range(20)))
+        assert all(r["robot"]["busy"] == "c1" for r in replies)  # many in flight, matched by rid
+        assert (await client.pause("pr2", "c1"))["status"] == "paused"
+        assert (await client.resume("pr2"))["status"] == "running"
+        assert (await client.cancel("pr2", "c1"))["status"] == "cancelled"
+        assert (await client.move_object("apple", (0.4, 0.3, 0.79)))["ok"]
+        assert (await client.state())["objects"]["apple"]["position"] == [0.4, 0.3, 0.79]
+        assert client.stats["timeouts"] == 0
+
+
+async def test_client_times_out_and_drops_late_replies() -> None:
+    async with asyncio.timeout(10):
+        async with router(None) as address, SimClient(address, timeout=0.2) as client:
+            with pytest.raises(RequestTimeoutError) as err:
+                await client.observe("pr2")
+            assert err.value.kind == "observe"
+        # no world at all: the send cannot even go out, and still no await hangs
+        async with SimClient("tcp://127.0.0.1:1", timeout=0.2) as client:
+            with pytest.raises(RequestTimeoutError):
+                await client.info()
+        client2 = SimClient("tcp://127.0.0.1:1")
+        with pytest.raises(LifecycleError):
+            await client2.info()
+        async with router(world()) as address, SimClient(address, timeout=0.3) as client:
+            client._rids = iter([99, 100])  # type: ignore[assignment]
+            with pytest.raises(RequestTimeoutError):
+                await client.info()  # its reply carries a foreign rid
+            assert (await client.info())["ok"]
+            assert client.stats["stale"] == 1
+        with pytest.raises(LifecycleError):
+            client.connect()
