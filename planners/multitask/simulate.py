@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from teamtree.hardware.resources import ResourceType
+from teamtree.hardware.resources import Access, ResourceType
 from teamtree.planners.multitask.allocator import (
     Mode,
     MultitaskAllocator,
@@ -119,7 +119,7 @@ def check_state(alloc: MultitaskAllocator, state: MultitaskState) -> list[str]:
         if alloc.mode is Mode.MULTITASK and not state.resources[grip].owners:
             out.append(f"gripper {grip} holds {obj} but nobody owns it")
     for r in state.resources.of_type(ResourceType.GRIPPER):
-        if r.owners and r.channel is not None and r.channel.access.value == "shared":
+        if r.owners and r.channel is not None and r.channel.access is Access.SHARED:
             out.append(f"gripper {r.name} is shared")
     return out
 
