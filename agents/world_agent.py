@@ -201,7 +201,13 @@ class WorldAgent(Agent):
                 self.stats["zmq_malformed"] += 1
                 reply = {"rid": None, "ok": False, "reason": "bad_request", "detail": exc.reason}
             else:
-                reply = proto.serve(self.world, message, self.now(), time_factor=self.time_factor)
+                try:
+                    reply = proto.serve(
+                        self.world, message, self.now(), time_factor=self.time_factor
+                    )
+                except Exception as exc:  # a bug in the world must not stop the server
+                    self.log.error("world.request_failed", error=repr(exc), exc_info=True)
+                    reply = {"rid": message.get("rid"), "ok": False, "reason": "internal_error"}
                 if message.get("op") not in ("observe", "info", "state"):
                     self.log.debug("world.request", op=message.get("op"), reply=reply)
             self.stats["zmq_requests"] += 1

@@ -161,8 +161,12 @@ class SimDriverAgent(Agent):
         self.spawn(self._command_loop(), "commands")
         while True:
             address, session = await self._find_world()
-            async with SimClient(address, timeout=self.zmq_timeout_s) as client:
-                await self._serve_world(client, address, session)
+            try:
+                async with SimClient(address, timeout=self.zmq_timeout_s) as client:
+                    await self._serve_world(client, address, session)
+            except (TeamtreeError, KeyError, TypeError, ValueError) as exc:
+                self.log.error("driver.world_failed", world=address, error=repr(exc))
+                await asyncio.sleep(1.0)
 
     async def _find_world(self) -> tuple[str, str | None]:
         """Wait until a world agent is ONLINE with a ``zmq`` address in its factsheet."""

@@ -269,3 +269,26 @@ async def test_pause_resume_cancel_agent_loss_and_violations(mosquitto, team, tm
         finally:
             for agent in services:
                 await agent.stop()
+
+
+async def test_driver_follows_a_restarted_world(mosquitto, team, tmp_path, agent_procs) -> None:
+    config = write_config(tmp_path / "team.toml", team, AGENTS.format(time_factor=20.0))
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    robot = fake("pr2", team, mosquitto)
+    async with asyncio.timeout(25), robot:
+        procs.start("world")
+        procs.start("pr2-driver")
+        await eventually(lambda: "pr2-driver" in robot.observations, 15, what="observations")
+        first = robot.team_view.get("world").factsheet["zmq"]
+        procs.kill("world")
+        await eventually(lambda: not robot.team_view.get("world").online, 5, what="world Last Will")
+        procs.start("world")
+        await eventually(
+            lambda: robot.team_view.get("world").factsheet.get("zmq") not in (None, first),
+            15, what="a new world address",
+        )  # fmt: skip
+        await robot.command("pr2-driver", "behaviour.execute", command_id="r1", node="cup",
+                            behaviour="PLACE", params={"object": "cup"})  # fmt: skip
+        await eventually(lambda: "behaviour.finished" in robot.kinds("r1"), 10, what="r1 done")
+        assert robot.team_view.get("pr2-driver").factsheet["world"] != first
