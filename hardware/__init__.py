@@ -23,6 +23,8 @@ from teamtree.hardware.profiles import (
     RobotProfileSpec,
     arm_base_position,
     arm_model,
+    can_place,
+    drive_to_reach,
     profile,
 )
 from teamtree.hardware.robot_types import (
@@ -72,6 +74,8 @@ __all__ = [
     "align_levels",
     "arm_base_position",
     "arm_model",
+    "can_place",
+    "drive_to_reach",
     "factory_robots",
     "find_tower",
     "make_robot",

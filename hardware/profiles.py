@@ -147,6 +147,45 @@ def rest_position(spec: RobotProfileSpec, base: Sequence[float], yaw: float = 0.
     return (shoulder[0] + off[0], shoulder[1] + off[1], shoulder[2] + off[2])
 
 
+APPROACH_MARGIN = 0.95
+"""A mobile base drives until the target is this fraction of the reach away."""
+
+
+def drive_to_reach(
+    spec: RobotProfileSpec, base: Sequence[float], yaw: float, target: Sequence[float]
+) -> Vec3 | None:
+    """How far the base at `base` must drive (x, y, 0) to bring `target` within reach;
+    (0, 0, 0) when it already is, None when it cannot: a fixed base, a target too high
+    or low, or a drive longer than ``base_travel``. The world's rule, exactly."""
+    shoulder = arm_base_position(spec, base, yaw)
+    d = [target[i] - shoulder[i] for i in range(3)]
+    if math.hypot(*d) <= spec.reach + 1e-9:
+        return (0.0, 0.0, 0.0)
+    if not spec.mobile_base or abs(d[2]) >= spec.reach:
+        return None
+    horizontal = math.hypot(d[0], d[1])
+    drive = horizontal - APPROACH_MARGIN * math.sqrt(spec.reach**2 - d[2] ** 2)
+    if drive > spec.base_travel + 1e-9:
+        return None
+    return (d[0] / horizontal * drive, d[1] / horizontal * drive, 0.0)
+
+
+def can_place(
+    spec: RobotProfileSpec,
+    base: Sequence[float],
+    yaw: float,
+    position: Sequence[float],
+    goal: Sequence[float],
+) -> bool:
+    """Can the robot at `base`, `yaw` PLACE an object from `position` to `goal`? (The
+    world answers ``unreachable`` exactly when this is False.)"""
+    first = drive_to_reach(spec, base, yaw, position)
+    if first is None:
+        return False
+    moved = (base[0] + first[0], base[1] + first[1], base[2])
+    return drive_to_reach(spec, moved, yaw, goal) is not None
+
+
 def arm_model(
     spec: RobotProfileSpec | str, base_pose: Sequence[float], yaw: float | None = None
 ) -> ArmModel:

@@ -37,6 +37,8 @@ from teamtree.hardware.profiles import (
     RobotProfileSpec,
     Vec3,
     arm_base_position,
+    can_place,
+    drive_to_reach,
     profile,
     rest_position,
 )
@@ -47,7 +49,6 @@ GOAL_TOLERANCE = 0.02
 BEHAVIOURS = ("place",)
 """Behaviour names ``execute`` accepts (case-insensitive)."""
 _EVENT_LOG = 10_000
-_APPROACH_MARGIN = 0.95  # a mobile base drives until the target is this far into reach
 
 
 class CommandStatus(enum.StrEnum):
@@ -567,28 +568,10 @@ class World:
         )
 
     def _reach_drive(self, body: RobotBody, base: Vec3, target: Vec3) -> Vec3 | None:
-        """How far the base at `base` must drive so `target` is in reach; None if it
-        cannot (fixed base, too high or low, or farther than ``base_travel``)."""
-        spec = body.spec
-        shoulder = arm_base_position(spec, base, body.yaw)
-        d = [target[i] - shoulder[i] for i in range(3)]
-        if math.hypot(*d) <= spec.reach + 1e-9:
-            return (0.0, 0.0, 0.0)
-        if not spec.mobile_base or abs(d[2]) >= spec.reach:
-            return None
-        horizontal = math.hypot(d[0], d[1])
-        allowed = _APPROACH_MARGIN * math.sqrt(spec.reach**2 - d[2] ** 2)
-        drive = horizontal - allowed
-        if drive > spec.base_travel + 1e-9:
-            return None
-        return (d[0] / horizontal * drive, d[1] / horizontal * drive, 0.0)
+        return drive_to_reach(body.spec, base, body.yaw, target)
 
     def _reachable(self, body: RobotBody, position: Vec3, goal: Vec3) -> bool:
-        first = self._reach_drive(body, body.base, position)
-        if first is None:
-            return False
-        base = _add(body.base, first)
-        return self._reach_drive(body, base, goal) is not None
+        return can_place(body.spec, body.base, body.yaw, position, goal)
 
     def _moves(
         self, body: RobotBody, stage: Stage, base: Vec3, arm: Vec3, target: Vec3

@@ -4,6 +4,7 @@ idempotency per command id, violations; and the robot profiles."""
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -16,6 +17,8 @@ from teamtree.hardware import (
     World,
     arm_base_position,
     arm_model,
+    can_place,
+    drive_to_reach,
     profile,
 )
 
@@ -382,3 +385,22 @@ def test_bad_specs_are_refused() -> None:
     with pytest.raises(SpecificationError):
         World.from_spec({"cup": CUP}, {"x": {"profile": "r2d2", "base": [0, 0, 0]}})
     assert CUP["position"][2] > TABLE_Z
+
+
+def test_can_place_is_the_worlds_reach_rule() -> None:
+    """A robot agent can check object and goal reach before claiming (same rule)."""
+    rng = random.Random(4)
+    for _ in range(200):
+        pos = [rng.uniform(-1.5, 1.5), rng.uniform(-1.2, 1.2), 0.79]
+        goal = [rng.uniform(-1.5, 1.5), rng.uniform(-1.2, 1.2), 0.79]
+        w2 = World.from_spec({"ball": {**APPLE, "position": pos, "goal": goal}}, ROBOTS)
+        for name, body in w2.robots.items():
+            expected = can_place(body.spec, body.base, body.yaw, pos, goal)
+            reply = place(w2, name, "ball", f"{name}-x", 0.0)
+            assert reply["ok"] is expected or reply["reason"] == "held", (name, pos, goal)
+            if reply["ok"]:
+                w2.cancel(name, None, 0.0)
+    assert drive_to_reach(BAXTER, (0.0, 0.0, 0.0), 0.0, (3.0, 0.0, 1.0)) is None
+    assert drive_to_reach(PR2, (0.0, 0.0, 0.0), 0.0, (0.3, -0.19, 0.75)) == (0.0, 0.0, 0.0)
+    drive = drive_to_reach(PR2, (0.0, 0.0, 0.0), 0.0, (2.0, -0.19, 0.75))
+    assert drive is not None and drive[0] == pytest.approx(2.0 - 0.95 * PR2.reach)
