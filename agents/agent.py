@@ -82,6 +82,8 @@ class Agent:
     """Base of every teamtree agent process. See the module docstring."""
 
     kind: ClassVar[str] = "agent"
+    #: config keys that ``teamtree run/agent --set KEY=VALUE`` may override
+    overridable: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -114,6 +116,7 @@ class Agent:
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
         self._pending = PendingRequests()
         self._filters: set[str] = set()
+        self._taps: list[Handler] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
         self._stop_requested: asyncio.Event | None = None
@@ -404,6 +407,14 @@ class Agent:
             ("agents", channel), handler, kind, pattern(self.team, "+", channel, recipient)
         )
 
+    def on_any(self, handler: Handler) -> None:
+        """See every valid message of the team (recorders, monitors), before routing."""
+        self._taps.append(handler)
+        topic_filter = f"{pattern(self.team, '+', '+').rsplit('/', 2)[0]}/#"
+        if topic_filter not in self._filters:
+            self._filters.add(topic_filter)
+            self.spawn(self.connection.subscribe(topic_filter), "subscribe")
+
     def _register(
         self, key: tuple[str, str], handler: Handler, kind: str | None, topic_filter: str
     ) -> None:
@@ -448,11 +459,14 @@ class Agent:
         if topic.agent is not None and env.sender != topic.agent:
             self._drop("sender_mismatch", message.topic, env.sender, f"topic says {topic.agent!r}")
             return
-        if topic.recipient is not None and topic.recipient != self.id:
-            self._drop("not_for_me", message.topic, env.sender)
-            return
         if not self._dedup.add(message.topic, env.hid):
             self.stats["duplicates"] += 1
+            return
+        for tap in self._taps:
+            await tap(env, topic)
+        if topic.recipient is not None and topic.recipient != self.id:
+            if not self._taps:
+                self._drop("not_for_me", message.topic, env.sender)
             return
         if env.sender == self.id:
             return  # our own message, e.g. our retained presence

@@ -11,16 +11,20 @@ import asyncio
 import contextlib
 import signal
 import sys
+import tomllib
 from collections.abc import Sequence
 
 from teamtree.agents.config import load_config
-from teamtree.agents.kinds import AGENT_KINDS, build_agent, validate_kinds
+from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.log_setup import configure_logging
+from teamtree.agents.robot import mission_tree, read_snapshots
+from teamtree.agents.timeline import draw_timeline, load_records
 from teamtree.broker import ConfigError, TeamtreeError, TopicError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.local_broker import BrokerKind, make_local_broker
 from teamtree.broker.topics import validate_id
+from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
 
 LOG_FORMATS = ("auto", "plain", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -64,6 +68,24 @@ def _port(value: str) -> int:
     return int(value)
 
 
+def _setting(value: str) -> tuple[str, object]:
+    key, sep, raw = value.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    try:
+        parsed: object = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = raw
+    return key.strip(), parsed
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    out = dict(args.set or [])
+    if getattr(args, "metric", None):
+        out["metric"] = args.metric
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``teamtree`` and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -72,6 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with: teamtree run configs/hello.toml",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def override_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--metric", choices=["distance", "distance+grasp"],
+            help="activation metric of every robot (seed 000 eq. 1): distance only, or "
+            "distance plus grasp score",
+        )  # fmt: skip
+        p.add_argument(
+            "--set", type=_setting, action="append", metavar="KEY=VALUE",
+            help="override KEY on every agent whose kind allows it (repeatable)",
+        )  # fmt: skip
 
     def logging_flags(p: argparse.ArgumentParser, default_format: str) -> None:
         p.add_argument(
@@ -93,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="local broker to start: mosquitto if installed (auto), mosquitto, or embedded",
     )  # fmt: skip
     run.add_argument("--timeout", type=_positive, help="mission timeout in seconds")
+    override_flags(run)
     logging_flags(run, "plain")
 
     agent = sub.add_parser(
@@ -104,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--id", required=True, type=_agent_id, help="the agent's id in the config")
     agent.add_argument("--broker", type=_broker_url, help="broker URL, e.g. mqtt://127.0.0.1:1883")
     agent.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
+    override_flags(agent)
     logging_flags(agent, "auto")
 
     broker = sub.add_parser(
@@ -118,12 +153,36 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=_port, default=1883, help="default: 1883")
     broker.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     logging_flags(broker, "auto")
+
+    tree = sub.add_parser(
+        "tree",
+        help="print a config's task tree with node states",
+        description="Print the task tree of a config. With --broker, the states are read "
+        "from the robots' retained snapshots on that broker; otherwise the initial states.",
+    )
+    tree.add_argument("config", help="team config (.toml) with a [mission] tree")
+    tree.add_argument("--broker", type=_broker_url, help="read live states from this broker")
+    tree.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
+    tree.add_argument("--wait", type=_positive, default=1.0, help="seconds to collect snapshots")
+    logging_flags(tree, "auto")
+
+    timeline = sub.add_parser(
+        "timeline",
+        help="draw per-robot timing diagrams from a recorded run",
+        description="Draw one panel per robot, one row per behaviour, coloured inactive / "
+        "active / working / done, from a recorder's .jsonl file (or a directory of them).",
+    )
+    timeline.add_argument("run", help="a recorder .jsonl file, or a directory holding one")
+    timeline.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
+    timeline.add_argument("--title", default="", help="figure title")
+    logging_flags(timeline, "auto")
     return parser
 
 
 async def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    validate_kinds(config)
+    overrides = _overrides(args)
+    validate_kinds(apply_overrides(config, overrides))
     launcher = Launcher(
         config,
         broker=parse_endpoint(args.broker) if args.broker else None,
@@ -131,12 +190,13 @@ async def _run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         log_format="json" if args.log_format == "json" else "plain",
         log_level=args.log_level,
+        overrides=overrides,
     )
     return await launcher.run()
 
 
 async def _agent(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = apply_overrides(load_config(args.config), _overrides(args))
     validate_kinds(config)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:
@@ -165,7 +225,45 @@ async def _broker(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": _run, "agent": _agent, "broker": _broker}
+async def _tree(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    tree = mission_tree(config)
+    if args.broker is None:
+        statuses = TaskController(tree, "viewer").statuses()
+        print(render_unicode(tree, statuses))
+        return 0
+    snapshots = await read_snapshots(
+        parse_endpoint(args.broker), args.team or config.team, args.wait
+    )
+    done = {n for snap in snapshots.values() for n in snap.get("done", [])}
+    working = {snap["working"]: agent for agent, snap in snapshots.items() if snap.get("working")}
+    controller = TaskController(tree, "viewer")
+    controller.done.update(n for n in done if n in tree.nodes)
+    statuses = controller.statuses()
+    for node in working:
+        if node in statuses:
+            statuses[node] = NodeStatus.WORKING
+    print(render_unicode(tree, statuses))
+    for node, agent in sorted(working.items()):
+        print(f"{agent} is working on {tree[node].label} [{node}]")
+    print(f"({len(snapshots)} robot snapshot(s) read from {args.broker})")
+    return 0
+
+
+async def _timeline(args: argparse.Namespace) -> int:
+    records = load_records(args.run)
+    path = draw_timeline(records, args.output, title=args.title or str(args.run))
+    print(f"wrote {path}")
+    return 0
+
+
+COMMANDS = {
+    "run": _run,
+    "agent": _agent,
+    "broker": _broker,
+    "tree": _tree,
+    "timeline": _timeline,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig
 from teamtree.agents.echo import EchoAgent
 from teamtree.agents.hello import HelloAgent
+from teamtree.agents.recorder import RecorderAgent
+from teamtree.agents.robot import RobotAgent
 from teamtree.agents.world_agent import WorldAgent
 from teamtree.broker import ConfigError
 from teamtree.broker.endpoint import Endpoint
@@ -16,6 +19,8 @@ from teamtree.drivers.sim_driver import SimDriverAgent
 AGENT_KINDS: dict[str, type[Agent]] = {
     EchoAgent.kind: EchoAgent,
     HelloAgent.kind: HelloAgent,
+    RecorderAgent.kind: RecorderAgent,
+    RobotAgent.kind: RobotAgent,
     SimDriverAgent.kind: SimDriverAgent,
     WorldAgent.kind: WorldAgent,
 }
@@ -39,6 +44,19 @@ def validate_kinds(config: TeamConfig) -> None:
     """Check every entry's kind and kind-specific keys. Raises ConfigError."""
     for spec in config.agents:
         agent_class(spec, config).params_from_config(spec, config)
+
+
+def apply_overrides(config: TeamConfig, overrides: dict[str, Any]) -> TeamConfig:
+    """Set `overrides` (e.g. ``{"metric": "distance"}``) on every agent entry whose kind
+    declares the key overridable; other entries are left alone."""
+    if not overrides:
+        return config
+    agents = []
+    for spec in config.agents:
+        cls = AGENT_KINDS.get(spec.kind)
+        keys = {k: v for k, v in overrides.items() if cls is not None and k in cls.overridable}
+        agents.append(replace(spec, params={**spec.params, **keys}) if keys else spec)
+    return replace(config, agents=tuple(agents))
 
 
 def build_agent(

@@ -40,6 +40,15 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
 
 
+def _toml(value: object) -> str:
+    """A value as TOML text, so ``--set`` parses it back to the same type."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def child_command(*args: str) -> list[str]:
     """The command line that runs ``teamtree <args>`` with this interpreter."""
     return [sys.executable, "-m", "teamtree.agents", *args]
@@ -73,6 +82,7 @@ class Launcher:
         log_format: str = "plain",
         log_level: str = "info",
         out: TextIO | None = None,
+        overrides: dict[str, object] | None = None,
     ):
         self.config = config
         self.broker = broker or config.broker
@@ -81,6 +91,7 @@ class Launcher:
         self.log_format = log_format
         self.log_level = log_level
         self.out = out or sys.stdout
+        self.overrides = dict(overrides or {})
         self.children: list[Child] = []
         self._width = max([len(a.id) for a in config.agents] + [6])
         self._mosquitto: MosquittoBroker | None = None
@@ -109,6 +120,7 @@ class Launcher:
                     "--team", self.config.team,
                     "--log-format", self.log_format,
                     "--log-level", self.log_level,
+                    *[a for k, v in self.overrides.items() for a in ("--set", f"{k}={_toml(v)}")],
                 )  # fmt: skip
                 await self._spawn(Child(spec.id, spec.role, argv))
             code = await self._supervise()

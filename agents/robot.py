@@ -1,0 +1,589 @@
+"""The robot agent: its own copy of the team's task tree, coordinated with peers over
+the broker by the peer rule, acting through its driver (seed 000 §2.2-2.4, §3).
+
+Wire (see docs/protocol.md, "Task trees"):
+
+- ``_/claims``           ``node.claim``        a claim (to every peer, or ``to`` one)
+- ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
+- ``<me>/state``         ``node.transition``   working / done / inactive (released)
+- ``<me>/snapshot``      ``node.snapshot``     retained: what this robot knows
+- ``_/mission``          ``mission.tree``      retained: the tree with stable node ids
+- ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume``
+- from the driver: ``<driver>/observation`` and ``<driver>/progress``
+
+The planner (``TaskController``) decides; this class only feeds it facts (messages,
+presence, observations turned into activation potentials) and carries out its actions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from typing import Any, ClassVar
+
+import numpy as np
+
+from teamtree.agents.agent import Agent
+from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.team_view import Presence
+from teamtree.broker import ConfigError, ConnectError, SpecificationError
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+from teamtree.hardware.profiles import arm_model
+from teamtree.planners.tasktree import (
+    AbortBehaviour,
+    ActivationMetric,
+    ArmModel,
+    BehaviourFinished,
+    Claim,
+    ClaimDecided,
+    ClaimReply,
+    ConnectionChanged,
+    GraspScorer,
+    NodeReport,
+    NodeStatus,
+    PauseBehaviour,
+    PeerState,
+    PotentialsChanged,
+    PresenceChanged,
+    PublishClaim,
+    PublishReply,
+    PublishSnapshot,
+    PublishTransition,
+    ResumeBehaviour,
+    ShapePrimitive,
+    Snapshot,
+    StartBehaviour,
+    TaskController,
+    TaskTree,
+    Tick,
+    Transition,
+    distance_score,
+    render_unicode,
+    tree_from_dict,
+)
+
+CLAIMS = "claims"
+CLAIM_REPLY = "claim_reply"
+STATE = "state"
+SNAPSHOT = "snapshot"
+MISSION = "mission"
+COMMAND = "command"
+METRICS = ("distance", "distance+grasp")
+
+
+def mission_tree(config: TeamConfig) -> TaskTree:
+    """The task tree of a ``[mission] kind = "tasktree"`` config. Raises ConfigError."""
+    raw = config.mission.params.get("tree")
+    if raw is None:
+        raise ConfigError(
+            'is missing; give the task tree, e.g. tree = "THEN(cup, AND(sugar, tea_pot))"',
+            path=str(config.path),
+            key="mission.tree",
+        )
+    try:
+        return tree_from_dict(raw, where="mission.tree")
+    except SpecificationError as exc:
+        raise ConfigError(str(exc), path=str(config.path), key="mission.tree") from None
+
+
+def _stamp(value: Any) -> tuple[int, int, str]:
+    if (
+        isinstance(value, list | tuple)
+        and len(value) == 3
+        and isinstance(value[0], int)
+        and isinstance(value[1], int)
+        and isinstance(value[2], str)
+    ):
+        return (value[0], value[1], value[2])
+    raise ValueError(f"not a stamp: {value!r}")
+
+
+def claim_to_wire(claim: Claim) -> dict[str, Any]:
+    return {
+        "claim_id": claim.claim_id,
+        "node": claim.node,
+        "claimant": claim.claimant,
+        "stamp": list(claim.stamp),
+        "potential": claim.potential,
+        "round": claim.round,
+    }
+
+
+def claim_from_wire(body: Any) -> Claim:
+    """Raises ValueError/KeyError/TypeError on a malformed body."""
+    return Claim(
+        claim_id=str(body["claim_id"]),
+        node=str(body["node"]),
+        claimant=str(body["claimant"]),
+        stamp=_stamp(body["stamp"]),
+        potential=float(body.get("potential", 0.0)),
+        round=int(body.get("round", 0)),
+    )
+
+
+def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
+    return {
+        "claim_id": reply.claim_id,
+        "node": reply.node,
+        "claimant": reply.claimant,
+        "replier": reply.replier,
+        "round": reply.round,
+        "reports": [
+            {
+                "node": r.node,
+                "state": r.state.value,
+                "agent": r.agent,
+                "stamp": list(r.stamp) if r.stamp else None,
+                "potential": r.potential,
+            }
+            for r in reply.reports
+        ],
+    }
+
+
+def reply_from_wire(body: Any) -> ClaimReply:
+    return ClaimReply(
+        claim_id=str(body["claim_id"]),
+        node=str(body["node"]),
+        claimant=str(body["claimant"]),
+        replier=str(body["replier"]),
+        round=int(body.get("round", 0)),
+        reports=tuple(
+            NodeReport(
+                node=str(r["node"]),
+                state=PeerState(r["state"]),
+                agent=r.get("agent"),
+                stamp=_stamp(r["stamp"]) if r.get("stamp") is not None else None,
+                potential=float(r.get("potential", 0.0)),
+            )
+            for r in body["reports"]
+        ),
+    )
+
+
+class RobotAgent(Agent):
+    """A robot that shares a THEN/AND/OR task with its peers (see module docstring).
+
+    Parameters (``[[agents]]`` keys): ``profile`` (robot body, e.g. "pr2"), ``driver``
+    (its driver agent's id; default ``<id>-driver``), ``metric`` ("distance" or
+    "distance+grasp"), ``w_d``, ``w_g``, ``rule`` ("earliest" or "potential"),
+    ``seed``, ``start_timeout_s`` (how long to wait for the config's other robots).
+    """
+
+    kind = "robot"
+    overridable: ClassVar[frozenset[str]] = frozenset({"metric"})
+
+    def __init__(
+        self,
+        *args: Any,
+        tree: TaskTree,
+        profile: str,
+        driver: str,
+        metric: str = "distance+grasp",
+        w_d: float = 1.0,
+        w_g: float = 0.001,
+        rule: str = "earliest",
+        seed: int = 0,
+        expect_peers: list[str] | None = None,
+        start_timeout_s: float = 10.0,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.tree = tree
+        self.profile = profile
+        self.driver = driver
+        self.metric_name = metric
+        self.metric = ActivationMetric.named(metric, w_d=w_d, w_g=w_g)
+        self.rule = rule
+        self.expect_peers = sorted(set(expect_peers or []) - {self.id})
+        self.start_timeout_s = start_timeout_s
+        self.controller: TaskController | None = None
+        self.rng = np.random.default_rng(seed)
+        self.scorer = GraspScorer()
+        self.arm: ArmModel | None = None
+        self._base: tuple[float, ...] | None = None
+        self.arm_position: tuple[float, float, float] | None = None
+        self.objects: dict[str, ShapePrimitive] = {}
+        self.scores: dict[str, dict[str, float]] = {}
+        self._grasp_cache: dict[tuple[Any, ...], float] = {}
+        self._commands = itertools.count(1)
+        self._command_of: dict[str, str] = {}  # node -> command id
+        self._backlog: list[tuple[str, Any]] = []
+        self._mission_done = asyncio.Event()
+        self.executed: list[dict[str, Any]] = []
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate the robot's keys and read the mission tree. Raises ConfigError."""
+        reader = spec_reader(spec, config)
+        profile = reader.take("profile", str, None, "a robot profile name such as 'pr2'")
+        if profile is None:
+            raise reader.error("profile", "is missing; expected a robot profile such as 'pr2'")
+        driver = reader.take("driver", str, f"{spec.id}-driver", "the driver agent's id")
+        metric = reader.take("metric", str, "distance+grasp", "'distance' or 'distance+grasp'")
+        if metric not in METRICS:
+            raise reader.error("metric", f"is {metric!r}; expected 'distance' or 'distance+grasp'")
+        w_d = reader.take("w_d", (int, float), 1.0, "a number (distance weight)")
+        w_g = reader.take("w_g", (int, float), 0.001, "a number (grasp weight)")
+        rule = reader.take("rule", str, "earliest", "'earliest' or 'potential'")
+        if rule not in ("earliest", "potential"):
+            raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
+        seed = reader.take("seed", int, 0, "a whole number")
+        start_timeout = reader.take("start_timeout_s", (int, float), 10.0, "seconds")
+        reader.no_extras()
+        peers = [m.id for m in config.members if m.kind == cls.kind]
+        return {
+            "tree": mission_tree(config),
+            "profile": profile,
+            "driver": driver,
+            "metric": metric,
+            "w_d": float(w_d),
+            "w_g": float(w_g),
+            "rule": rule,
+            "seed": seed,
+            "expect_peers": peers,
+            "start_timeout_s": float(start_timeout),
+        }
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "profile": self.profile,
+            "driver": self.driver,
+            "metric": self.metric_name,
+        }
+
+    # -- wiring ------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self.on_team(CLAIMS, self._on_claim, kind="node.claim")
+        self.on_agents(CLAIM_REPLY, self._on_reply, kind="node.claim_reply", addressed=True)
+        self.on_agents(STATE, self._on_transition, kind="node.transition")
+        self.on_agents(SNAPSHOT, self._on_snapshot, kind="node.snapshot")
+        self.on_agents("observation", self._on_observation, kind="observation")
+        self.on_agents("progress", self._on_progress)
+
+    def _now(self) -> tuple[int, int, str]:
+        stamp = self.clock.now()
+        return (stamp.wall_ms, stamp.logical, stamp.node)
+
+    def robot_peers(self) -> set[str]:
+        return self.team_view.online(kind=self.kind)
+
+    async def feed(self, event: Any) -> None:
+        """Hand one event to the controller and carry out its actions."""
+        if self.controller is None:
+            if not isinstance(event, PotentialsChanged):  # potentials are recomputed
+                self._backlog.append(("event", event))
+            return
+        for action in self.controller.handle(event, self._now()):
+            await self._act(action)
+        if self.controller.mission_done and self.controller.my_working is None:
+            self._mission_done.set()
+
+    async def _act(self, action: Any) -> None:
+        match action:
+            case PublishClaim(claim=claim, to=to):
+                await self.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True, to=to)
+            case PublishReply(reply=reply):
+                await self.publish(
+                    CLAIM_REPLY, "node.claim_reply", reply_to_wire(reply), recipient=reply.claimant
+                )
+            case PublishTransition(transition=t):
+                score = self.scores.get(t.node, {})
+                await self.publish(
+                    STATE,
+                    "node.transition",
+                    {
+                        "node": t.node,
+                        "agent": t.agent,
+                        "status": t.status.value,
+                        "stamp": list(t.stamp),
+                        "potential": score.get("potential"),
+                        "grasp": score.get("grasp"),
+                    },
+                )
+            case PublishSnapshot(snapshot=snap):
+                await self._publish_snapshot(snap)
+            case StartBehaviour(node=node):
+                await self._command("behaviour.execute", node)
+            case PauseBehaviour(node=node):
+                await self._command("behaviour.pause", node)
+            case ResumeBehaviour(node=node):
+                await self._command("behaviour.resume", node)
+            case AbortBehaviour(node=node, reason=reason):
+                self.log.warning("behaviour.aborted", node=node, reason=reason)
+                await self._command("behaviour.cancel", node)
+            case ClaimDecided(claim=claim, won=won, reason=reason):
+                latency = self._now()[0] - claim.stamp[0]
+                self.log.info(
+                    "node.claim_won" if won else "node.claim_lost",
+                    node=claim.node,
+                    label=self.tree[claim.node].label,
+                    potential=round(claim.potential, 4),
+                    latency_ms=latency,
+                    reason=reason,
+                )
+                body = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
+                await self.publish("events", "node.claim_decided", body | {"reason": reason})
+
+    async def _publish_snapshot(self, snap: Snapshot) -> None:
+        await self.publish(
+            SNAPSHOT,
+            "node.snapshot",
+            {
+                "agent": snap.agent,
+                "stamp": list(snap.stamp),
+                "done": list(snap.done),
+                "working": snap.working,
+            },
+            retain=True,
+        )
+
+    async def _command(self, kind: str, node: str) -> None:
+        if kind == "behaviour.execute":
+            command_id = f"{self.id}-{self.session}-{next(self._commands)}"
+            self._command_of[node] = command_id
+            leaf = self.tree[node]
+            score = self.scores.get(node, {})
+            self.log.info(
+                "behaviour.started",
+                node=node,
+                label=leaf.label,
+                potential=round(score.get("potential", 0.0), 4),
+                grasp=round(score.get("grasp", 0.0), 1),
+            )
+            body = {
+                "command_id": command_id,
+                "node": node,
+                "behaviour": leaf.behavior,
+                "params": leaf.param_dict,
+            }
+        else:
+            command_id = self._command_of.get(node)
+            if command_id is None:
+                return
+            body = {"command_id": command_id, "node": node}
+        await self.publish(COMMAND, kind, body, recipient=self.driver)
+
+    # -- inbound -----------------------------------------------------------------
+
+    async def _on_claim(self, env: Envelope, topic: Topic) -> None:
+        try:
+            claim = claim_from_wire(env.body)
+        except (KeyError, TypeError, ValueError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"claim: {exc}")
+            return
+        if claim.claimant != env.sender:
+            self._drop("sender_mismatch", str(topic), env.sender, "claimant is not the sender")
+            return
+        await self.feed(claim)
+
+    async def _on_reply(self, env: Envelope, topic: Topic) -> None:
+        try:
+            reply = reply_from_wire(env.body)
+        except (KeyError, TypeError, ValueError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"claim reply: {exc}")
+            return
+        if reply.replier != env.sender:
+            self._drop("sender_mismatch", str(topic), env.sender, "replier is not the sender")
+            return
+        await self.feed(reply)
+
+    async def _on_transition(self, env: Envelope, topic: Topic) -> None:
+        body = env.body
+        try:
+            transition = Transition(
+                node=str(body["node"]),
+                agent=str(body["agent"]),
+                status=NodeStatus(body["status"]),
+                stamp=_stamp(body["stamp"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"transition: {exc}")
+            return
+        if transition.agent != env.sender:
+            self._drop("sender_mismatch", str(topic), env.sender, "agent is not the sender")
+            return
+        await self.feed(transition)
+
+    async def _on_snapshot(self, env: Envelope, topic: Topic) -> None:
+        body = env.body
+        try:
+            snap = Snapshot(
+                agent=str(body["agent"]),
+                stamp=_stamp(body["stamp"]),
+                done=tuple(str(n) for n in body["done"]),
+                working=None if body.get("working") is None else str(body["working"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"snapshot: {exc}")
+            return
+        if snap.agent != env.sender:
+            self._drop("sender_mismatch", str(topic), env.sender, "agent is not the sender")
+            return
+        await self.feed(snap)
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        member = self.team_view.get(agent_id)
+        if member is None or member.kind != self.kind:
+            return
+        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
+
+    async def on_connected(self) -> None:
+        if self.controller is not None and self.connection.connects > 1:
+            await self.feed(ConnectionChanged(True, frozenset(self.robot_peers())))
+            await self._publish_snapshot(self.controller.snapshot(self._now()))
+
+    def _on_connection_lost(self) -> None:
+        super()._on_connection_lost()
+        if self.controller is not None and self.state.value == "running":
+            self.spawn(self.feed(ConnectionChanged(False)), "connection_lost")
+
+    async def _on_progress(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.driver or not isinstance(env.body, dict):
+            return
+        node = env.body.get("node")
+        if not isinstance(node, str) or self._command_of.get(node) != env.body.get("command_id"):
+            return
+        if env.kind == "behaviour.finished":
+            self.log.info("behaviour.finished", node=node, label=self.tree[node].label)
+            self.executed.append({"node": node, "ok": True})
+            await self.feed(BehaviourFinished(node, True))
+        elif env.kind == "behaviour.failed":
+            reason = env.body.get("reason")
+            self.log.warning("behaviour.failed", node=node, reason=reason)
+            self.executed.append({"node": node, "ok": False, "reason": reason})
+            await self.feed(BehaviourFinished(node, False))
+
+    async def _on_observation(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.driver or not isinstance(env.body, dict):
+            return
+        try:
+            self._absorb_observation(env.body)
+        except (KeyError, TypeError, ValueError, SpecificationError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
+            return
+        await self.feed(PotentialsChanged(self._potentials()))
+
+    def _absorb_observation(self, body: dict[str, Any]) -> None:
+        robot = body["robot"]
+        self.arm_position = tuple(float(v) for v in robot["arm"])  # type: ignore[assignment]
+        base = (*(float(v) for v in robot.get("base", robot["arm"])), float(robot.get("yaw", 0.0)))
+        if self.arm is None or base != self._base:
+            self._base = base
+            self.arm = self._arm_model(base)
+        objects = {}
+        for name, obj in body["objects"].items():
+            if obj.get("at_goal") or obj.get("held_by") not in (None, self.id):
+                continue
+            objects[name] = ShapePrimitive(
+                str(obj["shape"]),
+                tuple(float(d) for d in obj["dims"]),
+                tuple(float(p) for p in obj["position"]),
+                float(obj.get("yaw", 0.0)),
+            )
+        self.objects = objects
+
+    def _arm_model(self, base: tuple[float, ...]) -> ArmModel:
+        return arm_model(self.profile, base[:3], yaw=base[3])
+
+    def _potentials(self) -> dict[str, float]:
+        """Eq. 1 per leaf from the latest observation; grasp scores are cached per
+        object pose and arm base, since only the distance term changes as the arm moves."""
+        if self.arm is None or self.arm_position is None:
+            return {}
+        out: dict[str, float] = {}
+        for leaf in self.tree.leaves:
+            name = self.tree[leaf].param_dict.get("object")
+            shape = self.objects.get(name) if isinstance(name, str) else None
+            if shape is None:
+                out[leaf] = 0.0
+                continue
+            key = (name, shape.position, shape.yaw, self.arm.base_position)
+            if key not in self._grasp_cache:  # scored under either metric, for the log
+                self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
+            grasp = self._grasp_cache[key]
+            potential = self.metric.potential(shape.position, self.arm_position, grasp)
+            out[leaf] = potential
+            self.scores[leaf] = {
+                "potential": potential,
+                "grasp": grasp,
+                "distance": distance_score(shape.position, self.arm_position),
+            }
+        return out
+
+    # -- the mission -------------------------------------------------------------
+
+    async def on_tick(self) -> None:
+        if self.controller is not None and not self._mission_done.is_set():
+            await self.feed(Tick())
+
+    async def main(self) -> None:
+        await self.wait_connected()
+        await self.publish(
+            MISSION,
+            "mission.tree",
+            {"kind": "tasktree", "tree": self.tree.to_dict(), "text": self.tree.to_string()},
+            team=True,
+            retain=True,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.start_timeout_s
+        await asyncio.sleep(0.3)  # retained presence and snapshots arrive first
+        while not set(self.expect_peers) <= self.robot_peers() and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        peers = self.robot_peers()
+        missing = sorted(set(self.expect_peers) - peers)
+        if missing:
+            self.log.warning("team.incomplete", missing=missing, online=sorted(peers))
+        self.controller = TaskController(
+            self.tree,
+            self.id,
+            online_peers=peers,
+            await_snapshots=True,
+            rule=self.rule,
+            default_potential=0.0,
+        )
+        self.log.info("mission.started", peers=sorted(peers), metric=self.metric_name)
+        await self._publish_snapshot(self.controller.snapshot(self._now()))
+        await self.feed(PotentialsChanged(self._potentials()))
+        backlog, self._backlog = self._backlog, []
+        for _, event in backlog:
+            await self.feed(event)
+        for member in peers:
+            await self.feed(PresenceChanged(member, True))
+        await self._mission_done.wait()
+        await self._publish_snapshot(self.controller.snapshot(self._now()))
+        done = [self.tree[e["node"]].label for e in self.executed if e["ok"]]
+        self.log.info("mission.done", executed=done)
+        self.log.info(
+            "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
+        )
+
+
+async def read_snapshots(
+    endpoint: Endpoint, team: str, wait_s: float = 1.0
+) -> dict[str, dict[str, Any]]:
+    """Connect as a viewer, collect the robots' retained snapshots for `wait_s` seconds.
+    Raises ConnectError when the broker cannot be reached."""
+    snapshots: dict[str, dict[str, Any]] = {}
+    viewer = Agent(f"viewer-{uuid.uuid4().hex[:6]}", team=team, endpoint=endpoint)
+
+    async def on_snapshot(env: Envelope, topic: Topic) -> None:
+        if isinstance(env.body, dict) and env.body.get("agent") == env.sender:
+            snapshots[env.sender] = env.body
+
+    viewer.on_agents(SNAPSHOT, on_snapshot, kind="node.snapshot")
+    async with viewer:
+        try:
+            await viewer.wait_connected(5.0)
+        except TimeoutError:
+            raise ConnectError(
+                f"cannot reach the broker at {endpoint.url}", endpoint=endpoint.url
+            ) from None
+        await asyncio.sleep(wait_s)
+    return snapshots
