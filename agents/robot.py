@@ -8,6 +8,8 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``<me>/state``         ``node.transition``   working / done / inactive (released)
 - ``<me>/snapshot``      ``node.snapshot``     retained: what this robot knows
 - ``_/mission``          ``mission.tree``      retained: the tree with stable node ids
+- ``<me>/scores``        ``node.grasp_scores`` retained: this robot's grasp score per leaf
+- ``<me>/events``        ``node.claim_decided`` each claim won or lost, and why
 - ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume``
 - from the driver: ``<driver>/observation`` and ``<driver>/progress``
 
@@ -31,7 +33,8 @@ from teamtree.broker import ConfigError, ConnectError, SpecificationError
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
-from teamtree.hardware.profiles import arm_model
+from teamtree.hardware.profiles import arm_model, can_place
+from teamtree.hardware.profiles import profile as profile_spec
 from teamtree.planners.tasktree import (
     AbortBehaviour,
     ActivationMetric,
@@ -170,7 +173,9 @@ class RobotAgent(Agent):
     Parameters (``[[agents]]`` keys): ``profile`` (robot body, e.g. "pr2"), ``driver``
     (its driver agent's id; default ``<id>-driver``), ``metric`` ("distance" or
     "distance+grasp"), ``w_d``, ``w_g``, ``rule`` ("earliest" or "potential"),
-    ``seed``, ``start_timeout_s`` (how long to wait for the config's other robots).
+    ``seed``, ``start_timeout_s`` (how long to wait for the config's other robots),
+    ``min_grasp`` (grasp scores below it count as 0: seed 000's tables round to whole
+    numbers, and an off-centre chord of a too-wide sphere scores a fraction of 1).
     """
 
     kind = "robot"
@@ -189,6 +194,7 @@ class RobotAgent(Agent):
         seed: int = 0,
         expect_peers: list[str] | None = None,
         start_timeout_s: float = 10.0,
+        min_grasp: float = 1.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
@@ -200,6 +206,7 @@ class RobotAgent(Agent):
         self.rule = rule
         self.expect_peers = sorted(set(expect_peers or []) - {self.id})
         self.start_timeout_s = start_timeout_s
+        self.min_grasp = min_grasp
         self.controller: TaskController | None = None
         self.rng = np.random.default_rng(seed)
         self.scorer = GraspScorer()
@@ -209,6 +216,9 @@ class RobotAgent(Agent):
         self.objects: dict[str, ShapePrimitive] = {}
         self.scores: dict[str, dict[str, float]] = {}
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
+        self._published_grasps: dict[str, float] = {}
+        self.goals: dict[str, tuple[float, ...]] = {}
+        self.body = profile_spec(profile)
         self._commands = itertools.count(1)
         self._command_of: dict[str, str] = {}  # node -> command id
         self._backlog: list[tuple[str, Any]] = []
@@ -233,6 +243,7 @@ class RobotAgent(Agent):
             raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
         seed = reader.take("seed", int, 0, "a whole number")
         start_timeout = reader.take("start_timeout_s", (int, float), 10.0, "seconds")
+        min_grasp = reader.take("min_grasp", (int, float), 1.0, "a grasp score (0-100)")
         reader.no_extras()
         peers = [m.id for m in config.members if m.kind == cls.kind]
         return {
@@ -246,6 +257,7 @@ class RobotAgent(Agent):
             "seed": seed,
             "expect_peers": peers,
             "start_timeout_s": float(start_timeout),
+            "min_grasp": float(min_grasp),
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -468,6 +480,10 @@ class RobotAgent(Agent):
             self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
             return
         await self.feed(PotentialsChanged(self._potentials()))
+        grasps = {leaf: round(score["grasp"], 2) for leaf, score in self.scores.items()}
+        if grasps != self._published_grasps:
+            self._published_grasps = grasps
+            await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
 
     def _absorb_observation(self, body: dict[str, Any]) -> None:
         robot = body["robot"]
@@ -477,9 +493,12 @@ class RobotAgent(Agent):
             self._base = base
             self.arm = self._arm_model(base)
         objects = {}
+        self.goals = {}
         for name, obj in body["objects"].items():
             if obj.get("at_goal") or obj.get("held_by") not in (None, self.id):
                 continue
+            if obj.get("goal") is not None:
+                self.goals[name] = tuple(float(g) for g in obj["goal"])
             objects[name] = ShapePrimitive(
                 str(obj["shape"]),
                 tuple(float(d) for d in obj["dims"]),
@@ -507,7 +526,16 @@ class RobotAgent(Agent):
             if key not in self._grasp_cache:  # scored under either metric, for the log
                 self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
             grasp = self._grasp_cache[key]
+            if grasp < self.min_grasp:  # a marginal chord grasp is no grasp (tables round)
+                grasp = 0.0
             potential = self.metric.potential(shape.position, self.arm_position, grasp)
+            goal = self.goals.get(name)
+            if goal is not None and self._base is not None:
+                reachable = can_place(
+                    self.body, self._base[:3], self._base[3], shape.position, goal
+                )
+                if not reachable:  # the world would answer "unreachable"
+                    potential = 0.0
             out[leaf] = potential
             self.scores[leaf] = {
                 "potential": potential,

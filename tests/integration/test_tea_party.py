@@ -1,0 +1,304 @@
+"""Seed 000 over the broker: robots share a task tree through the peer rule.
+
+Every test runs the world, the drivers and the robots as separate processes against
+mosquitto, and judges the run from what was published at the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from teamtree.agents import Agent, RuntimeSettings
+from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd, write_config
+
+pytestmark = pytest.mark.integration
+
+LEAVES = {
+    "root/0/0": "cup",
+    "root/0/1/0": "sugar",
+    "root/0/1/1": "tea_pot",
+    "root/1/0": "sandwich",
+    "root/1/1/0": "orange",
+    "root/1/1/1": "apple",
+    "root/1/2": "burger",
+}
+
+
+def check_tea_party(records: list[dict]) -> dict[str, list[dict]]:
+    """Assert the multi-robot task's guarantees on a record; return working spans."""
+    spans: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        if rec["kind"] != "node.transition":
+            continue
+        body = rec["body"]
+        if body["status"] == "working":
+            spans[body["node"]].append(
+                {"agent": body["agent"], "start": rec["ts"], "end": None, "body": body}
+            )
+        elif body["status"] == "done":
+            open_spans = [
+                s for s in spans[body["node"]] if s["agent"] == body["agent"] and s["end"] is None
+            ]
+            assert open_spans, f"{body['agent']} finished {body['node']} it never started"
+            open_spans[-1]["end"] = rec["ts"]
+    done = {node for node, s in spans.items() if any(x["end"] is not None for x in s)}
+    for node, node_spans in spans.items():
+        assert len([s for s in node_spans if s["end"] is not None]) <= 1, (
+            f"{node} done twice: {node_spans}"
+        )
+        live = sorted((s["start"], s["end"] or 1 << 62, s["agent"]) for s in node_spans)
+        for (_, end_a, a), (start_b, _, b) in zip(live, live[1:], strict=False):
+            assert start_b >= end_a, f"{a} and {b} worked on {node} at once"
+    assert len({"root/1/1/0", "root/1/1/1"} & done) == 1, "exactly one OR child must be done"
+    assert {"root/0/0", "root/0/1/0", "root/0/1/1", "root/1/0", "root/1/2"} <= done
+
+    def end(node: str) -> int:
+        return next(s["end"] for s in spans[node] if s["end"] is not None)
+
+    def start(node: str) -> int:
+        return min(s["start"] for s in spans[node])
+
+    for first, later in [
+        ("root/0/0", "root/0/1/0"),
+        ("root/0/0", "root/0/1/1"),
+        ("root/1/0", "root/1/2"),
+    ]:
+        assert end(first) <= start(later), (
+            f"THEN order broken: {later} started before {first} was done"
+        )
+    or_child = next(iter({"root/1/1/0", "root/1/1/1"} & done))
+    assert start("root/1/1/0" if or_child == "root/1/1/0" else "root/1/1/1") >= end("root/1/0")
+    assert end(or_child) <= start("root/1/2")
+    states = [r for r in records if r["kind"] == "world.state"]
+    assert states and states[-1]["body"]["violations"] == 0, (
+        "the world saw a double hold or a double place"
+    )
+    return spans
+
+
+def latest_grasps(records: list[dict], agent: str, before_ts: int) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for rec in records:
+        if rec["kind"] == "node.grasp_scores" and rec["sender"] == agent and rec["ts"] <= before_ts:
+            scores = rec["body"]["grasp"]
+    return scores
+
+
+@pytest.mark.parametrize("metric", ["distance", "distance+grasp"])
+def test_tea_party_scenario_1(metric: str, tmp_path: Path) -> None:
+    out = subprocess.run(
+        teamtree_cmd("run", str(REPO / "configs" / "tea_party_s1.toml"), "--metric", metric, "--broker-kind", "mosquitto"),
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
+    ]
+    spans = check_tea_party(records)
+    zero_grasp_runs = []
+    for node, node_spans in spans.items():
+        for span in node_spans:
+            mine = span["body"]["grasp"]
+            other = "baxter" if span["agent"] == "pr2" else "pr2"
+            theirs = latest_grasps(records, other, span["start"]).get(node, 0.0)
+            if mine == 0.0:
+                zero_grasp_runs.append((span["agent"], LEAVES[node], theirs))
+    if metric == "distance+grasp":
+        assert not [z for z in zero_grasp_runs if z[2] > 0], (
+            f"executed with grasp 0 while the peer could: {zero_grasp_runs}"
+        )
+    else:  # scenario 1 puts the sandwich nearest the PR2, which cannot grasp it
+        assert ("pr2", "sandwich") in [(a, n) for a, n, _ in zero_grasp_runs], zero_grasp_runs
+    summary = [line for line in out.stdout.splitlines() if "summary.behaviour" in line]
+    assert len(summary) == 6 and all("potential=" in line and "grasp=" in line for line in summary)
+
+
+MOVE_TEAM = """
+[[agents]]
+id = "pr2"
+kind = "robot"
+profile = "pr2"
+metric = "distance+grasp"
+
+[[agents]]
+id = "baxter"
+kind = "robot"
+profile = "baxter"
+metric = "distance+grasp"
+
+[[agents]]
+id = "world"
+kind = "world"
+role = "service"
+time_factor = 6.0
+
+[agents.robots.pr2]
+profile = "pr2"
+base = [0.0, -0.65, 0.0]
+yaw = 1.5707963
+
+[agents.robots.baxter]
+profile = "baxter"
+base = [0.0, 0.65, 0.0]
+yaw = -1.5707963
+
+[agents.objects.sandwich]
+shape = "box"
+dims = [0.12, 0.12, 0.04]
+position = [-0.10, 0.15, 0.77]
+goal = [-0.32, -0.18, 0.78]
+
+[agents.objects.burger]
+shape = "cylinder"
+dims = [0.045, 0.07]
+position = [-0.30, 0.00, 0.785]
+goal = [-0.28, -0.12, 0.795]
+
+[agents.objects.cup]
+shape = "cylinder"
+dims = [0.04, 0.10]
+position = [0.15, -0.15, 0.80]
+goal = [0.12, 0.20, 0.81]
+
+[[agents]]
+id = "pr2-driver"
+kind = "sim_driver"
+role = "service"
+robot = "pr2"
+
+[[agents]]
+id = "baxter-driver"
+kind = "sim_driver"
+role = "service"
+robot = "baxter"
+"""
+
+
+def tree_config(tmp_path: Path, team: str, tree: str, agents: str) -> Path:
+    path = write_config(tmp_path / "team.toml", team, agents, keepalive=1)
+    text = path.read_text().replace('kind = "test"', f'kind = "tasktree"\ntree = "{tree}"')
+    path.write_text(text)
+    return path
+
+
+class Watcher(Agent):
+    """Records node transitions; optionally moves an object when a node starts."""
+
+    def __init__(
+        self, *args, move_on: tuple[str, list[tuple[str, list[float]]]] | None = None, **kwargs
+    ):
+        super().__init__(*args, **kwargs)
+        self.transitions: list[dict] = []
+        self.move_on = move_on
+
+    async def setup(self) -> None:
+        self.on_agents("state", self._on_state, kind="node.transition")
+
+    async def _on_state(self, env, topic) -> None:
+        self.transitions.append(env.body)
+        if self.move_on and env.body["status"] == "working" and env.body["node"] == self.move_on[0]:
+            _, moves = self.move_on
+            self.move_on = None
+            for obj, position in moves:
+                await self.publish(
+                    "world", "world.move_object", {"object": obj, "position": position}, team=True
+                )
+
+    def workers(self, node: str) -> list[str]:
+        return [
+            t["agent"] for t in self.transitions if t["node"] == node and t["status"] == "working"
+        ]
+
+    def done(self, node: str) -> list[str]:
+        return [t["agent"] for t in self.transitions if t["node"] == node and t["status"] == "done"]
+
+
+@pytest.mark.parametrize("moved", [False, True])
+async def test_moving_objects_changes_the_next_allocation(
+    moved, mosquitto, team, tmp_path, agent_procs
+) -> None:
+    """THEN(sandwich, AND(cup, burger)): only the Baxter can grasp the sandwich and ends
+    at the plate, by the burger, while the cup lies by the PR2's gripper, so each takes
+    the one nearest. Swapped while the sandwich is placed, each takes the other."""
+    config = tree_config(tmp_path, team, "THEN(sandwich, AND(cup, burger))", MOVE_TEAM)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    swap = [("burger", [0.22, -0.20, 0.785]), ("cup", [-0.28, 0.00, 0.80])]
+    watcher = Watcher(
+        "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2),
+        move_on=("root/0", swap) if moved else None,
+    )  # fmt: skip
+    async with asyncio.timeout(90), watcher:
+        await watcher.wait_connected(10)
+        for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
+            procs.start(agent_id)
+        await eventually(
+            lambda: watcher.done("root/1/0") and watcher.done("root/1/1"),
+            60,
+            what="cup and burger placed",
+        )
+    assert watcher.workers("root/0") == ["baxter"], watcher.transitions
+    cup, burger = watcher.workers("root/1/0"), watcher.workers("root/1/1")
+    assert (cup, burger) == ((["baxter"], ["pr2"]) if moved else (["pr2"], ["baxter"])), (
+        watcher.transitions
+    )
+
+
+KILL_TEAM = MOVE_TEAM.replace(
+    """[agents.objects.sandwich]
+shape = "box"
+dims = [0.12, 0.12, 0.04]
+position = [-0.10, 0.15, 0.77]
+goal = [-0.32, -0.18, 0.78]
+""",
+    """[agents.objects.sandwich]
+shape = "box"
+dims = [0.12, 0.12, 0.04]
+position = [-0.10, 0.15, 0.77]
+goal = [-0.32, -0.18, 0.78]
+
+[agents.objects.sugar]
+shape = "box"
+dims = [0.06, 0.06, 0.08]
+position = [0.05, 0.10, 0.79]
+goal = [-0.10, 0.25, 0.80]
+""",
+).replace('metric = "distance+grasp"', 'metric = "distance"')
+
+
+async def test_a_robot_killed_while_working_hands_its_node_over(
+    mosquitto, team, tmp_path, agent_procs
+) -> None:
+    config = tree_config(tmp_path, team, "AND(cup, sugar, sandwich, burger)", KILL_TEAM)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    watcher = Watcher(
+        "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+    )
+    async with asyncio.timeout(120), watcher:
+        await watcher.wait_connected(10)
+        for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
+            procs.start(agent_id)
+        first = await eventually(
+            lambda: next((t["node"] for t in watcher.transitions if t["agent"] == "pr2" and t["status"] == "working"), None),
+            60, what="the PR2 to start a behaviour",
+        )  # fmt: skip
+        procs.kill("pr2")
+        await eventually(lambda: watcher.done(first), 60, what=f"{first} completed by the Baxter")
+        await eventually(
+            lambda: procs.procs["baxter"].poll() is not None,
+            60,
+            what="the Baxter to finish the mission",
+        )
+        await asyncio.sleep(0.5)
+    assert procs.procs["baxter"].returncode == 0, procs.log("baxter")[-3000:]
+    assert watcher.done(first) == ["baxter"], watcher.transitions
+    for node in ("root/0", "root/1", "root/2", "root/3"):
+        assert len(watcher.done(node)) == 1, (node, watcher.transitions)
