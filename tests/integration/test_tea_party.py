@@ -7,6 +7,7 @@ mosquitto, and judges the run from what was published at the broker.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 from collections import defaultdict
@@ -53,7 +54,7 @@ def check_tea_party(records: list[dict]) -> dict[str, list[dict]]:
             f"{node} done twice: {node_spans}"
         )
         live = sorted((s["start"], s["end"] or 1 << 62, s["agent"]) for s in node_spans)
-        for (_, end_a, a), (start_b, _, b) in zip(live, live[1:], strict=False):
+        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(live):
             assert start_b >= end_a, f"{a} and {b} worked on {node} at once"
     assert len({"root/1/1/0", "root/1/1/1"} & done) == 1, "exactly one OR child must be done"
     assert {"root/0/0", "root/0/1/0", "root/0/1/1", "root/1/0", "root/1/2"} <= done
