@@ -391,9 +391,18 @@ class Agent:
 
     # -- receiving -------------------------------------------------------------------
 
-    def on_team(self, channel: str, handler: Handler, *, kind: str | None = None) -> None:
-        """Handle messages on the team channel `channel` (optionally only `kind`)."""
-        self._register(("team", channel), handler, kind, pattern(self.team, None, channel))
+    def on_team(
+        self, channel: str, handler: Handler, *, kind: str | None = None, share: str | None = None
+    ) -> None:
+        """Handle messages on the team channel `channel` (optionally only `kind`).
+
+        With `share`, subscribe as a member of the shared subscription
+        ``$share/<share>/...`` so replicas split the messages (mosquitto; a broker
+        without shared subscriptions, such as amqtt, delivers each to every replica)."""
+        topic_filter = pattern(self.team, None, channel)
+        if share is not None:
+            topic_filter = f"$share/{validate_id(share, 'share group')}/{topic_filter}"
+        self._register(("team", channel), handler, kind, topic_filter)
 
     def on_agents(
         self, channel: str, handler: Handler, *, kind: str | None = None, addressed: bool = False
