@@ -249,9 +249,9 @@ def simulate_episode(
             solve_time += current.solve_time
             warm_alloc, warm_sched = current.allocation, current.schedule
             planned_version, plan_time = version, t
-        action = _robot_pick(scenario, states, locked, current, t - plan_time)
+        action = robot_pick(scenario, states, locked, current.schedule, t - plan_time)
         if action is None and h_wait:
-            action = _robot_fallback(scenario, states, locked)
+            action = robot_fallback(scenario, states, locked)
         if action is None:
             # nothing the robot can start now: wait for the human (or the planned start)
             r_wait, r_next = True, h_next
@@ -283,6 +283,33 @@ def _weighted_choice(
     for i in items:
         pool.extend([i] * (weight if scenario.subtasks[i].workspace in prefer else 1))
     return rng.choice(pool)
+
+
+@dataclass(frozen=True)
+class HumanDecision:
+    """What the simulated human starts next: the subtask, the action, whether it is done
+    right, and how long it takes."""
+
+    task: int
+    action: HumanAction
+    correct: bool
+    duration: float
+
+
+def decide_human(
+    scenario: KittingScenario,
+    human: SimulatedHuman,
+    states: list[SubtaskState],
+    locked: set[int],
+    rng: random.Random,
+) -> HumanDecision | None:
+    """The simulated human's next action (§VI policy of the module docstring), or ``None``
+    when it has nothing to do. ``locked`` holds subtasks the robot is acting on."""
+    p = _human_decide(scenario, human, states, locked, rng, 0.0)
+    if p is None:
+        return None
+    assert isinstance(p.action, HumanAction)
+    return HumanDecision(p.task, p.action, p.correct, p.end)
 
 
 def _human_decide(
@@ -334,15 +361,19 @@ def _human_decide(
                     refrained, err)  # fmt: skip
 
 
-def _robot_pick(
+def robot_pick(
     scenario: KittingScenario,
     states: list[SubtaskState],
     locked: set[int],
-    current: Plan,
+    sched: Schedule,
     elapsed: float,
 ) -> str | None:
-    """The robot task of the schedule to start now (Algorithm 1, GetAction), if any."""
-    sched = current.schedule
+    """The robot task of the schedule to start now (Algorithm 1, GetAction), if any.
+
+    ``elapsed`` is the time since the schedule was planned; ``locked`` holds subtasks
+    someone is acting on. Returns a schedule task id (``t<i>``, ``a<i>``, ``e<i>``), or
+    ``None`` when nothing can start or the robot's next planned task is not due yet.
+    """
     for tid in sched.sequence.get(ROBOT, ()):
         i = int(tid[1:])
         if i in locked:
@@ -367,7 +398,7 @@ def _robot_pick(
     return None
 
 
-def _robot_fallback(
+def robot_fallback(
     scenario: KittingScenario, states: list[SubtaskState], locked: set[int]
 ) -> str | None:
     """When both would wait, the robot leads: a correction, else any subtask it can start."""

@@ -71,6 +71,62 @@ def planners(
     return out
 
 
+@dataclass(frozen=True)
+class StudyCase:
+    """One episode to simulate: the cell, the planner's name and config, and the seed."""
+
+    p_follow: float
+    p_error: float
+    planner: str
+    cobot: CobotConfig
+    seed: int
+
+
+def study_cases(
+    *,
+    p_follow: Iterable[float] = P_FOLLOW_GRID,
+    p_error: Iterable[float] = P_ERROR_GRID,
+    runs: int = PAPER_RUNS,
+    cobot: CobotConfig | None = None,
+    fixed_alpha_e: Sequence[float] = NON_ADAPTIVE_ALPHA_E,
+    seed: int = 0,
+) -> list[StudyCase]:
+    """Every cell × planner × run, in ``run_study``'s order. Runs of one cell share seeds
+    across planners (common random numbers)."""
+    confs = planners(cobot or CobotConfig(), fixed_alpha_e)
+    out = []
+    for a, pf in enumerate(p_follow):
+        for b, pe in enumerate(p_error):
+            for name, conf in confs.items():
+                for r in range(runs):
+                    s = seed * 1_000_003 + (a * 97 + b) * 10_007 + r
+                    out.append(StudyCase(pf, pe, name, conf, s))
+    return out
+
+
+def run_case(
+    case: StudyCase, scenario: KittingScenario | None = None, pool: SolverPool | None = None
+) -> RunRecord:
+    """Simulate one case. Blocks for the episode (in-process solves)."""
+    sc = scenario or KittingScenario.default()
+    human = SimulatedHuman(case.p_follow, case.p_error)
+    res: EpisodeResult = simulate_episode(sc, human, case.cobot, seed=case.seed, pool=pool)
+    return RunRecord(
+        case.p_follow,
+        case.p_error,
+        case.planner,
+        case.seed,
+        res.wrong_human_actions,
+        res.robot_to_human,
+        res.human_to_robot,
+        res.makespan,
+        res.alpha_f,
+        res.alpha_e,
+        res.pattern_correct,
+        res.solve_time,
+    )
+
+
 def run_study(
     *,
     scenario: KittingScenario | None = None,
@@ -89,35 +145,19 @@ def run_study(
     is called with (done, total) after each episode.
     """
     sc = scenario or KittingScenario.default()
-    confs = planners(cobot or CobotConfig(), fixed_alpha_e)
-    pf_list, pe_list = list(p_follow), list(p_error)
-    total = len(pf_list) * len(pe_list) * len(confs) * runs
+    cases = study_cases(
+        p_follow=list(p_follow),
+        p_error=list(p_error),
+        runs=runs,
+        cobot=cobot,
+        fixed_alpha_e=fixed_alpha_e,
+        seed=seed,
+    )
     out: list[RunRecord] = []
-    for a, pf in enumerate(pf_list):
-        for b, pe in enumerate(pe_list):
-            human = SimulatedHuman(pf, pe)
-            for name, conf in confs.items():
-                for r in range(runs):
-                    s = seed * 1_000_003 + (a * 97 + b) * 10_007 + r
-                    res: EpisodeResult = simulate_episode(sc, human, conf, seed=s, pool=pool)
-                    out.append(
-                        RunRecord(
-                            pf,
-                            pe,
-                            name,
-                            s,
-                            res.wrong_human_actions,
-                            res.robot_to_human,
-                            res.human_to_robot,
-                            res.makespan,
-                            res.alpha_f,
-                            res.alpha_e,
-                            res.pattern_correct,
-                            res.solve_time,
-                        )
-                    )
-                    if progress is not None:
-                        progress(len(out), total)
+    for case in cases:
+        out.append(run_case(case, sc, pool))
+        if progress is not None:
+            progress(len(out), len(cases))
     return out
 
 
