@@ -9,6 +9,8 @@ from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig
 from teamtree.agents.echo import EchoAgent
 from teamtree.agents.hello import HelloAgent
+from teamtree.agents.ltl_planner import LtlPlannerAgent
+from teamtree.agents.ltl_robot import LtlRobotAgent
 from teamtree.agents.recorder import RecorderAgent
 from teamtree.agents.robot import RobotAgent
 from teamtree.agents.world_agent import WorldAgent
@@ -19,6 +21,8 @@ from teamtree.drivers.sim_driver import SimDriverAgent
 AGENT_KINDS: dict[str, type[Agent]] = {
     EchoAgent.kind: EchoAgent,
     HelloAgent.kind: HelloAgent,
+    LtlPlannerAgent.kind: LtlPlannerAgent,
+    LtlRobotAgent.kind: LtlRobotAgent,
     RecorderAgent.kind: RecorderAgent,
     RobotAgent.kind: RobotAgent,
     SimDriverAgent.kind: SimDriverAgent,
