@@ -6,9 +6,12 @@ from dataclasses import replace
 from typing import Any
 
 from teamtree.agents.agent import Agent
+from teamtree.agents.allocator import AllocatorAgent
 from teamtree.agents.config import AgentSpec, TeamConfig
 from teamtree.agents.echo import EchoAgent
+from teamtree.agents.factory import FactoryRobot, JobSource
 from teamtree.agents.hello import HelloAgent
+from teamtree.agents.kitting import CobotAgent, KittingHumanAgent
 from teamtree.agents.ltl_planner import LtlPlannerAgent
 from teamtree.agents.ltl_robot import LtlRobotAgent
 from teamtree.agents.recorder import RecorderAgent
@@ -19,8 +22,13 @@ from teamtree.broker.endpoint import Endpoint
 from teamtree.drivers.sim_driver import SimDriverAgent
 
 AGENT_KINDS: dict[str, type[Agent]] = {
+    AllocatorAgent.kind: AllocatorAgent,
+    CobotAgent.kind: CobotAgent,
     EchoAgent.kind: EchoAgent,
+    FactoryRobot.kind: FactoryRobot,
     HelloAgent.kind: HelloAgent,
+    JobSource.kind: JobSource,
+    KittingHumanAgent.kind: KittingHumanAgent,
     LtlPlannerAgent.kind: LtlPlannerAgent,
     LtlRobotAgent.kind: LtlRobotAgent,
     RecorderAgent.kind: RecorderAgent,

@@ -397,6 +397,14 @@ class FavorRequester:
                     break
         return out
 
+    def lose_helper(self, helper: str, now: float, reason: str = "gone") -> list[Action]:
+        """An accepted helper vanished (e.g. its Last Will): expire its lease and seek
+        another, as a silent helper. Does nothing for a robot that is not helping."""
+        for lease in self.accepted():
+            if lease.helper == helper:
+                return self._lose(lease, now, reason, LeaseState.EXPIRED)
+        return []
+
     def finish(self, now: float) -> list[Action]:
         """The job is done: release every helper."""
         out: list[Action] = []
@@ -634,6 +642,15 @@ class FavorResponder:
                 FavorReject(msg.request_id, msg.requester, self.robot_id, "no longer available"),
             )
         ]
+
+    def requester_gone(self, requester: str, now: float) -> list[Action]:
+        """The requester vanished (e.g. its Last Will): end a favor held for it."""
+        lease = self.lease
+        if lease is None or lease.requester != requester or not lease.active:
+            return []
+        was_helping = lease.state == LeaseState.ACCEPTED
+        lease.move(LeaseState.EXPIRED, now, "requester gone")
+        return [RoleChanged(self.robot_id, self.role)] if was_helping else []
 
     def tick(self, now: float, battery: float | None = None) -> list[Action]:
         """Advance time (and battery): lapse holds, heartbeat, withdraw on low battery."""
