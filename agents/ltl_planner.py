@@ -340,7 +340,9 @@ class LtlPlannerAgent(Agent):
                 "objective": self.spec.objective,
                 "time_factor": self.spec.time_factor,
                 "order": self.robot_ids,
-                "robots": {r.id: {"type": r.type, "start": list(r.start)} for r in self.spec.robots},
+                "robots": {
+                    r.id: {"type": r.type, "start": list(r.start)} for r in self.spec.robots
+                },
             },
             retain=True,
         )

@@ -25,6 +25,7 @@ Behaviour tree (our own, py_trees-like; py_trees does not install here)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -309,6 +310,14 @@ class LtlRobotAgent(Agent):
         def act(name: str, start: Callable[[], Awaitable[bool]]) -> Action:
             return Action(name, start, lambda c, n: self.spawn(c, n))
 
+        self._work = Sequence_(
+            "work",
+            [
+                Condition("not held", lambda: self.hold_epoch is None),
+                Condition("teammates done", self._waits_done),
+                act("execute next action", self._execute_step),
+            ],
+        )
         reactive: list[Node] = []
         if self.spec.legged:
             reactive.append(
@@ -342,22 +351,29 @@ class LtlRobotAgent(Agent):
             Fallback(
                 "environment change",
                 [
-                    Condition("environment known", lambda: not self.unreported, RATES["environment"]),
+                    Condition(
+                        "environment known", lambda: not self.unreported, RATES["environment"]
+                    ),
                     act("R4 local reallocation", lambda: self._request("R4")),
                 ],
             ),
-            Sequence_(
-                "work",
-                [
-                    Condition("teammates done", self._waits_done),
-                    act("execute next action", self._execute_step),
-                ],
-            ),
+            self._work,
         ]
         return Sequence_(
             "mission",
             [Condition("has plan", self._has_plan), ReactiveSequence("reactive", reactive)],
         )
+
+    def _interrupt(self) -> None:
+        """Cut off the running plan action and force every condition to be checked
+        afresh; running strategies (R1-R4) go on."""
+        self._work.halt()
+        stack = [self.bt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Condition):
+                node.halt()
+            stack.extend(node.children)
 
     def _has_plan(self) -> bool:
         return self.plan is not None and self.hold_epoch is None
@@ -439,7 +455,7 @@ class LtlRobotAgent(Agent):
             return
         if run != self.run:
             self.run, self.segments, self.version = run, {}, (-1, -1)
-        self.bt.halt()
+        self._interrupt()
         if version[0] > self.version[0]:
             self.segments[version[0]] = [self.current]
         if plan.states[0] != self.current:
@@ -481,18 +497,15 @@ class LtlRobotAgent(Agent):
     async def _on_verdict(self, env: Envelope, topic: Topic) -> None:
         if env.sender != self.planner or not isinstance(env.body, dict):
             return
-        member = self.team_view.get(self.planner)
         run = env.body.get("run")
-        if run is not None and (run == self.run or (member and run == member.session)):
-            self.verdict = env.body
+        if run is not None and run in (self.run, self._planner_session()):
+            self.verdict = env.body  # never a stale retained one from an earlier run
 
     async def _on_peer_status(self, env: Envelope, topic: Topic) -> None:
         body = env.body
         if isinstance(body, dict) and body.get("run") == self.run:
-            try:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
                 self.peer_done[env.sender] = (int(body["epoch"]), int(body["seq"]))
-            except (KeyError, TypeError, ValueError):
-                pass
 
     async def _on_sync(self, env: Envelope, topic: Topic) -> None:
         """Global reallocation: stop where we are and report this epoch's trace."""
@@ -501,7 +514,7 @@ class LtlRobotAgent(Agent):
             return
         epoch = int(body.get("epoch", self.version[0]))
         self.hold_epoch = epoch if self.hold_epoch is None else max(epoch, self.hold_epoch)
-        self.bt.halt()
+        self._interrupt()
         segment = self.segments.get(epoch, [self.current])
         self.log.info("ltl.sync", epoch=epoch, at=list(self.current), steps=len(segment) - 1)
         await self.reply(
@@ -722,9 +735,7 @@ class LtlRobotAgent(Agent):
             if not moves:
                 raise ValueError(f"{self.id} has no move left on its plan; give --edge A,B")
             a, b = moves[0]
-        if not any(
-            (s.region, t.region) in ((a, b), (b, a)) for s, t in self.ts.edges() if s != t
-        ):
+        if not any((s.region, t.region) in ((a, b), (b, a)) for s, t in self.ts.edges() if s != t):
             raise ValueError(f"{a}-{b} is not an edge of the map")
         return a, b
 
@@ -735,14 +746,14 @@ class LtlRobotAgent(Agent):
             return "fallen; R1 recovery stand follows"
         if kind == "critical":
             self.failed = True
-            self.bt.halt()  # motors stop at once
+            self._interrupt()  # motors stop at once
             return "critical failure; R2 global reallocation follows"
         if kind == "state_change":
             try:
                 target = self._state_change_target(body)
             except ValueError as exc:
                 return f"ignored: {exc}"
-            self.bt.halt()  # the running action is cut off
+            self._interrupt()  # the running action is cut off
             await self._record(target, "state_change")
             return f"state changed to {tuple(target)}; R3 follows"
         a, b = self._blocked_edge(body)
