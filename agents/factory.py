@@ -460,6 +460,15 @@ class FactoryRobot(Agent):
     async def on_connected(self) -> None:
         await self._publish_led()
 
+    async def on_stop(self) -> None:
+        self.log.info(
+            "favor.stats",
+            dropped=self.stats["favor_dropped"],
+            malformed=self.stats["favor_malformed"],
+            loss_seed=self.loss_seed,
+            battery=round(self.battery, 3),
+        )
+
     async def _on_factory_done(self, env: Envelope, topic: Topic) -> None:
         self.log.info("factory.done", by=env.sender)
         self.request_stop(0)
@@ -790,6 +799,8 @@ class JobOrder:
     job: str
     robot: str | None = None
     work_s: float = 1.0
+    attempts: int = 0
+    not_before: float = 0.0
 
 
 @dataclass
@@ -832,6 +843,7 @@ class JobSource(Agent):
         self.accept_timeout_s = accept_timeout_s
         self.job_timeout_s = job_timeout_s
         self.settle_s = settle_s
+        self.max_attempts = 50
         self.flights: dict[str, _Flight] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self._changed = asyncio.Event()
@@ -986,6 +998,8 @@ class JobSource(Agent):
     async def _hand_out(self, queue: deque[JobOrder], now: float) -> None:
         while queue and len(self.flights) < self.concurrency:
             order = queue[0]
+            if order.not_before > now:
+                return
             busy = {f.robot for f in self.flights.values()}
             if self.concurrency == 1 and any(
                 self._sheet(r).get("led", "idle") != "idle" for r in self.robots
@@ -1037,8 +1051,10 @@ class JobSource(Agent):
                 continue
             del self.flights[job_id]
             if retry:
-                self.log.warning("job.retry", job_id=job_id, robot=flight.robot, reason=retry)
-                if order.robot is None:
+                self.log.info("job.retry", job_id=job_id, robot=flight.robot, reason=retry)
+                order.attempts += 1
+                if order.attempts < self.max_attempts and (order.robot is None or not gone):
+                    order.not_before = now + 0.1  # e.g. a grant's hold lapses within ~0.3 s
                     queue.appendleft(order)
                 else:
                     self.results[job_id] = {
