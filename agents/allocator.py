@@ -8,7 +8,9 @@ wire contract (bodies, forms, error codes) is in docs/allocation.md.
 Solves run in worker threads (``workers``, default 1) so heartbeats and presence keep
 flowing, and each solve is bounded by the time left before the request's deadline.
 With ``shared = true`` the service joins the shared subscription
-``$share/<group>/…`` so replicas split the requests (mosquitto). Requests that carry a
+``$share/<group>/…`` so replicas split the requests (mosquitto), and connects with a
+clean session so a dead replica's share goes to the live ones once the broker notices
+(1.5 × keepalive). Requests that carry a
 ``request_id`` are idempotent: a retry (same requester and id) gets the answer of the
 first attempt, computed once. ``request_allocation`` is the requester's side of that.
 """
@@ -612,6 +614,11 @@ class AllocatorAgent(Agent):
     ):
         super().__init__(*args, **kwargs)
         self.shared = shared
+        if shared:
+            # A replica's subscription must die with it: with a persistent session the
+            # broker keeps routing its share of the requests to the dead session's queue.
+            # (Agent has no clean_session parameter yet; Connection has.)
+            self.connection._clean_session = True
         self.group = group
         self.workers = workers
         self.cache_size = cache_size
