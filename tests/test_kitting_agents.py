@@ -86,7 +86,7 @@ def load(path: Path):
     ("extra", "key"),
     [
         ({"cobot": "fixed_p_error = 1.5"}, "agents[0].fixed_p_error"),
-        ({"human": "seed = 1.5"}, "agents[1].seed"),
+        ({"human": "cobot = 3"}, "agents[1].cobot"),
         ({"human": "colour = 3"}, "agents[1]"),
         ({"cobot": 'solver = "cplex"'}, "agents[0].solver"),
         ({"cobot": "attempts = 0"}, "agents[0].attempts"),
