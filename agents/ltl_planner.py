@@ -278,6 +278,7 @@ class LtlPlannerAgent(Agent):
         self.segments: dict[str, dict[int, list[TSState]]] = {}  # from ltl.done
         self.stream: dict[str, dict[int, list[TSState]]] = {}  # from ltl.step
         self.failed: set[str] = set()
+        self.starts: dict[tuple[str, int], TSState] = {}  # (robot, epoch) -> start state
         self.replans: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._finished: asyncio.Future[int] | None = None
@@ -330,6 +331,7 @@ class LtlPlannerAgent(Agent):
             cost=round(self.team_plan.cost, 2),
         )
         self.plans = {n: (0, self.team_plan[n]) for n in self.team_plan.plans}
+        self.starts = {(n, 0): p.states[0] for n, p in self.team_plan.plans.items()}
         await self.publish(
             MISSION,
             "ltl.mission",
@@ -425,11 +427,11 @@ class LtlPlannerAgent(Agent):
         epoch contributes a one-state segment: it read no labels)."""
         out: dict[str, list[list[TSState]]] = {}
         for name in self.robot_ids:
-            segs = self.segments.get(name) or self.stream.get(name) or {}
+            segs = self.segments.get(name) or {}
             last = self.plans[name][1].states[0] if name in self.plans else None
             row = []
             for e in range(self.epoch + 1):
-                seg = segs.get(e)
+                seg = segs.get(e) or self._stream_segment(name, e)
                 if not seg:
                     seg = [last] if last is not None else []
                 row.append(seg)
@@ -437,6 +439,13 @@ class LtlPlannerAgent(Agent):
                     last = seg[-1]
             out[name] = row
         return out
+
+    def _stream_segment(self, name: str, epoch: int) -> list[TSState]:
+        """A robot's segment of `epoch` rebuilt from its published steps (when it did
+        not report one): the epoch's start state, then every step."""
+        start = self.starts.get((name, epoch))
+        steps = self.stream.get(name, {}).get(epoch, [])
+        return ([start] if start is not None else []) + steps
 
     async def _verdict(self) -> None:
         assert self.mission is not None and self._finished is not None
@@ -604,7 +613,7 @@ class LtlPlannerAgent(Agent):
                 if env.body.get("failed"):
                     newly_failed.add(name)
             if not seg:
-                seg = self.stream.get(name, {}).get(self.epoch) or [self.plans[name][1].states[0]]
+                seg = self._stream_segment(name, self.epoch)
                 if env is None:
                     self.log.warning("ltl.sync_missing", robot=name, using="step stream")
             executed[name] = seg
@@ -622,6 +631,7 @@ class LtlPlannerAgent(Agent):
         self.epoch += 1
         self.team_plan = new
         self.plans = {n: (0, new[n]) for n in new.plans}
+        self.starts.update({(n, self.epoch): p.states[0] for n, p in new.plans.items()})
         for name in self.robot_ids:  # the sync replies are the robots' finished segments
             self.segments.setdefault(name, {})[self.epoch - 1] = executed[name]
         record = {
