@@ -533,6 +533,19 @@ class FactoryRobot(Agent):
         now = time.monotonic()
         self.log.debug("favor.in", kind=env.kind, sender=env.sender, request=msg.request_id)
         async with self._lock:
+            if (
+                isinstance(msg, HelperStatus)
+                and msg.requester == self.id
+                and (
+                    self.requester is None
+                    or (msg.request_id, msg.helper) not in self.requester.leases
+                )
+            ):
+                # a helper still helping for a job this robot finished: its release was
+                # lost, so release it again (idempotent)
+                release = FavorRelease(msg.request_id, self.id, msg.helper, "done")
+                await self._send(msg.helper, release)
+                return
             if self.requester is not None and msg.requester == self.id:
                 if isinstance(msg, FavorGrant) and self.job is not None:
                     self.job.grants_ms.append(int((now - self.job.received) * 1000))

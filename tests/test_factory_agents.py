@@ -281,3 +281,25 @@ def test_parse_config_accepts_a_minimal_factory(tmp_path):
     config = parse_config(data, tmp_path / "x.toml")
     source = JobSource.params_from_config(config.agent("jobs"), config)
     assert [o.robot for o in source["orders"]] == [None, None] and source["seed"] == 1
+
+
+def test_a_lost_release_is_repeated_when_the_helper_still_reports():
+    m = PassiveMatcher()
+    req = FavorRequester(make_robot("M", "m1"), JOBS["job1"], m, window=0.1)
+    msg = next(a.message for a in req.start(0.0, ["o1"]) if isinstance(a, Send))
+    helper = FavorResponder(make_robot("O1", "o1"), m)
+    grant = next(a.message for a in helper.on_request(msg, 0.01, []) if isinstance(a, Send))
+    req.on_message(grant, 0.02)
+    accept = next(
+        a.message
+        for a in req.tick(0.11)
+        if isinstance(a, Send) and isinstance(a.message, FavorAccept)
+    )
+    helper.on_message(accept, 0.12)
+    req.finish(0.5)  # its FavorRelease is lost on the way
+    beat = next(a.message for a in helper.tick(1.0) if isinstance(a, Send))
+    assert isinstance(beat, HelperStatus)
+    (again,) = req.on_message(beat, 1.01)
+    assert isinstance(again.message, FavorRelease) and again.to == "o1"
+    helper.on_message(again.message, 1.02)
+    assert helper.lease.state == LeaseState.RELEASED and helper.role == "idle"

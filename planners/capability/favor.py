@@ -351,8 +351,13 @@ class FavorRequester:
             return []
         if isinstance(msg, HelperStatus):
             lease = self.leases.get((msg.request_id, msg.helper))
-            if lease is None or lease.state != LeaseState.ACCEPTED:
+            if lease is None:
                 return []
+            if lease.state != LeaseState.ACCEPTED:
+                # the helper still thinks it helps: our release was lost, repeat it
+                reason = lease.reason or lease.state.value
+                release = FavorRelease(msg.request_id, self.agent.robot_id, msg.helper, reason)
+                return [Send(msg.helper, release)] if not lease.active else []
             lease.last_seen = now
             if msg.battery <= self.idle_threshold:
                 return self._lose(lease, now, "battery below idle threshold", LeaseState.REVOKED)

@@ -1,0 +1,216 @@
+"""Seed 002 over the broker: the robot factory's favor protocol, with mosquitto.
+
+Jobs 1-5 run as separate robot processes (``teamtree run configs/factory_8.toml``)
+and must end in the modes the paper reports; member selection must survive injected
+message loss, a SIGKILLed helper and a helper whose battery runs low. Every test is
+judged from what the job source summarised from the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from teamtree.agents import Agent, RuntimeSettings
+from teamtree.agents.factory import FactoryRobot, JobOrder, JobSource
+from teamtree.broker import find_mosquitto
+from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd, write_config
+
+pytestmark = pytest.mark.integration
+
+FACTORY_8 = REPO / "configs" / "factory_8.toml"
+
+
+def run_factory_8(tmp_path: Path, *settings: str) -> tuple[dict, str]:
+    """``teamtree run configs/factory_8.toml`` on mosquitto; (summary, stdout)."""
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto is not installed")
+    sets = [a for s in settings for a in ("--set", s)]
+    out = subprocess.run(
+        teamtree_cmd("run", str(FACTORY_8), "--broker-kind", "mosquitto", *sets),
+        capture_output=True, text=True, timeout=150, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
+    summary = json.loads((tmp_path / "runs" / "factory_8_summary.json").read_text())
+    return summary, out.stdout
+
+
+def by_id(summary: dict) -> dict[str, dict]:
+    return {j["job_id"]: j for j in summary["jobs"]}
+
+
+@pytest.mark.parametrize("method", [1, 2])
+def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> None:
+    summary, stdout = run_factory_8(tmp_path, f"method={method}")
+    jobs = by_id(summary)
+    # §VII.B/E, Fig. 12(a), 18(c): job 1 only by assembly, M1 with O1's heat camera
+    assert jobs["j1"]["mode"] == "assembly" and sorted(jobs["j1"]["tower"]) == ["m1", "o1"]
+    # §VII.F: S2 shares job 2 with S1 (method 1) / subcontracts it to S1 (method 2)
+    expected = "partnership" if method == 1 else "subcontract"
+    assert (jobs["j2"]["mode"], jobs["j2"]["helpers"]) == (expected, ["s1"])
+    # §VII.B.1, Fig. 12(c), Fig. 15 neighbours: M3 reaches 4 units with S1 (method 1)
+    if method == 1:
+        assert jobs["j3"]["mode"] == "assembly" and jobs["j3"]["helpers"] == ["s1"]
+    else:  # the active method prefers L1, which reaches 4 units alone
+        assert (jobs["j3"]["mode"], jobs["j3"]["helpers"]) == ("subcontract", ["l1"])
+    # §VII.E, Fig. 18: job 3(b), L assembles with an M and uses its gripper
+    j4 = jobs["j4"]
+    assert j4["mode"] == "assembly" and j4["tower"][0] == "l1" and j4["height"] == 8
+    assert j4["helpers"][0] in ("m1", "m3") and j4["grasp_by"] == j4["helpers"][0]
+    assert j4["move_by"] == "l1"
+    # job 3(c): the three-robot tower L1 + M3 + S1 (Fig. 15); method 1 finds one helper
+    if method == 2:
+        assert jobs["j5"]["mode"] == "assembly" and jobs["j5"]["tower"] == ["l1", "m3", "s1"]
+    else:
+        assert jobs["j5"]["status"] == "failed"
+    # job 4: S2 works solo; non-assemblable B1 subcontracts to S2 (Fig. 12(d))
+    assert jobs["j6"]["mode"] == "solo" and jobs["j6"]["members"] == ["s2"]
+    assert (jobs["j7"]["mode"], jobs["j7"]["helpers"]) == ("subcontract", ["s2"])
+    # job 5, Fig. 18(b): L + M + O1; O1's eye, the M's gripper, L's wheels (method 2)
+    if method == 2:
+        j8 = jobs["j8"]
+        assert j8["mode"] == "assembly" and j8["tower"][0] == "l1" and j8["tower"][2] == "o1"
+        assert j8["grasp_by"] == j8["tower"][1] and j8["move_by"] == "l1"
+    else:
+        assert jobs["j8"]["status"] == "failed"
+    for job in jobs.values():
+        if job["status"] == "done":
+            assert 0 < job["selection_ms"] < 1000, job
+    assert stdout.count("summary.job") == len(jobs) and "summary.total" in stdout
+    assert "led" in stdout and "state=helping" in stdout
+
+
+def test_member_selection_survives_message_loss(tmp_path: Path) -> None:
+    seed = random.randrange(10**6)
+    print(f"loss seed={seed}")
+    summary, stdout = run_factory_8(
+        tmp_path, "method=2", "favor_loss=0.3", f"loss_seed={seed}", "max_rounds=12"
+    )
+    jobs = by_id(summary)
+    paper = [f"j{i}" for i in range(1, 9)]
+    assert all(jobs[j]["status"] == "done" for j in paper), (seed, summary)
+    assert jobs["j1"]["mode"] == "assembly" and "o1" in jobs["j1"]["tower"]
+    assert jobs["j8"]["mode"] == "assembly" and "o1" in jobs["j8"]["tower"]
+    assert jobs["j6"]["mode"] == "solo"
+    dropped = sum(
+        int(line.split("dropped=")[1].split()[0])
+        for line in stdout.splitlines()
+        if "favor.stats" in line
+    )
+    assert dropped > 0, "the loss injection dropped nothing"
+    print(f"dropped {dropped} favor messages; rounds: {[jobs[j]['rounds'] for j in paper]}")
+
+
+KILL_TEAM = """
+[[agents]]
+id = "jobs"
+kind = "job_source"
+jobs = [{ job = "job1", robot = "m1", work_s = 4.0 }]
+summary_path = "SUMMARY"
+
+[[agents]]
+id = "m1"
+kind = "factory_robot"
+type = "M"
+silence_s = 0.8
+
+[[agents]]
+id = "o1"
+kind = "factory_robot"
+type = "O1"
+
+[[agents]]
+id = "o1b"
+kind = "factory_robot"
+type = "O1"
+
+[[agents]]
+id = "b1"
+kind = "factory_robot"
+type = "B"
+"""
+
+
+class ReportWatcher(Agent):
+    """Collects every robot's job reports."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reports: list[tuple[str, dict]] = []
+
+    async def setup(self) -> None:
+        self.on_agents("job_report", self._on_report)
+
+    async def _on_report(self, env, topic) -> None:
+        self.reports.append((env.kind, env.body))
+
+    def selected(self) -> list[dict]:
+        return [b for k, b in self.reports if k == "job.selected"]
+
+
+async def test_a_killed_helper_is_replaced(mosquitto, team, tmp_path, agent_procs) -> None:
+    agents = KILL_TEAM.replace("SUMMARY", str(tmp_path / "summary.json"))
+    config = write_config(tmp_path / "team.toml", team, agents, keepalive=1)
+    text = config.read_text().replace('kind = "test"', 'kind = "factory"\nwindow_s = 0.1')
+    config.write_text(text.replace("tick_hz = 20", "tick_hz = 50"))
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    watcher = ReportWatcher(
+        "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+    )
+    async with asyncio.timeout(60), watcher:
+        await watcher.wait_connected(10)
+        for agent_id in ("m1", "o1", "o1b", "b1", "jobs"):
+            procs.start(agent_id)
+        first = await eventually(lambda: watcher.selected(), 40, what="member selection")
+        helper = first[0]["helpers"][0]
+        assert first[0]["mode"] == "assembly" and helper in ("o1", "o1b")
+        await asyncio.sleep(0.5)
+        procs.kill(helper)
+        await eventually(
+            lambda: len(watcher.selected()) >= 2, 10, what="a new selection after the kill"
+        )
+        await eventually(lambda: procs.procs["jobs"].poll() is not None, 20, what="the job done")
+    assert procs.procs["jobs"].returncode == 0, procs.log("jobs")[-3000:]
+    other = "o1b" if helper == "o1" else "o1"
+    second = watcher.selected()[1]
+    assert second["mode"] == "assembly" and second["helpers"] == [other]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    (job,) = summary["jobs"]
+    assert job["status"] == "done" and job["lost"] == [helper] and job["helpers"] == [other]
+    for robot in ("m1", other, "b1"):  # everyone else ends with the run
+        await eventually(lambda r=robot: procs.procs[r].poll() is not None, 10, what=robot)
+        assert procs.procs[robot].returncode == 0
+
+
+async def test_a_helper_low_on_battery_is_replaced(mosquitto, team) -> None:
+    """In-process robots over mosquitto: O1 drains below 30 % while helping, revokes,
+    and M1 re-selects the other O1; every LED goes back to idle."""
+    runtime = RuntimeSettings(tick_hz=50, keepalive_s=2, heartbeat_s=1.0)
+    common = {"team": team, "endpoint": mosquitto.endpoint, "runtime": runtime}
+    m1 = FactoryRobot("m1", robot_type="M", **common)
+    o1 = FactoryRobot("o1", robot_type="O1", battery=0.45, drain_per_s=0.15, **common)
+    o1b = FactoryRobot("o1b", robot_type="O1", **common)
+    source = JobSource(
+        "jobs",
+        robots=["m1", "o1", "o1b"],
+        orders=[JobOrder("j1", "job1", "m1", work_s=2.5)],
+        **common,
+    )
+    async with asyncio.timeout(40), m1, o1, o1b, source:
+        await source.main()
+        await eventually(lambda: o1.led == "idle" and o1b.led == "idle" and m1.led == "idle", 5)
+    (job,) = source.results.values()
+    assert job["status"] == "done" and job["mode"] == "assembly", job
+    assert [x["helper"] for x in job["lost"]] == ["o1"]
+    assert "battery" in job["lost"][0]["reason"]
+    assert job["helpers"] == ["o1b"] and [s["helpers"] for s in job["selections"]] == [
+        ["o1"],
+        ["o1b"],
+    ]
+    assert o1.battery <= 0.3 and not o1.factsheet()["available"]
