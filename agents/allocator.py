@@ -627,7 +627,9 @@ class AllocatorAgent(Agent):
         self._slots: asyncio.Semaphore | None = None
         self._local = threading.local()
         self._done: OrderedDict[tuple[str, str], tuple[str, dict[str, Any]]] = OrderedDict()
-        self._inflight: dict[tuple[str, str], asyncio.Future[tuple[str, dict[str, Any]]]] = {}
+        self._inflight: dict[
+            tuple[str, str], asyncio.Future[tuple[str, dict[str, Any]] | None]
+        ] = {}
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -706,10 +708,11 @@ class AllocatorAgent(Agent):
             return
         if key is not None and key in self._inflight:
             self.stats["allocation.joined"] += 1
-            kind, body = await asyncio.shield(self._inflight[key])
-            await self.reply(env, kind, body)
+            joined = await asyncio.shield(self._inflight[key])
+            if joined is not None:  # None: the first attempt expired unanswered
+                await self.reply(env, *joined)
             return
-        future: asyncio.Future[tuple[str, dict[str, Any]]] = (
+        future: asyncio.Future[tuple[str, dict[str, Any]] | None] = (
             asyncio.get_running_loop().create_future()
         )
         if key is not None:

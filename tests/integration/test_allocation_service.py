@@ -121,6 +121,11 @@ async def test_service_answers_like_an_in_process_solve(
         once = await request_allocation(me, SOLVE, GENERAL, timeout=10, request_id="r-1")
         again = await request_allocation(me, SOLVE, GENERAL, timeout=10, request_id="r-1")
         assert once.corr != again.corr and once.body == again.body
+        # ... and one that arrives while the first is being solved joins that solve
+        twins = await asyncio.gather(
+            *(request_allocation(me, SOLVE, KITTING, timeout=10, request_id="r-2") for _ in "ab")
+        )
+        assert twins[0].corr != twins[1].corr and twins[0].body == twins[1].body
         # malformed requests: an error reply naming the field; the service survives
         bad = [
             ({"problem": {**KITTING["problem"], "p_follow": 1.5}}, "problem.p_follow"),
