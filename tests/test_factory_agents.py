@@ -303,3 +303,18 @@ def test_a_lost_release_is_repeated_when_the_helper_still_reports():
     assert isinstance(again.message, FavorRelease) and again.to == "o1"
     helper.on_message(again.message, 1.02)
     assert helper.lease.state == LeaseState.RELEASED and helper.role == "idle"
+
+
+def test_a_new_round_of_the_same_requester_supersedes_a_held_grant():
+    m = PassiveMatcher()
+    req = FavorRequester(make_robot("M", "m1"), JOBS["job1"], m, window=0.1)
+    first = next(a.message for a in req.start(0.0, ["o1"]) if isinstance(a, Send))
+    helper = FavorResponder(make_robot("O1", "o1"), m)
+    helper.on_request(first, 0.01, [])
+    assert not helper.idle  # held for m1 until the deadline plus the hold
+    second = FavorRequest("m1:job1#2", "m1", first.query, 1, 0.3, ("m1",))
+    out = helper.on_request(second, 0.15, [])
+    assert [type(a.message) for a in out] == [FavorGrant]
+    assert helper.lease.request_id == "m1:job1#2"
+    other = FavorRequest("m2:job1#1", "m2", first.query, 1, 0.3, ("m2",))
+    assert helper.on_request(other, 0.16, []) == []  # still held for m1

@@ -573,6 +573,15 @@ class FavorResponder:
                 del self.seen[rid]
         if req.request_id in self.seen or req.requester == self.robot_id:
             return []
+        held = self.lease
+        if (
+            held is not None
+            and held.state == LeaseState.GRANTED
+            and held.requester == req.requester
+            and held.request_id != req.request_id
+        ):
+            # the requester started a new round: its release of the old grant was lost
+            held.move(LeaseState.REJECTED, now, "superseded")
         self.seen[req.request_id] = req.deadline + self.hold
         out: list[Action] = []
         granted = False
