@@ -78,6 +78,7 @@ ALLOCATION_OPTIONS = SolveOptions(time_limit=DEFAULT_ALLOCATION_LIMIT)
 SCHEDULE_OPTIONS = SolveOptions(time_limit=DEFAULT_SCHEDULE_LIMIT, mip_gap=DEFAULT_SCHEDULE_GAP)
 SOLVERS = ("auto", "gurobi", "highs")
 MIN_BUDGET_S = 0.02  # below this, a solve is not attempted ("deadline" error)
+SOLVE_SHARE = 0.85  # of the time left, what a solver's time limit may take
 
 
 class BadRequest(ValueError):
@@ -476,6 +477,9 @@ def schedule_from_body(body: Mapping[str, Any]) -> Schedule:
 
 
 def _bounded(options: SolveOptions, budget: float) -> SolveOptions:
+    """`options` with the time limit cut to the solver's share of `budget` (the rest is
+    for building the model before and encoding the answer after)."""
+    budget *= SOLVE_SHARE
     limit = budget if options.time_limit is None else min(options.time_limit, budget)
     return SolveOptions(time_limit=max(MIN_BUDGET_S, limit), mip_gap=options.mip_gap, threads=1)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -185,3 +186,46 @@ async def test_replicas_share_the_load_and_a_killed_one_loses_no_request(
         await asyncio.gather(*tasks)
         assert len(answered) == 40
         assert set(answered[killed_at + 4 :]) == {"alloc-b"}
+
+
+def job_shop(jobs: int = 15, machines: int = 8, seed: int = 0) -> dict:
+    """A schedule-only request HiGHS cannot prove optimal in seconds."""
+    rng = random.Random(seed)
+    tasks, precedence = [], []
+    for j in range(jobs):
+        order = list(range(machines))
+        rng.shuffle(order)
+        prev = None
+        for m in order:
+            tid = f"j{j}m{m}"
+            tasks.append({"id": tid, "agent": f"m{m}", "duration": rng.randint(1, 10)})
+            if prev:
+                precedence.append([prev, tid])
+            prev = tid
+    return {
+        "problem": {"tasks": tasks, "precedence": precedence},
+        "options": {"solver": "highs", "schedule": {"time_limit": 60, "mip_gap": 0.0}},
+    }
+
+
+async def test_a_long_solve_is_bounded_by_the_deadline_and_the_service_stays_live(
+    mosquitto: TestBroker, team: str, tmp_path: Path, agent_procs: list
+) -> None:
+    start(tmp_path, mosquitto, team, agent_procs, "alloc")
+    async with asyncio.timeout(30), client(mosquitto, team) as me:
+        beats: list[float] = []
+
+        async def on_heartbeat(env, topic) -> None:
+            if env.sender == "alloc":
+                beats.append(asyncio.get_running_loop().time())
+
+        me.on_agents("heartbeat", on_heartbeat)
+        await eventually(lambda: "alloc" in me.team_view.online("allocator"), 25, what="online")
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        reply = await request_allocation(me, SCHEDULE, job_shop(), timeout=2.0, attempts=1)
+        took = loop.time() - sent
+        assert reply.body["status"] == "feasible" and reply.body["gap"] > 0
+        assert took < 2.0
+        during = [b for b in beats if sent < b < sent + took]
+        assert len(during) >= 0.5 * took / RUNTIME.heartbeat_s, (len(during), took)
