@@ -1,0 +1,169 @@
+"""Seed 002 over the broker: time from job receipt to member selection, methods 1 and 2.
+
+Robots of Table II's mix (``factory_robots(n)``; factory_8's eight at 8), all within communication range
+(ttl 1, so the agent sees n - 1 neighbours, as the paper's method-2 trend assumes),
+on a fresh mosquitto. A job source hands the five paper jobs (job1 to M1, job2 to S2,
+job3b to L1, job4 to B1, job5 to L1) ``--repeats`` times, one at a time on a settled
+team. Per cell:
+
+- ``select``: the agent's own monotonic time from ``job.assign`` receipt to member
+  selection (verification, request, grants, selection, decision); it includes the
+  grant-collection window (``--window``, the request's deadline), which dominates;
+- ``grants``: when the last grant arrived (the broker round trip of the request and
+  every answer); the window could be shortened to about this;
+- ``over``: ``select`` minus the window (tick granularity plus the selection itself).
+
+Modes: ``procs`` runs one OS process per robot through ``teamtree run`` (as a team is
+deployed); ``inproc`` runs every robot in this process, each with its own MQTT client
+(the broker path is the same; CPU is shared). The paper's figures (§VIII.A, Godot
+simulation, Phase 1 time) are printed alongside: 0.17 s for method 1 at 8 and 24
+robots, 0.18 s and 2.53 s for method 2.
+
+    python benchmarks/bench_favors.py [--sizes 8 24 100] [--repeats 3] [--window 0.1]
+
+Prints figures only; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from teamtree.agents import build_agent, configure_logging, load_config
+from teamtree.agents.factory import FactoryRobot, JobSource
+from teamtree.broker import MosquittoBroker, find_mosquitto
+from teamtree.hardware import RobotProfile, factory_robots, make_robot
+
+PAPER = {(1, 8): "0.17 s", (1, 24): "0.17 s", (2, 8): "0.18 s", (2, 24): "2.53 s"}
+JOB_AGENTS = [("job1", "m1"), ("job2", "s2"), ("job3b", "l1"), ("job4", "b1"), ("job5", "l1")]
+
+
+def team(n: int) -> list[RobotProfile]:
+    """``factory_robots(n)``; below 12, factory_8's mix (every paper job has its robots)."""
+    if n >= 12:
+        return factory_robots(n)
+    kinds = ["B", "L", "M", "M", "S1", "S2", "O1", "O2", "O3", "O4", "B"][:n]
+    ids = ["b1", "l1", "m1", "m2", "s1", "s2", "o1", "o2", "o3", "o4", "b2"][:n]
+    return [make_robot(k, i) for k, i in zip(kinds, ids, strict=True)]
+
+
+def write_config(path: Path, n: int, method: int, repeats: int, window: float) -> Path:
+    """A factory of ``n`` robots, every one in range, and the paper jobs ``repeats`` times."""
+    jobs = ", ".join(
+        f'{{ job = "{job}", robot = "{robot}" }}'
+        for _ in range(repeats)
+        for job, robot in JOB_AGENTS
+    )
+    lines = [
+        f'[team]\nname = "bench-{uuid.uuid4().hex[:6]}"',
+        "[runtime]\ntick_hz = 50\nheartbeat_s = 2.0\nkeepalive_s = 5",
+        f'[mission]\nkind = "factory"\ntimeout_s = 600\nmethod = {method}\nttl = 1\n'
+        f"window_s = {window}\nmax_rounds = 1",
+        f'[[agents]]\nid = "jobs"\nkind = "job_source"\nwork_s = 0.05\nsettle_s = 0.2\n'
+        f'start_timeout_s = 300\nsummary_path = "{path.parent / "summary.json"}"\njobs = [{jobs}]',
+    ]
+    for i, robot in enumerate(team(n)):
+        lines.append(
+            f'[[agents]]\nid = "{robot.robot_id}"\nkind = "factory_robot"\ntype = "{robot.kind}"\n'
+            f"position = [{float(i % 10)}, {float(i // 10)}]"
+        )
+    path.write_text("\n\n".join(lines) + "\n")
+    return path
+
+
+def run_procs(config: Path, broker: MosquittoBroker) -> list[dict]:
+    """``teamtree run`` with one process per robot; the summary's job rows."""
+    out = subprocess.run(
+        [sys.executable, "-m", "teamtree.agents", "run", str(config), "--broker", broker.endpoint.url],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"run failed: {out.stdout[-3000:]}{out.stderr[-2000:]}")
+    return json.loads((config.parent / "summary.json").read_text())["jobs"]
+
+
+async def run_inproc(config_path: Path, broker: MosquittoBroker) -> list[dict]:
+    """Every robot in this process, each with its own MQTT client."""
+    config = load_config(config_path)
+    agents = [build_agent(config, s.id, endpoint=broker.endpoint) for s in config.agents]
+    source = next(a for a in agents if isinstance(a, JobSource))
+    async with contextlib.AsyncExitStack() as stack:
+        for agent in agents:
+            await stack.enter_async_context(agent)
+        await source.main()
+    for agent in agents:
+        if isinstance(agent, FactoryRobot):
+            agent.request_stop()
+    return json.loads((config_path.parent / "summary.json").read_text())["jobs"]
+
+
+def cell(rows: list[dict], window: float) -> dict[str, float]:
+    sel = [r["selection_ms"] for r in rows if r.get("selection_ms") is not None]
+    grants = [max(r["grants_ms"]) for r in rows if r.get("grants_ms")]
+    return {
+        "n": len(sel),
+        "select": statistics.median(sel) if sel else float("nan"),
+        "select_max": max(sel) if sel else float("nan"),
+        "grants": statistics.median(grants) if grants else float("nan"),
+        "over": statistics.median(sel) - window * 1000 if sel else float("nan"),
+        "failed": sum(r["status"] != "done" for r in rows),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 24, 100])
+    parser.add_argument("--methods", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--window", type=float, default=0.1, help="grant window, seconds")
+    parser.add_argument(
+        "--mode", choices=["auto", "procs", "inproc"], default="auto",
+        help="auto: processes up to 24 robots, in-process above",
+    )  # fmt: skip
+    args = parser.parse_args()
+    configure_logging("plain", level="warning")
+    if find_mosquitto() is None:
+        sys.exit("mosquitto is not installed (apt-get install -y mosquitto)")
+    print(
+        f"{'robots':>6} {'method':>6} {'mode':>6} {'jobs':>4} {'select p50':>10} "
+        f"{'max':>7} {'grants':>7} {'over':>6} {'failed':>6} {'wall':>6}  paper"
+    )
+    for n in args.sizes:
+        for method in args.methods:
+            mode = args.mode if args.mode != "auto" else ("procs" if n <= 24 else "inproc")
+            with tempfile.TemporaryDirectory() as tmp:
+                config = write_config(Path(tmp) / "f.toml", n, method, args.repeats, args.window)
+                broker = MosquittoBroker()
+
+                async def go(cfg: Path = config, b: MosquittoBroker = broker, m: str = mode):
+                    await b.start()
+                    try:
+                        if m == "procs":
+                            return await asyncio.to_thread(run_procs, cfg, b)
+                        return await run_inproc(cfg, b)
+                    finally:
+                        await b.close()
+
+                t0 = time.monotonic()
+                rows = asyncio.run(go())
+                wall = time.monotonic() - t0
+            c = cell(rows, args.window)
+            print(
+                f"{n:>6} {method:>6} {mode:>6} {c['n']:>4} {c['select']:>8.1f}ms "
+                f"{c['select_max']:>5.0f}ms {c['grants']:>5.1f}ms {c['over']:>4.0f}ms "
+                f"{c['failed']:>6} {wall:>5.0f}s  {PAPER.get((method, n), '-')}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
