@@ -1,15 +1,18 @@
-"""``teamtree study kitting``: seed 001's simulation study (§VI, Tables III and IV).
+"""``teamtree study kitting`` (seed 001's simulation study, §VI, Tables III and IV) and
+``teamtree allocator`` (the allocation service on its own, without a config).
 
-Runs the P_follow × P_error grid, the adaptive planner against non-adaptive ones, N runs
-each, in-process (``planners.allocation.run_study``'s cases, optionally over several
-processes); prints the tables, and writes ``runs.csv``, ``tables.csv`` and ``study.png``
-to ``--out``. Nothing here touches the broker.
+The study runs the P_follow × P_error grid, the adaptive planner against non-adaptive
+ones, N runs each, in-process (``planners.allocation``'s study cases, optionally over
+several processes); prints the tables, and writes ``runs.csv``, ``tables.csv`` and
+``study.png`` to ``--out``. It does not touch the broker.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -18,6 +21,11 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TextIO
 
+from teamtree.agents.allocator import AllocatorAgent
+from teamtree.agents.config import RuntimeSettings
+from teamtree.broker import ConfigError, TopicError
+from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.topics import validate_id
 from teamtree.planners.allocation import (
     P_ERROR_GRID,
     P_FOLLOW_GRID,
@@ -146,7 +154,65 @@ def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # t
         help="log lines as key=value (plain) or JSON",
     )  # fmt: skip
     k.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
-    return {"study": _study}
+    _register_allocator(subparsers)
+    return {"study": _study, "allocator": _allocator}
+
+
+def _ident(what: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        try:
+            return validate_id(value, what)
+        except TopicError as exc:
+            raise argparse.ArgumentTypeError(exc.reason) from None
+
+    return parse
+
+
+def _url(value: str) -> str:
+    try:
+        parse_endpoint(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("[broker] ")) from None
+    return value
+
+
+def _register_allocator(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    a = subparsers.add_parser(
+        "allocator",
+        help="run the allocation service (seed 001 MILPs) for a team",
+        description="Serve allocation.solve / .allocate / .schedule requests on the team "
+        "channel _/allocation of --team until Ctrl-C (see docs/allocation.md). Start "
+        "several with --shared to split the requests (mosquitto).",
+    )
+    a.add_argument("--broker", type=_url, required=True, help="e.g. mqtt://127.0.0.1:1883")
+    a.add_argument("--team", type=_ident("team"), required=True, help="team id")
+    a.add_argument("--id", type=_ident("agent id"), default="allocator", help="agent id")
+    a.add_argument("--shared", action="store_true", help="join $share/<group>/ (replicas)")
+    a.add_argument("--group", type=_ident("share group"), default="allocators")
+    a.add_argument("--workers", type=_count(1), default=1, help="solver threads (default: 1)")
+    a.add_argument("--keepalive", type=_count(1), default=5, help="MQTT keepalive (s)")
+    a.add_argument(
+        "--log-format", choices=("auto", "plain", "json"), default="auto",
+        help="log lines as key=value (plain) or JSON",
+    )  # fmt: skip
+    a.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+
+
+async def _allocator(args: argparse.Namespace) -> int:
+    agent = AllocatorAgent(
+        args.id,
+        team=args.team,
+        endpoint=parse_endpoint(args.broker),
+        runtime=RuntimeSettings(keepalive_s=args.keepalive),
+        shared=args.shared,
+        group=args.group,
+        workers=args.workers,
+    )
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, agent.request_stop)
+    async with agent:
+        return await agent.run_until_stopped()
 
 
 class Progress:

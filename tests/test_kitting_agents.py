@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from teamtree.planners.allocation import (
     RobotAction,
     SubtaskState,
 )
-from tests.conftest import AgentProcs, TestBroker, eventually
+from tests.conftest import REPO, AgentProcs, TestBroker, eventually, teamtree_cmd
 
 TEAM_TOML = """
 [team]
@@ -268,3 +269,20 @@ def test_study_cli_rejects_bad_flags() -> None:
     for bad in (["--runs", "0"], ["--p-follow", "1.5"], ["--schedule-time-limit", "-1"]):
         with pytest.raises(SystemExit):
             parser.parse_args(["study", "kitting", *bad])
+
+
+@pytest.mark.integration
+def test_teamtree_run_kitting_config(tmp_path: Path) -> None:
+    """``teamtree run configs/kitting.toml``: cobot, human and the service, end to end."""
+    from teamtree.broker import find_mosquitto
+
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto is not installed")
+    out = subprocess.run(
+        teamtree_cmd("run", str(REPO / "configs" / "kitting.toml"), "--broker-kind", "mosquitto"),
+        capture_output=True, text=True, timeout=100, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    summary = next(line for line in out.stdout.splitlines() if "kitting.summary" in line)
+    assert "pattern_correct=True" in summary and "##### ##### ##### #####" in summary
+    assert "mission complete: 2 member(s) done" in out.stdout

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -229,3 +231,31 @@ async def test_a_long_solve_is_bounded_by_the_deadline_and_the_service_stays_liv
         assert took < 2.0
         during = [b for b in beats if sent < b < sent + took]
         assert len(during) >= 0.5 * took / RUNTIME.heartbeat_s, (len(during), took)
+
+
+STANDALONE = """
+import argparse, asyncio, sys
+from teamtree.agents.cli_study import register
+parser = argparse.ArgumentParser(prog="teamtree")
+handlers = register(parser.add_subparsers(dest="command", required=True))
+args = parser.parse_args(sys.argv[1:])
+sys.exit(asyncio.run(handlers[args.command](args)))
+"""
+
+
+async def test_standalone_allocator_command(mosquitto: TestBroker, team: str) -> None:
+    """``teamtree allocator`` (through ``register``, as the CLI wires it) serves and stops."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STANDALONE, "allocator", "--broker", mosquitto.url,
+         "--team", team, "--id", "solo", "--log-format", "json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(30), client(mosquitto, team) as me:
+            await eventually(lambda: "solo" in me.team_view.online("allocator"), 25, what="up")
+            reply = await request_allocation(me, SOLVE, GENERAL, timeout=10)
+            assert reply.sender == "solo" and reply.kind == "allocation.result"
+    finally:
+        proc.terminate()
+        _, err = await asyncio.to_thread(proc.communicate, timeout=10)
+    assert proc.returncode == 0, err.decode()[-2000:]
