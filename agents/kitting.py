@@ -177,6 +177,7 @@ class KittingHumanAgent(Agent):
     """
 
     kind = "kitting_human"
+    overridable = frozenset({"p_follow", "p_error", "seed"})
 
     def __init__(
         self,

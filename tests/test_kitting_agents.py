@@ -279,7 +279,8 @@ def test_teamtree_run_kitting_config(tmp_path: Path) -> None:
     if find_mosquitto() is None:
         pytest.skip("mosquitto is not installed")
     out = subprocess.run(
-        teamtree_cmd("run", str(REPO / "configs" / "kitting.toml"), "--broker-kind", "mosquitto"),
+        teamtree_cmd("run", str(REPO / "configs" / "kitting.toml"), "--broker-kind", "mosquitto",
+                     "--set", "p_error=0.1", "--set", "p_follow=0.9"),
         capture_output=True, text=True, timeout=100, cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
