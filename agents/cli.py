@@ -14,6 +14,7 @@ import sys
 import tomllib
 from collections.abc import Sequence
 
+from teamtree.agents.cli_disturb import register as register_disturb
 from teamtree.agents.config import load_config
 from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
@@ -176,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
     timeline.add_argument("--title", default="", help="figure title")
     logging_flags(timeline, "auto")
+
+    for register in EXTRA_COMMANDS:
+        COMMANDS.update(register(sub))
     return parser
 
 
@@ -256,6 +260,9 @@ async def _timeline(args: argparse.Namespace) -> int:
     print(f"wrote {path}")
     return 0
 
+
+#: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
+EXTRA_COMMANDS = [register_disturb]
 
 COMMANDS = {
     "run": _run,
