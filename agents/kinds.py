@@ -14,6 +14,7 @@ from teamtree.agents.hello import HelloAgent
 from teamtree.agents.kitting import CobotAgent, KittingHumanAgent
 from teamtree.agents.ltl_planner import LtlPlannerAgent
 from teamtree.agents.ltl_robot import LtlRobotAgent
+from teamtree.agents.multitask_robot import MultitaskRobot
 from teamtree.agents.recorder import RecorderAgent
 from teamtree.agents.robot import RobotAgent
 from teamtree.agents.world_agent import WorldAgent
@@ -31,6 +32,7 @@ AGENT_KINDS: dict[str, type[Agent]] = {
     KittingHumanAgent.kind: KittingHumanAgent,
     LtlPlannerAgent.kind: LtlPlannerAgent,
     LtlRobotAgent.kind: LtlRobotAgent,
+    MultitaskRobot.kind: MultitaskRobot,
     RecorderAgent.kind: RecorderAgent,
     RobotAgent.kind: RobotAgent,
     SimDriverAgent.kind: SimDriverAgent,
