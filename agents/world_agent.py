@@ -23,6 +23,11 @@ Config (``[[agents]]`` with ``kind = "world"``)::
     [agents.objects.cup]  shape = "cylinder"  dims = [0.04, 0.10]
                           position = [x, y, z]  goal = [x, y, z]  yaw = 0.0
     [agents.robots.pr2]   profile = "pr2"  base = [x, y, z]  yaw = 0.0
+    [agents.hands.alice]  rest = [x, y, z]  speed = 0.3  noise = 0.005
+                          path_noise = 0.1  lift = 0.15  grasp_time = 0.5
+                          release_time = 0.3      # a human's hand (seed 000 §2.3)
+    seed = 0                      # hand path and tracking noise
+    hand_sample_s = 0.05          # simulated s between tracked hand samples
 """
 
 from __future__ import annotations
@@ -42,12 +47,13 @@ from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic, validate_id
 from teamtree.drivers import sim_protocol as proto
 from teamtree.hardware.profiles import PROFILES
-from teamtree.hardware.world import GOAL_TOLERANCE, World
+from teamtree.hardware.world import GOAL_TOLERANCE, HAND_SAMPLE_S, World
 
 WORLD_CHANNEL = "world"
 STATE_CHANNEL = "state"
 EVENTS_CHANNEL = "events"
 _SHAPES = {"box": 3, "cylinder": 2, "sphere": 1}
+_HAND_KEYS = ("speed", "noise", "path_noise", "lift", "grasp_time", "release_time")
 _LOOP_S = 0.02
 
 
@@ -67,10 +73,20 @@ class WorldAgent(Agent):
         zmq_advertise: str | None = None,
         state_period_s: float = 0.2,
         goal_tolerance: float = GOAL_TOLERANCE,
+        hands: dict[str, dict[str, Any]] | None = None,
+        seed: int = 0,
+        hand_sample_s: float = HAND_SAMPLE_S,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
-        self.world = World.from_spec(objects, robots, goal_tolerance=goal_tolerance)
+        self.world = World.from_spec(
+            objects,
+            robots,
+            hands,
+            goal_tolerance=goal_tolerance,
+            seed=seed,
+            hand_sample_s=hand_sample_s,
+        )
         self.time_factor = float(time_factor)
         self.zmq_host = zmq_host
         self.zmq_port = zmq_port
@@ -100,6 +116,9 @@ class WorldAgent(Agent):
         tolerance = reader.positive("goal_tolerance", GOAL_TOLERANCE, "a positive distance (m)")
         objects_raw = reader.take("objects", dict, None, "a table of objects")
         robots_raw = reader.take("robots", dict, None, "a table of robots")
+        hands_raw = reader.take("hands", dict, {}, "a table of human hands")
+        seed = reader.take("seed", int, 0, "a whole number")
+        sample = reader.positive("hand_sample_s", HAND_SAMPLE_S, "a positive number of s")
         if not objects_raw:
             raise reader.error("objects", "is missing or empty; add [agents.objects.<name>]")
         if not robots_raw:
@@ -107,10 +126,11 @@ class WorldAgent(Agent):
         reader.no_extras()
         objects = {name: _object(reader, name, o) for name, o in objects_raw.items()}
         robots = {name: _robot(reader, name, r) for name, r in robots_raw.items()}
+        hands = {name: _hand(reader, name, h) for name, h in hands_raw.items()}
         try:
-            World.from_spec(objects, robots)
+            World.from_spec(objects, robots, hands)
         except SpecificationError as exc:
-            raise reader.error("objects", str(exc)) from None
+            raise reader.error("hands" if "hand" in str(exc) else "objects", str(exc)) from None
         return {
             "objects": objects,
             "robots": robots,
@@ -120,6 +140,9 @@ class WorldAgent(Agent):
             "zmq_advertise": advertise,
             "state_period_s": period,
             "goal_tolerance": tolerance,
+            "hands": hands,
+            "seed": seed,
+            "hand_sample_s": sample,
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -130,6 +153,7 @@ class WorldAgent(Agent):
             "time_factor": self.time_factor,
             "robots": {name: body.spec.name for name, body in self.world.robots.items()},
             "objects": sorted(self.world.objects),
+            "hands": sorted(self.world.hands),
         }
 
     # -- time ----------------------------------------------------------------------
@@ -299,4 +323,28 @@ def _robot(reader: Any, name: str, raw: Any) -> dict[str, Any]:
     }
     if "yaw" in raw:
         out["yaw"] = _numbers(reader, f"{where}.yaw", [raw["yaw"]], 1, "radians")[0]
+    return out
+
+
+def _hand(reader: Any, name: str, raw: Any) -> dict[str, Any]:
+    where = f"hands.{name}"
+    try:
+        validate_id(name, "hand name")
+    except TopicError as exc:
+        raise reader.error(where, exc.reason) from None
+    if not isinstance(raw, dict):
+        raise reader.error(where, "must be a table with rest, speed, noise, ...")
+    unknown = sorted(set(raw) - {"rest", *_HAND_KEYS})
+    if unknown:
+        keys = ", ".join(("rest", *_HAND_KEYS))
+        raise reader.error(f"{where}.{unknown[0]}", f"unknown key; expected {keys}")
+    out: dict[str, Any] = {
+        "rest": _numbers(reader, f"{where}.rest", raw.get("rest"), 3, "[x, y, z]")
+    }
+    for key in _HAND_KEYS:
+        if key in raw:
+            value = _numbers(reader, f"{where}.{key}", [raw[key]], 1, "a number")[0]
+            if value < 0 or (key == "speed" and value == 0):
+                raise reader.error(f"{where}.{key}", f"is {value}; expected a positive number")
+            out[key] = value
     return out

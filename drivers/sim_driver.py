@@ -14,7 +14,10 @@ in  ``<agent>/command/<me>``            ``behaviour.cancel``, 1   command_id (ni
                                         ``.resume``
 out ``<me>/observation``                ``observation``       0   t, robot {name, arm,
                                                                   base, yaw, busy,
-                                                                  paused, ...}, objects
+                                                                  paused, ...}, objects,
+                                                                  hands (if any: each
+                                                                  with its tracked
+                                                                  samples)
 out ``<me>/progress``                   ``behaviour.started``, 1  command_id, node,
                                         ``.paused``,              robot, ok, reason, t
                                         ``.resumed``,
@@ -228,11 +231,14 @@ class SimDriverAgent(Agent):
                     since = max(since, int(event["seq"]))
                     await self._publish_progress(event)
                 body = {"t": obs["t"], "robot": obs["robot"], "objects": obs["objects"]}
+                if "hands" in obs:  # tracked human hands (seed 000 §2.3)
+                    body["hands"] = obs["hands"]
                 now = time.monotonic()
-                changed = (body["robot"], body["objects"]) != last_body
+                changed = (body["robot"], body["objects"], body.get("hands")) != last_body
                 if changed or now - last_published >= self.observation_period:
                     self.observation = body
-                    last_body, last_published = (body["robot"], body["objects"]), now
+                    last_body = (body["robot"], body["objects"], body.get("hands"))
+                    last_published = now
                     with contextlib.suppress(TeamtreeError):
                         await self.publish(OBSERVATION_CHANNEL, "observation", body, qos=0)
                 await asyncio.sleep(self.poll_period)

@@ -21,8 +21,23 @@ pause       robot, command_id (or nil)                            status, comman
 resume      robot, command_id (or nil)                            status, command_id
 move_object object, position [x, y, z], yaw (optional)
 state                                                             t, objects, robots,
-                                                                  violations
+                                                                  violations, hands
+hand_reach  hand, command_id, object, then ("place" | "hold"),    status, command_id
+            goal (optional)
+hand_place  hand, command_id, goal (optional): the held object    status, command_id
+hand_move   hand, command_id, position [x, y, z]                  status, command_id
+hand_cancel hand
+hand_observe hand, since                                          t, hand, objects,
+                                                                  robots, hands,
+                                                                  events, seq
 =========== ===================================================== =====================
+
+``observe`` also takes ``track_s`` (seconds of hand track, default 0.5); when the world
+has human hands its reply carries ``hands: {name: {name, position, holding, busy,
+target, track: [[t, x, y, z], ...]}}`` — tracked, noisy positions (seed 000 §2.3, the
+camera's view of a hand). The ``hand_*`` ops are the simulated person's body: the
+human agent (or ``teamtree human``) moves its hand with them; hand events appear in
+``hand_observe`` under the hand's name.
 
 Reply ``{"v": 1, "rid": int, "ok": bool, "reason": str | nil, ...}``. A malformed
 request gets ``ok = false, reason = "bad_request"`` and a ``detail``.
@@ -47,9 +62,24 @@ from teamtree.hardware.world import World
 PROTOCOL_VERSION = 1
 MAX_MESSAGE = 1 << 20
 """Largest request or reply accepted, bytes."""
-OPS = ("cancel", "execute", "info", "move_object", "observe", "pause", "resume", "state")
+OPS = (
+    "cancel",
+    "execute",
+    "hand_cancel",
+    "hand_move",
+    "hand_observe",
+    "hand_place",
+    "hand_reach",
+    "info",
+    "move_object",
+    "observe",
+    "pause",
+    "resume",
+    "state",
+)
 
 _ROBOT_OPS = {"observe", "execute", "cancel", "pause", "resume"}
+_HAND_OPS = {"hand_cancel", "hand_move", "hand_observe", "hand_place", "hand_reach"}
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -110,6 +140,8 @@ def serve(world: World, message: dict[str, Any], t: float, **info: Any) -> dict[
         if not isinstance(rid, int) or isinstance(rid, bool):
             raise SchemaError("'rid' must be an integer")
         robot = _text(message, "robot") if op in _ROBOT_OPS else None
+        if op in _HAND_OPS:
+            robot = _text(message, "hand")
         handler = _HANDLERS[op]
         reply = handler(world, message, robot, t)
         if op == "info":
@@ -119,11 +151,52 @@ def serve(world: World, message: dict[str, Any], t: float, **info: Any) -> dict[
     return {"rid": rid, **reply}
 
 
-def _observe(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, Any]:
+def _since(m: dict[str, Any]) -> int:
     since = m.get("since", 0)
     if not isinstance(since, int) or isinstance(since, bool) or since < 0:
         raise SchemaError("'since' must be an integer >= 0")
-    return world.observe(robot, t, since)
+    return since
+
+
+def _observe(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, Any]:
+    track_s = m.get("track_s", 0.5)
+    if not isinstance(track_s, int | float) or isinstance(track_s, bool) or track_s < 0:
+        raise SchemaError("'track_s' must be a number >= 0")
+    return world.observe(robot, t, _since(m), float(track_s))
+
+
+def _optional_position(m: dict[str, Any], key: str) -> list[float] | None:
+    return None if m.get(key) is None else _position(m, key)
+
+
+def _hand_reach(world: World, m: dict[str, Any], hand: Any, t: float) -> dict[str, Any]:
+    then = m.get("then", "place")
+    if not isinstance(then, str):
+        raise SchemaError("'then' must be 'place' or 'hold'")
+    return world.hand_reach(
+        hand,
+        _text(m, "command_id"),
+        _text(m, "object"),
+        t,
+        then,
+        _optional_position(m, "goal"),  # type: ignore[arg-type]
+    )
+
+
+def _hand_place(world: World, m: dict[str, Any], hand: Any, t: float) -> dict[str, Any]:
+    return world.hand_place(hand, _text(m, "command_id"), t, _optional_position(m, "goal"))  # type: ignore[arg-type]
+
+
+def _hand_move(world: World, m: dict[str, Any], hand: Any, t: float) -> dict[str, Any]:
+    return world.hand_move(hand, _text(m, "command_id"), _position(m, "position"), t)  # type: ignore[arg-type]
+
+
+def _hand_cancel(world: World, m: dict[str, Any], hand: Any, t: float) -> dict[str, Any]:
+    return world.hand_cancel(hand, t)
+
+
+def _hand_observe(world: World, m: dict[str, Any], hand: Any, t: float) -> dict[str, Any]:
+    return world.observe_hand(hand, t, _since(m))
 
 
 def _execute(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, Any]:
@@ -166,6 +239,11 @@ def _state(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, A
 _HANDLERS: dict[str, Callable[[World, dict[str, Any], Any, float], dict[str, Any]]] = {
     "cancel": _control("cancel"),
     "execute": _execute,
+    "hand_cancel": _hand_cancel,
+    "hand_move": _hand_move,
+    "hand_observe": _hand_observe,
+    "hand_place": _hand_place,
+    "hand_reach": _hand_reach,
     "info": _info,
     "move_object": _move,
     "observe": _observe,

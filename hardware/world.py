@@ -14,19 +14,32 @@ carry    drive (if the goal is out of reach) and move the object to its goal
 release  ``release_time``; then the object is at its goal and the gripper stays there
 ======== =======================================================================
 
+Human hands (seed 000 §2.3, §3.2.1) are bodies too: ``hand_reach`` moves a hand
+along a curved path (a quadratic Bézier arc lifted by ``lift`` × distance and bowed
+sideways by a random ``path_noise`` × distance) at ``speed`` to an object, grasps it
+(``grasp_time``) and either holds it (``then="hold"``) or carries it to its goal and
+releases it (``then="place"``); ``hand_place`` finishes a held object, ``hand_move``
+moves an empty hand, ``hand_cancel`` stops it (putting down what it holds). The world
+samples every hand every ``hand_sample_s`` simulated seconds with Gaussian tracking
+noise (``noise``, metres) — what a camera tracking the hand would report — and
+observations carry the recent track.
+
 Failure reasons: ``busy`` (another command runs), ``held`` (another robot holds the
 object), ``unreachable`` (a fixed base cannot reach object or goal, or a mobile base
 would drive more than ``base_travel``), ``cancelled``, ``unknown_robot``,
-``unknown_object``, ``unknown_behaviour``, ``no_goal``, ``bad_params``. Violations
-(a coordination error made visible): ``double_hold`` when a robot reaches an object
-another robot holds, ``placed_twice`` when an object is placed a second time without
+``unknown_object``, ``unknown_behaviour``, ``no_goal``, ``bad_params``, ``unknown_hand``,
+``not_holding``, ``moved`` (the object left the place a hand reached for). Violations
+(a coordination error made visible): ``double_hold`` when a robot or hand reaches an
+object another robot or hand holds, ``placed_twice`` when an object is placed a second time without
 having been moved since.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import math
+import random
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +62,11 @@ GOAL_TOLERANCE = 0.02
 BEHAVIOURS = ("place",)
 """Behaviour names ``execute`` accepts (case-insensitive)."""
 _EVENT_LOG = 10_000
+HAND_SAMPLE_S = 0.05
+"""Simulated seconds between tracked hand samples."""
+_TRACK_KEEP = 200
+HAND_THEN = ("place", "hold")
+"""What ``hand_reach`` does once the object is grasped."""
 
 
 class CommandStatus(enum.StrEnum):
@@ -157,6 +175,70 @@ class RobotBody:
 
 
 @dataclass(slots=True)
+class _HandLeg:
+    """One hand motion along a quadratic Bézier arc p0 → p1 (control point ``ctrl``)."""
+
+    stage: Stage
+    duration: float
+    p0: Vec3
+    p1: Vec3
+    ctrl: Vec3
+    start: float = 0.0
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+    def at(self, t: float) -> Vec3:
+        f = 1.0 if self.duration <= 0 else min(1.0, max(0.0, (t - self.start) / self.duration))
+        a, b, c = (1 - f) ** 2, 2 * (1 - f) * f, f * f
+        return (
+            a * self.p0[0] + b * self.ctrl[0] + c * self.p1[0],
+            a * self.p0[1] + b * self.ctrl[1] + c * self.p1[1],
+            a * self.p0[2] + b * self.ctrl[2] + c * self.p1[2],
+        )
+
+
+@dataclass(slots=True)
+class _HandJob:
+    command_id: str
+    object: str | None
+    goal: Vec3 | None
+    then: str
+    stage: Stage = Stage.APPROACH
+    legs: deque[_HandLeg] = field(default_factory=deque)
+    holding: bool = False
+
+
+@dataclass(slots=True)
+class HumanHand:
+    """A person's hand in the world: rest pose, speed (m/s), tracking noise (m)."""
+
+    name: str
+    rest: Vec3
+    speed: float = 0.3
+    noise: float = 0.0
+    path_noise: float = 0.0
+    lift: float = 0.15
+    grasp_time: float = 0.5
+    release_time: float = 0.3
+    position: Vec3 | None = None
+    job: _HandJob | None = None
+    holding: str | None = None  #: held after a finished ``then="hold"`` reach
+    track: deque[tuple[float, float, float, float]] = field(
+        default_factory=lambda: deque(maxlen=_TRACK_KEEP)
+    )
+    next_sample: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.rest = _vec3(self.rest, f"hand {self.name!r} rest")
+        if self.position is None:
+            self.position = self.rest
+        if self.speed <= 0 or self.noise < 0 or self.path_noise < 0:
+            raise SpecificationError(f"hand {self.name!r}: speed > 0, noise >= 0 required")
+
+
+@dataclass(slots=True)
 class _Command:
     robot: str
     command_id: str
@@ -181,11 +263,22 @@ class World:
         objects: Iterable[WorldObject],
         robots: Iterable[RobotBody],
         *,
+        hands: Iterable[HumanHand] = (),
         goal_tolerance: float = GOAL_TOLERANCE,
         t0: float = 0.0,
+        seed: int = 0,
+        hand_sample_s: float = HAND_SAMPLE_S,
     ):
         self.objects: dict[str, WorldObject] = {o.name: o for o in objects}
         self.robots: dict[str, RobotBody] = {r.name: r for r in robots}
+        self.hands: dict[str, HumanHand] = {h.name: h for h in hands}
+        clash = set(self.hands) & set(self.robots)
+        if clash:
+            raise SpecificationError(f"hand and robot share the name {sorted(clash)[0]!r}")
+        self.hand_sample_s = float(hand_sample_s)
+        self._rng = random.Random(seed)
+        for hand in self.hands.values():
+            hand.next_sample = float(t0)
         self.goal_tolerance = goal_tolerance
         self.t = float(t0)
         self.version = 0
@@ -199,6 +292,7 @@ class World:
         cls,
         objects: Mapping[str, Mapping[str, Any]],
         robots: Mapping[str, Mapping[str, Any]],
+        hands: Mapping[str, Mapping[str, Any]] | None = None,
         **kwargs: Any,
     ) -> World:
         """Build from plain data, as in a config::
@@ -206,6 +300,9 @@ class World:
             objects = {"cup": {"shape": "cylinder", "dims": [0.04, 0.1],
                                "position": [x, y, z], "goal": [x, y, z], "yaw": 0.0}}
             robots = {"pr2": {"profile": "pr2", "base": [x, y, z], "yaw": 0.0}}
+            hands = {"alice": {"rest": [x, y, z], "speed": 0.3, "noise": 0.005,
+                               "path_noise": 0.1, "lift": 0.15, "grasp_time": 0.5,
+                               "release_time": 0.3}}
 
         Raises SpecificationError naming the object or robot.
         """
@@ -226,7 +323,16 @@ class World:
             )
             for name, r in robots.items()
         ]
-        return cls(objs, bodies, **kwargs)
+        keys = ("speed", "noise", "path_noise", "lift", "grasp_time", "release_time")
+        people = [
+            HumanHand(
+                name,
+                h.get("rest"),
+                **{k: float(h[k]) for k in keys if k in h},  # type: ignore[arg-type]
+            )
+            for name, h in (hands or {}).items()
+        ]
+        return cls(objs, bodies, hands=people, **kwargs)
 
     # -- time ----------------------------------------------------------------------
 
@@ -238,20 +344,27 @@ class World:
                 (r.job.legs[0].end, r.name)
                 for r in self.robots.values()
                 if r.job is not None and r.job.paused_at is None and r.job.legs
-            ]
+            ] + [(h.job.legs[0].end, h.name) for h in self.hands.values() if h.job and h.job.legs]
             if not due:
                 break
             end, name = min(due)
             if end > t:
                 break
+            self._sample_hands(end)
             self.t = max(self.t, end)
-            self._finish_leg(self.robots[name], end)
+            if name in self.hands:
+                self._finish_hand_leg(self.hands[name], end)
+            else:
+                self._finish_leg(self.robots[name], end)
+        self._sample_hands(t)
         self.t = t
 
     @property
     def moving(self) -> bool:
-        """True while some robot is running (not paused) a job."""
-        return any(r.job is not None and r.job.paused_at is None for r in self.robots.values())
+        """True while some robot is running (not paused) a job, or a hand moves."""
+        return any(
+            r.job is not None and r.job.paused_at is None for r in self.robots.values()
+        ) or any(h.job is not None for h in self.hands.values())
 
     # -- commands ------------------------------------------------------------------
 
@@ -406,6 +519,162 @@ class World:
         self.advance(t)
         return _reply(True, None)
 
+    # -- hands ---------------------------------------------------------------------
+
+    def hand_reach(
+        self,
+        hand: str,
+        command_id: str,
+        obj_name: str,
+        t: float,
+        then: str = "place",
+        goal: Sequence[float] | None = None,
+    ) -> dict[str, Any]:
+        """Move `hand` to object `obj_name` and grasp it; then hold it or place it at
+        its goal (`then`). A reach replaces an empty hand's current motion (a person
+        changes their mind); a hand holding something answers ``busy``."""
+        self.advance(t)
+        h = self.hands.get(hand)
+        if h is None:
+            return _reply(False, "unknown_hand")
+        obj = self.objects.get(obj_name)
+        reason: str | None = None
+        target: Vec3 | None = None
+        if then not in HAND_THEN:
+            reason = "bad_params"
+        elif h.holding is not None or (h.job is not None and h.job.holding):
+            reason = "busy"
+        elif obj is None:
+            reason = "unknown_object"
+        elif obj.held_by not in (None, hand):
+            reason = "held"
+        else:
+            try:
+                target = _vec3(goal, "goal") if goal is not None else obj.goal
+            except SpecificationError:
+                reason = "bad_params"
+            if reason is None and target is None and then == "place":
+                reason = "no_goal"
+        if reason is not None or obj is None:
+            self._emit("failed", hand, command_id, None, ok=False, reason=reason)
+            self.version += 1
+            return {**_reply(False, reason), "command_id": command_id, "status": "failed"}
+        self._stop_hand(h, "replaced")
+        job = _HandJob(command_id, obj.name, target, then)
+        job.legs.append(self._hand_leg(h, Stage.APPROACH, h.position, obj.position, self.t))  # type: ignore[arg-type]
+        h.job = job
+        self._emit("started", hand, command_id, None)
+        self.version += 1
+        return {**_reply(True, None), "command_id": command_id, "status": "running"}
+
+    def hand_place(
+        self, hand: str, command_id: str, t: float, goal: Sequence[float] | None = None
+    ) -> dict[str, Any]:
+        """Carry the object `hand` holds to `goal` (default: its goal) and release it."""
+        self.advance(t)
+        h = self.hands.get(hand)
+        if h is None:
+            return _reply(False, "unknown_hand")
+        if h.holding is None or h.job is not None:
+            reason = "busy" if h.job is not None else "not_holding"
+            return {**_reply(False, reason), "command_id": command_id, "status": "failed"}
+        obj = self.objects[h.holding]
+        try:
+            target = _vec3(goal, "goal") if goal is not None else obj.goal
+        except SpecificationError:
+            return _reply(False, "bad_params")
+        if target is None:
+            return _reply(False, "no_goal")
+        job = _HandJob(command_id, obj.name, target, "place", Stage.CARRY, holding=True)
+        job.legs.append(self._hand_leg(h, Stage.CARRY, h.position, target, self.t))  # type: ignore[arg-type]
+        h.job, h.holding = job, None
+        self._emit("started", hand, command_id, None)
+        self.version += 1
+        return {**_reply(True, None), "command_id": command_id, "status": "running"}
+
+    def hand_move(
+        self, hand: str, command_id: str, position: Sequence[float], t: float
+    ) -> dict[str, Any]:
+        """Move an empty `hand` to `position` (e.g. back to rest); replaces a reach."""
+        self.advance(t)
+        h = self.hands.get(hand)
+        if h is None:
+            return _reply(False, "unknown_hand")
+        try:
+            target = _vec3(position, "position")
+        except SpecificationError:
+            return _reply(False, "bad_params")
+        if h.holding is not None or (h.job is not None and h.job.holding):
+            return {**_reply(False, "busy"), "command_id": command_id, "status": "failed"}
+        self._stop_hand(h, "replaced")
+        job = _HandJob(command_id, None, None, "move")
+        job.legs.append(self._hand_leg(h, Stage.APPROACH, h.position, target, self.t))  # type: ignore[arg-type]
+        h.job = job
+        self._emit("started", hand, command_id, None)
+        self.version += 1
+        return {**_reply(True, None), "command_id": command_id, "status": "running"}
+
+    def hand_cancel(self, hand: str, t: float) -> dict[str, Any]:
+        """Stop `hand` where it is; an object it holds is put down there."""
+        self.advance(t)
+        h = self.hands.get(hand)
+        if h is None:
+            return _reply(False, "unknown_hand")
+        self._stop_hand(h, "cancelled")
+        if h.holding is not None:
+            obj = self.objects[h.holding]
+            obj.position, obj.held_by, obj.placements = h.position, None, 0  # type: ignore[assignment]
+            h.holding = None
+            self.version += 1
+        return _reply(True, None)
+
+    def hand_pose(self, hand: str, t: float | None = None) -> Vec3:
+        """Where `hand` is at `t` (default now), interpolated along its motion."""
+        h = self.hands[hand]
+        t = self.t if t is None else t
+        if h.job is not None and h.job.legs and t >= h.job.legs[0].start:
+            return h.job.legs[0].at(t)
+        return h.position  # type: ignore[return-value]
+
+    def hand_view(self, hand: str, track_s: float = 0.0) -> dict[str, Any]:
+        """A hand as a tracker sees it: the latest noisy sample, what it holds, and
+        (with `track_s` > 0) the samples of the last `track_s` seconds as
+        ``[t, x, y, z]`` rows."""
+        h = self.hands[hand]
+        job = h.job
+        latest = h.track[-1][1:] if h.track else self.hand_pose(hand)
+        view: dict[str, Any] = {
+            "name": hand,
+            "position": _out(latest),
+            "holding": h.holding or (job.object if job is not None and job.holding else None),
+            "busy": None if job is None else job.command_id,
+            "target": None if job is None else job.object,
+        }
+        if track_s > 0:
+            since = self.t - track_s
+            view["track"] = [[round(x, 4) for x in s] for s in h.track if s[0] > since]
+        return view
+
+    def observe_hand(self, hand: str, t: float, since: int = 0) -> dict[str, Any]:
+        """What the person owning `hand` sees at `t`: the true hand pose, every object,
+        robot and hand, and the hand's events after sequence `since`."""
+        self.advance(t)
+        h = self.hands.get(hand)
+        if h is None:
+            return _reply(False, "unknown_hand")
+        view = self.hand_view(hand)
+        view["position"] = _out(self.hand_pose(hand))
+        return {
+            **_reply(True, None),
+            "t": round(self.t, 4),
+            "hand": view,
+            "objects": {name: self.object_view(name) for name in self.objects},
+            "robots": {name: self.robot_view(name) for name in self.robots},
+            "hands": {name: self.hand_view(name) for name in self.hands},
+            "events": self.events_since(since, hand),
+            "seq": self._seq,
+        }
+
     # -- views ---------------------------------------------------------------------
 
     def robot_pose(self, robot: str) -> tuple[Vec3, Vec3]:
@@ -420,6 +689,8 @@ class World:
     def object_position(self, name: str) -> Vec3:
         """Where object `name` is now (in the gripper while held)."""
         obj = self.objects[name]
+        if obj.held_by in self.hands:
+            return self.hand_pose(obj.held_by)  # type: ignore[arg-type]
         if obj.held_by is not None:
             return self.robot_pose(obj.held_by)[1]
         return obj.position
@@ -452,12 +723,14 @@ class World:
             "holding": None if job is None or not job.holding else job.object,
         }
 
-    def observe(self, robot: str, t: float, since: int = 0) -> dict[str, Any]:
-        """What `robot`'s driver sees at `t`, plus its events after sequence `since`."""
+    def observe(self, robot: str, t: float, since: int = 0, track_s: float = 0.5) -> dict[str, Any]:
+        """What `robot`'s driver sees at `t`, plus its events after sequence `since`;
+        with hands in the world, ``hands`` carries each hand's last `track_s` seconds
+        of tracked (noisy) samples."""
         self.advance(t)
         if robot not in self.robots:
             return _reply(False, "unknown_robot")
-        return {
+        out = {
             "ok": True,
             "reason": None,
             "t": round(self.t, 4),
@@ -466,16 +739,22 @@ class World:
             "events": self.events_since(since, robot),
             "seq": self._seq,
         }
+        if self.hands:
+            out["hands"] = {name: self.hand_view(name, track_s) for name in self.hands}
+        return out
 
     def state(self, t: float) -> dict[str, Any]:
         """The whole world at `t` (the ``world.state`` body)."""
         self.advance(t)
-        return {
+        out = {
             "t": round(self.t, 4),
             "objects": {name: self.object_view(name) for name in self.objects},
             "robots": {name: self.robot_view(name) for name in self.robots},
             "violations": len(self.violations),
         }
+        if self.hands:
+            out["hands"] = {name: self.hand_view(name) for name in self.hands}
+        return out
 
     def info(self) -> dict[str, Any]:
         """Static description: robots with their profiles and start poses, objects."""
@@ -486,6 +765,10 @@ class World:
             },
             "objects": sorted(self.objects),
             "goal_tolerance": self.goal_tolerance,
+            "hands": {
+                name: {"rest": list(h.rest), "speed": h.speed, "noise": h.noise}
+                for name, h in self.hands.items()
+            },
         }
 
     def events_since(self, seq: int, robot: str | None = None) -> list[dict[str, Any]]:
@@ -654,6 +937,118 @@ class World:
             if obj.placements > 1:
                 self._violation("placed_twice", obj.name, [body.name], job)
             self._end_job(body, CommandStatus.FINISHED, None)
+            return
+        self.version += 1
+
+    # -- hand internals --------------------------------------------------------------
+
+    def _hand_leg(self, h: HumanHand, stage: Stage, p0: Vec3, p1: Vec3, t: float) -> _HandLeg:
+        """An arc from p0 to p1: lifted by ``lift`` and bowed sideways by a random
+        ``path_noise`` share of the distance; duration = arc length / speed."""
+        d = _dist(p0, p1)
+        mid = _lerp(p0, p1, 0.5)
+        dx, dy = p1[0] - p0[0], p1[1] - p0[1]
+        horizontal = math.hypot(dx, dy)
+        side = (0.0, 0.0) if horizontal < 1e-9 else (-dy / horizontal, dx / horizontal)
+        bow = self._rng.gauss(0.0, h.path_noise) * d
+        ctrl = (mid[0] + side[0] * bow, mid[1] + side[1] * bow, mid[2] + h.lift * d)
+        leg = _HandLeg(stage, 0.0, p0, p1, ctrl, start=t)
+        leg.duration = 1.0
+        points = [leg.at(t + i / 16) for i in range(17)]
+        length = sum(_dist(a, b) for a, b in itertools.pairwise(points))
+        leg.duration = length / h.speed
+        return leg
+
+    def _hand_pause(self, h: HumanHand, stage: Stage, duration: float, t: float) -> _HandLeg:
+        p = h.position
+        return _HandLeg(stage, duration, p, p, p, start=t)  # type: ignore[arg-type]
+
+    def _sample_hands(self, until: float) -> None:
+        """Record each hand's tracked position at every sample time up to `until`."""
+        dt = self.hand_sample_s
+        for h in self.hands.values():
+            if until - h.next_sample > _TRACK_KEEP * dt:
+                h.next_sample = until - _TRACK_KEEP * dt
+            while h.next_sample <= until + 1e-9:
+                ts = h.next_sample
+                p = self.hand_pose(h.name, ts)
+                if h.noise > 0:
+                    p = tuple(c + self._rng.gauss(0.0, h.noise) for c in p)  # type: ignore[assignment]
+                h.track.append((round(ts, 4), p[0], p[1], p[2]))
+                h.next_sample = ts + dt
+
+    def _stop_hand(self, h: HumanHand, reason: str) -> None:
+        job = h.job
+        if job is None:
+            return
+        h.position = self.hand_pose(h.name)
+        if job.holding and job.object is not None:
+            obj = self.objects[job.object]
+            obj.position, obj.held_by, obj.placements = h.position, None, 0  # type: ignore[assignment]
+        h.job = None
+        self._emit("failed", h.name, job.command_id, None, ok=False, reason=reason)
+        self.version += 1
+
+    def _end_hand_job(self, h: HumanHand, ok: bool, reason: str | None) -> None:
+        job = h.job
+        assert job is not None
+        h.job = None
+        kind = "finished" if ok else "failed"
+        self._emit(kind, h.name, job.command_id, None, ok=ok, reason=reason)
+        self.version += 1
+
+    def _hand_violation(self, kind: str, obj: str, holders: list[str], job: _HandJob) -> None:
+        self.violations.append(
+            {
+                "seq": len(self.violations) + 1,
+                "t": round(self.t, 4),
+                "kind": kind,
+                "object": obj,
+                "robots": holders,
+                "command_id": job.command_id,
+                "node": None,
+            }
+        )
+
+    def _finish_hand_leg(self, h: HumanHand, end: float) -> None:
+        job = h.job
+        assert job is not None
+        leg = job.legs.popleft()
+        h.position = leg.p1
+        if job.legs:
+            job.legs[0].start = end
+            return
+        if job.object is None:  # a plain move
+            self._end_hand_job(h, True, None)
+            return
+        obj = self.objects[job.object]
+        if job.stage is Stage.APPROACH:
+            if obj.held_by not in (None, h.name):
+                self._hand_violation("double_hold", obj.name, [obj.held_by, h.name], job)  # type: ignore[list-item]
+                self._end_hand_job(h, False, "held")
+                return
+            if _dist(obj.position, h.position) > 0.05:  # type: ignore[arg-type]
+                self._end_hand_job(h, False, "moved")
+                return
+            obj.held_by, job.holding, job.stage = h.name, True, Stage.GRASP
+            job.legs.append(self._hand_pause(h, Stage.GRASP, h.grasp_time, end))
+        elif job.stage is Stage.GRASP:
+            if job.then == "hold":
+                h.holding = obj.name
+                self._end_hand_job(h, True, None)
+                return
+            job.stage = Stage.CARRY
+            job.legs.append(self._hand_leg(h, Stage.CARRY, h.position, job.goal, end))  # type: ignore[arg-type]
+        elif job.stage is Stage.CARRY:
+            job.stage = Stage.RELEASE
+            job.legs.append(self._hand_pause(h, Stage.RELEASE, h.release_time, end))
+        else:
+            obj.held_by, obj.position = None, job.goal  # type: ignore[assignment]
+            obj.placements += 1
+            job.holding = False
+            if obj.placements > 1:
+                self._hand_violation("placed_twice", obj.name, [h.name], job)
+            self._end_hand_job(h, True, None)
             return
         self.version += 1
 

@@ -2,8 +2,9 @@
 
 Pure: tree model and parser (``tree``), node states (``status``), activation
 spreading (``activation``), the peer rule as a state machine (``peer``), activation
-metrics and the grasp pipeline (``metrics``), a text renderer (``render``) and a
-discrete-event simulation of a team (``peer_sim``).
+metrics and the grasp pipeline (``metrics``), a text renderer (``render``), a
+discrete-event simulation of a team (``peer_sim``), and the theory of mind: intent
+from hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
 """
 
 from teamtree.planners.tasktree.activation import (
@@ -65,6 +66,16 @@ from teamtree.planners.tasktree.peer_sim import (
 )
 from teamtree.planners.tasktree.render import WalkStep, render_unicode, walk
 from teamtree.planners.tasktree.status import NodeStatus
+from teamtree.planners.tasktree.theory_of_mind import (
+    HandSample,
+    HumanModel,
+    IntentChange,
+    IntentParams,
+    IntentTracker,
+    ModelUpdate,
+    approach_geometry,
+    fit_motion,
+)
 from teamtree.planners.tasktree.tree import (
     NodeKind,
     TaskNode,
@@ -91,8 +102,14 @@ __all__ = [
     "GraspOrientation",
     "GraspResult",
     "GraspScorer",
+    "HandSample",
+    "HumanModel",
+    "IntentChange",
+    "IntentParams",
+    "IntentTracker",
     "JoinSpec",
     "LeafScore",
+    "ModelUpdate",
     "NetworkModel",
     "NodeActivation",
     "NodeKind",
@@ -119,9 +136,11 @@ __all__ = [
     "Tick",
     "Transition",
     "WalkStep",
+    "approach_geometry",
     "check_invariants",
     "conflict_set",
     "distance_score",
+    "fit_motion",
     "leaf_potentials",
     "node_statuses",
     "orientation_ok",
