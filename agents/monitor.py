@@ -62,6 +62,7 @@ class AgentRow:
     done: list[str] = field(default_factory=list)
     last_seen_ms: int = 0
     messages: int = 0
+    works_tree: bool = False  #: it publishes node transitions or snapshots
     heartbeat: dict[str, Any] = field(default_factory=dict)
 
 
@@ -158,6 +159,7 @@ class MonitorState:
             self._transition(env.sender, body)
         elif kind == "node.snapshot":
             row = self.row(env.sender)
+            row.works_tree = True
             working = body.get("working")
             row.node = working if isinstance(working, str) else None
             row.status = f"working {self.label(row.node)}" if row.node else row.status
@@ -189,6 +191,7 @@ class MonitorState:
         if not isinstance(node, str):
             return
         row = self.row(agent)
+        row.works_tree = True
         if status == "working":
             row.node, row.status = node, f"working {self.label(node)}"
         elif status == "done":
@@ -264,7 +267,9 @@ class MonitorState:
                 "node_label": self.label(row.node) or None,
                 "status": row.status,
                 "done": list(row.done),
-                "progress": {"done": len(row.done), "of": total} if total else None,
+                "progress": (
+                    {"done": len(row.done), "of": total} if total and row.works_tree else None
+                ),
                 "last_seen_ms": row.last_seen_ms,
                 "messages": row.messages,
             }
