@@ -96,6 +96,7 @@ class Agent:
         max_payload: int = MAX_PAYLOAD,
         username: str | None = None,
         password: str | None = None,
+        clean_session: bool = False,
     ):
         self.id = validate_id(agent_id, "agent id")
         self.team = validate_id(team, "team")
@@ -131,6 +132,7 @@ class Agent:
             keepalive=self.runtime.keepalive_s,
             username=username,
             password=password,
+            clean_session=clean_session,
         )
 
     # -- hooks for subclasses ------------------------------------------------------

@@ -616,13 +616,11 @@ class AllocatorAgent(Agent):
         margin_ms: int = 30,
         **kwargs: Any,
     ):
+        # A replica's subscription must die with it: with a persistent session the
+        # broker keeps routing its share of the requests to the dead session's queue.
+        kwargs.setdefault("clean_session", shared)
         super().__init__(*args, **kwargs)
         self.shared = shared
-        if shared:
-            # A replica's subscription must die with it: with a persistent session the
-            # broker keeps routing its share of the requests to the dead session's queue.
-            # (Agent has no clean_session parameter yet; Connection has.)
-            self.connection._clean_session = True
         self.group = group
         self.workers = workers
         self.cache_size = cache_size

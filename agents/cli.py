@@ -15,6 +15,7 @@ import tomllib
 from collections.abc import Sequence
 
 from teamtree.agents.cli_disturb import register as register_disturb
+from teamtree.agents.cli_study import register as register_study
 from teamtree.agents.config import load_config
 from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
@@ -262,7 +263,7 @@ async def _timeline(args: argparse.Namespace) -> int:
 
 
 #: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
-EXTRA_COMMANDS = [register_disturb]
+EXTRA_COMMANDS = [register_disturb, register_study]
 
 COMMANDS = {
     "run": _run,
