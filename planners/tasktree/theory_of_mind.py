@@ -10,15 +10,20 @@ object is the smallest". Readings chosen here, where the paper gives no numbers:
 
 - Smoothing: a least-squares line through the hand samples of the last ``window_s``
   seconds gives the hand's position ``p`` and velocity ``v`` (noise averages out; a
-  window of 0.25 s at 20 Hz is 5 samples).
+  window of 0.25 s at 20 Hz is 6 samples).
 - Per candidate object at ``x``: closing rate ``r = v·(x-p)/|x-p|`` (how fast the
   distance decreases, m/s) and angle ``θ = acos(r/|v|)`` between the movement vector
   and the hand-to-object vector.
+- Geometry is measured in the table plane (x, y) by default (``planar``): a reach
+  lifts the hand and lowers it again, which says nothing about which object on the
+  table it is for, and in 3-D the lift made objects *behind* the target win early.
 - The hand must move (``|v| ≥ min_speed``); a candidate needs ``θ ≤ max_angle_deg``
-  and ``r ≥ min_closing``. Among candidates the score ``r/|v| + r/r_max`` favours the
-  smallest angle and the fastest-decreasing distance (the two criteria agree for one
-  instantaneous velocity; they part when objects lie at different distances along the
-  same bearing, and then the nearer object, whose bearing changes faster, wins).
+  and ``r ≥ min_closing``. The smallest angle wins; for one velocity it is also the
+  fastest-decreasing distance (``r = |v| cos θ``), so the paper's two criteria agree.
+  Optionally (``tie_deg`` > 0) objects on nearly the same bearing count as tied and
+  the nearest wins. Measured (benchmarks/bench_intent.py), the tie rule, and a running
+  mean of each object's angle, both lowered the accuracy of the first inferred object
+  on curved reaches, so both are off; the window's line fit is the only smoothing.
 - An object wins after ``confirm`` consecutive updates with the same best candidate
   (a hysteresis against noise). The intent then stays until another object is
   confirmed, the hand moves away from it (``r ≤ -min_closing`` for ``confirm``
@@ -75,16 +80,20 @@ class IntentParams:
     """Seconds of samples in the least-squares fit."""
     min_samples: int = 3
     """Fewer samples in the window: no estimate."""
-    min_speed: float = 0.04
+    min_speed: float = 0.08
     """m/s; a slower hand is still and starts no new intent."""
     max_angle_deg: float = 35.0
     """Largest angle between movement and hand-to-object vectors for a candidate."""
     min_closing: float = 0.03
     """m/s; slowest decrease of distance for a candidate."""
-    confirm: int = 2
+    confirm: int = 3
     """Consecutive updates with the same best candidate before it becomes the intent."""
     touch_radius: float = 0.05
     """m; a hand this close to an object has it as its intent."""
+    planar: bool = True
+    """Measure velocity and angles in the table plane (x, y) only."""
+    tie_deg: float = 0.0
+    """Candidates within this many degrees of the smallest angle tie; the nearest wins."""
 
     def __post_init__(self) -> None:
         if self.window_s <= 0 or self.min_samples < 2 or self.confirm < 1:
@@ -190,6 +199,10 @@ class IntentTracker:
         if motion is None:
             return None
         position, velocity = motion
+        if p.planar:
+            position = (position[0], position[1], 0.0)
+            velocity = (velocity[0], velocity[1], 0.0)
+            objects = {n: (x[0], x[1], 0.0) for n, x in objects.items()}
         speed = math.sqrt(sum(c * c for c in velocity))
         self.last_scores = {
             name: approach_geometry(position, velocity, pos) for name, pos in objects.items()
@@ -203,20 +216,18 @@ class IntentTracker:
             if self._away >= p.confirm:
                 self._away = 0
                 return self._set(None, "moving away")
-        max_angle = math.radians(p.max_angle_deg)
+        max_angle, tie = math.radians(p.max_angle_deg), math.radians(p.tie_deg)
         candidates = {
-            name: (closing, angle)
-            for name, (_d, closing, angle) in self.last_scores.items()
+            name: (d, angle)
+            for name, (d, closing, angle) in self.last_scores.items()
             if angle <= max_angle and closing >= p.min_closing
         }
         if not candidates:
             self._candidate, self._streak = None, 0
             return None
-        r_max = max(c for c, _ in candidates.values())
-        best = max(
-            sorted(candidates),
-            key=lambda n: candidates[n][0] / speed + candidates[n][0] / r_max,
-        )
+        smallest = min(angle for _, angle in candidates.values())
+        tied = [n for n, (_, angle) in candidates.items() if angle <= smallest + tie]
+        best = min(sorted(tied), key=lambda n: candidates[n][0])
         if best == self._candidate:
             self._streak += 1
         else:
