@@ -12,15 +12,30 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``<me>/events``        ``node.claim_decided`` each claim won or lost, and why
 - ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume``
 - from the driver: ``<driver>/observation`` and ``<driver>/progress``
+- humans (seed 000 §2.3, Figs. 4-6; docs/humans.md): ``_/dialog`` ``dialog.ask``
+  (request to one human, answered ``dialog.answer``), ``<me>/dialog``
+  ``dialog.resolved``, ``<me>/belief/<human>`` ``tom.belief`` (retained)
 
 The planner (``TaskController``) decides; this class only feeds it facts (messages,
 presence, observations turned into activation potentials) and carries out its actions.
+
+Humans. For each human teammate the robot keeps a ``HumanModel`` (a simulated
+controller) updated only from the hand tracks in its driver's observations. In the
+``TaskController`` a human is a peer whose claim replies the robot answers itself,
+from the model ("peer checks against the model"): a leaf active in the model is
+reported ``working`` by the human, so a robot checking it concedes (Fig. 5 step 2).
+A leaf that becomes active in the model while this robot works on it is a conflict:
+the robot pauses and asks the human over the dialog channel (Fig. 5 step 5). "continue"
+(or no answer by the deadline): the robot cancels, lowers the leaf's activation and
+picks another (Fig. 5 steps 6-8). "concede": the robot resumes (Fig. 6) and the model
+no longer activates that leaf for the human.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import uuid
 from typing import Any, ClassVar
 
@@ -29,7 +44,7 @@ import numpy as np
 from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.team_view import Presence
-from teamtree.broker import ConfigError, ConnectError, SpecificationError
+from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -45,6 +60,9 @@ from teamtree.planners.tasktree import (
     ClaimReply,
     ConnectionChanged,
     GraspScorer,
+    HandSample,
+    HumanModel,
+    ModelUpdate,
     NodeReport,
     NodeStatus,
     PauseBehaviour,
@@ -75,6 +93,10 @@ SNAPSHOT = "snapshot"
 MISSION = "mission"
 COMMAND = "command"
 METRICS = ("distance", "distance+grasp")
+DIALOG = "dialog"
+BELIEF = "belief"
+ANSWERS = ("continue", "concede")
+HUMAN_KIND = "human"
 
 
 def mission_tree(config: TeamConfig) -> TaskTree:
@@ -175,7 +197,10 @@ class RobotAgent(Agent):
     "distance+grasp"), ``w_d``, ``w_g``, ``rule`` ("earliest" or "potential"),
     ``seed``, ``start_timeout_s`` (how long to wait for the config's other robots),
     ``min_grasp`` (grasp scores below it count as 0: seed 000's tables round to whole
-    numbers, and an off-centre chord of a too-wide sphere scores a fraction of 1).
+    numbers, and an off-centre chord of a too-wide sphere scores a fraction of 1),
+    ``humans`` (extra human teammates' ids, e.g. ones at a terminal; every ``human``
+    agent of the config is one already), ``dialog_timeout_s`` (how long a question
+    waits for its answer; then the robot concedes).
     """
 
     kind = "robot"
@@ -195,9 +220,20 @@ class RobotAgent(Agent):
         expect_peers: list[str] | None = None,
         start_timeout_s: float = 10.0,
         min_grasp: float = 1.0,
+        humans: dict[str, str] | None = None,
+        dialog_timeout_s: float = 5.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        self.humans: dict[str, str] = dict(humans or {})  # human id -> hand name
+        self.dialog_timeout_s = dialog_timeout_s
+        self.models: dict[str, HumanModel] = {
+            h: HumanModel(tree, h, hand) for h, hand in self.humans.items()
+        }
+        self._human_stamp: dict[str, tuple[int, int, str]] = {}
+        self._dialogs: dict[str, asyncio.Task[None]] = {}
+        self._local: list[Any] = []
+        self.dialog_log: list[dict[str, Any]] = []
         self.tree = tree
         self.profile = profile
         self.driver = driver
@@ -216,6 +252,7 @@ class RobotAgent(Agent):
         self.objects: dict[str, ShapePrimitive] = {}
         self.scores: dict[str, dict[str, float]] = {}
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
+        self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
         self.goals: dict[str, tuple[float, ...]] = {}
         self.body = profile_spec(profile)
@@ -244,8 +281,17 @@ class RobotAgent(Agent):
         seed = reader.take("seed", int, 0, "a whole number")
         start_timeout = reader.take("start_timeout_s", (int, float), 10.0, "seconds")
         min_grasp = reader.take("min_grasp", (int, float), 1.0, "a grasp score (0-100)")
+        extra = reader.take("humans", list, [], "a list of human agent ids")
+        dialog_timeout = reader.positive("dialog_timeout_s", 5.0, "a positive number of s")
         reader.no_extras()
         peers = [m.id for m in config.members if m.kind == cls.kind]
+        humans = {
+            a.id: str(a.params.get("hand", a.id)) for a in config.agents if a.kind == HUMAN_KIND
+        }
+        for h in extra:
+            if not isinstance(h, str) or not h:
+                raise reader.error("humans", f"has {h!r}; expected agent ids (strings)")
+            humans.setdefault(h, h)
         return {
             "tree": mission_tree(config),
             "profile": profile,
@@ -258,6 +304,8 @@ class RobotAgent(Agent):
             "expect_peers": peers,
             "start_timeout_s": float(start_timeout),
             "min_grasp": float(min_grasp),
+            "humans": humans,
+            "dialog_timeout_s": dialog_timeout,
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -266,6 +314,7 @@ class RobotAgent(Agent):
             "profile": self.profile,
             "driver": self.driver,
             "metric": self.metric_name,
+            "humans": sorted(self.humans),
         }
 
     # -- wiring ------------------------------------------------------------------
@@ -293,13 +342,20 @@ class RobotAgent(Agent):
             return
         for action in self.controller.handle(event, self._now()):
             await self._act(action)
+        while self._local:  # replies the human models give to our claims
+            await self.feed(self._local.pop(0))
         if self.controller.mission_done and self.controller.my_working is None:
             self._mission_done.set()
 
     async def _act(self, action: Any) -> None:
         match action:
             case PublishClaim(claim=claim, to=to):
-                await self.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True, to=to)
+                if to is None or to not in self.humans:
+                    body = claim_to_wire(claim)
+                    await self.publish(CLAIMS, "node.claim", body, team=True, to=to)
+                for human in self.humans:
+                    if to in (None, human):
+                        self._local.append(self._model_reply(claim, human))
             case PublishReply(reply=reply):
                 await self.publish(
                     CLAIM_REPLY, "node.claim_reply", reply_to_wire(reply), recipient=reply.claimant
@@ -360,13 +416,16 @@ class RobotAgent(Agent):
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
             leaf = self.tree[node]
-            score = self.scores.get(node, {})
+            score = self.scores.setdefault(node, {})
+            name = leaf.param_dict.get("object")
+            if score.get("grasp") is None and self.arm is not None and name in self.objects:
+                score["grasp"] = self._grasp(name, self.objects[name])
             self.log.info(
                 "behaviour.started",
                 node=node,
                 label=leaf.label,
                 potential=round(score.get("potential", 0.0), 4),
-                grasp=round(score.get("grasp", 0.0), 1),
+                grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
             )
             body = {
                 "command_id": command_id,
@@ -476,11 +535,18 @@ class RobotAgent(Agent):
             return
         try:
             self._absorb_observation(env.body)
-        except (KeyError, TypeError, ValueError, SpecificationError) as exc:
+            updates = self._observe_humans(env.body)
+        except (KeyError, TypeError, ValueError, IndexError, SpecificationError) as exc:
             self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
             return
         await self.feed(PotentialsChanged(self._potentials()))
-        grasps = {leaf: round(score["grasp"], 2) for leaf, score in self.scores.items()}
+        for human, update in updates:
+            await self._apply_model(human, update)
+        grasps = {
+            leaf: round(score["grasp"], 2)
+            for leaf, score in self.scores.items()
+            if score.get("grasp") is not None
+        }
         if grasps != self._published_grasps:
             self._published_grasps = grasps
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
@@ -510,9 +576,32 @@ class RobotAgent(Agent):
     def _arm_model(self, base: tuple[float, ...]) -> ArmModel:
         return arm_model(self.profile, base[:3], yaw=base[3])
 
+    def _grasp(self, name: str, shape: ShapePrimitive) -> float:
+        """Grasp score of `shape` for this arm (0-100; below `min_grasp` counts as 0),
+        cached per object pose and arm base: it does not change as the arm moves."""
+        assert self.arm is not None
+        key = (name, shape.position, shape.yaw, self.arm.base_position)
+        if key not in self._grasp_cache:
+            self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
+        grasp = self._grasp_cache[key]
+        return 0.0 if grasp < self.min_grasp else grasp  # tables round; a chord is no grasp
+
+    def _reachable(self, name: str, shape: ShapePrimitive) -> bool:
+        """Whether the world would accept PLACE(name) from here (cached per pose)."""
+        goal = self.goals.get(name)
+        if goal is None or self._base is None:
+            return True
+        key = (name, shape.position, goal, self._base)
+        if key not in self._reach_cache:
+            self._reach_cache[key] = can_place(
+                self.body, self._base[:3], self._base[3], shape.position, goal
+            )
+        return self._reach_cache[key]
+
     def _potentials(self) -> dict[str, float]:
-        """Eq. 1 per leaf from the latest observation; grasp scores are cached per
-        object pose and arm base, since only the distance term changes as the arm moves."""
+        """Eq. 1 per leaf from the latest observation. Grasp scores are computed only
+        under distance+grasp (they cost the most CPU); distance-only runs score the
+        grasp of a behaviour when it starts, for the log."""
         if self.arm is None or self.arm_position is None:
             return {}
         out: dict[str, float] = {}
@@ -522,20 +611,10 @@ class RobotAgent(Agent):
             if shape is None:
                 out[leaf] = 0.0
                 continue
-            key = (name, shape.position, shape.yaw, self.arm.base_position)
-            if key not in self._grasp_cache:  # scored under either metric, for the log
-                self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
-            grasp = self._grasp_cache[key]
-            if grasp < self.min_grasp:  # a marginal chord grasp is no grasp (tables round)
-                grasp = 0.0
-            potential = self.metric.potential(shape.position, self.arm_position, grasp)
-            goal = self.goals.get(name)
-            if goal is not None and self._base is not None:
-                reachable = can_place(
-                    self.body, self._base[:3], self._base[3], shape.position, goal
-                )
-                if not reachable:  # the world would answer "unreachable"
-                    potential = 0.0
+            grasp = self._grasp(name, shape) if self.metric.use_grasp else None
+            potential = self.metric.potential(shape.position, self.arm_position, grasp or 0.0)
+            if not self._reachable(name, shape):  # the world would answer "unreachable"
+                potential = 0.0
             out[leaf] = potential
             self.scores[leaf] = {
                 "potential": potential,
@@ -543,6 +622,151 @@ class RobotAgent(Agent):
                 "distance": distance_score(shape.position, self.arm_position),
             }
         return out
+
+    # -- humans: theory of mind and dialogs (seed 000 §2.3, Figs. 4-6) -------------
+
+    def _observe_humans(self, body: dict[str, Any]) -> list[tuple[str, ModelUpdate]]:
+        """Feed each human model the hand track in one observation."""
+        hands = body.get("hands") or {}
+        out = []
+        done = self.controller.done if self.controller is not None else set()
+        for human, hand in self.humans.items():
+            view = hands.get(hand)
+            if not isinstance(view, dict):
+                continue
+            samples = [
+                HandSample(float(r[0]), (float(r[1]), float(r[2]), float(r[3])))
+                for r in view.get("track") or []
+            ]
+            if not samples:
+                position = tuple(float(v) for v in view["position"])
+                samples = [HandSample(float(body["t"]), position)]  # type: ignore[arg-type]
+            model = self.models[human]
+            before = model.belief()
+            update = model.observe(
+                float(body["t"]), samples, body["objects"], view.get("holding"), done
+            )
+            if update or model.belief()["intent_object"] != before["intent_object"]:
+                out.append((human, update))
+        return out
+
+    def _model_reply(self, claim: Claim, human: str) -> ClaimReply:
+        """The simulated human controller's answer to our claim (Fig. 4/5 step 2)."""
+        model = self.models[human]
+        assert self.controller is not None
+        reports = []
+        others = sorted(self.controller.conflicts(claim.node) - {claim.node})
+        for node in [claim.node, *others]:
+            if node in model.done:
+                reports.append(NodeReport(node, PeerState.DONE))
+            elif node == model.active:
+                stamp = self._human_stamp.get(human) or self._now()
+                reports.append(NodeReport(node, PeerState.WORKING, agent=human, stamp=stamp))
+            elif node == claim.node:
+                reports.append(NodeReport(node, PeerState.NONE))
+        return ClaimReply(
+            claim.claim_id, claim.node, claim.claimant, human, tuple(reports), claim.round
+        )
+
+    async def _apply_model(self, human: str, update: ModelUpdate) -> None:
+        """Log and publish the belief; carry the model's changes into the controller."""
+        model = self.models[human]
+        belief = model.belief()
+        self.log.info("tom.belief", reason=update.reason or None, **belief)
+        await self.publish(BELIEF, "tom.belief", belief, recipient=human, retain=True)
+        if self.controller is None:
+            return
+        for node in update.done:
+            await self.feed(Transition(node, human, NodeStatus.DONE, self._now()))
+        await self._reconcile(human)
+
+    async def _reconcile(self, human: str) -> None:
+        """Make the controller's view of `human` match the model: release leaves the
+        human left, mark the active one worked on, or open a dialog on a conflict."""
+        c = self.controller
+        if c is None:
+            return
+        active = self.models[human].active
+        for node, (agent, _stamp) in list(c.working.items()):
+            if agent == human and node != active:
+                await self.feed(Transition(node, human, NodeStatus.INACTIVE, self._now()))
+        if active is None or active in c.done:
+            return
+        if active == c.my_working:
+            if active not in self._dialogs:
+                self._dialogs[active] = self.spawn(self._dialog(human, active), "dialog")
+            return
+        if active in self._dialogs or c.working.get(active, ("",))[0] == human:
+            return
+        stamp = self._now()
+        self._human_stamp[human] = stamp
+        if c.pending_claim is not None and c.pending_claim.node == active:
+            self.log.info("human.conflict_conceded", human=human, node=active)
+        await self.feed(Transition(active, human, NodeStatus.WORKING, stamp))
+
+    async def _dialog(self, human: str, node: str) -> None:
+        """Ask `human` whether they continue with `node` (Figs. 5, 6): the robot pauses
+        meanwhile; "continue" or no answer → the robot yields, "concede" → it resumes."""
+        leaf = self.tree[node]
+        obj = leaf.param_dict.get("object")
+        dialog_id = f"{self.id}-{uuid.uuid4().hex[:10]}"
+        body = {
+            "dialog_id": dialog_id,
+            "robot": self.id,
+            "human": human,
+            "node": node,
+            "label": leaf.label,
+            "object": obj,
+            "question": f"We both went for {leaf.label}. Do you want to continue with it?",
+            "options": list(ANSWERS),
+            "timeout_s": self.dialog_timeout_s,
+        }
+        try:
+            await self._command("behaviour.pause", node)
+            self.log.info("dialog.asked", human=human, node=node, label=leaf.label, id=dialog_id)
+            start = time.monotonic()
+            how = "answered"
+            try:
+                reply = await self.request(
+                    DIALOG, "dialog.ask", body, to=human, timeout=self.dialog_timeout_s
+                )
+                answer = reply.body.get("answer") if isinstance(reply.body, dict) else None
+                if answer not in ANSWERS:
+                    answer, how = "continue", "invalid"
+            except TeamtreeError:
+                answer, how = "continue", "timeout"
+            rtt_ms = round((time.monotonic() - start) * 1000, 1)
+            robot_continues = answer == "concede"
+            resolved = {
+                "dialog_id": dialog_id,
+                "robot": self.id,
+                "human": human,
+                "node": node,
+                "label": leaf.label,
+                "answer": answer,
+                "how": how,
+                "rtt_ms": rtt_ms,
+                "robot_continues": robot_continues,
+            }
+            self.dialog_log.append(resolved)
+            self.log.info("dialog.resolved", **{k: v for k, v in resolved.items() if k != "robot"})
+            await self.publish(DIALOG, "dialog.resolved", resolved)
+            c = self.controller
+            if c is None or c.my_working != node:
+                return  # finished or taken meanwhile
+            if robot_continues:
+                self.models[human].concede(node)
+                await self._command("behaviour.resume", node)
+                await self._reconcile(human)
+            else:
+                await self._command("behaviour.cancel", node)
+                await self.feed(BehaviourFinished(node, False))  # lowers its activation
+                stamp = self._now()
+                self._human_stamp[human] = stamp
+                await self.feed(Transition(node, human, NodeStatus.WORKING, stamp))
+                await self._reconcile(human)
+        finally:
+            self._dialogs.pop(node, None)
 
     # -- the mission -------------------------------------------------------------
 
@@ -584,6 +808,9 @@ class RobotAgent(Agent):
             await self.feed(event)
         for member in peers:
             await self.feed(PresenceChanged(member, True))
+        for human in self.humans:  # peers whose replies the models give
+            await self.feed(PresenceChanged(human, True))
+            await self._reconcile(human)
         await self._mission_done.wait()
         await self._publish_snapshot(self.controller.snapshot(self._now()))
         done = [self.tree[e["node"]].label for e in self.executed if e["ok"]]
