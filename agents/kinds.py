@@ -11,6 +11,7 @@ from teamtree.agents.config import AgentSpec, TeamConfig
 from teamtree.agents.echo import EchoAgent
 from teamtree.agents.factory import FactoryRobot, JobSource
 from teamtree.agents.hello import HelloAgent
+from teamtree.agents.human import HumanAgent
 from teamtree.agents.kitting import CobotAgent, KittingHumanAgent
 from teamtree.agents.ltl_planner import LtlPlannerAgent
 from teamtree.agents.ltl_robot import LtlRobotAgent
@@ -28,6 +29,7 @@ AGENT_KINDS: dict[str, type[Agent]] = {
     EchoAgent.kind: EchoAgent,
     FactoryRobot.kind: FactoryRobot,
     HelloAgent.kind: HelloAgent,
+    HumanAgent.kind: HumanAgent,
     JobSource.kind: JobSource,
     KittingHumanAgent.kind: KittingHumanAgent,
     LtlPlannerAgent.kind: LtlPlannerAgent,

@@ -721,6 +721,7 @@ class World:
             "node": None if job is None else job.node,
             "paused": job is not None and job.paused_at is not None,
             "holding": None if job is None or not job.holding else job.object,
+            "object": None if job is None else job.object,
         }
 
     def observe(self, robot: str, t: float, since: int = 0, track_s: float = 0.5) -> dict[str, Any]:
