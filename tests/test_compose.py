@@ -1,0 +1,302 @@
+"""compose.yaml, checked without docker: its structure, and its services' commands run
+as local processes against a local mosquitto (compose host names → 127.0.0.1, ports →
+free ports, volumes → temporary directories) until the tea party is done."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from teamtree.broker import find_mosquitto, free_port, wait_for_port
+from tests.conftest import REPO
+from tests.ops_support import agent_cmd, ops_cmd
+
+yaml = pytest.importorskip("yaml")
+
+COMPOSE = REPO / "compose.yaml"
+AGENT_SERVICES = {
+    "world",
+    "allocator-1",
+    "allocator-2",
+    "pr2-driver",
+    "baxter-driver",
+    "pr2",
+    "baxter",
+    "human",
+}
+
+
+def load_compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+_VAR = re.compile(r"\$\$|\$\{(\w+)(?::?-([^}]*))?\}")
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """compose's variable interpolation: ${X}, ${X:-default}, $$ for a literal $."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1)) or (m.group(2) or "")
+
+    return _VAR.sub(sub, value)
+
+
+# -- structure --------------------------------------------------------------------
+
+
+def test_compose_structure() -> None:
+    compose = load_compose()
+    services = compose["services"]
+    assert {"mosquitto", "broker-config", "monitor"} | AGENT_SERVICES <= set(services)
+    config_path = REPO / "configs" / "compose_tea_party.toml"
+    config = tomllib.loads(config_path.read_text())
+    kinds = {a["id"]: a["kind"] for a in config["agents"]}
+    assert {kinds["allocator-1"], kinds["allocator-2"]} == {"allocator"}
+    assert kinds["pr2"] == kinds["baxter"] == "robot"
+    assert kinds["human"] in ("human", "echo")  # echo until the human kind lands
+
+    # the broker: generated config, explicit listeners, websockets, persistence
+    broker = services["mosquitto"]
+    assert broker["image"].startswith("eclipse-mosquitto:2")
+    assert broker["command"][-1] == "/mosquitto/config/mosquitto.conf"
+    assert broker["depends_on"]["broker-config"]["condition"] == "service_completed_successfully"
+    assert {v.split(":")[1] for v in broker["volumes"]} >= {"/mosquitto/config", "/mosquitto/data"}
+    assert {p.rsplit(":", 1)[1] for p in broker["ports"]} == {"1883", "9001"}
+    gen = [interpolate(a, {}) for a in services["broker-config"]["command"]]
+    assert gen[:2] == ["teamtree", "acl"] and "--conf" in gen
+    assert gen[gen.index("--websockets-port") + 1] == "9001"
+    assert gen[gen.index("--persistence-dir") + 1] == "/mosquitto/data"
+    assert gen[gen.index("--bind") + 1] == "0.0.0.0"
+    assert services["broker-config"]["restart"] == "no"
+
+    for name in AGENT_SERVICES:
+        service = services[name]
+        argv = [interpolate(a, {}) for a in service["command"]]
+        assert argv[:2] == ["teamtree", "agent"], name
+        assert argv[argv.index("--id") + 1] == name, f"{name} runs another agent"
+        assert argv[argv.index("--config") + 1] == "configs/compose_tea_party.toml"
+        assert argv[argv.index("--broker") + 1] == "mqtt://mosquitto:1883"
+        assert name in kinds, f"{name} is not in the compose config"
+        health = service["healthcheck"]["test"]
+        assert health[:3] == ["CMD", "teamtree", "monitor"] and health[-1] == name
+        assert "/run/teamtree" in " ".join(service["volumes"])
+        assert service["environment"]["TEAMTREE_CREDENTIALS_DIR"] == "/run/teamtree/credentials"
+        members = name in ("pr2", "baxter")
+        assert service["restart"] == ("on-failure" if members else "unless-stopped"), name
+        assert service["depends_on"], f"{name} starts before its broker"
+    assert services["pr2"]["depends_on"]["pr2-driver"]["condition"] == "service_healthy"
+    assert services["pr2-driver"]["depends_on"]["world"]["condition"] == "service_healthy"
+    monitor = [interpolate(a, {}) for a in services["monitor"]["command"]]
+    assert monitor[:2] == ["teamtree", "monitor"] and "--team" in monitor
+    assert "healthcheck" in broker and "healthcheck" in services["monitor"]
+    assert set(compose["volumes"]) == {"broker-config", "broker-data"}
+    for name, service in services.items():  # every dependency exists
+        for dep in service.get("depends_on") or {}:
+            assert dep in services, f"{name} depends on unknown {dep}"
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "pip install ." in dockerfile and "COPY configs/" in dockerfile
+
+
+# -- running the services' commands locally ----------------------------------------
+
+
+@dataclass
+class LocalService:
+    name: str
+    spec: dict[str, Any]
+    argv: list[str]
+    env: dict[str, str]
+    health: list[str] | None
+    mounts: dict[str, Path]
+    process: subprocess.Popen[bytes] | None = None
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    healthy: asyncio.Event = field(default_factory=asyncio.Event)
+    completed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class LocalCompose:
+    """Runs compose services as processes: names, ports and volumes mapped locally."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.ports = {"1883": str(free_port()), "9001": str(free_port())}
+        self.volumes = {v: workdir / "volumes" / v for v in load_compose()["volumes"]}
+        for path in self.volumes.values():
+            path.mkdir(parents=True)
+        self.host_env = {"TEAMTREE_BROKER": f"mqtt://127.0.0.1:{self.ports['1883']}"}
+        self.services: dict[str, LocalService] = {}
+        self.logs = workdir / "logs"
+        self.logs.mkdir()
+        self._prepare_app()
+        for name, spec in load_compose()["services"].items():
+            self.services[name] = self._service(name, spec)
+
+    def _prepare_app(self) -> None:
+        """The image's /app: the compose config with the world's ZeroMQ on loopback."""
+        (self.workdir / "configs").mkdir()
+        text = (REPO / "configs" / "compose_tea_party.toml").read_text()
+        text = text.replace('zmq_host = "0.0.0.0"', 'zmq_host = "127.0.0.1"')
+        text = text.replace('zmq_advertise = "world"', 'zmq_advertise = "127.0.0.1"')
+        text = text.replace("zmq_port = 5555", f"zmq_port = {free_port()}")
+        (self.workdir / "configs" / "compose_tea_party.toml").write_text(text)
+
+    def _map(self, value: str, mounts: dict[str, Path]) -> str:
+        value = interpolate(value, self.host_env)
+        value = value.replace("mosquitto:1883", f"127.0.0.1:{self.ports['1883']}")
+        if value in self.ports:
+            return self.ports[value]
+        for inside in sorted(mounts, key=len, reverse=True):
+            if inside in value:
+                value = value.replace(inside, str(mounts[inside]))
+        return value
+
+    def _local(self, argv: list[str]) -> list[str]:
+        if argv[0] != "teamtree":
+            return argv
+        if argv[1] == "agent":
+            return agent_cmd(*argv[2:])
+        return ops_cmd(*argv[1:])
+
+    def _service(self, name: str, spec: dict[str, Any]) -> LocalService:
+        mounts = {}
+        for volume in spec.get("volumes", []):
+            source, inside = volume.split(":")[:2]
+            mounts[inside] = self.volumes[source]
+        argv = [self._map(a, mounts) for a in spec["command"]]
+        if argv[0] == "mosquitto":
+            argv[0] = find_mosquitto() or "mosquitto"
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.update(
+            {k: self._map(str(v), mounts) for k, v in (spec.get("environment") or {}).items()}
+        )
+        health = None
+        if "healthcheck" in spec:
+            test = [self._map(a, mounts) for a in spec["healthcheck"]["test"]]
+            if test[0] == "CMD-SHELL":  # map each word of the shell line
+                words = " ".join(test[1:]).split()
+                test = ["bash", "-c", " ".join(self._map(w, mounts) for w in words)]
+            else:
+                test = self._local(test[1:])
+            health = test
+        return LocalService(name, spec, self._local(argv), env, health, mounts)
+
+    async def _check(self, service: LocalService) -> bool:
+        proc = await asyncio.create_subprocess_exec(
+            *service.health, env=service.env, cwd=self.workdir,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        return await proc.wait() == 0
+
+    async def _run(self, service: LocalService) -> None:
+        for dep, cond in (service.spec.get("depends_on") or {}).items():
+            other = self.services[dep]
+            event = {
+                "service_started": other.started,
+                "service_healthy": other.healthy,
+                "service_completed_successfully": other.completed,
+            }[cond["condition"]]
+            await event.wait()
+        if service.name == "mosquitto":  # the paths inside the generated file, too
+            conf = self.volumes["broker-config"] / "mosquitto.conf"
+            text = "\n".join(
+                self._map(line, service.mounts) for line in conf.read_text().split("\n")
+            )
+            if os.geteuid() == 0:
+                text += "user root\n"  # as MosquittoBroker does
+            conf.write_text(text)
+        log = (self.logs / f"{service.name}.log").open("ab")
+        service.process = subprocess.Popen(
+            service.argv, stdout=log, stderr=log, env=service.env, cwd=self.workdir
+        )
+        service.started.set()
+        if service.name == "mosquitto":
+            await wait_for_port("127.0.0.1", int(self.ports["1883"]), timeout=10)
+        if service.spec.get("restart") == "no":
+            while service.process.poll() is None:
+                await asyncio.sleep(0.05)
+            assert service.process.returncode == 0, self.log(service.name)
+            service.completed.set()
+            return
+        while service.health is not None and not service.healthy.is_set():
+            if service.process.poll() is not None:
+                return
+            if await self._check(service):
+                service.healthy.set()
+            else:
+                await asyncio.sleep(0.5)
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    async def up(self) -> list[asyncio.Task[None]]:
+        return [asyncio.create_task(self._run(s)) for s in self.services.values()]
+
+    def down(self) -> None:
+        running = [
+            s.process for s in self.services.values() if s.process and s.process.poll() is None
+        ]
+        order = sorted(running, key=lambda p: p.args[0] == find_mosquitto())  # broker last
+        for proc in order:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.integration
+async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Path) -> None:
+    if find_mosquitto() is None or shutil.which("mosquitto_sub") is None:
+        pytest.skip("mosquitto and mosquitto_sub are needed")
+    local = LocalCompose(tmp_path)
+    tasks = []
+    try:
+        async with asyncio.timeout(180):
+            tasks = await local.up()
+            robots = [local.services["pr2"], local.services["baxter"]]
+            while not all(r.process and r.process.poll() is not None for r in robots):
+                for s in local.services.values():
+                    if s.spec.get("restart") == "unless-stopped" and s.process:
+                        assert s.process.poll() is None, f"{s.name} died:\n{local.log(s.name)}"
+                await asyncio.sleep(0.2)
+            for robot in robots:
+                assert robot.process.returncode == 0, local.log(robot.name)
+                assert "mission.done" in local.log(robot.name)
+            assert local.services["world"].healthy.is_set()
+            # a snapshot of the finished team through the monitor's own command
+            monitor = local.services["monitor"]
+            once = subprocess.run(
+                [*monitor.argv, "--once", "--json", "--wait", "1.5"],
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert once.returncode == 0, once.stderr
+            snap = json.loads(once.stdout)
+            assert snap["mission"]["done"] == 6, snap["mission"]  # 7 leaves, one OR child
+            online = set(snap["online"])
+            assert {"world", "allocator-1", "allocator-2", "human", "pr2-driver"} <= online
+            assert snap["agents"]["pr2"]["presence"] == "OFFLINE"  # left gracefully, done
+            assert snap["broker"].get("version", "").startswith("mosquitto")
+            assert "pr2" in local.log("monitor")  # the live view showed the team
+            anon = subprocess.run(
+                ["mosquitto_sub", "-p", local.ports["1883"], "-t", "#", "-C", "1", "-W", "2"],
+                capture_output=True, text=True, timeout=10,
+            )  # fmt: skip
+            assert anon.returncode != 0, "the compose broker let an anonymous client in"
+    finally:
+        for task in tasks:
+            task.cancel()
+        local.down()
