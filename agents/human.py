@@ -27,8 +27,9 @@ Readings where the paper is silent: the human respects the tree's constraints (t
 know the task, §2.3); objects a teammate holds are never chosen, nor (except by the
 scripted policy, a person who has made up their mind) objects a robot's arm is seen
 moving to; a human asked about
-an object already in their hand always continues; a human who concedes stops the reach
-and picks another subtask (Fig. 6 step 8), never returning to the conceded one.
+an object already in their hand always continues; a human asked stops their hand
+while answering (the robot stopped too), then reaches on or, having conceded, picks
+another subtask (Fig. 6 step 8), never returning to the conceded one.
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ class HumanAgent(Agent):
         self._answers = iter(self.answers)
         self._since = 0
         self._next_pick_at = 0.0
+        self._questions = 0
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -239,22 +241,37 @@ class HumanAgent(Agent):
         self.spawn(self._answer(env), "answer")
 
     async def _answer(self, env: Envelope) -> None:
+        """Stop the hand (the robot stopped too), think, answer; then go on or give up."""
         body = env.body
         node = str(body.get("node"))
-        await asyncio.sleep(self.answer_delay_s)
-        answer = self.decide(node)
-        self.log.info(
-            "human.answered", robot=env.sender, node=node, label=body.get("label"), answer=answer
-        )
-        self.answered.append({"robot": env.sender, "node": node, "answer": answer})
-        if answer == "concede":
-            self.conceded.add(node)
-            if self.target == node:
+        holding = (self.view or {}).get("hand", {}).get("holding")
+        stopped = self.target == node and holding is None
+        self._questions += 1
+        try:
+            if stopped:
+                self.command = None  # its "cancelled" event is not a failed reach
                 await self._call("hand_cancel")
-                self.target, self.command = None, None
-        await self.reply(
-            env, "dialog.answer", {"dialog_id": body.get("dialog_id"), "answer": answer}
-        )
+            await asyncio.sleep(self.answer_delay_s)
+            answer = self.decide(node)
+            self.log.info(
+                "human.answered",
+                robot=env.sender,
+                node=node,
+                label=body.get("label"),
+                answer=answer,
+            )
+            self.answered.append({"robot": env.sender, "node": node, "answer": answer})
+            if answer == "concede":
+                self.conceded.add(node)
+                if self.target == node:
+                    self.target, self.command = None, None
+            await self.reply(
+                env, "dialog.answer", {"dialog_id": body.get("dialog_id"), "answer": answer}
+            )
+            if answer == "continue" and stopped and self.target == node:
+                await self._reach(node)
+        finally:
+            self._questions -= 1
 
     # -- acting ------------------------------------------------------------------------
 
@@ -326,7 +343,7 @@ class HumanAgent(Agent):
         done = done_leaves(self.tree, view["objects"])
         if self.tree.root.id in self._satisfied(done):
             return True
-        if self.target is not None:
+        if self.target is not None and self.command is not None:
             obj = view["objects"][self.objects[self.target]]
             mine = view["hand"].get("holding") == self.objects[self.target]
             if not mine and (obj.get("at_goal") or obj.get("held_by") not in (None, self.hand)):
@@ -336,17 +353,24 @@ class HumanAgent(Agent):
             return False
         if loop_time < self._next_pick_at:
             return False
+        if self._questions:
+            return False  # talking with a robot
         leaf = self.choose(view, done)
         if leaf is None:
             return False
-        command = f"{self.hand}-{self.session}-{next(self._commands)}"
-        reply = await self._call("hand_reach", command_id=command, object=self.objects[leaf])
-        if reply is not None and reply.get("ok"):
-            self.target, self.command = leaf, command
-            self.log.info("human.started", node=leaf, label=self.tree[leaf].label)
-        else:
+        if not await self._reach(leaf):
             self._next_pick_at = loop_time + self.think_s
         return False
+
+    async def _reach(self, leaf: str) -> bool:
+        """Reach for `leaf`'s object and place it; False when the world refuses."""
+        command = f"{self.hand}-{self.session}-{next(self._commands)}"
+        reply = await self._call("hand_reach", command_id=command, object=self.objects[leaf])
+        if reply is None or not reply.get("ok"):
+            return False
+        self.target, self.command = leaf, command
+        self.log.info("human.started", node=leaf, label=self.tree[leaf].label)
+        return True
 
     def _satisfied(self, done: set[str]) -> set[str]:
         acts = spread_activation(self.tree, done, (), default_potential=1.0)

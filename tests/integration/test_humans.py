@@ -1,0 +1,222 @@
+"""Humans in the team over the broker (seed 000 §2.3, §3.2.1): the robot-human conflict
+on the cup ends in a dialog, either answer completes the task with no object handled
+by two teammates at once, and a person at a terminal can take the human's place.
+
+Every run uses real processes (world, drivers, robots, human) against mosquitto and is
+judged from what was published at the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import re
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from teamtree.agents import Agent, RuntimeSettings
+from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
+
+pytestmark = pytest.mark.integration
+
+CONFIG = REPO / "configs" / "human_tea.toml"
+CUP, BURGER, TEA = "root/0/1", "root/0/0", "root/1/0"
+
+
+def team_config(
+    tmp_path: Path, team: str, answers: list[str], time_factor: float | None = None
+) -> Path:
+    text = CONFIG.read_text()
+    if time_factor is not None:  # a person at a terminal needs time to type
+        text = text.replace("time_factor = 3.0", f"time_factor = {time_factor}")
+    text = text.replace('name = "human-tea"', f'name = "{team}"')
+    text = re.sub(r"answers = \[.*?\]", f"answers = {json.dumps(answers)}", text)
+    path = tmp_path / "human_tea.toml"
+    path.write_text(text)
+    return path
+
+
+def check_run(records: list[dict]) -> dict:
+    """Assert the guarantees on a recorded run; return dialogs and who did what."""
+    states = [r for r in records if r["kind"] == "world.state"]
+    last = states[-1]["body"]
+    assert last["violations"] == 0, "an object was handled by two teammates at once"
+    assert all(o["at_goal"] for o in last["objects"].values()), last["objects"]
+    assert all(v["kind"] != "world.violation" for v in records)
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    open_: dict[tuple[str, str], int] = {}
+    done_by: dict[str, str] = {}
+    for rec in records:
+        if rec["kind"] != "node.transition":
+            continue
+        b = rec["body"]
+        key = (b["node"], b["agent"])
+        if b["status"] == "working":
+            open_[key] = rec["ts"]
+        elif key in open_:
+            spans.setdefault(b["node"], []).append((open_.pop(key), rec["ts"], b["agent"]))
+            if b["status"] == "done":
+                done_by[b["node"]] = b["agent"]
+    for node, node_spans in spans.items():
+        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(sorted(node_spans)):
+            assert start_b >= end_a, f"{a} and {b} worked on {node} at once"
+    dialogs = [r["body"] for r in records if r["kind"] == "dialog.resolved"]
+    asks = [r for r in records if r["kind"] == "dialog.ask"]
+    answers = [r for r in records if r["kind"] == "dialog.answer"]
+    beliefs = [r["body"] for r in records if r["kind"] == "tom.belief"]
+    human_msgs = {r["kind"] for r in records if r["sender"] == "alice"}
+    assert not human_msgs & {"node.transition", "node.claim", "node.snapshot"}, human_msgs
+    return {
+        "dialogs": dialogs,
+        "asks": asks,
+        "answers": answers,
+        "done_by": done_by,
+        "beliefs": beliefs,
+    }
+
+
+@pytest.mark.parametrize("answer", ["concede", "continue"])
+def test_cup_conflict_ends_in_a_dialog_and_the_task_completes(
+    answer: str, tmp_path: Path, team: str
+) -> None:
+    """§3.2.1 stage 2-4: the PR2 and alice both go for the cup; the PR2 pauses and asks.
+    concede: the PR2 places the cup. continue: the PR2 yields and alice places it."""
+    config = team_config(tmp_path, team, [answer, "continue"])
+    out = subprocess.run(
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / "human_tea.jsonl").read_text().splitlines()
+    ]
+    story = [
+        line
+        for line in out.stdout.splitlines()
+        if re.search(r"dialog\.|human\.|behaviour\.(started|finished)|violation", line)
+    ]
+    print("\n".join(story))
+    run = check_run(records)
+    cup = [d for d in run["dialogs"] if d["node"] == CUP]
+    assert cup, run["dialogs"]
+    first = cup[0]
+    assert (first["robot"], first["human"], first["answer"], first["how"]) == (
+        "pr2", "alice", answer, "answered",
+    )  # fmt: skip
+    assert run["asks"] and run["answers"], "the dialog went over the broker"
+    if answer == "concede":
+        assert first["robot_continues"] and run["done_by"].get(CUP) == "pr2"
+    else:
+        assert not first["robot_continues"] and CUP not in run["done_by"]  # alice placed it
+    assert any(b["human"] == "alice" and b["active"] == CUP for b in run["beliefs"])
+    assert "tom.belief" in out.stdout and "dialog.resolved" in out.stdout
+
+
+def read_until(proc: subprocess.Popen, pattern: str, lines: list[str], timeout: float) -> str:
+    """Read the terminal's stdout until a line matches `pattern` (blocking, bounded)."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not sel.select(timeout=0.2):
+            continue
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip())
+        if re.search(pattern, line):
+            return line
+    pytest.fail(f"terminal never printed {pattern!r}; got {lines}")
+
+
+class Watcher(Agent):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.transitions: list[dict] = []
+        self.violations: list[dict] = []
+        self.dialogs: list[dict] = []
+
+    async def setup(self) -> None:
+        self.on_agents("state", self._on_state)
+        self.on_agents("events", self._on_event, kind="world.violation")
+        self.on_agents("dialog", self._on_dialog, kind="dialog.resolved")
+
+    async def _on_state(self, env, topic) -> None:
+        if env.kind == "node.transition":
+            self.transitions.append(env.body)
+
+    async def _on_event(self, env, topic) -> None:
+        self.violations.append(env.body)
+
+    async def _on_dialog(self, env, topic) -> None:
+        self.dialogs.append(env.body)
+
+    def working(self, node: str, agent: str) -> bool:
+        return any(
+            t["node"] == node and t["agent"] == agent and t["status"] == "working"
+            for t in self.transitions
+        )
+
+    def done(self, node: str) -> bool:
+        return any(t["node"] == node and t["status"] == "done" for t in self.transitions)
+
+
+async def test_terminal_human_end_to_end(mosquitto, team, tmp_path, agent_procs) -> None:
+    """A scripted stdin session in alice's place: start the cup once the PR2 works on it,
+    concede it when asked; start the tea pot when allowed, keep it if asked, finish."""
+    config = team_config(tmp_path, team, ["concede"], time_factor=1.0)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    watcher = Watcher(
+        "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+    )
+    terminal = subprocess.Popen(
+        [sys.executable, "-m", "teamtree.agents.cli_human", "--id", "alice", "--team", team,
+         "--broker", mosquitto.url, "--log-level", "info", "--log-format", "json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "alice.log").open("w"),
+        text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )  # fmt: skip
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        terminal.stdin.write(text + "\n")
+        terminal.stdin.flush()
+
+    try:
+        async with asyncio.timeout(90), watcher:
+            await watcher.wait_connected(10)
+            for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
+                procs.start(agent_id)
+            await asyncio.to_thread(read_until, terminal, r"^ready alice .*world=True", lines, 30)
+            await eventually(lambda: watcher.working(CUP, "pr2"), 30, what="the PR2 on the cup")
+            say("start cup")
+            await asyncio.to_thread(read_until, terminal, r"^question pr2 root/0/1", lines, 15)
+            say("no")
+            await asyncio.to_thread(read_until, terminal, r"^robot pr2 continues", lines, 10)
+            await eventually(lambda: watcher.done(CUP) and watcher.done(BURGER), 30, what="stage 1")
+            say("start tea_pot")
+            line = await asyncio.to_thread(
+                read_until, terminal, r"^(question baxter root/1/0|holding tea_pot)", lines, 20
+            )
+            if line.startswith("question"):
+                say("yes")
+                await asyncio.to_thread(read_until, terminal, r"^holding tea_pot", lines, 20)
+            say("finish")
+            await asyncio.to_thread(read_until, terminal, r"^done", lines, 30)
+            await asyncio.to_thread(terminal.wait, 10)
+    finally:
+        if terminal.poll() is None:
+            terminal.kill()
+    assert terminal.returncode == 0, lines
+    assert watcher.violations == [], watcher.violations
+    cup = [d for d in watcher.dialogs if d["node"] == CUP]
+    assert cup and cup[0]["answer"] == "concede" and cup[0]["robot_continues"]
+    assert not watcher.done(TEA), "the person placed the tea pot, not a robot"
