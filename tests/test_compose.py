@@ -34,6 +34,7 @@ AGENT_SERVICES = {
     "baxter",
     "human",
 }
+MEMBERS = {"pr2", "baxter", "human"}  # they exit 0 when the mission is done
 
 
 def load_compose() -> dict[str, Any]:
@@ -66,7 +67,9 @@ def test_compose_structure() -> None:
     kinds = {a["id"]: a["kind"] for a in config["agents"]}
     assert {kinds["allocator-1"], kinds["allocator-2"]} == {"allocator"}
     assert kinds["pr2"] == kinds["baxter"] == "robot"
-    assert kinds["human"] in ("human", "echo")  # echo until the human kind lands
+    assert kinds["human"] == "human"
+    roles = {a["id"]: a.get("role", "member") for a in config["agents"]}
+    assert {i for i, r in roles.items() if r == "member"} == MEMBERS
 
     # the broker: generated config, explicit listeners, websockets, persistence
     broker = services["mosquitto"]
@@ -94,7 +97,7 @@ def test_compose_structure() -> None:
         assert health[:3] == ["CMD", "teamtree", "monitor"] and health[-1] == name
         assert "/run/teamtree" in " ".join(service["volumes"])
         assert service["environment"]["TEAMTREE_CREDENTIALS_DIR"] == "/run/teamtree/credentials"
-        members = name in ("pr2", "baxter")
+        members = name in MEMBERS
         assert service["restart"] == ("on-failure" if members else "unless-stopped"), name
         assert service["depends_on"], f"{name} starts before its broker"
     assert services["pr2"]["depends_on"]["pr2-driver"]["condition"] == "service_healthy"
@@ -267,7 +270,7 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
     try:
         async with asyncio.timeout(180):
             tasks = await local.up()
-            robots = [local.services["pr2"], local.services["baxter"]]
+            robots = [local.services[m] for m in MEMBERS]
             while not all(r.process and r.process.poll() is not None for r in robots):
                 for s in local.services.values():
                     if s.spec.get("restart") == "unless-stopped" and s.process:
@@ -275,7 +278,8 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
                 await asyncio.sleep(0.2)
             for robot in robots:
                 assert robot.process.returncode == 0, local.log(robot.name)
-                assert "mission.done" in local.log(robot.name)
+                if robot.name != "human":
+                    assert "mission.done" in local.log(robot.name)
             assert local.services["world"].healthy.is_set()
             # a snapshot of the finished team through the monitor's own command
             monitor = local.services["monitor"]
@@ -285,9 +289,9 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
             )  # fmt: skip
             assert once.returncode == 0, once.stderr
             snap = json.loads(once.stdout)
-            assert snap["mission"]["done"] == 6, snap["mission"]  # 7 leaves, one OR child
+            assert snap["mission"]["done"] == snap["mission"]["leaves"] > 0, snap["mission"]
             online = set(snap["online"])
-            assert {"world", "allocator-1", "allocator-2", "human", "pr2-driver"} <= online
+            assert {"world", "allocator-1", "allocator-2", "pr2-driver"} <= online
             assert snap["agents"]["pr2"]["presence"] == "OFFLINE"  # left gracefully, done
             assert snap["broker"].get("version", "").startswith("mosquitto")
             assert "pr2" in local.log("monitor")  # the live view showed the team
