@@ -35,7 +35,7 @@ def team_config(
 ) -> Path:
     text = CONFIG.read_text()
     if time_factor is not None:  # a person at a terminal needs time to type
-        text = text.replace("time_factor = 3.0", f"time_factor = {time_factor}")
+        text = text.replace("time_factor = 2.0", f"time_factor = {time_factor}")
     text = text.replace('name = "human-tea"', f'name = "{team}"')
     text = re.sub(r"answers = \[.*?\]", f"answers = {json.dumps(answers)}", text)
     path = tmp_path / "human_tea.toml"
@@ -88,7 +88,7 @@ def test_cup_conflict_ends_in_a_dialog_and_the_task_completes(
 ) -> None:
     """§3.2.1 stage 2-4: the PR2 and alice both go for the cup; the PR2 pauses and asks.
     concede: the PR2 places the cup. continue: the PR2 yields and alice places it."""
-    config = team_config(tmp_path, team, [answer, "continue"])
+    config = team_config(tmp_path, team, [answer, "continue"], time_factor=1.5)
     out = subprocess.run(
         teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
