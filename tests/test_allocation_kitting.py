@@ -33,9 +33,11 @@ from teamtree.planners.allocation import (
 
 S = SubtaskState
 SOLVERS = ["gurobi", "highs"] if gurobi_available() else ["highs"]
+# Node limits, not wall-clock limits, so a seeded episode replays exactly on a busy
+# machine; the time limits are only a safety net.
 FAST = CobotConfig(
-    allocation_options=SolveOptions(time_limit=0.5),
-    schedule_options=SolveOptions(time_limit=0.1, mip_gap=0.05),
+    allocation_options=SolveOptions(time_limit=30.0, node_limit=200),
+    schedule_options=SolveOptions(time_limit=30.0, mip_gap=0.05, node_limit=100),
 )
 
 

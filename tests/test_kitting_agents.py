@@ -221,13 +221,13 @@ async def test_kitting_run_completes_with_the_correct_pattern(
     procs = AgentProcs(config, mosquitto.url, team, tmp_path)
     agent_procs.append(procs)
     runtime = RuntimeSettings(tick_hz=20, heartbeat_s=0.2, keepalive_s=1)
-    async with asyncio.timeout(55):
+    async with asyncio.timeout(130):
         async with Watcher("watcher", team=team, endpoint=mosquitto.endpoint, runtime=runtime) as w:
             await w.wait_connected(10)
             await asyncio.sleep(0.2)  # subscriptions in place before the episode starts
             for agent_id in ("allocator", "human", "cobot"):
                 procs.start(agent_id)
-            await eventually(lambda: w.done is not None, 50, what="kitting.done")
+            await eventually(lambda: w.done is not None, 120, what="kitting.done")
             for agent_id in ("cobot", "human"):
                 code = await asyncio.to_thread(procs.procs[agent_id].wait, 15)
                 assert code == 0, procs.log(agent_id)[-3000:]

@@ -30,14 +30,18 @@ SolverName = Literal["auto", "gurobi", "highs"]
 
 @dataclass(frozen=True)
 class SolveOptions:
-    """Limits for one solve: wall time (s), relative MIP gap, and threads (0 = solver's choice).
+    """Limits for one solve: wall time (s), relative MIP gap, branch-and-bound nodes,
+    and threads (0 = solver's choice).
 
-    The default time limit (60 s) is a safety net, not the way to finish.
+    The default time limit (60 s) is a safety net, not the way to finish. A node limit
+    is deterministic (with one thread the same model gives the same answer on a busy
+    machine), which a wall-clock limit is not: use it where runs must replay exactly.
     """
 
     time_limit: float | None = 60.0
     mip_gap: float | None = None
     threads: int = 1
+    node_limit: int | None = None
 
 
 class Backend(Protocol):
@@ -122,6 +126,8 @@ class GurobiBackend:
                 m.Params.MIPGap = options.mip_gap
             if options.threads:
                 m.Params.Threads = options.threads
+            if options.node_limit is not None:
+                m.Params.NodeLimit = options.node_limit
             if warm_start:
                 for v in model.variables:
                     if v.name in warm_start:
@@ -171,6 +177,8 @@ class HighsBackend:
             h.setOptionValue("mip_rel_gap", float(options.mip_gap))
         if options.threads:
             h.setOptionValue("threads", int(options.threads))
+        if options.node_limit is not None:
+            h.setOptionValue("mip_max_nodes", int(options.node_limit))
         n = model.num_vars
         lp = hc.HighsLp()
         lp.num_col_ = n

@@ -161,7 +161,7 @@ async def test_replicas_share_the_load_and_a_killed_one_loses_no_request(
     mosquitto: TestBroker, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     procs = start(tmp_path, mosquitto, team, agent_procs, "alloc-a", "alloc-b", shared=True)
-    async with asyncio.timeout(50), client(mosquitto, team) as me:
+    async with asyncio.timeout(120), client(mosquitto, team) as me:
         await eventually(
             lambda: {"alloc-a", "alloc-b"} <= me.team_view.online("allocator"), 25, what="online"
         )
