@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import ssl
 import time
 import uuid
 from collections import Counter, deque
@@ -97,6 +98,7 @@ class Agent:
         username: str | None = None,
         password: str | None = None,
         clean_session: bool = False,
+        tls_context: ssl.SSLContext | None = None,
     ):
         self.id = validate_id(agent_id, "agent id")
         self.team = validate_id(team, "team")
@@ -133,6 +135,7 @@ class Agent:
             username=username,
             password=password,
             clean_session=clean_session,
+            tls_context=tls_context,
         )
 
     # -- hooks for subclasses ------------------------------------------------------

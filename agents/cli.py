@@ -15,8 +15,11 @@ import tomllib
 from collections.abc import Sequence
 
 from teamtree.agents.cli_disturb import register as register_disturb
+from teamtree.agents.cli_human import register as register_human
+from teamtree.agents.cli_ops import register as register_ops
 from teamtree.agents.cli_study import register as register_study
 from teamtree.agents.config import load_config
+from teamtree.agents.credentials import agent_credentials
 from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.log_setup import configure_logging
@@ -25,6 +28,7 @@ from teamtree.agents.timeline import draw_timeline, load_records
 from teamtree.broker import ConfigError, TeamtreeError, TopicError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.local_broker import BrokerKind, make_local_broker
+from teamtree.broker.tls import TlsSettings, client_context
 from teamtree.broker.topics import validate_id
 from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
 
@@ -210,7 +214,15 @@ async def _agent(args: argparse.Namespace) -> int:
             path=str(config.path),
             key="team.broker",
         )
-    agent = build_agent(config, args.id, endpoint=endpoint, team=args.team)
+    tls = TlsSettings.from_env()
+    agent = build_agent(
+        config,
+        args.id,
+        endpoint=endpoint,
+        team=args.team,
+        tls_context=client_context(tls) if tls else None,
+        **agent_credentials(args.id),
+    )
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, agent.request_stop)
     loop.add_signal_handler(signal.SIGINT, agent.request_stop)
@@ -263,7 +275,7 @@ async def _timeline(args: argparse.Namespace) -> int:
 
 
 #: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
-EXTRA_COMMANDS = [register_disturb, register_study]
+EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human]
 
 COMMANDS = {
     "run": _run,
