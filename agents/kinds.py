@@ -2,44 +2,61 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from teamtree.agents.agent import Agent
-from teamtree.agents.allocator import AllocatorAgent
 from teamtree.agents.config import AgentSpec, TeamConfig
-from teamtree.agents.echo import EchoAgent
-from teamtree.agents.factory import FactoryRobot, JobSource
-from teamtree.agents.hello import HelloAgent
-from teamtree.agents.human import HumanAgent
-from teamtree.agents.kitting import CobotAgent, KittingHumanAgent
-from teamtree.agents.ltl_planner import LtlPlannerAgent
-from teamtree.agents.ltl_robot import LtlRobotAgent
-from teamtree.agents.multitask_robot import MultitaskRobot
-from teamtree.agents.recorder import RecorderAgent
-from teamtree.agents.robot import RobotAgent
-from teamtree.agents.world_agent import WorldAgent
 from teamtree.broker import ConfigError
 from teamtree.broker.endpoint import Endpoint
-from teamtree.drivers.sim_driver import SimDriverAgent
 
-AGENT_KINDS: dict[str, type[Agent]] = {
-    AllocatorAgent.kind: AllocatorAgent,
-    CobotAgent.kind: CobotAgent,
-    EchoAgent.kind: EchoAgent,
-    FactoryRobot.kind: FactoryRobot,
-    HelloAgent.kind: HelloAgent,
-    HumanAgent.kind: HumanAgent,
-    JobSource.kind: JobSource,
-    KittingHumanAgent.kind: KittingHumanAgent,
-    LtlPlannerAgent.kind: LtlPlannerAgent,
-    LtlRobotAgent.kind: LtlRobotAgent,
-    MultitaskRobot.kind: MultitaskRobot,
-    RecorderAgent.kind: RecorderAgent,
-    RobotAgent.kind: RobotAgent,
-    SimDriverAgent.kind: SimDriverAgent,
-    WorldAgent.kind: WorldAgent,
+#: kind -> "module:Class". Modules are imported only when their kind is used, so an
+#: agent process pays for its own planner's imports (scipy, gurobipy...) and no other's.
+_KIND_PATHS: dict[str, str] = {
+    "allocator": "teamtree.agents.allocator:AllocatorAgent",
+    "cobot": "teamtree.agents.kitting:CobotAgent",
+    "echo": "teamtree.agents.echo:EchoAgent",
+    "factory_robot": "teamtree.agents.factory:FactoryRobot",
+    "hello": "teamtree.agents.hello:HelloAgent",
+    "human": "teamtree.agents.human:HumanAgent",
+    "job_source": "teamtree.agents.factory:JobSource",
+    "kitting_human": "teamtree.agents.kitting:KittingHumanAgent",
+    "ltl_planner": "teamtree.agents.ltl_planner:LtlPlannerAgent",
+    "ltl_robot": "teamtree.agents.ltl_robot:LtlRobotAgent",
+    "multitask_robot": "teamtree.agents.multitask_robot:MultitaskRobot",
+    "recorder": "teamtree.agents.recorder:RecorderAgent",
+    "robot": "teamtree.agents.robot:RobotAgent",
+    "sim_driver": "teamtree.drivers.sim_driver:SimDriverAgent",
+    "world": "teamtree.agents.world_agent:WorldAgent",
 }
+
+
+class AgentKinds(Mapping[str, type[Agent]]):
+    """The agent kinds a config can name; a class is imported on first lookup."""
+
+    def __init__(self, paths: Mapping[str, str]):
+        self._paths = dict(paths)
+        self._loaded: dict[str, type[Agent]] = {}
+
+    def __getitem__(self, kind: str) -> type[Agent]:
+        if kind not in self._loaded:
+            module, _, name = self._paths[kind].partition(":")
+            cls = getattr(importlib.import_module(module), name)
+            if getattr(cls, "kind", None) != kind:
+                raise LookupError(f"{self._paths[kind]} declares kind {cls.kind!r}, not {kind!r}")
+            self._loaded[kind] = cls
+        return self._loaded[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+AGENT_KINDS = AgentKinds(_KIND_PATHS)
 
 
 def agent_class(spec: AgentSpec, config: TeamConfig) -> type[Agent]:

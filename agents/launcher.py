@@ -230,9 +230,15 @@ class Launcher:
 
     async def _stop_all(self) -> None:
         """SIGTERM every live child (members first, the broker last), SIGKILL after 5 s."""
-        order = {"member": 0, "service": 1, "broker": 2}
+        # recorders go after the other services, so they still see those services' last words
+        recorders = {s.id for s in self.config.services if s.kind == "recorder"}
+        order = {"member": 0, "service": 1, "recorder": 2, "broker": 3}
+
+        def role_of(child: Child) -> str:
+            return "recorder" if child.name in recorders else child.role
+
         for role in sorted(order, key=order.get):
-            group = [c for c in self.children if c.role == role and c.returncode is None]
+            group = [c for c in self.children if role_of(c) == role and c.returncode is None]
             for child in group:
                 with contextlib.suppress(ProcessLookupError):
                     child.process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]

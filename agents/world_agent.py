@@ -198,6 +198,12 @@ class WorldAgent(Agent):
             await asyncio.sleep(_LOOP_S)
 
     async def on_stop(self) -> None:
+        # the last state, so a recorder still listening sees how the world ended
+        self.world.advance(self.now())
+        with contextlib.suppress(TeamtreeError):
+            await self.publish(
+                STATE_CHANNEL, "world.state", self.world.state(self.now()), retain=True
+            )
         if self._server is not None:
             self._server.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

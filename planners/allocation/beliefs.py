@@ -32,7 +32,6 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom, skewnorm
 
 
 class FollowEvidence(enum.Enum):
@@ -75,6 +74,8 @@ def _grid(levels: int) -> np.ndarray:
 
 
 def _prior(levels: int, p: float) -> np.ndarray:
+    from scipy.stats import binom  # imported here: scipy.stats costs ~0.5 s at start-up
+
     return binom(levels - 1, p).pmf(np.arange(levels))
 
 
@@ -87,6 +88,8 @@ def error_transition(grid: np.ndarray, sigma: float, skew: float, error: bool) -
     t = np.zeros((n, n))
     for i in range(n):
         mean = grid[i] + step  # g_u(y)
+        from scipy.stats import skewnorm
+
         cdf = skewnorm.cdf(edges, skew, loc=mean, scale=sigma)
         t[i] = np.diff(cdf)
     if not error:
