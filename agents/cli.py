@@ -11,9 +11,14 @@ import asyncio
 import contextlib
 import signal
 import sys
-import tomllib
 from collections.abc import Sequence
 
+from teamtree.agents.cli_args import agent_id as _agent_id
+from teamtree.agents.cli_args import broker_url as _broker_url
+from teamtree.agents.cli_args import port as _port
+from teamtree.agents.cli_args import seconds as _positive
+from teamtree.agents.cli_args import setting as _setting
+from teamtree.agents.cli_args import team_id as _team_id
 from teamtree.agents.cli_disturb import register as register_disturb
 from teamtree.agents.cli_human import register as register_human
 from teamtree.agents.cli_ops import register as register_ops
@@ -25,64 +30,14 @@ from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, 
 from teamtree.agents.log_setup import configure_logging
 from teamtree.agents.robot import mission_tree, read_snapshots
 from teamtree.agents.timeline import draw_timeline, load_records
-from teamtree.broker import ConfigError, TeamtreeError, TopicError
+from teamtree.broker import ConfigError, TeamtreeError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.local_broker import BrokerKind, make_local_broker
 from teamtree.broker.tls import TlsSettings, client_context
-from teamtree.broker.topics import validate_id
 from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
 
 LOG_FORMATS = ("auto", "plain", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-def _team_id(value: str) -> str:
-    try:
-        return validate_id(value, "team")
-    except TopicError as exc:
-        raise argparse.ArgumentTypeError(exc.reason) from None
-
-
-def _agent_id(value: str) -> str:
-    try:
-        return validate_id(value, "agent id")
-    except TopicError as exc:
-        raise argparse.ArgumentTypeError(exc.reason) from None
-
-
-def _broker_url(value: str) -> str:
-    try:
-        parse_endpoint(value)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("[broker] ")) from None
-    return value
-
-
-def _positive(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
-    return number
-
-
-def _port(value: str) -> int:
-    if not value.isdigit() or not 0 < int(value) < 65536:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a TCP port (1-65535)")
-    return int(value)
-
-
-def _setting(value: str) -> tuple[str, object]:
-    key, sep, raw = value.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
-    try:
-        parsed: object = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = raw
-    return key.strip(), parsed
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:

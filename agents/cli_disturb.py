@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from teamtree.agents.agent import Agent
+from teamtree.agents.cli_args import seconds as _seconds
 from teamtree.agents.config import RuntimeSettings, load_config
 from teamtree.agents.ltl_planner import DISTURB, DISTURBANCES
 from teamtree.broker import ConfigError, RequestError, TeamtreeError, TopicError
@@ -71,16 +72,6 @@ def _edge(value: str) -> tuple[str, str]:
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"{value!r} is not an edge; write A,B (e.g. c3,p6)")
     return parts[0], parts[1]
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
-    return number
 
 
 def register(subparsers: Any) -> dict[str, Handler]:

@@ -24,67 +24,28 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from teamtree.agents.cli_args import broker_url as _url
+from teamtree.agents.cli_args import ident as _ident
+from teamtree.agents.cli_args import port as _port
+from teamtree.agents.cli_args import seconds as _seconds
+from teamtree.agents.cli_args import setting as _setting
 from teamtree.agents.config import load_config
 from teamtree.agents.credentials import agent_credentials
 from teamtree.agents.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.agents.monitor import TeamObserver, render_text
-from teamtree.broker import ConfigError, ConnectError, TeamtreeError, TopicError
+from teamtree.broker import ConfigError, ConnectError, TeamtreeError
 from teamtree.broker.acl import team_users, write_broker_files
 from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.mosquitto_conf import MosquittoSettings
 from teamtree.broker.tls import TlsSettings, client_context
-from teamtree.broker.topics import Topic, validate_id
+from teamtree.broker.topics import Topic
 
 __all__ = ["check_team_live", "register"]
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
-
-
-def _ident(value: str) -> str:
-    try:
-        return validate_id(value, "id")
-    except TopicError as exc:
-        raise argparse.ArgumentTypeError(exc.reason) from None
-
-
-def _url(value: str) -> str:
-    try:
-        parse_endpoint(value)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("[broker] ")) from None
-    return value
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
-    return number
-
-
-def _port(value: str) -> int:
-    if not value.isdigit() or not 0 < int(value) < 65536:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a TCP port (1-65535)")
-    return int(value)
-
-
-def _setting(value: str) -> tuple[str, object]:
-    import tomllib
-
-    key, sep, raw = value.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
-    try:
-        parsed: object = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = raw
-    return key.strip(), parsed
 
 
 def _logging_flags(p: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from teamtree.agents.allocator import AllocatorAgent
+from teamtree.agents.cli_args import seconds as _seconds
 from teamtree.agents.config import RuntimeSettings
 from teamtree.broker import ConfigError, TopicError
 from teamtree.broker.endpoint import parse_endpoint
@@ -75,16 +76,6 @@ def _count(lo: int) -> Callable[[str], int]:
         return int(value)
 
     return parse
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
-    return number
 
 
 def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # type: ignore[type-arg]

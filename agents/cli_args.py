@@ -1,0 +1,66 @@
+"""Argument types shared by the ``teamtree`` subcommands: each turns bad input into a
+usage error that says what is wrong (argparse prints it with the usage, exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+
+from teamtree.broker import ConfigError, TopicError
+from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.topics import validate_id
+
+
+def ident(value: str, what: str = "id") -> str:
+    """A team or agent id."""
+    try:
+        return validate_id(value, what)
+    except TopicError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
+def team_id(value: str) -> str:
+    return ident(value, "team")
+
+
+def agent_id(value: str) -> str:
+    return ident(value, "agent id")
+
+
+def broker_url(value: str) -> str:
+    """A broker URL such as ``mqtt://127.0.0.1:1883`` (returned as given)."""
+    try:
+        parse_endpoint(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("[broker] ")) from None
+    return value
+
+
+def seconds(value: str) -> float:
+    """A positive number of seconds."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
+    return number
+
+
+def port(value: str) -> int:
+    """A TCP port, 1-65535."""
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a TCP port (1-65535)")
+    return int(value)
+
+
+def setting(value: str) -> tuple[str, object]:
+    """``KEY=VALUE``; the value is read as TOML (numbers, booleans, strings), else text."""
+    key, sep, raw = value.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    try:
+        parsed: object = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = raw
+    return key.strip(), parsed
