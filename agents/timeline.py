@@ -10,7 +10,13 @@ from typing import Any
 
 from teamtree.broker import ConfigError
 
-COLOURS = {"inactive": "#e6e6e6", "active": "#f1c232", "working": "#3d85c6", "done": "#6aa84f"}
+COLOURS = {
+    "inactive": "#e6e6e6",
+    "active": "#f1c232",
+    "working": "#3d85c6",
+    "done": "#6aa84f",
+    "skipped": "#b4a7d6",  # seed 004: a THEN child whose goal already held
+}
 
 
 def load_records(path: str | Path) -> list[dict[str, Any]]:
@@ -65,7 +71,7 @@ def node_intervals(
             status = body.get("status")
             if status == "done":
                 events.append((rec["ts"], rec["sender"], body.get("node"), "done", "all"))
-            elif status in ("working", "inactive"):
+            elif status in ("working", "inactive", "skipped"):
                 events.append((rec["ts"], rec["sender"], body.get("node"), status, "own"))
         else:
             continue
@@ -81,7 +87,7 @@ def node_intervals(
 
     def move(robot: str, node: str, status: str, ts: int) -> None:
         current, since = state[robot].get(node, ("inactive", t0))
-        if current == status or current == "done":
+        if current == status or current in ("done", "skipped"):
             return
         if current != "inactive":
             spans[robot][node].append(((since - t0) / 1000, (ts - t0) / 1000, current))
