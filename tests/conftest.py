@@ -27,7 +27,7 @@ def teamtree_cmd(*args: str) -> list[str]:
 
 
 @dataclass
-class TestBroker:
+class BrokerUnderTest:
     """A broker for one test; mosquitto ones can be stopped and started on the same port."""
 
     kind: str
@@ -51,13 +51,13 @@ class TestBroker:
         await self.mosquitto.start()
 
 
-async def start_broker(kind: str) -> TestBroker:
+async def start_broker(kind: str) -> BrokerUnderTest:
     if kind == "mosquitto":
         if find_mosquitto() is None:
             pytest.skip("mosquitto is not installed (apt-get install -y mosquitto)")
         broker = MosquittoBroker()
         await broker.start()
-        return TestBroker(kind, broker.endpoint, mosquitto=broker)
+        return BrokerUnderTest(kind, broker.endpoint, mosquitto=broker)
     port = free_port()
     process = subprocess.Popen(
         teamtree_cmd("broker", "--kind", "embedded", "--port", str(port)),
@@ -65,10 +65,10 @@ async def start_broker(kind: str) -> TestBroker:
         stderr=subprocess.DEVNULL,
     )
     await wait_for_port("127.0.0.1", port, timeout=30)
-    return TestBroker(kind, Endpoint("127.0.0.1", port), process=process)
+    return BrokerUnderTest(kind, Endpoint("127.0.0.1", port), process=process)
 
 
-async def close_broker(broker: TestBroker) -> None:
+async def close_broker(broker: BrokerUnderTest) -> None:
     if broker.mosquitto is not None:
         await broker.mosquitto.close()
     if broker.process is not None and broker.process.poll() is None:
@@ -80,7 +80,7 @@ async def close_broker(broker: TestBroker) -> None:
 
 
 @pytest.fixture(params=BROKER_KINDS)
-async def broker(request: pytest.FixtureRequest) -> AsyncIterator[TestBroker]:
+async def broker(request: pytest.FixtureRequest) -> AsyncIterator[BrokerUnderTest]:
     """A real broker, parametrised over mosquitto and the embedded one."""
     b = await start_broker(request.param)
     try:
@@ -90,7 +90,7 @@ async def broker(request: pytest.FixtureRequest) -> AsyncIterator[TestBroker]:
 
 
 @pytest.fixture
-async def mosquitto() -> AsyncIterator[TestBroker]:
+async def mosquitto() -> AsyncIterator[BrokerUnderTest]:
     """A real mosquitto (restartable on its port)."""
     b = await start_broker("mosquitto")
     try:

@@ -26,7 +26,7 @@ from teamtree.planners.allocation import (
     RobotAction,
     SubtaskState,
 )
-from tests.conftest import REPO, AgentProcs, TestBroker, eventually, teamtree_cmd
+from tests.conftest import REPO, AgentProcs, BrokerUnderTest, eventually, teamtree_cmd
 
 TEAM_TOML = """
 [team]
@@ -215,7 +215,7 @@ def judge(events: list[tuple[str, str, dict]]) -> tuple[list[str | None], int]:
 
 @pytest.mark.integration
 async def test_kitting_run_completes_with_the_correct_pattern(
-    mosquitto: TestBroker, team: str, tmp_path: Path, agent_procs: list
+    mosquitto: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     config = team_config(tmp_path / "kitting.toml", team, tf=30.0)
     procs = AgentProcs(config, mosquitto.url, team, tmp_path)

@@ -22,7 +22,7 @@ from teamtree.agents.allocator import (
     request_allocation,
     solve_request,
 )
-from tests.conftest import AgentProcs, TestBroker, eventually, write_config
+from tests.conftest import AgentProcs, BrokerUnderTest, eventually, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -71,11 +71,11 @@ def allocators(*ids: str, shared: bool = False) -> str:
     )
 
 
-def client(broker: TestBroker, team: str) -> Agent:
+def client(broker: BrokerUnderTest, team: str) -> Agent:
     return Agent("client", team=team, endpoint=broker.endpoint, runtime=RUNTIME)
 
 
-def start(tmp_path: Path, broker: TestBroker, team: str, made: list, *ids: str, shared=False):
+def start(tmp_path: Path, broker: BrokerUnderTest, team: str, made: list, *ids: str, shared=False):
     config = write_config(tmp_path / "team.toml", team, allocators(*ids, shared=shared))
     procs = AgentProcs(config, broker.url, team, tmp_path)
     made.append(procs)
@@ -99,7 +99,7 @@ def same_answer(remote: dict, local: dict) -> None:
 
 
 async def test_service_answers_like_an_in_process_solve(
-    broker: TestBroker, team: str, tmp_path: Path, agent_procs: list
+    broker: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     procs = start(tmp_path, broker, team, agent_procs, "alloc")
     async with asyncio.timeout(40), client(broker, team) as me:
@@ -158,7 +158,7 @@ async def test_service_answers_like_an_in_process_solve(
 
 
 async def test_replicas_share_the_load_and_a_killed_one_loses_no_request(
-    mosquitto: TestBroker, team: str, tmp_path: Path, agent_procs: list
+    mosquitto: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     procs = start(tmp_path, mosquitto, team, agent_procs, "alloc-a", "alloc-b", shared=True)
     async with asyncio.timeout(120), client(mosquitto, team) as me:
@@ -211,7 +211,7 @@ def job_shop(jobs: int = 15, machines: int = 8, seed: int = 0) -> dict:
 
 
 async def test_a_long_solve_is_bounded_by_the_deadline_and_the_service_stays_live(
-    mosquitto: TestBroker, team: str, tmp_path: Path, agent_procs: list
+    mosquitto: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     start(tmp_path, mosquitto, team, agent_procs, "alloc")
     async with asyncio.timeout(30), client(mosquitto, team) as me:
@@ -243,7 +243,7 @@ sys.exit(asyncio.run(handlers[args.command](args)))
 """
 
 
-async def test_standalone_allocator_command(mosquitto: TestBroker, team: str) -> None:
+async def test_standalone_allocator_command(mosquitto: BrokerUnderTest, team: str) -> None:
     """``teamtree allocator`` (through ``register``, as the CLI wires it) serves and stops."""
     proc = subprocess.Popen(
         [sys.executable, "-c", STANDALONE, "allocator", "--broker", mosquitto.url,
