@@ -24,6 +24,7 @@ Behaviour tree (our own, py_trees-like; py_trees does not install here)::
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import enum
@@ -79,7 +80,7 @@ class BTStatus(enum.Enum):
     RUNNING = "running"  #: an action is under way; tick again
 
 
-class Node:
+class Node(abc.ABC):
     """A behaviour-tree node: ``tick(now)`` returns a status; ``halt`` stops running work."""
 
     def __init__(self, name: str, children: Sequence[Node] = ()):
@@ -91,8 +92,9 @@ class Node:
         self.status = self.update(now)
         return self.status
 
+    @abc.abstractmethod
     def update(self, now: float) -> BTStatus:
-        raise NotImplementedError
+        """One tick of this node's own logic (py_trees' ``update``)."""
 
     def halt(self) -> None:
         for child in self.children:
