@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import zmq
@@ -274,18 +275,25 @@ def _numbers(reader: Any, key: str, value: Any, n: int | None, what: str) -> lis
     return [float(v) for v in value]
 
 
-def _object(reader: Any, name: str, raw: Any) -> dict[str, Any]:
-    where = f"objects.{name}"
+def _entry(reader: Any, section: str, name: str, raw: Any, keys: Sequence[str]) -> str:
+    """Check one ``[agents.<section>.<name>]`` table: a valid name, a table, only
+    `keys`. Returns the key path for error messages. Raises ConfigError."""
+    where = f"{section}.{name}"
     try:
-        validate_id(name, "object name")
+        validate_id(name, f"{section.rstrip('s')} name")
     except TopicError as exc:
         raise reader.error(where, exc.reason) from None
+    expected = ", ".join(keys)
     if not isinstance(raw, dict):
-        raise reader.error(where, "must be a table with shape, dims, position, goal")
-    unknown = sorted(set(raw) - {"shape", "dims", "position", "goal", "yaw"})
+        raise reader.error(where, f"must be a table with {expected}")
+    unknown = sorted(set(raw) - set(keys))
     if unknown:
-        raise reader.error(f"{where}.{unknown[0]}", "unknown key; expected shape, dims, "
-                           "position, goal, yaw")  # fmt: skip
+        raise reader.error(f"{where}.{unknown[0]}", f"unknown key; expected {expected}")
+    return where
+
+
+def _object(reader: Any, name: str, raw: Any) -> dict[str, Any]:
+    where = _entry(reader, "objects", name, raw, ("shape", "dims", "position", "goal", "yaw"))
     shape = raw.get("shape")
     if shape not in _SHAPES:
         raise reader.error(f"{where}.shape", f"is {shape!r}; expected box, cylinder or sphere")
@@ -308,16 +316,7 @@ def _object(reader: Any, name: str, raw: Any) -> dict[str, Any]:
 
 
 def _robot(reader: Any, name: str, raw: Any) -> dict[str, Any]:
-    where = f"robots.{name}"
-    try:
-        validate_id(name, "robot name")
-    except TopicError as exc:
-        raise reader.error(where, exc.reason) from None
-    if not isinstance(raw, dict):
-        raise reader.error(where, "must be a table with profile, base, yaw")
-    unknown = sorted(set(raw) - {"profile", "base", "yaw"})
-    if unknown:
-        raise reader.error(f"{where}.{unknown[0]}", "unknown key; expected profile, base, yaw")
+    where = _entry(reader, "robots", name, raw, ("profile", "base", "yaw"))
     name_of_profile = raw.get("profile", name)
     if name_of_profile not in PROFILES:
         known = ", ".join(sorted(PROFILES))
@@ -333,17 +332,7 @@ def _robot(reader: Any, name: str, raw: Any) -> dict[str, Any]:
 
 
 def _hand(reader: Any, name: str, raw: Any) -> dict[str, Any]:
-    where = f"hands.{name}"
-    try:
-        validate_id(name, "hand name")
-    except TopicError as exc:
-        raise reader.error(where, exc.reason) from None
-    if not isinstance(raw, dict):
-        raise reader.error(where, "must be a table with rest, speed, noise, ...")
-    unknown = sorted(set(raw) - {"rest", *_HAND_KEYS})
-    if unknown:
-        keys = ", ".join(("rest", *_HAND_KEYS))
-        raise reader.error(f"{where}.{unknown[0]}", f"unknown key; expected {keys}")
+    where = _entry(reader, "hands", name, raw, ("rest", *_HAND_KEYS))
     out: dict[str, Any] = {
         "rest": _numbers(reader, f"{where}.rest", raw.get("rest"), 3, "[x, y, z]")
     }
