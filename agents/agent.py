@@ -421,6 +421,15 @@ class Agent:
             ("agents", channel), handler, kind, pattern(self.team, "+", channel, recipient)
         )
 
+    def on_agent(
+        self, sender: str, channel: str, handler: Handler, *, kind: str | None = None
+    ) -> None:
+        """Handle messages on one agent's own `channel` only (e.g. a robot's driver's
+        observations): the broker sends nothing else, which matters at scale."""
+        self._register(
+            ("agents", channel), handler, kind, pattern(self.team, validate_id(sender), channel)
+        )
+
     def on_any(self, handler: Handler) -> None:
         """See every valid message of the team (recorders, monitors), before routing."""
         self._taps.append(handler)

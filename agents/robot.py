@@ -324,8 +324,8 @@ class RobotAgent(Agent):
         self.on_agents(CLAIM_REPLY, self._on_reply, kind="node.claim_reply", addressed=True)
         self.on_agents(STATE, self._on_transition, kind="node.transition")
         self.on_agents(SNAPSHOT, self._on_snapshot, kind="node.snapshot")
-        self.on_agents("observation", self._on_observation, kind="observation")
-        self.on_agents("progress", self._on_progress)
+        self.on_agent(self.driver, "observation", self._on_observation, kind="observation")
+        self.on_agent(self.driver, "progress", self._on_progress)
 
     def _now(self) -> tuple[int, int, str]:
         stamp = self.clock.now()
