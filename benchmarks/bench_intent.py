@@ -17,59 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import statistics
 import time
 
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.broker import MosquittoBroker, find_mosquitto
-from teamtree.hardware.world import World
-from teamtree.planners.tasktree import HandSample, IntentParams, IntentTracker
-
-SCENE = {
-    "cup": [-0.05, 0.05, 0.80],
-    "sugar": [0.05, 0.20, 0.79],
-    "tea_pot": [0.15, -0.05, 0.83],
-    "burger": [-0.20, -0.10, 0.785],
-    "sandwich": [0.0, -0.25, 0.77],
-    "orange": [-0.25, 0.22, 0.80],
-}
-
-
-def trial(seed: int, noise: float, speed: float, path_noise: float, params: IntentParams):
-    rng = random.Random(seed)
-    target = rng.choice(sorted(SCENE))
-    objects = {
-        n: {"shape": "sphere", "dims": [0.03], "position": p, "goal": [0.6, 0.6, 0.8]}
-        for n, p in SCENE.items()
-    }
-    rest = [0.7 + rng.uniform(-0.05, 0.05), rng.uniform(-0.2, 0.2), 0.95]
-    hand = {"rest": rest, "speed": speed, "noise": noise, "path_noise": path_noise}
-    world = World.from_spec(objects, {}, {"h": hand}, seed=seed)
-    tracker = IntentTracker(params)
-    world.advance(0.3)
-    t0 = t = world.t
-    world.hand_reach("h", "c", target, t0, then="hold")
-    history = []
-    while True:
-        t += 0.05
-        world.advance(t)
-        if world.objects[target].held_by is not None:
-            break
-        view = world.hand_view("h", 0.3)
-        tracker.add(HandSample(r[0], tuple(r[1:])) for r in view["track"])
-        change = tracker.update({n: o.position for n, o in world.objects.items()})
-        if change is not None:
-            history.append((world.t - t0, change.new))
-    first = next((n for _, n in history if n), None)
-    latency = None
-    for when, name in history:
-        if name == target and latency is None:
-            latency = when
-        elif name != target:
-            latency = None
-    wrong = sum(1 for _, n in history if n not in (None, target))
-    return target, first, latency, world.t - t0, wrong
+from teamtree.hardware.reach_trials import reach_trial
+from teamtree.planners.tasktree import IntentParams
 
 
 def pct(values: list[float], q: float) -> float:
@@ -86,15 +40,15 @@ def intent_table(trials: int, path_noise: float) -> None:
     )
     for noise in (0.0, 0.005, 0.01, 0.02):
         for speed in (0.2, 0.35, 0.6, 1.0):
-            res = [trial(s, noise, speed, path_noise, params) for s in range(trials)]
-            ok = [r for r in res if r[2] is not None]
-            lat = [r[2] for r in ok] or [float("nan")]
-            share = [r[2] / r[3] for r in ok] or [float("nan")]
+            res = [reach_trial(s, noise, speed, path_noise, params) for s in range(trials)]
+            ok = [r for r in res if r.latency is not None]
+            lat = [r.latency for r in ok] or [float("nan")]
+            share = [r.latency / r.duration for r in ok] or [float("nan")]
             print(
-                f"  {noise:<7} {speed:<10} {sum(r[1] == r[0] for r in res) / len(res):6.0%}"
+                f"  {noise:<7} {speed:<10} {sum(r.first == r.target for r in res) / len(res):6.0%}"
                 f"  {len(ok) / len(res):6.0%}   {pct(lat, 0.5):5.2f} / {pct(lat, 0.9):5.2f}"
                 f"         {pct(share, 0.5):4.0%} / {pct(share, 0.9):4.0%}"
-                f"              {sum(r[4] for r in res) / len(res):4.2f}"
+                f"              {sum(r.wrong for r in res) / len(res):4.2f}"
             )
 
 

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from teamtree.agents.human import enabled_leaves
+from teamtree.hardware.reach_trials import reach_trial
 from teamtree.hardware.world import World
 from teamtree.planners.tasktree import (
     HandSample,
@@ -123,61 +124,14 @@ def test_intent_params_validate() -> None:
 
 # -- synthetic noisy reaches through the world's hand model ----------------------------
 
-SCENE = {
-    "cup": [-0.05, 0.05, 0.80],
-    "sugar": [0.05, 0.20, 0.79],
-    "tea_pot": [0.15, -0.05, 0.83],
-    "burger": [-0.20, -0.10, 0.785],
-    "sandwich": [0.0, -0.25, 0.77],
-    "orange": [-0.25, 0.22, 0.80],
-}
-
-
-def reach_trial(seed: int, noise: float, speed: float, path_noise: float = 0.05):
-    """One reach from a random rest pose to a random object of SCENE; returns
-    (target, first inferred object, latency s until the intent is the target for good,
-    reach duration s). The tracker sees the world's tracked (noisy) samples."""
-    rng = random.Random(seed)
-    target = rng.choice(sorted(SCENE))
-    objects = {
-        n: {"shape": "sphere", "dims": [0.03], "position": p, "goal": [0.6, 0.6, 0.8]}
-        for n, p in SCENE.items()
-    }
-    rest = [0.7 + rng.uniform(-0.05, 0.05), rng.uniform(-0.2, 0.2), 0.95]
-    hand = {"rest": rest, "speed": speed, "noise": noise, "path_noise": path_noise}
-    world = World.from_spec(objects, {}, {"h": hand}, seed=seed)
-    tracker = IntentTracker()
-    world.advance(0.3)
-    t0 = t = world.t
-    world.hand_reach("h", "c", target, t0, then="hold")
-    history = []
-    while True:
-        t += 0.05
-        world.advance(t)
-        if world.objects[target].held_by is not None:
-            break
-        view = world.hand_view("h", 0.3)
-        tracker.add(HandSample(r[0], tuple(r[1:])) for r in view["track"])
-        change = tracker.update({n: o.position for n, o in world.objects.items()})
-        if change is not None:
-            history.append((world.t - t0, change.new))
-    first = next((n for _, n in history if n), None)
-    latency = None
-    for when, name in history:
-        if name == target and latency is None:
-            latency = when
-        elif name != target:
-            latency = None
-    return target, first, latency, world.t - t0
-
 
 @pytest.mark.parametrize(("noise", "speed"), [(0.0, 0.5), (0.005, 0.35), (0.01, 0.8)])
 def test_intent_on_noisy_reaches_accuracy_and_latency(noise: float, speed: float) -> None:
     trials = [reach_trial(seed, noise, speed) for seed in range(40)]
-    final = [t for t in trials if t[2] is not None]
-    first_ok = sum(t[1] == t[0] for t in trials) / len(trials)
-    latencies = sorted(t[2] for t in final)
-    shares = sorted(t[2] / t[3] for t in final)
+    final = [t for t in trials if t.latency is not None]
+    first_ok = sum(t.first == t.target for t in trials) / len(trials)
+    latencies = sorted(t.latency for t in final)
+    shares = sorted(t.latency / t.duration for t in final)
     p50, share50 = latencies[len(latencies) // 2], shares[len(shares) // 2]
     print(
         f"\nintent noise={noise} m speed={speed} m/s: right before the grasp "
