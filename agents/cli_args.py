@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import tomllib
 
+from teamtree.agents.config import load_config
 from teamtree.broker import ConfigError, TopicError
-from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.topics import validate_id
 
 
@@ -64,3 +65,27 @@ def setting(value: str) -> tuple[str, object]:
     except tomllib.TOMLDecodeError:
         parsed = raw
     return key.strip(), parsed
+
+
+DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
+
+
+def team_and_broker(
+    command: str, team: str | None, broker: str | None, config_path: str | None
+) -> tuple[str, Endpoint] | str:
+    """Resolve ``--team``/``--broker``, falling back on ``--config``'s ``[team]`` and
+    then on the local default broker. Returns (team, endpoint), or an error line."""
+    if config_path:
+        try:
+            config = load_config(config_path)
+        except ConfigError as exc:
+            return f"teamtree {command}: {exc}"
+        team = team or config.team
+        if broker is None and config.broker is not None:
+            broker = config.broker.url
+    if team is None:
+        return f"teamtree {command}: give --team (or --config with a [team] name)"
+    try:
+        return team, parse_endpoint(broker or DEFAULT_BROKER)
+    except ConfigError as exc:
+        return f"teamtree {command}: bad --broker: {exc}"

@@ -14,16 +14,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from teamtree.agents.agent import Agent
+from teamtree.agents.cli_args import DEFAULT_BROKER, team_and_broker
 from teamtree.agents.cli_args import seconds as _seconds
-from teamtree.agents.config import RuntimeSettings, load_config
+from teamtree.agents.config import RuntimeSettings
 from teamtree.agents.ltl_planner import DISTURB, DISTURBANCES
-from teamtree.broker import ConfigError, RequestError, TeamtreeError, TopicError
-from teamtree.broker.endpoint import Endpoint, parse_endpoint
+from teamtree.broker import RequestError, TeamtreeError, TopicError
+from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.topics import validate_id
 
 __all__ = ["DisturbError", "register", "run_disturb", "send_disturbance"]
 
-DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
 ALIASES = {
     "fall": "fall",
     "loss_of_balance": "fall",
@@ -170,20 +170,11 @@ async def send_disturbance(
 
 async def run_disturb(args: argparse.Namespace) -> int:
     """The ``disturb`` handler: resolve team and broker, send, print the answer."""
-    team, broker = args.team, args.broker
-    if args.config:
-        config = load_config(args.config)
-        team = team or config.team
-        if broker is None and config.broker is not None:
-            broker = config.broker.url
-    if team is None:
-        print("teamtree disturb: give --team (or --config with a [team] name)", flush=True)
+    resolved = team_and_broker("disturb", args.team, args.broker, args.config)
+    if isinstance(resolved, str):
+        print(resolved, flush=True)
         return 2
-    try:
-        endpoint = parse_endpoint(broker or DEFAULT_BROKER)
-    except ConfigError as exc:
-        print(f"teamtree disturb: bad --broker: {exc}", flush=True)
-        return 2
+    team, endpoint = resolved
     try:
         answer = await send_disturbance(
             endpoint,

@@ -14,15 +14,14 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from teamtree.agents.config import RuntimeSettings, load_config
+from teamtree.agents.cli_args import DEFAULT_BROKER, team_and_broker
+from teamtree.agents.config import RuntimeSettings
 from teamtree.agents.human_terminal import TerminalHuman, stdin_reader
-from teamtree.broker import ConfigError, TopicError
-from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker import TopicError
 from teamtree.broker.topics import validate_id
 
 __all__ = ["main", "register", "run_human"]
 
-DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
 
@@ -65,23 +64,11 @@ def register(subparsers: Any) -> dict[str, Handler]:
 async def run_human(args: argparse.Namespace) -> int:
     """The ``human`` handler: resolve team and broker, then run the terminal session."""
     team, broker = args.team, args.broker
-    if args.config:
-        try:
-            config = load_config(args.config)
-        except ConfigError as exc:
-            print(f"teamtree human: {exc}", flush=True)
-            return 2
-        team = team or config.team
-        if broker is None and config.broker is not None:
-            broker = config.broker.url
-    if team is None:
-        print("teamtree human: give --team (or --config with a [team] name)", flush=True)
+    resolved = team_and_broker("human", team, broker, args.config)
+    if isinstance(resolved, str):
+        print(resolved, flush=True)
         return 2
-    try:
-        endpoint = parse_endpoint(broker or DEFAULT_BROKER)
-    except ConfigError as exc:
-        print(f"teamtree human: bad --broker: {exc}", flush=True)
-        return 2
+    team, endpoint = resolved
     agent = TerminalHuman(
         args.id,
         team=team,

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from teamtree.agents.cli_args import DEFAULT_BROKER
 from teamtree.agents.cli_args import broker_url as _url
 from teamtree.agents.cli_args import ident as _ident
 from teamtree.agents.cli_args import port as _port
@@ -45,7 +46,6 @@ from teamtree.broker.topics import Topic
 __all__ = ["check_team_live", "register"]
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
-DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
 
 
 def _logging_flags(p: argparse.ArgumentParser) -> None:
