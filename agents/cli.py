@@ -28,6 +28,7 @@ from teamtree.agents.credentials import agent_credentials
 from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.log_setup import configure_logging
+from teamtree.agents.peer_wire import working_leaves
 from teamtree.agents.robot import mission_tree, read_snapshots
 from teamtree.agents.timeline import draw_timeline, load_records
 from teamtree.broker import ConfigError, TeamtreeError
@@ -208,7 +209,10 @@ async def _tree(args: argparse.Namespace) -> int:
         parse_endpoint(args.broker), args.team or config.team, args.wait
     )
     done = {n for snap in snapshots.values() for n in snap.get("done", [])}
-    working = {snap["working"]: agent for agent, snap in snapshots.items() if snap.get("working")}
+    working = {}
+    for agent, snap in snapshots.items():
+        with contextlib.suppress(ValueError):
+            working.update(dict.fromkeys(working_leaves(snap.get("working")), agent))
     controller = TaskController(tree, "viewer")
     controller.done.update(n for n in done if n in tree.nodes)
     statuses = controller.statuses()

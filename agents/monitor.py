@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from teamtree.agents.peer_wire import working_leaves
 from teamtree.agents.team_view import Presence, TeamView
 from teamtree.broker import ConnectError, WireError
 from teamtree.broker.connection import Connection, Incoming
@@ -160,9 +161,13 @@ class MonitorState:
         elif kind == "node.snapshot":
             row = self.row(env.sender)
             row.works_tree = True
-            working = body.get("working")
-            row.node = working if isinstance(working, str) else None
-            row.status = f"working {self.label(row.node)}" if row.node else row.status
+            try:
+                working = working_leaves(body.get("working"))
+            except ValueError:
+                working = ()
+            row.node = working[0] if working else None
+            labels = ", ".join(self.label(n) for n in working)
+            row.status = f"working {labels}" if working else row.status
             for node in body.get("done") or []:
                 if isinstance(node, str):
                     self.done_nodes.setdefault(node, "?")

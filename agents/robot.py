@@ -43,6 +43,8 @@ import numpy as np
 
 from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.peer_member import PeerRuleMember
+from teamtree.agents.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.agents.team_view import Presence
 from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
 from teamtree.broker.endpoint import Endpoint
@@ -114,82 +116,7 @@ def mission_tree(config: TeamConfig) -> TaskTree:
         raise ConfigError(str(exc), path=str(config.path), key="mission.tree") from None
 
 
-def _stamp(value: Any) -> tuple[int, int, str]:
-    if (
-        isinstance(value, list | tuple)
-        and len(value) == 3
-        and isinstance(value[0], int)
-        and isinstance(value[1], int)
-        and isinstance(value[2], str)
-    ):
-        return (value[0], value[1], value[2])
-    raise ValueError(f"not a stamp: {value!r}")
-
-
-def claim_to_wire(claim: Claim) -> dict[str, Any]:
-    return {
-        "claim_id": claim.claim_id,
-        "node": claim.node,
-        "claimant": claim.claimant,
-        "stamp": list(claim.stamp),
-        "potential": claim.potential,
-        "round": claim.round,
-    }
-
-
-def claim_from_wire(body: Any) -> Claim:
-    """Raises ValueError/KeyError/TypeError on a malformed body."""
-    return Claim(
-        claim_id=str(body["claim_id"]),
-        node=str(body["node"]),
-        claimant=str(body["claimant"]),
-        stamp=_stamp(body["stamp"]),
-        potential=float(body.get("potential", 0.0)),
-        round=int(body.get("round", 0)),
-    )
-
-
-def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
-    return {
-        "claim_id": reply.claim_id,
-        "node": reply.node,
-        "claimant": reply.claimant,
-        "replier": reply.replier,
-        "round": reply.round,
-        "reports": [
-            {
-                "node": r.node,
-                "state": r.state.value,
-                "agent": r.agent,
-                "stamp": list(r.stamp) if r.stamp else None,
-                "potential": r.potential,
-            }
-            for r in reply.reports
-        ],
-    }
-
-
-def reply_from_wire(body: Any) -> ClaimReply:
-    return ClaimReply(
-        claim_id=str(body["claim_id"]),
-        node=str(body["node"]),
-        claimant=str(body["claimant"]),
-        replier=str(body["replier"]),
-        round=int(body.get("round", 0)),
-        reports=tuple(
-            NodeReport(
-                node=str(r["node"]),
-                state=PeerState(r["state"]),
-                agent=r.get("agent"),
-                stamp=_stamp(r["stamp"]) if r.get("stamp") is not None else None,
-                potential=float(r.get("potential", 0.0)),
-            )
-            for r in body["reports"]
-        ),
-    )
-
-
-class RobotAgent(Agent):
+class RobotAgent(PeerRuleMember):
     """A robot that shares a THEN/AND/OR task with its peers (see module docstring).
 
     Parameters (``[[agents]]`` keys): ``profile`` (robot body, e.g. "pr2"), ``driver``
@@ -320,10 +247,9 @@ class RobotAgent(Agent):
     # -- wiring ------------------------------------------------------------------
 
     async def setup(self) -> None:
-        self.on_team(CLAIMS, self._on_claim, kind="node.claim")
-        self.on_agents(CLAIM_REPLY, self._on_reply, kind="node.claim_reply", addressed=True)
-        self.on_agents(STATE, self._on_transition, kind="node.transition")
-        self.on_agents(SNAPSHOT, self._on_snapshot, kind="node.snapshot")
+        self.subscribe_peer_rule(
+            claims=CLAIMS, replies=CLAIM_REPLY, transitions=STATE, snapshots=SNAPSHOT
+        )
         self.on_agent(self.driver, "observation", self._on_observation, kind="observation")
         self.on_agent(self.driver, "progress", self._on_progress)
 
@@ -399,17 +325,7 @@ class RobotAgent(Agent):
                 await self.publish("events", "node.claim_decided", body | {"reason": reason})
 
     async def _publish_snapshot(self, snap: Snapshot) -> None:
-        await self.publish(
-            SNAPSHOT,
-            "node.snapshot",
-            {
-                "agent": snap.agent,
-                "stamp": list(snap.stamp),
-                "done": list(snap.done),
-                "working": snap.working,
-            },
-            retain=True,
-        )
+        await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
 
     async def _command(self, kind: str, node: str) -> None:
         if kind == "behaviour.execute":
@@ -441,62 +357,6 @@ class RobotAgent(Agent):
         await self.publish(COMMAND, kind, body, recipient=self.driver)
 
     # -- inbound -----------------------------------------------------------------
-
-    async def _on_claim(self, env: Envelope, topic: Topic) -> None:
-        try:
-            claim = claim_from_wire(env.body)
-        except (KeyError, TypeError, ValueError) as exc:
-            self._drop("malformed", str(topic), env.sender, f"claim: {exc}")
-            return
-        if claim.claimant != env.sender:
-            self._drop("sender_mismatch", str(topic), env.sender, "claimant is not the sender")
-            return
-        await self.feed(claim)
-
-    async def _on_reply(self, env: Envelope, topic: Topic) -> None:
-        try:
-            reply = reply_from_wire(env.body)
-        except (KeyError, TypeError, ValueError) as exc:
-            self._drop("malformed", str(topic), env.sender, f"claim reply: {exc}")
-            return
-        if reply.replier != env.sender:
-            self._drop("sender_mismatch", str(topic), env.sender, "replier is not the sender")
-            return
-        await self.feed(reply)
-
-    async def _on_transition(self, env: Envelope, topic: Topic) -> None:
-        body = env.body
-        try:
-            transition = Transition(
-                node=str(body["node"]),
-                agent=str(body["agent"]),
-                status=NodeStatus(body["status"]),
-                stamp=_stamp(body["stamp"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            self._drop("malformed", str(topic), env.sender, f"transition: {exc}")
-            return
-        if transition.agent != env.sender:
-            self._drop("sender_mismatch", str(topic), env.sender, "agent is not the sender")
-            return
-        await self.feed(transition)
-
-    async def _on_snapshot(self, env: Envelope, topic: Topic) -> None:
-        body = env.body
-        try:
-            snap = Snapshot(
-                agent=str(body["agent"]),
-                stamp=_stamp(body["stamp"]),
-                done=tuple(str(n) for n in body["done"]),
-                working=None if body.get("working") is None else str(body["working"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            self._drop("malformed", str(topic), env.sender, f"snapshot: {exc}")
-            return
-        if snap.agent != env.sender:
-            self._drop("sender_mismatch", str(topic), env.sender, "agent is not the sender")
-            return
-        await self.feed(snap)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         member = self.team_view.get(agent_id)

@@ -48,9 +48,16 @@ from teamtree.planners.multitask.simulate import (
     run_policy,
     simulate,
 )
+from teamtree.planners.multitask.units import (
+    UNIT_BEHAVIOR,
+    adopt_peer_unit,
+    unit_of,
+    unit_tree,
+)
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "UNIT_BEHAVIOR",
     "Allocation",
     "AndRule",
     "Behaviour",
@@ -68,6 +75,7 @@ __all__ = [
     "RunResult",
     "Step",
     "World",
+    "adopt_peer_unit",
     "check_state",
     "distance",
     "exhaustive_plan",
@@ -83,4 +91,6 @@ __all__ = [
     "run_policy",
     "simulate",
     "transition",
+    "unit_of",
+    "unit_tree",
 ]

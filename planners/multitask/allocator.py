@@ -273,6 +273,10 @@ class MultitaskAllocator:
         """True when the root's goal is satisfied."""
         return self._satisfied(state, self.tree.root)
 
+    def satisfied(self, state: MultitaskState, node_id: str) -> bool:
+        """True when node ``node_id``'s goal is satisfied (its leaves done or skipped)."""
+        return self._satisfied(state, self.tree[node_id])
+
     def _satisfied(self, state: MultitaskState, node: TaskNode) -> bool:
         if node.is_leaf:
             return node.id in state.done or node.id in state.skipped

@@ -52,6 +52,7 @@ from teamtree.planners.tasktree.peer import (
     TaskController,
     Tick,
     Transition,
+    Want,
     conflict_set,
 )
 from teamtree.planners.tasktree.peer_sim import (
@@ -136,6 +137,7 @@ __all__ = [
     "Tick",
     "Transition",
     "WalkStep",
+    "Want",
     "approach_geometry",
     "check_invariants",
     "conflict_set",

@@ -6,7 +6,7 @@ agent must carry out (publish, start, pause...); it does no I/O and reads no clo
 ``now`` is the agent's hybrid-logical-clock reading as a plain ordered tuple
 ``(wall_ms, logical, agent_id)``.
 
-Events: ``Tick``, ``Claim``, ``ClaimReply``, ``Transition``, ``Snapshot``,
+Events: ``Tick``, ``Want``, ``Claim``, ``ClaimReply``, ``Transition``, ``Snapshot``,
 ``PresenceChanged``, ``PotentialsChanged``, ``BehaviourFinished``, ``ConnectionChanged``.
 Actions: ``PublishClaim``, ``PublishReply``, ``PublishTransition``, ``PublishSnapshot``,
 ``StartBehaviour``, ``PauseBehaviour``, ``ResumeBehaviour``, ``AbortBehaviour``,
@@ -40,6 +40,12 @@ Readings where the paper is silent: one claim at a time per member, and none whi
 works (one behaviour at a time, §3.1); a claim that nobody answers is re-published
 every ``resend_ticks`` ticks; messages from a peer that presence says is offline are
 ignored except ``done`` (a done behaviour stays done).
+
+Beyond seed 000, for members that run several behaviours at once (seed 004's
+multitasking robots): ``capacity`` leaves may be worked at once (still one *pending*
+claim at a time, so rule 4 is unchanged), and with ``auto_select=False`` the member
+claims only the leaves it asks for with ``Want`` (its own allocator chooses, not
+activation spreading). A snapshot then lists every leaf the member works.
 """
 
 from __future__ import annotations
@@ -84,6 +90,7 @@ __all__ = [
     "TaskController",
     "Tick",
     "Transition",
+    "Want",
     "conflict_set",
 ]
 
@@ -171,18 +178,40 @@ class Transition:
 class Snapshot:
     """What a member knows, published retained so a late joiner can catch up.
 
-    ``done``: leaves done by anyone it knows of; ``working``: the leaf it executes.
+    ``done``: leaves done by anyone it knows of; ``working``: the leaves it executes
+    (a leaf id or None is read as a tuple of zero or one).
     """
 
     agent: str
     stamp: Stamp
     done: tuple[str, ...]
-    working: str | None
+    working: tuple[str, ...] | str | None = ()
+
+    def __post_init__(self) -> None:
+        w = self.working
+        if w is None:
+            object.__setattr__(self, "working", ())
+        elif isinstance(w, str):
+            object.__setattr__(self, "working", (w,))
+        else:
+            object.__setattr__(self, "working", tuple(w))
 
 
 @dataclass(frozen=True)
 class Tick:
     """One cycle of the update loop (§2.2): may start a claim."""
+
+
+@dataclass(frozen=True)
+class Want:
+    """Claim ``node`` now (members with ``auto_select=False``; works for any member).
+
+    Answered by the same ``ClaimDecided`` as a claim from a tick: at once and lost when
+    the claim cannot start (another pending, at capacity, not synced, not allowed).
+    """
+
+    node: str
+    potential: float | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +251,7 @@ class ConnectionChanged:
 
 Event = (
     Tick
+    | Want
     | Claim
     | ClaimReply
     | Transition
@@ -346,7 +376,9 @@ class TaskController:
     ``await_snapshots`` (a late joiner: claim nothing before every online peer's
     snapshot arrived); ``potentials`` and ``default_potential`` (eq. 1 values per
     leaf); ``rule`` (``ClaimRule``); ``inhibit_ticks`` and ``inhibit_factor`` (how long
-    and how much a lost claim lowers the leaf's activation); ``resend_ticks``.
+    and how much a lost claim lowers the leaf's activation); ``resend_ticks``;
+    ``capacity`` (leaves worked at once, 1 for seed 000 robots); ``auto_select``
+    (claim on ticks by activation spreading; False: only what ``Want`` asks for).
 
     ``handle`` never raises on odd input from peers (unknown nodes are ignored).
     """
@@ -365,8 +397,14 @@ class TaskController:
         inhibit_factor: float = 0.0,
         resend_ticks: int = 50,
         dedup_window: int = 4096,
+        capacity: int = 1,
+        auto_select: bool = True,
     ) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity {capacity}; expected 1 or more")
         self.tree = tree
+        self.capacity = capacity
+        self.auto_select = auto_select
         self.me = me
         self.rule = ClaimRule(rule)
         self.default_potential = default_potential
@@ -378,8 +416,9 @@ class TaskController:
         self.peers_online: set[str] = set(online_peers) - {me}
         self.done: set[str] = set()
         self.working: dict[str, tuple[str, Stamp]] = {}
-        self.my_working: str | None = None
-        self.paused = False
+        self.mine: dict[str, None] = {}
+        """The leaves this member works on, in the order it won them."""
+        self._paused: set[str] = set()
         self.connected = True
         self._awaiting: set[str] = set(self.peers_online) if await_snapshots else set()
         self._pending: _Pending | None = None
@@ -391,6 +430,16 @@ class TaskController:
         self._last_stamp: Stamp | None = None
 
     # ----------------------------------------------------------- read-only views
+
+    @property
+    def my_working(self) -> str | None:
+        """The first leaf this member works on (the only one when ``capacity`` is 1)."""
+        return next(iter(self.mine), None)
+
+    @property
+    def paused(self) -> bool:
+        """True while this member's behaviours are paused (broker lost, not re-claimed)."""
+        return bool(self._paused)
 
     @property
     def synced(self) -> bool:
@@ -421,12 +470,11 @@ class TaskController:
 
     def statuses(self) -> dict[str, NodeStatus]:
         """Every node's status in this copy (see ``NodeStatus``)."""
-        here = [self.my_working] if self.my_working else []
-        return node_statuses(self.tree, self.activations(), here)
+        return node_statuses(self.tree, self.activations(), list(self.mine))
 
     def snapshot(self, now: Stamp) -> Snapshot:
         """This member's retained snapshot."""
-        return Snapshot(self.me, now, tuple(sorted(self.done)), self.my_working)
+        return Snapshot(self.me, now, tuple(sorted(self.done)), tuple(self.mine))
 
     def conflicts(self, leaf: str) -> frozenset[str]:
         """Cached ``conflict_set(self.tree, leaf)``."""
@@ -444,6 +492,8 @@ class TaskController:
         match event:
             case Tick():
                 self._on_tick(now, out)
+            case Want():
+                self._on_want(event, now, out)
             case Claim():
                 self._on_claim(event, now, out)
             case ClaimReply():
@@ -482,22 +532,55 @@ class TaskController:
                         out.append(PublishClaim(replace(p.claim, round=p.need.get(q, 0)), to=q))
             self._decide(now, out)
             return
-        if self.my_working is not None:
-            if self.paused:  # reconnected and synced: re-claim before resuming
-                self._start_claim(self.my_working, now, out, reclaim=True)
+        if self._paused:  # reconnected and synced: re-claim before resuming
+            leaf = next(n for n in self.mine if n in self._paused)
+            self._start_claim(leaf, now, out, reclaim=True)
+            return
+        if not self.auto_select or len(self.mine) >= self.capacity:
             return
         leaf = select_behaviour(self.tree, self.activations())
         if leaf is not None:
             self._start_claim(leaf, now, out)
 
-    def _start_claim(self, leaf: str, now: Stamp, out: list[Action], reclaim: bool = False) -> None:
+    def _on_want(self, want: Want, now: Stamp, out: list[Action]) -> None:
+        reason = ""
+        if want.node not in self.tree.nodes or not self.tree[want.node].is_leaf:
+            reason = "not a leaf of this tree"
+        elif not self.connected or not self.synced:
+            reason = "not connected and synced"
+        elif self._pending is not None:
+            reason = "another claim is pending"
+        elif self._paused:
+            reason = "paused"
+        elif want.node in self.mine:
+            reason = "already working on it"
+        elif len(self.mine) >= self.capacity:
+            reason = "at capacity"
+        elif not self._allowed(want.node):
+            reason = "not allowed by the tree or taken by a peer"
+        if reason:
+            claim = Claim("", want.node, self.me, now, want.potential or 0.0)
+            out.append(ClaimDecided(claim, False, reason))
+            return
+        self._start_claim(want.node, now, out, potential=want.potential)
+
+    def _start_claim(
+        self,
+        leaf: str,
+        now: Stamp,
+        out: list[Action],
+        reclaim: bool = False,
+        potential: float | None = None,
+    ) -> None:
         self._claims_made += 1
+        if potential is None:
+            potential = float(self.potentials.get(leaf, self.default_potential))
         claim = Claim(
             claim_id=f"{self.me}@{now[0]}.{now[1]}#{self._claims_made}",
             node=leaf,
             claimant=self.me,
             stamp=now,
-            potential=float(self.potentials.get(leaf, self.default_potential)),
+            potential=float(potential),
         )
         self._pending = _Pending(claim, reclaim=reclaim)
         out.append(PublishClaim(claim))
@@ -507,6 +590,11 @@ class TaskController:
         if self.rule is ClaimRule.POTENTIAL:
             return (-potential, stamp)
         return (stamp,)
+
+    def allowed(self, leaf: str) -> bool:
+        """True when this member may work on ``leaf`` now: not done, not worked by a
+        peer, activated by the tree, no OR alternative committed elsewhere."""
+        return self._allowed(leaf)
 
     def _allowed(self, leaf: str) -> bool:
         if leaf in self.done:
@@ -545,11 +633,11 @@ class TaskController:
             return
         self._pending = None
         out.append(ClaimDecided(p.claim, True, "every online peer answered, none beats it"))
-        self.my_working = leaf
+        self.mine[leaf] = None
         self.working[leaf] = (self.me, now)
         self._inhibited.pop(leaf, None)
         if p.reclaim:
-            self.paused = False
+            self._paused.discard(leaf)
             out.append(ResumeBehaviour(leaf))
         else:
             out.append(StartBehaviour(leaf))
@@ -557,8 +645,8 @@ class TaskController:
         out.append(PublishSnapshot(self.snapshot(now)))
 
     def _abort_mine(self, leaf: str, reason: str, now: Stamp, out: list[Action]) -> None:
-        self.my_working = None
-        self.paused = False
+        self.mine.pop(leaf, None)
+        self._paused.discard(leaf)
         if self.working.get(leaf, ("",))[0] == self.me:
             del self.working[leaf]
         out.append(AbortBehaviour(leaf, reason))
@@ -667,9 +755,9 @@ class TaskController:
         self.done.add(node)
         self.working.pop(node, None)
         self._inhibited.pop(node, None)
-        if self.my_working == node:  # someone else finished what we were doing
-            self.my_working = None
-            self.paused = False
+        if node in self.mine:  # someone else finished what we were doing
+            del self.mine[node]
+            self._paused.discard(node)
             out.append(AbortBehaviour(node, "done by a peer"))
 
     def _on_transition(self, t: Transition, now: Stamp, out: list[Action]) -> None:
@@ -684,7 +772,7 @@ class TaskController:
         elif t.status is NodeStatus.WORKING:
             if t.agent in self.peers_online and t.node not in self.done:
                 self.working[t.node] = (t.agent, t.stamp)
-                if self.my_working == t.node and self.paused:
+                if t.node in self._paused:
                     self._abort_mine(t.node, f"taken by {t.agent}", now, out)
         elif self.working.get(t.node, ("",))[0] == t.agent:
             del self.working[t.node]
@@ -700,21 +788,20 @@ class TaskController:
             for node, (agent, _stamp) in list(self.working.items()):
                 if (
                     agent == s.agent
-                    and node != s.working
+                    and node not in s.working
                     and self._seen.get((agent, node), _ZERO) < s.stamp
                 ):
                     del self.working[node]
-            w = s.working
-            if (
-                w is not None
-                and w in self.tree.nodes
-                and w not in self.done
-                and self._seen.get((s.agent, w), _ZERO) < s.stamp
-            ):
-                self._seen[(s.agent, w)] = s.stamp
-                self.working[w] = (s.agent, s.stamp)
-                if self.my_working == w and self.paused:
-                    self._abort_mine(w, f"taken by {s.agent}", now, out)
+            for w in s.working:
+                if (
+                    w in self.tree.nodes
+                    and w not in self.done
+                    and self._seen.get((s.agent, w), _ZERO) < s.stamp
+                ):
+                    self._seen[(s.agent, w)] = s.stamp
+                    self.working[w] = (s.agent, s.stamp)
+                    if w in self._paused:
+                        self._abort_mine(w, f"taken by {s.agent}", now, out)
         self._awaiting.discard(s.agent)
         self._decide(now, out)
 
@@ -735,10 +822,10 @@ class TaskController:
         self._decide(now, out)
 
     def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[Action]) -> None:
-        if ev.node != self.my_working:
+        if ev.node not in self.mine:
             return
-        self.my_working = None
-        self.paused = False
+        del self.mine[ev.node]
+        self._paused.discard(ev.node)
         if ev.succeeded:
             self.done.add(ev.node)
             self.working.pop(ev.node, None)
@@ -757,9 +844,10 @@ class TaskController:
             if p is not None:
                 self._pending = None
                 out.append(ClaimDecided(p.claim, False, "disconnected"))
-            if self.my_working is not None and not self.paused:
-                self.paused = True
-                out.append(PauseBehaviour(self.my_working))
+            for leaf in self.mine:
+                if leaf not in self._paused:
+                    self._paused.add(leaf)
+                    out.append(PauseBehaviour(leaf))
             return
         self.connected = True
         self.peers_online = set(ev.online_peers) - {self.me}

@@ -1,0 +1,76 @@
+"""The peer rule's messages on the wire (agents.peer_wire)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from teamtree.agents.peer_wire import (
+    claim_from_wire,
+    claim_to_wire,
+    reply_from_wire,
+    reply_to_wire,
+    snapshot_from_wire,
+    snapshot_to_wire,
+    transition_from_wire,
+    working_leaves,
+)
+from teamtree.planners.tasktree import (
+    Claim,
+    ClaimReply,
+    NodeReport,
+    PeerState,
+    Snapshot,
+)
+from tests.test_wire import bodies
+
+STAMP = (1_700_000_000_000, 3, "pr2")
+
+
+def test_claims_and_replies_round_trip() -> None:
+    claim = Claim("pr2@1#1", "task-o1", "pr2", STAMP, 0.5, round=2)
+    assert claim_from_wire(claim_to_wire(claim)) == claim
+    reply = ClaimReply(
+        "pr2@1#1", "task-o1", "pr2", "baxter",
+        (NodeReport("task-o1", PeerState.NONE), NodeReport("x", PeerState.WORKING, "b", STAMP)),
+        round=2,
+    )  # fmt: skip
+    assert reply_from_wire(reply_to_wire(reply)) == reply
+
+
+@pytest.mark.parametrize(
+    ("working", "wire"),
+    [((), None), (("a",), "a"), (("a", "b"), ["a", "b"])],
+)
+def test_snapshot_working_keeps_seed_000s_form_for_one_leaf(working, wire) -> None:
+    snap = Snapshot("pr2", STAMP, ("x",), working)
+    body = snapshot_to_wire(snap)
+    assert body["working"] == wire
+    assert snapshot_from_wire(body) == snap
+
+
+def test_working_leaves_rejects_what_is_not_leaf_ids() -> None:
+    assert working_leaves(None) == () and working_leaves("a") == ("a",)
+    for bad in (3, ["a", 3], {"a": 1}):
+        with pytest.raises(ValueError, match="working"):
+            working_leaves(bad)
+
+
+KEYS = ["claim_id", "node", "claimant", "stamp", "potential", "round", "replier", "reports",
+        "agent", "status", "done", "working"]  # fmt: skip
+shaped = st.dictionaries(st.sampled_from(KEYS), bodies, max_size=len(KEYS)) | st.fixed_dictionaries(
+    {k: bodies for k in KEYS}
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=bodies | shaped)
+def test_decoders_raise_only_the_errors_callers_catch(body) -> None:
+    """Hostile bodies: every decoder fails with KeyError, TypeError or ValueError (the
+    agent drops and logs them), never anything else."""
+    for decode in (claim_from_wire, reply_from_wire, snapshot_from_wire, transition_from_wire):
+        try:
+            decode(body)
+        except (KeyError, TypeError, ValueError):
+            pass
