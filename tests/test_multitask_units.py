@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from teamtree.planners.multitask import (
     UNIT_BEHAVIOR,
@@ -25,9 +24,10 @@ def test_fig4_units_are_the_four_thens() -> None:
     assert set(units.values()) == {"task-o1", "task-o2", "task-o3", "task-o4"}
     assert units["move-o2-1"] == units["place-o2"] == "task-o2"
     top = unit_tree(tree)
-    assert top.to_string() == "AND(" + ", ".join(
-        f"UNIT(leaves=4, unit=task-o{i})" for i in range(1, 5)
-    ) + ")"
+    assert (
+        top.to_string()
+        == "AND(" + ", ".join(f"UNIT(leaves=4, unit=task-o{i})" for i in range(1, 5)) + ")"
+    )
     assert all(top[u].behavior == UNIT_BEHAVIOR for u in top.leaves)
 
 

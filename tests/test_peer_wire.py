@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,7 +72,5 @@ def test_decoders_raise_only_the_errors_callers_catch(body) -> None:
     """Hostile bodies: every decoder fails with KeyError, TypeError or ValueError (the
     agent drops and logs them), never anything else."""
     for decode in (claim_from_wire, reply_from_wire, snapshot_from_wire, transition_from_wire):
-        try:
+        with contextlib.suppress(KeyError, TypeError, ValueError):
             decode(body)
-        except (KeyError, TypeError, ValueError):
-            pass
