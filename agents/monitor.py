@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from teamtree.agents.mission_labels import tree_labels
 from teamtree.agents.peer_wire import working_leaves
 from teamtree.agents.team_view import Presence, TeamView
 from teamtree.broker import ConnectError, WireError
@@ -65,21 +66,6 @@ class AgentRow:
     messages: int = 0
     works_tree: bool = False  #: it publishes node transitions or snapshots
     heartbeat: dict[str, Any] = field(default_factory=dict)
-
-
-def _labels(tree: Any, out: dict[str, str], leaves: list[str]) -> None:
-    """Node id → label, and the leaf ids, from a ``mission.tree`` body."""
-    if not isinstance(tree, dict) or not isinstance(tree.get("id"), str):
-        return
-    params = tree.get("params") if isinstance(tree.get("params"), dict) else {}
-    if "behavior" in tree:
-        obj = params.get("object")
-        out[tree["id"]] = f"{tree['behavior']}({obj})" if obj else str(tree["behavior"])
-        leaves.append(tree["id"])
-    else:
-        out[tree["id"]] = str(tree.get("type", tree["id"]))
-    for child in tree.get("children") or []:
-        _labels(child, out, leaves)
 
 
 class MonitorState:
@@ -154,8 +140,7 @@ class MonitorState:
             self.row(env.sender).heartbeat = dict(body)
         elif kind == "mission.tree":
             self.mission = {"kind": body.get("kind"), "text": body.get("text")}
-            self.labels, self.leaves = {}, []
-            _labels(body.get("tree"), self.labels, self.leaves)
+            self.labels, self.leaves = tree_labels(body.get("tree"))
         elif kind == "node.transition":
             self._transition(env.sender, body)
         elif kind == "node.snapshot":

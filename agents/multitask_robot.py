@@ -405,15 +405,17 @@ class MultitaskRobot(PeerRuleMember):
 
     # -- the mission ---------------------------------------------------------------
 
-    def _policy(self) -> Policy:
-        """The round policy of ``planner``; search planners plan here (blocks the loop
-        for the search's duration: tens to hundreds of ms for four objects)."""
+    async def _policy(self) -> Policy:
+        """The round policy of ``planner``; search planners plan here, in a worker
+        thread so presence, heartbeats and claim replies keep flowing."""
         if self.planner in ("greedy", "sequential"):
-            return lambda alloc, state: alloc.allocate(state).granted
+            return self._policy_greedy()
         if self.planner == "lookahead":
-            plan = lookahead_plan(self.allocator, max_expansions=self.max_expansions)
+            plan = await asyncio.to_thread(
+                lookahead_plan, self.allocator, max_expansions=self.max_expansions
+            )
         else:
-            plan = exhaustive_plan(self.allocator)
+            plan = await asyncio.to_thread(exhaustive_plan, self.allocator)
         if not plan.completed:
             raise PlanningError(f"the {self.planner} planner found no ordering that ends the tree")
         self.log.info(
@@ -492,7 +494,7 @@ class MultitaskRobot(PeerRuleMember):
         )
         await self._wait_team()
         await self._start_controller()
-        policy = self._policy() if self._follow_plan else self._policy_greedy()
+        policy = await self._policy() if self._follow_plan else self._policy_greedy()
         self.log.info(
             "mission.started",
             planner=self.planner,

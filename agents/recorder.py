@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.mission_labels import tree_labels
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 
@@ -90,7 +91,7 @@ class RecorderAgent(Agent):
             "recorded_ms": time.time_ns() // 1_000_000,
         }
         if env.kind == "mission.tree" and isinstance(env.body, dict):
-            self._labels = _labels(env.body.get("tree"))
+            self._labels = tree_labels(env.body.get("tree"))[0]
         try:
             line = json.dumps(record, default=_jsonable)
         except (TypeError, ValueError) as exc:
@@ -121,19 +122,3 @@ class RecorderAgent(Agent):
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-def _labels(tree: Any, out: dict[str, str] | None = None) -> dict[str, str]:
-    """Node id -> readable label from a ``TaskTree.to_dict()`` body (best effort)."""
-    out = {} if out is None else out
-    if isinstance(tree, dict):
-        node_id = tree.get("id")
-        label = tree.get("name") or tree.get("object") or tree.get("behavior") or tree.get("type")
-        if isinstance(node_id, str) and label is not None:
-            params = tree.get("params")
-            if isinstance(params, dict) and "object" in params:
-                label = f"{tree.get('behavior', 'PLACE')}({params['object']})"
-            out[node_id] = str(label)
-        for child in tree.get("children", []) or []:
-            _labels(child, out)
-    return out

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from teamtree.agents.mission_labels import tree_labels
 from teamtree.broker import ConfigError
 
 COLOURS = {
@@ -62,7 +63,8 @@ def node_intervals(
         body = rec.get("body") if isinstance(rec.get("body"), dict) else {}
         kind = rec["kind"]
         if kind == "mission.tree":
-            labels.update(_leaf_labels(body.get("tree")))
+            tree_labels_, leaf_ids = tree_labels(body.get("tree"))
+            labels.update({leaf: tree_labels_[leaf] for leaf in leaf_ids})
         elif kind == "node.claim":
             events.append((rec["ts"], rec["sender"], body.get("node"), "active", "own"))
         elif kind == "node.claim_decided" and not body.get("won"):
@@ -103,18 +105,6 @@ def node_intervals(
             if status != "inactive":
                 spans[robot][node].append(((since - t0) / 1000, (t_end - t0) / 1000, status))
     return {r: dict(v) for r, v in spans.items()}, labels
-
-
-def _leaf_labels(tree: Any, out: dict[str, str] | None = None) -> dict[str, str]:
-    out = {} if out is None else out
-    if isinstance(tree, dict):
-        if "behavior" in tree and isinstance(tree.get("id"), str):
-            params = tree.get("params") or {}
-            obj = params.get("object") if isinstance(params, dict) else None
-            out[tree["id"]] = f"{tree['behavior']}({obj})" if obj else str(tree["behavior"])
-        for child in tree.get("children", []) or []:
-            _leaf_labels(child, out)
-    return out
 
 
 def draw_timeline(records: list[dict[str, Any]], output: str | Path, title: str = "") -> Path:

@@ -1,0 +1,34 @@
+"""Readable labels for the nodes of a ``mission.tree`` message, for observers (the
+monitor, the recorder's summary, the timeline) that must not trust what they read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["tree_labels"]
+
+
+def tree_labels(tree: Any) -> tuple[dict[str, str], list[str]]:
+    """Node id -> readable label (``PLACE(cup)``, ``MOVE(o1, to=pick)``, a goal node's
+    name or type), and the leaf ids left to right, from a ``mission.tree`` body's
+    ``tree``. Best effort: parts that are not nodes are skipped, never raised on."""
+    labels: dict[str, str] = {}
+    leaves: list[str] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict) or not isinstance(node.get("id"), str):
+            continue
+        if "behavior" in node:
+            params = node.get("params") if isinstance(node.get("params"), dict) else {}
+            args = [str(params["object"])] if "object" in params else []
+            args += [f"{k}={v}" for k, v in sorted(params.items(), key=str) if k != "object"]
+            behavior = str(node["behavior"])
+            labels[node["id"]] = f"{behavior}({', '.join(args)})" if args else behavior
+            leaves.append(node["id"])
+        else:
+            labels[node["id"]] = str(node.get("name") or node.get("type") or node["id"])
+        children = node.get("children")
+        if isinstance(children, list):
+            stack.extend(reversed(children))
+    return labels, leaves
