@@ -11,6 +11,9 @@ drawn independently. Two things hold as with a real broker and TCP links:
   broker receives from a dead connection after it noticed the death are dropped;
 - the retained snapshot of a robot is its newest one (by stamp).
 
+Each robot runs up to ``SimConfig.capacity`` behaviours at once (default 1, as seed
+000's robots do; more for multitasking robots); a crash ends all of them.
+
 Used by the property tests and the benchmark; ``check_invariants`` lists every
 violated guarantee of DESIGN.md (safety, ordering, OR exclusivity, completion).
 """
@@ -18,7 +21,6 @@ violated guarantee of DESIGN.md (safety, ordering, OR exclusivity, completion).
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +31,10 @@ from teamtree.planners.tasktree.peer import (
     AbortBehaviour,
     BehaviourFinished,
     ClaimDecided,
+    ClaimReply,
     ClaimRule,
     PauseBehaviour,
+    PeerState,
     PresenceChanged,
     PublishClaim,
     PublishReply,
@@ -42,7 +46,9 @@ from teamtree.planners.tasktree.peer import (
     StartBehaviour,
     TaskController,
     Tick,
+    Transition,
 )
+from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
 
 __all__ = [
@@ -73,7 +79,10 @@ class NetworkModel:
 
 @dataclass(frozen=True)
 class CrashSpec:
-    """Crash ``robot`` while it works its ``on_start``-th behaviour, ``fraction`` through it."""
+    """Crash ``robot`` while it works its ``on_start``-th behaviour, ``fraction`` through it.
+
+    The crash ends every behaviour the robot runs then (several, with capacity > 1).
+    """
 
     robot: str
     on_start: int = 1
@@ -95,6 +104,7 @@ class SimConfig:
     ``potentials``: robot → leaf → activation potential (eq. 1); None draws each one
     uniformly from [0.1, 1). ``duration``: behaviour time range in seconds.
     ``clock_skew_ms``: each robot's wall clock is off by up to this much.
+    ``capacity``: behaviours a robot runs at once (1: seed 000's one at a time).
     """
 
     robots: tuple[str, ...]
@@ -110,11 +120,17 @@ class SimConfig:
     time_limit: float = 3600.0
     rule: ClaimRule = ClaimRule.EARLIEST
     inhibit_ticks: int = 10
+    capacity: int = 1
+    """Behaviours each robot may run at once (``TaskController(capacity=...)``)."""
 
 
 @dataclass
 class Execution:
-    """One behaviour run: ``end`` is the completion, abort or crash time."""
+    """One behaviour run: ``end`` is the completion, abort or crash time.
+
+    ``unreported``: completed, but the robot crashed before any message saying so
+    reached the broker (the Last Will overtook it), so no peer could know it is done.
+    """
 
     robot: str
     node: str
@@ -122,6 +138,7 @@ class Execution:
     end: float | None = None
     completed: bool = False
     aborted: bool = False
+    unreported: bool = False
 
 
 @dataclass
@@ -138,14 +155,17 @@ class SimResult:
     claims_won: int
     claim_latencies: list[float]
     crashed: tuple[str, ...]
+    capacity: int = 1
+    """The run's ``SimConfig.capacity`` (``check_invariants`` bounds each robot by it)."""
 
     def summary(self) -> str:
         """One line for assertion messages and benchmark output."""
         done = sum(e.completed for e in self.executions)
+        cap = f" capacity={self.capacity}" if self.capacity != 1 else ""
         return (
             f"seed={self.seed} completed={self.completed} t={self.end_time:.3f}s "
             f"behaviours={done} published={self.published} delivered={self.delivered} "
-            f"claims={self.claims} won={self.claims_won} crashed={list(self.crashed)}"
+            f"claims={self.claims} won={self.claims_won} crashed={list(self.crashed)}{cap}"
         )
 
 
@@ -157,7 +177,7 @@ class _Robot:
     clock: Stamp
     alive: bool = True
     starts: int = 0
-    current: int | None = None  # index into executions
+    current: dict[str, int] = field(default_factory=dict)  # node -> index into executions
 
 
 class _Sim:
@@ -184,6 +204,7 @@ class _Sim:
         self.latencies: list[float] = []
         self.crashed: list[str] = []
         self.done_leaves: set[str] = set()
+        self.reported: set[tuple[str, str]] = set()  # (robot, leaf) done, as it told the broker
         all_ids = list(cfg.robots) + [j.robot for j in cfg.joins]
         if len(set(all_ids)) != len(all_ids):
             raise ValueError("robot ids must be unique across robots and joins")
@@ -236,6 +257,7 @@ class _Sim:
             potentials=self.pots[rid],
             rule=self.cfg.rule,
             inhibit_ticks=self.cfg.inhibit_ticks,
+            capacity=self.cfg.capacity,
         )
         self.robots[rid] = r
         self.broker_online.add(rid)
@@ -260,6 +282,7 @@ class _Sim:
             old = self.retained.get(sender)
             if old is None or old.stamp < msg.stamp:
                 self.retained[sender] = msg
+        self.note_reported(sender, msg, to)
         targets = [to] if to is not None else sorted(self.broker_online - {sender})
         for q in targets:
             if q not in self.broker_online:
@@ -267,6 +290,16 @@ class _Sim:
             copies = 2 if self.rng.random() < self.cfg.network.duplicate_p else 1
             for _ in range(copies):
                 self.down(sender, q, msg)
+
+    def note_reported(self, sender: str, msg: Any, to: str | None) -> None:
+        """Remember which leaves ``sender`` told the team (through the broker) are done."""
+        match msg:
+            case Transition(node=node, status=NodeStatus.DONE):
+                self.reported.add((sender, node))
+            case Snapshot(done=done):
+                self.reported.update((sender, node) for node in done)
+            case ClaimReply(reports=reports) if to in self.broker_online:
+                self.reported.update((sender, r.node) for r in reports if r.state is PeerState.DONE)
 
     def down(self, sender: str, q: str, msg: Any, after: float = 0.0) -> None:
         arrive = max(self.t + self.delay(), after)
@@ -299,22 +332,28 @@ class _Sim:
                     self.latencies.append(self.t - self.claim_start.get(c.claim_id, self.t))
                 case StartBehaviour(node=node) | ResumeBehaviour(node=node):
                     self.start(r, node)
-                case AbortBehaviour() | PauseBehaviour():
-                    if r.current is not None:
-                        ex = self.executions[r.current]
-                        ex.end, ex.aborted = self.t, True
-                        r.current = None
+                case AbortBehaviour(node=node) | PauseBehaviour(node=node):
+                    self.stop(r, node)
 
     def start(self, r: _Robot, node: str) -> None:
         r.starts += 1
         lo, hi = self.cfg.duration
         dur = float(self.rng.uniform(lo, hi))
         self.executions.append(Execution(r.rid, node, self.t))
-        r.current = len(self.executions) - 1
-        self.push(self.t + dur, "finish", (r.rid, r.current))
+        # a second start of a running node (a controller bug) leaves the first
+        # execution open, so check_invariants reports the overlap
+        idx = r.current[node] = len(self.executions) - 1
+        self.push(self.t + dur, "finish", (r.rid, idx))
         for c in self.cfg.crashes:
             if c.robot == r.rid and c.on_start == r.starts:
                 self.push(self.t + c.fraction * dur, "crash", r.rid)
+
+    def stop(self, r: _Robot, node: str) -> None:
+        """End ``r``'s execution of ``node`` (aborted or paused), if it runs one."""
+        idx = r.current.pop(node, None)
+        if idx is not None:
+            ex = self.executions[idx]
+            ex.end, ex.aborted = self.t, True
 
     def run(self) -> SimResult:
         for rid in self.cfg.robots:
@@ -334,7 +373,7 @@ class _Sim:
                 if not r.alive:
                     continue
                 assert r.ctl is not None
-                if r.ctl.mission_done and r.current is None and r.ctl.pending_claim is None:
+                if r.ctl.mission_done and not r.current and r.ctl.pending_claim is None:
                     continue
                 self.feed(r, Tick())
                 self.push(t + self.cfg.tick, "tick", payload)
@@ -350,11 +389,11 @@ class _Sim:
             elif kind == "finish":
                 rid, idx = payload
                 r = self.robots[rid]
-                if not r.alive or r.current != idx:
-                    continue
                 ex = self.executions[idx]
+                if not r.alive or r.current.get(ex.node) != idx:
+                    continue
                 ex.end, ex.completed = t, True
-                r.current = None
+                del r.current[ex.node]
                 self.done_leaves.add(ex.node)
                 end = max(end, t)
                 self.feed(r, BehaviourFinished(ex.node))
@@ -364,6 +403,9 @@ class _Sim:
                 self.will(payload)
             elif kind == "join":
                 self.join(payload)
+        for ex in self.executions:
+            if ex.completed and ex.robot in self.crashed:
+                ex.unreported = (ex.robot, ex.node) not in self.reported
         completed = _satisfied_times(self.tree, self.executions).get(self.tree.root.id) is not None
         return SimResult(
             seed=self.cfg.seed,
@@ -376,6 +418,7 @@ class _Sim:
             claims_won=self.claims_won,
             claim_latencies=self.latencies,
             crashed=tuple(self.crashed),
+            capacity=self.cfg.capacity,
         )
 
     def crash(self, rid: str) -> None:
@@ -384,10 +427,8 @@ class _Sim:
             return
         r.alive = False
         self.crashed.append(rid)
-        if r.current is not None:
-            ex = self.executions[r.current]
-            ex.end, ex.aborted = self.t, True
-            r.current = None
+        for node in list(r.current):
+            self.stop(r, node)
         self.push(self.t + self.cfg.will_delay, "will", rid)
 
     def will(self, rid: str) -> None:
@@ -436,10 +477,15 @@ def _satisfied_times(tree: TaskTree, executions: list[Execution]) -> dict[str, f
 def check_invariants(tree: TaskTree, result: SimResult) -> list[str]:
     """Every violated guarantee, as sentences (empty when the run was correct).
 
-    Checks: each leaf completed at most once; no leaf run by two robots at once; no
-    robot runs two behaviours at once; every start under THEN child i+1 after child i
-    was satisfied; at most one child of each OR has a completed leaf; the mission
-    completed. A crashed or aborted run counts for overlap, not for completion.
+    Checks: each leaf completed at most once; no leaf run twice at once (by two robots
+    or by one); no robot runs more than ``result.capacity`` behaviours at once (one,
+    for seed 000 robots); every start under THEN child i+1 after child i was
+    satisfied; at most one child of each OR has a completed leaf; the mission
+    completed. A crashed or aborted run counts for overlap, not for completion; a run
+    that never ended overlaps everything after its start. A completion no peer could
+    know of (``Execution.unreported``: its robot crashed before saying so) counts for
+    the mission and THEN order but not for "at most once" and OR exclusivity, since
+    the team must redo it.
     """
     errors: list[str] = []
     execs = result.executions
@@ -450,9 +496,9 @@ def check_invariants(tree: TaskTree, result: SimResult) -> list[str]:
         by_node.setdefault(e.node, []).append(e)
         by_robot.setdefault(e.robot, []).append(e)
     for node, es in by_node.items():
-        n = sum(e.completed for e in es)
-        if n > 1:
-            errors.append(f"{node} completed {n} times by {[e.robot for e in es if e.completed]}")
+        known = [e.robot for e in es if e.completed and not e.unreported]
+        if len(known) > 1:
+            errors.append(f"{node} completed {len(known)} times by {known}")
         for i, a in enumerate(es):
             for b in es[i + 1 :]:
                 if a.start < (b.end if b.end is not None else inf) and b.start < (
@@ -463,10 +509,16 @@ def check_invariants(tree: TaskTree, result: SimResult) -> list[str]:
                         f"{b.robot} [{b.start:.3f}, {b.end}] at once"
                     )
     for robot, es in by_robot.items():
-        es = sorted(es, key=lambda e: e.start)
-        for a, b in itertools.pairwise(es):
-            if a.end is None or b.start < a.end:
-                errors.append(f"{robot} ran {a.node} and {b.node} at once")
+        es = sorted(es, key=lambda e: e.start)  # stable: ties keep the run's order
+        # the most a robot runs at once is reached at some start: count what still
+        # runs then (an end at t frees its slot for a start at t)
+        for k, e in enumerate(es):
+            running = [f for f in es[:k] if f.end is None or f.end > e.start] + [e]
+            if len(running) > result.capacity:
+                nodes = " and ".join(f.node for f in running)
+                errors.append(
+                    f"{robot} ran {nodes} at once at {e.start:.3f} (capacity {result.capacity})"
+                )
     sat = _satisfied_times(tree, execs)
     for node in tree:
         if node.kind is NodeKind.THEN:
@@ -483,7 +535,11 @@ def check_invariants(tree: TaskTree, result: SimResult) -> list[str]:
             used = [
                 c.id
                 for c in node.children
-                if any(e.completed for leaf in tree.leaf_ids(c.id) for e in by_node.get(leaf, []))
+                if any(
+                    e.completed and not e.unreported
+                    for leaf in tree.leaf_ids(c.id)
+                    for e in by_node.get(leaf, [])
+                )
             ]
             if len(used) > 1:
                 errors.append(f"OR {node.id}: children {used} were all executed")
