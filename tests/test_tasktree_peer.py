@@ -20,6 +20,7 @@ from teamtree.planners.tasktree import (
     NodeStatus,
     PauseBehaviour,
     PeerState,
+    PotentialsChanged,
     PresenceChanged,
     PublishClaim,
     PublishReply,
@@ -250,6 +251,39 @@ def test_fencing_pause_on_disconnect_and_reclaim_on_reconnect() -> None:
     assert claim.node == "root/0"
     out = x.handle(ClaimReply(claim.claim_id, "root/0", "x", "y", ()), (8, 0, "x"))
     assert ResumeBehaviour("root/0") in out
+
+
+def test_a_paused_leaf_that_finishes_during_its_reclaim_stays_done() -> None:
+    """The driver finishes the paused behaviour while its re-claim is out: the re-claim
+    is dropped, so a late reply neither aborts it nor publishes it inactive."""
+    tree = parse_tree("AND(a, b)")
+    x = TaskController(tree, "x", potentials={"root/0": 5.0})
+    x.handle(Tick(), (1, 0, "x"))
+    x.handle(ConnectionChanged(False), (2, 0, "x"))
+    x.handle(ConnectionChanged(True, frozenset({"y"})), (4, 0, "x"))
+    x.handle(Snapshot("y", (4, 0, "y"), (), None), (5, 0, "x"))
+    (claim,) = [a.claim for a in x.handle(Tick(), (6, 0, "x")) if isinstance(a, PublishClaim)]
+    out = x.handle(BehaviourFinished("root/0"), (7, 0, "x"))
+    assert [a.transition.status for a in out if isinstance(a, PublishTransition)] == [
+        NodeStatus.DONE
+    ]
+    assert x.pending_claim is None
+    late = x.handle(ClaimReply(claim.claim_id, "root/0", "x", "y", ()), (8, 0, "x"))
+    assert not [a for a in late if isinstance(a, AbortBehaviour | PublishTransition)]
+    assert "root/0" in x.done
+
+
+def test_activations_follow_every_change_despite_the_cache() -> None:
+    tree = parse_tree("THEN(a, OR(b, c))")
+    x = TaskController(tree, "x", potentials={"root/0": 1.0})
+    before = x.activations()
+    assert x.activations() is before  # nothing changed: cached
+    x.handle(Transition("root/0", "y", NodeStatus.DONE, (1, 0, "y")), (2, 0, "x"))
+    after = x.activations()
+    assert after["root/0"].satisfied and after["root/1"].level > 0
+    x.handle(PotentialsChanged({"root/1/0": 0.0, "root/1/1": 2.0}), (3, 0, "x"))
+    assert x.activations()["root/1/0"].potential == 0.0
+    assert x.activations()["root/1/1"].potential == 2.0
 
 
 def test_fencing_abandons_work_taken_meanwhile() -> None:

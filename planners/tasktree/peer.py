@@ -428,6 +428,8 @@ class TaskController:
         self._conflicts: dict[str, frozenset[str]] = {}
         self._claims_made = 0
         self._last_stamp: Stamp | None = None
+        self._acts: dict[str, NodeActivation] | None = None
+        self._acts_key: tuple | None = None
 
     # ----------------------------------------------------------- read-only views
 
@@ -457,16 +459,29 @@ class TaskController:
         return self.activations()[self.tree.root.id].satisfied
 
     def activations(self) -> dict[str, NodeActivation]:
-        """Activation level and potential of every node now (§2.2)."""
-        inhib = {n: self.inhibit_factor for n in self._inhibited}
-        return spread_activation(
-            self.tree,
-            self.done,
-            self.working.keys(),
-            self.potentials,
-            default_potential=self.default_potential,
-            inhibition=inhib,
+        """Activation level and potential of every node now (§2.2).
+
+        Cached on what spreading reads (done, working, inhibited leaves, potentials):
+        every event asks, and most change none of it. Do not mutate the result.
+        """
+        key = (
+            frozenset(self.done),
+            frozenset(self.working),
+            frozenset(self._inhibited),
+            tuple(self.potentials.items()),
         )
+        if key != self._acts_key or self._acts is None:
+            inhib = {n: self.inhibit_factor for n in self._inhibited}
+            self._acts = spread_activation(
+                self.tree,
+                self.done,
+                self.working.keys(),
+                self.potentials,
+                default_potential=self.default_potential,
+                inhibition=inhib,
+            )
+            self._acts_key = key
+        return self._acts
 
     def statuses(self) -> dict[str, NodeStatus]:
         """Every node's status in this copy (see ``NodeStatus``)."""
@@ -826,6 +841,9 @@ class TaskController:
             return
         del self.mine[ev.node]
         self._paused.discard(ev.node)
+        p = self._pending
+        if p is not None and p.reclaim and p.claim.node == ev.node:
+            self._pending = None  # finished while paused: nothing left to re-claim
         if ev.succeeded:
             self.done.add(ev.node)
             self.working.pop(ev.node, None)
