@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
@@ -334,6 +334,19 @@ class MultitaskRobot(PeerRuleMember):
             self._lost_until[unit] = asyncio.get_running_loop().time() + LOST_CLAIM_HOLD_S
         return won
 
+    async def _claim_units(
+        self, units: Iterable[str], potential: Mapping[str, float] | None = None
+    ) -> bool:
+        """Claim each of ``units`` this robot does not hold yet, in order; False at the
+        first claim lost (the units won so far stay this robot's)."""
+        assert self.controller is not None
+        for unit in dict.fromkeys(units):
+            if unit not in self.controller.mine:
+                p = (potential or {}).get(unit, 0.0)
+                if not await self._claim(unit, p):
+                    return False
+        return True
+
     def _blocked(self) -> set[str]:
         """Leaves of units this robot may not work on now (peers hold them, an OR
         alternative is committed elsewhere, a claim on them was just lost, or paused)."""
@@ -532,20 +545,11 @@ class MultitaskRobot(PeerRuleMember):
                 granted = tuple(alloc.allocate(self.task_state, blocked).granted)
             if not granted:
                 return ()
-            needed = list(
-                dict.fromkeys(
-                    self.units[r.leaf]
-                    for r in granted
-                    if self.units[r.leaf] not in self.controller.mine
-                )
-            )
-            lost = False
-            for unit in needed:
-                best = max(r.potential for r in granted if self.units[r.leaf] == unit)
-                if not await self._claim(unit, best):
-                    lost = True
-                    break
-            if not lost:
+            potential: dict[str, float] = {}
+            for r in granted:
+                unit = self.units[r.leaf]
+                potential[unit] = max(potential.get(unit, r.potential), r.potential)
+            if await self._claim_units(potential, potential):
                 return granted
             if self._follow_plan:
                 self._follow_plan = False
@@ -593,7 +597,7 @@ class MultitaskRobot(PeerRuleMember):
                 raise PlanningError(f"the tree is not done after {limit} steps")
             if not granted:
                 trailing = alloc.allocate(self.task_state, self._blocked()).trailing
-                if trailing:
+                if trailing and await self._claim_units(self.units[leaf] for leaf in trailing):
                     for leaf in trailing:
                         await self._transition(
                             leaf, "skipped", step=len(steps), sim_s=round(clock, 3)
