@@ -9,6 +9,8 @@ falsifying example; the simulation's seed is in every assertion message.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -88,45 +90,42 @@ def _most_at_once(res: SimResult) -> int:
     )
 
 
+NETWORKS = {
+    "max_delay": st.sampled_from([0.001, 0.02, 0.1, 0.3]),
+    "duplicate_p": st.sampled_from([0.0, 0.2, 0.5]),
+    "reorder": st.booleans(),
+    "crash": st.booleans(),
+    "join": st.booleans(),
+    "rule": st.sampled_from(list(ClaimRule)),
+    "seed": st.integers(0, 2**32 - 1),
+}
+
+
+def _team(n_robots: int, capacity: int, crash_on: int, **net: Any) -> SimConfig:
+    """A random team: ``net`` holds the NETWORKS draws."""
+    return SimConfig(
+        robots=tuple(f"r{i}" for i in range(n_robots)),
+        seed=net["seed"],
+        network=NetworkModel(
+            max_delay=net["max_delay"], duplicate_p=net["duplicate_p"], reorder=net["reorder"]
+        ),
+        crashes=(CrashSpec("r0", on_start=crash_on, fraction=0.5),) if net["crash"] else (),
+        joins=(JoinSpec("late", at=0.4),) if net["join"] else (),
+        rule=net["rule"],
+        time_limit=600.0,
+        capacity=capacity,
+    )
+
+
 @settings(
     max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     derandomize=True,
 )
-@given(
-    text=tree_texts(),
-    n_robots=st.integers(2, 6),
-    seed=st.integers(0, 2**32 - 1),
-    max_delay=st.sampled_from([0.001, 0.02, 0.1, 0.3]),
-    duplicate_p=st.sampled_from([0.0, 0.2, 0.5]),
-    reorder=st.booleans(),
-    crash=st.booleans(),
-    join=st.booleans(),
-    rule=st.sampled_from(list(ClaimRule)),
-)
-def test_random_teams_keep_the_guarantees(
-    text: str,
-    n_robots: int,
-    seed: int,
-    max_delay: float,
-    duplicate_p: float,
-    reorder: bool,
-    crash: bool,
-    join: bool,
-    rule: ClaimRule,
-) -> None:
-    robots = tuple(f"r{i}" for i in range(n_robots))
-    cfg = SimConfig(
-        robots=robots,
-        seed=seed,
-        network=NetworkModel(max_delay=max_delay, duplicate_p=duplicate_p, reorder=reorder),
-        crashes=(CrashSpec("r0", on_start=1, fraction=0.5),) if crash else (),
-        joins=(JoinSpec("late", at=0.4),) if join else (),
-        rule=rule,
-        time_limit=600.0,
-    )
-    _simulate_and_check(text, cfg)
+@given(text=tree_texts(), n_robots=st.integers(2, 6), **NETWORKS)
+def test_random_teams_keep_the_guarantees(text: str, n_robots: int, **net: Any) -> None:
+    _simulate_and_check(text, _team(n_robots, 1, 1, **net))
 
 
 @settings(
@@ -139,37 +138,12 @@ def test_random_teams_keep_the_guarantees(
     text=st.one_of(tree_texts(), wide_tree_texts()),
     n_robots=st.integers(2, 5),
     capacity=st.integers(1, 3),
-    seed=st.integers(0, 2**32 - 1),
-    max_delay=st.sampled_from([0.001, 0.02, 0.1, 0.3]),
-    duplicate_p=st.sampled_from([0.0, 0.2, 0.5]),
-    reorder=st.booleans(),
-    crash=st.booleans(),
-    join=st.booleans(),
-    rule=st.sampled_from(list(ClaimRule)),
+    **NETWORKS,
 )
 def test_random_multitasking_teams_keep_the_guarantees(
-    text: str,
-    n_robots: int,
-    capacity: int,
-    seed: int,
-    max_delay: float,
-    duplicate_p: float,
-    reorder: bool,
-    crash: bool,
-    join: bool,
-    rule: ClaimRule,
+    text: str, n_robots: int, capacity: int, **net: Any
 ) -> None:
-    cfg = SimConfig(
-        robots=tuple(f"r{i}" for i in range(n_robots)),
-        seed=seed,
-        network=NetworkModel(max_delay=max_delay, duplicate_p=duplicate_p, reorder=reorder),
-        crashes=(CrashSpec("r0", on_start=2, fraction=0.5),) if crash else (),
-        joins=(JoinSpec("late", at=0.4),) if join else (),
-        rule=rule,
-        time_limit=600.0,
-        capacity=capacity,
-    )
-    res = _simulate_and_check(text, cfg)
+    res = _simulate_and_check(text, _team(n_robots, capacity, 2, **net))
     event(f"capacity {capacity}, most at once {_most_at_once(res)}")
 
 
