@@ -73,10 +73,34 @@ def test_job3a_b_and_l_solo_or_partnership(method):
 
 
 def test_job3a_m_assembles_with_s1():
-    """§VII.B.1, Fig. 12(c): M reaches 4 units by assembling with S1 (Fig. 15 neighbours)."""
+    """§VII.B.1 (passive method), Fig. 12(c): M3 reaches 4 units by assembling with S1;
+    Fig. 15's neighbours L1, S1, O1. S1 fills C^req (θ^req) better than L1 matches C^job."""
     s = decide_mode(R["m3"], JOBS["job3a"], others("m3", ["l1", "s1", "o1"]), 1)
     assert s.mode == WorkingMode.ASSEMBLY and s.helpers == ("s1",)
-    assert s.team is not None and s.team.height == 5
+    assert s.team is not None and s.team.ids == ("m3", "s1") and s.team.height == 5
+    assert s.scores["s1:req"] > s.scores["l1:job"] > s.scores["l1:req"]
+
+
+def test_job3a_method2_subcontracts_to_an_idle_l1():
+    """The paper reports 3(a) for the passive method only. Under method 2 every solution
+    is ranked by θ̂ over component counts (eq. 20, §V.C): L1 alone has q̂ = [1, 2, 1],
+    distance 1 from the job's one-per-domain demand, θ̂ = 500; the tower M3+S1 has
+    q̂ = [2, 3, 1] (S1's wheels are off the ground), distance √5, θ̂ = 309. So M3
+    subcontracts to L1 whenever L1 is an idle neighbour (docs/favors.md, "Job 3(a)")."""
+    s = decide_mode(R["m3"], JOBS["job3a"], others("m3", ["l1", "s1", "o1"]), 2)
+    assert s.mode == WorkingMode.SUBCONTRACT and s.helpers == ("l1",)
+    # every solution and its distance; O1 neither fits nor completes a tower
+    root = {"l1": 1, "m3+s1": 5**0.5, "l1+m3": 10**0.5}  # L1+M3: q̂ = [2, 4, 1]
+    assert s.scores == pytest.approx({k: 1000 / (1 + d) for k, d in root.items()})
+
+
+@pytest.mark.parametrize("method", [1, 2])
+def test_job3a_m3_assembles_with_s1_when_l1_is_not_idle(method):
+    """Fig. 12(c)'s team under both methods when L1 is not an idle neighbour (busy, or at
+    30 % battery or less, §II.B): the tower M3 + S1 is then the only solution."""
+    s = decide_mode(R["m3"], JOBS["job3a"], others("m3", ["s1", "o1"]), method)
+    assert s.mode == WorkingMode.ASSEMBLY and s.helpers == ("s1",)
+    assert s.team is not None and s.team.ids == ("m3", "s1") and s.team.height == 5
 
 
 @pytest.mark.parametrize("method", [1, 2])

@@ -17,7 +17,14 @@ Both matchers share one contract, used on both sides of a favor request:
   robots (3c, 5) need method 2, as in the paper.
 - method 2 (§V.B-C): neighbours send their configuration; the agent checks each for
   partnership / subcontract, runs the assemble search, and ranks every solution by
-  θ̂ (eq. 20).
+  θ̂ (eq. 20) in one list: §V.C defines a solution i as "an idle neighbor ω in
+  partnership/subcontract mode or the overall capability of a robot team in assembly
+  mode", so neither mode is preferred. A team's q̂ counts its usable components (the
+  upper robots' locomotion is not, §VI.A). Consequence: a single capable neighbour
+  (q̂ near the job's one-per-domain demand) outranks an assembled team (more
+  components), so with L1 idle in range M3 subcontracts job 3(a) to L1
+  (θ̂ 500 > 309 for M3+S1). The paper reports M3+S1 for 3(a) under method 1 only
+  (§VII.B.1) and gives no q̂^job; docs/favors.md has the details.
 - an agent that can do the job alone never assembles; partnership takes one partner.
 """
 
@@ -262,7 +269,9 @@ class ActiveMatcher:
     def select(self, agent: RobotProfile, job: JobSpec, offers: Sequence[Offer]) -> Selection:
         """Partnership / subcontract checks, the assemble search, then θ̂ (eq. 20).
 
-        Raises NoCapableAgentError when no solution exists.
+        Subcontract substitutes and assembled teams compete on θ̂ alone (§V.C), so an
+        assemblable agent assembles only when a team scores above every capable
+        neighbour. Raises NoCapableAgentError when no solution exists.
         """
         t_job = job.types()
         q_job = t_job.q_hat

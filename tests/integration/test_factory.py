@@ -28,18 +28,22 @@ pytestmark = pytest.mark.integration
 FACTORY_8 = REPO / "configs" / "factory_8.toml"
 
 
-def run_factory_8(tmp_path: Path, *settings: str) -> tuple[dict, str]:
-    """``teamtree run configs/factory_8.toml`` on mosquitto; (summary, stdout)."""
+def run_factory(config: Path, summary: str, tmp_path: Path, *settings: str) -> tuple[dict, str]:
+    """``teamtree run CONFIG`` on its own mosquitto, in ``tmp_path``; (summary, stdout)."""
     if find_mosquitto() is None:
         pytest.skip("mosquitto is not installed")
     sets = [a for s in settings for a in ("--set", s)]
     out = subprocess.run(
-        teamtree_cmd("run", str(FACTORY_8), "--broker-kind", "mosquitto", *sets),
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto", *sets),
         capture_output=True, text=True, timeout=150, cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
-    summary = json.loads((tmp_path / "runs" / "factory_8_summary.json").read_text())
-    return summary, out.stdout
+    return json.loads((tmp_path / summary).read_text()), out.stdout
+
+
+def run_factory_8(tmp_path: Path, *settings: str) -> tuple[dict, str]:
+    """``teamtree run configs/factory_8.toml`` on mosquitto; (summary, stdout)."""
+    return run_factory(FACTORY_8, "runs/factory_8_summary.json", tmp_path, *settings)
 
 
 def by_id(summary: dict) -> dict[str, dict]:
@@ -55,10 +59,14 @@ def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> Non
     # §VII.F: S2 shares job 2 with S1 (method 1) / subcontracts it to S1 (method 2)
     expected = "partnership" if method == 1 else "subcontract"
     assert (jobs["j2"]["mode"], jobs["j2"]["helpers"]) == (expected, ["s1"])
-    # §VII.B.1, Fig. 12(c), Fig. 15 neighbours: M3 reaches 4 units with S1 (method 1)
+    # job 3(a), Fig. 15's neighbours L1, S1, O1 idle around M3. §VII.B.1, Fig. 12(c)
+    # (passive method): M3 reaches 4 units with S1. The paper gives no 3(a) result for
+    # method 2; eq. 20 ranks the substitute L1 (q̂ [1,2,1], θ̂ 500) above the tower
+    # M3+S1 (q̂ [2,3,1], θ̂ 309), so M3 subcontracts to L1 while L1 is an idle neighbour;
+    # without it both methods assemble M3+S1 (the next test; docs/favors.md, "Job 3(a)")
     if method == 1:
-        assert jobs["j3"]["mode"] == "assembly" and jobs["j3"]["helpers"] == ["s1"]
-    else:  # the active method prefers L1, which reaches 4 units alone
+        assert jobs["j3"]["mode"] == "assembly" and jobs["j3"]["tower"] == ["m3", "s1"]
+    else:
         assert (jobs["j3"]["mode"], jobs["j3"]["helpers"]) == ("subcontract", ["l1"])
     # §VII.E, Fig. 18: job 3(b), L assembles with an M and uses its gripper
     j4 = jobs["j4"]
@@ -85,6 +93,71 @@ def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> Non
             assert 0 < job["selection_ms"] < 1000, job
     assert stdout.count("summary.job") == len(jobs) and "summary.total" in stdout
     assert "led" in stdout and "state=helping" in stdout
+
+
+JOB_3A_WITHOUT_IDLE_L1 = """
+[team]
+name = "TEAM"
+
+[runtime]
+tick_hz = 50
+heartbeat_s = 1.0
+keepalive_s = 2
+
+[mission]
+kind = "factory"
+timeout_s = 60
+comm_range = 1.5
+ttl = 1
+window_s = 0.1
+
+[[agents]]
+id = "jobs"
+kind = "job_source"
+jobs = [{ job = "job3a", robot = "m3", work_s = 0.3 }]
+summary_path = "summary.json"
+
+# factory_8's M3 and its Fig. 15 neighbours; L1 is in range but at 25 % battery,
+# so not an idle robot (§II.B)
+[[agents]]
+id = "m3"
+kind = "factory_robot"
+type = "M"
+position = [0.0, 0.0]
+
+[[agents]]
+id = "l1"
+kind = "factory_robot"
+type = "L"
+position = [1.0, 0.0]
+battery = 0.25
+
+[[agents]]
+id = "s1"
+kind = "factory_robot"
+type = "S1"
+position = [-1.0, 0.0]
+
+[[agents]]
+id = "o1"
+kind = "factory_robot"
+type = "O1"
+position = [0.0, 1.0]
+"""
+
+
+@pytest.mark.parametrize("method", [1, 2])
+def test_job3a_without_an_idle_l1_assembles_m3_with_s1(method: int, team, tmp_path) -> None:
+    """Fig. 12(c)'s job 3(a) team under both methods once L1 is not an idle neighbour:
+    M3 does not ask L1, L1 would not grant, and the tower M3 + S1 reaches 4 units."""
+    config = tmp_path / "job3a.toml"
+    config.write_text(JOB_3A_WITHOUT_IDLE_L1.replace("TEAM", team))
+    summary, _ = run_factory(config, "summary.json", tmp_path, f"method={method}")
+    (job,) = summary["jobs"]
+    assert job["status"] == "done" and job["mode"] == "assembly", job
+    assert job["tower"] == ["m3", "s1"] and job["height"] == 5 and job["move_by"] == "m3"
+    # method 1: S1 alone fits C^req; method 2: every idle neighbour replies (S1, O1)
+    assert len(job["grants_ms"]) == (1 if method == 1 else 2), job
 
 
 async def test_member_selection_survives_message_loss(mosquitto, team) -> None:
