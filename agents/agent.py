@@ -299,12 +299,17 @@ class Agent:
         **fields: Any,
     ) -> Envelope:
         """Publish on this agent's `channel` (or the team channel with `team=True`).
-        QoS 1 messages are queued while disconnected. Raises TooLargeError,
-        SchemaError or OutboxFullError; returns the envelope sent."""
+
+        Returns once the message is on its way, in order with this agent's other
+        messages; the broker's acknowledgement is awaited in the background (pipelined),
+        so a handler never waits a round trip. QoS 1 messages are queued while
+        disconnected and re-sent if the acknowledgement is lost with the session.
+        Raises TooLargeError, SchemaError or OutboxFullError; returns the envelope sent.
+        """
         topic = self.team_topic(channel) if team else self.topic(channel, recipient)
         envelope = self.envelope(kind, body, topic, **fields)
         payload = encode(envelope, max_size=self._max_payload)
-        await self.connection.publish(Outgoing(topic, payload, qos, retain))
+        await self.connection.publish(Outgoing(topic, payload, qos, retain), wait=False)
         self.stats["sent"] += 1
         return envelope
 

@@ -5,6 +5,11 @@ with exponential backoff and jitter between attempts. QoS 1 messages published w
 disconnected (or whose acknowledgement was lost with the connection) wait in a bounded
 outbox and are sent, in order, after the next connect; delivery is therefore
 at-least-once and receivers de-duplicate by header id or idempotency key.
+
+Publishes are pipelined: a QoS 1 message is written in call order and its PUBACK is
+tracked in the background (``publish(..., wait=False)``), so a handler that answers a
+message does not hold up the next one for a broker round trip. Messages whose PUBACK
+has not come when the session ends go back to the front of the outbox, in order.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import itertools
 import random
 import socket
 import ssl
@@ -26,6 +32,10 @@ from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
 
 log = structlog.get_logger("teamtree.broker")
+
+MAX_INFLIGHT = 200
+"""QoS 1 messages paho keeps unacknowledged on the wire before it queues (its default
+is 20, which a burst of claim replies reaches)."""
 
 #: Small request/reply messages must not wait for Nagle's algorithm (~40 ms each way).
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
@@ -120,6 +130,9 @@ class Connection:
         self._run_task: asyncio.Task[None] | None = None
         self._flush_task: asyncio.Future[None] | None = None
         self._session_over = asyncio.Event()
+        self._inflight: dict[int, Outgoing] = {}  # sent, PUBACK awaited; in send order
+        self._inflight_tasks: set[asyncio.Task[None]] = set()
+        self._seq = itertools.count()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -153,6 +166,7 @@ class Connection:
                 self._session_over.set()
                 self._client = None
                 self._direct = False
+                self._requeue_inflight()
                 self.connected.clear()
                 if self.state is ConnectionState.CONNECTED:
                     self.state = ConnectionState.CONNECTING
@@ -182,6 +196,7 @@ class Connection:
             password=password,
             tls_context=self._tls or (ssl.create_default_context() if self.endpoint.tls else None),
             socket_options=NODELAY if self.endpoint.transport == "tcp" else None,
+            max_inflight_messages=MAX_INFLIGHT,
         )
         self._session_over = asyncio.Event()
         async with client:
@@ -212,6 +227,8 @@ class Connection:
         self.state = ConnectionState.CLOSING
         client = self._client
         if client is not None and was is ConnectionState.CONNECTED:
+            if self._inflight_tasks:  # let pipelined messages be acknowledged first
+                await asyncio.wait(set(self._inflight_tasks), timeout=timeout)
             for message in final or []:
                 with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
                     await client.publish(
@@ -237,27 +254,73 @@ class Connection:
             with contextlib.suppress(aiomqtt.MqttError):
                 await client.subscribe(topic_filter, qos=qos)
 
-    async def publish(self, message: Outgoing) -> bool:
-        """Publish `message`. Returns True once the broker acknowledged it (QoS 1) or it
-        was sent (QoS 0), False when it was queued in the outbox or (QoS 0) dropped.
+    async def publish(self, message: Outgoing, *, wait: bool = True) -> bool:
+        """Publish `message`, in call order with every other publish.
+
+        With ``wait`` (the default), returns True once the broker acknowledged it (QoS 1)
+        or it was sent (QoS 0), False when it was queued in the outbox or (QoS 0)
+        dropped. With ``wait=False`` it returns True as soon as the message is handed to
+        the session; its PUBACK is awaited in the background and, if the session ends
+        first, the message goes back to the outbox (in order) and is sent after the
+        next connect.
 
         Raises OutboxFullError when a QoS 1 message must be queued and the outbox is
-        full; the message is then not queued. A publish in flight when the session
-        ends is queued at once (not after the publish timeout), so the next session's
-        flush sends it.
+        full; the message is then not queued.
         """
         client = self._client
         if client is not None and self._direct:
-            try:
-                await self._send(client, message)
+            task = self._start(client, message)
+            if not wait:
                 return True
-            except (aiomqtt.MqttError, TimeoutError):
-                self._direct = False  # later messages queue behind this one
-                self._enqueue(message, front=False)
-                self._kick_flush()
-                return False
+            ended = asyncio.ensure_future(self._session_over.wait())
+            try:
+                await asyncio.wait({task, ended}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                ended.cancel()
+            return task.done() and not task.cancelled() and task.exception() is None
         self._enqueue(message)
         return False
+
+    def _start(self, client: aiomqtt.Client, message: Outgoing) -> asyncio.Task[None]:
+        """Send `message` now (tasks start in creation order, so the wire keeps call
+        order) and track its acknowledgement."""
+        seq = next(self._seq)
+        if message.qos > 0:
+            self._inflight[seq] = message
+        task = asyncio.ensure_future(self._track(client, seq, message))
+        self._inflight_tasks.add(task)
+        task.add_done_callback(self._inflight_tasks.discard)
+        task.add_done_callback(_consume)
+        return task
+
+    async def _track(self, client: aiomqtt.Client, seq: int, message: Outgoing) -> None:
+        """Await the PUBACK (aiomqtt gives up after the publish timeout). A session that
+        ends first has already put the message back in the outbox."""
+        try:
+            await client.publish(
+                message.topic, message.payload, qos=message.qos, retain=message.retain
+            )
+        except (aiomqtt.MqttError, TimeoutError):
+            if message.qos == 0:
+                self.dropped_qos0 += 1
+            elif seq in self._inflight and client is self._client:
+                # no PUBACK in time on a live session: resend it and later ones in order
+                self._direct = False
+                self._requeue_inflight()
+                self._kick_flush()
+            raise
+        self._inflight.pop(seq, None)
+
+    def _requeue_inflight(self) -> None:
+        """Unacknowledged messages go back to the front of the outbox, oldest first.
+
+        The outbox holds only messages published after them (it is empty whenever
+        messages are sent directly), so order is kept."""
+        if not self._inflight:
+            return
+        pending = [self._inflight[k] for k in sorted(self._inflight)]
+        self._inflight.clear()
+        self._outbox.extendleft(reversed(pending))
 
     async def _send(self, client: aiomqtt.Client, message: Outgoing) -> None:
         """Publish on `client`, giving up as soon as its session ends."""
@@ -323,10 +386,26 @@ class Connection:
         async with self._flush_lock:
             client = self._client
             while client is not None and self._outbox:
-                await self._send(client, self._outbox[0])
-                self._outbox.popleft()
+                message = self._outbox[0]
+                await self._send(client, message)
+                if self._outbox and self._outbox[0] is message:
+                    self._outbox.popleft()
+                else:  # something was put back in front meanwhile
+                    with contextlib.suppress(ValueError):
+                        self._outbox.remove(message)
             self._direct = client is not None
 
     @property
     def outbox_size(self) -> int:
         return len(self._outbox)
+
+    @property
+    def inflight(self) -> int:
+        """QoS 1 messages sent and not yet acknowledged."""
+        return len(self._inflight)
+
+
+def _consume(task: asyncio.Task[None]) -> None:
+    """Retrieve a tracking task's exception (it was handled: the message is requeued)."""
+    if not task.cancelled():
+        task.exception()
