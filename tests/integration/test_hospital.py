@@ -1,5 +1,6 @@
 """Seed 003 over the broker: the LTL planner and the hospital robots as processes
-against mosquitto, with disturbances injected the way ``teamtree disturb`` does.
+against mosquitto (the first test also against the embedded broker), with disturbances
+injected the way ``teamtree disturb`` does.
 
 Each run is judged from what was published: the plans the robots acknowledged, the
 strategies that ran, and the executed joint trace, re-checked here against the formula
@@ -139,9 +140,10 @@ async def after_steps(watcher: Watcher, robot: str, n: int) -> None:
 
 
 async def test_plans_reach_robots_and_the_trace_satisfies_study1(
-    mosquitto, team, tmp_path, agent_procs
+    broker, team, tmp_path, agent_procs
 ) -> None:
-    procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
+    """On both brokers: mosquitto and the embedded one (amqtt)."""
+    procs, watcher = await start(tmp_path, broker, team, agent_procs, "study1")
     async with asyncio.timeout(60), watcher:
         await launch(procs, watcher, "study1")
         codes = await all_exited(procs)
