@@ -41,6 +41,13 @@ def run_factory(config: Path, summary: str, tmp_path: Path, *settings: str) -> t
     return json.loads((tmp_path / summary).read_text()), out.stdout
 
 
+MODES_WINDOW_S = 0.5
+"""Grant window for the tests that assert who is selected. Selection happens at the
+deadline and a grant that misses it counts as a rejection (§IV.D), so the chosen mode
+depends on every grant arriving in time: grants take 7-95 ms on two cores under a load
+of 13, close to factory_8's 0.1 s (kept for benchmarks/bench_favors.py)."""
+
+
 def run_factory_8(tmp_path: Path, *settings: str) -> tuple[dict, str]:
     """``teamtree run configs/factory_8.toml`` on mosquitto; (summary, stdout)."""
     return run_factory(FACTORY_8, "runs/factory_8_summary.json", tmp_path, *settings)
@@ -52,7 +59,7 @@ def by_id(summary: dict) -> dict[str, dict]:
 
 @pytest.mark.parametrize("method", [1, 2])
 def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> None:
-    summary, stdout = run_factory_8(tmp_path, f"method={method}")
+    summary, stdout = run_factory_8(tmp_path, f"method={method}", f"window_s={MODES_WINDOW_S}")
     jobs = by_id(summary)
     # §VII.B/E, Fig. 12(a), 18(c): job 1 only by assembly, M1 with O1's heat camera
     assert jobs["j1"]["mode"] == "assembly" and sorted(jobs["j1"]["tower"]) == ["m1", "o1"]
@@ -88,9 +95,9 @@ def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> Non
         assert j8["grasp_by"] == j8["tower"][1] and j8["move_by"] == "l1"
     else:
         assert jobs["j8"]["status"] == "failed"
-    for job in jobs.values():
+    for job in jobs.values():  # every agent waited out the grant window before selecting
         if job["status"] == "done":
-            assert 0 < job["selection_ms"] < 1000, job
+            assert job["selection_ms"] >= MODES_WINDOW_S * 1000, job
     assert stdout.count("summary.job") == len(jobs) and "summary.total" in stdout
     assert "led" in stdout and "state=helping" in stdout
 
@@ -152,7 +159,8 @@ def test_job3a_without_an_idle_l1_assembles_m3_with_s1(method: int, team, tmp_pa
     M3 does not ask L1, L1 would not grant, and the tower M3 + S1 reaches 4 units."""
     config = tmp_path / "job3a.toml"
     config.write_text(JOB_3A_WITHOUT_IDLE_L1.replace("TEAM", team))
-    summary, _ = run_factory(config, "summary.json", tmp_path, f"method={method}")
+    settings = (f"method={method}", f"window_s={MODES_WINDOW_S}")
+    summary, _ = run_factory(config, "summary.json", tmp_path, *settings)
     (job,) = summary["jobs"]
     assert job["status"] == "done" and job["mode"] == "assembly", job
     assert job["tower"] == ["m3", "s1"] and job["height"] == 5 and job["move_by"] == "m3"
