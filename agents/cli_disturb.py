@@ -96,6 +96,13 @@ def register(subparsers: Any) -> dict[str, Handler]:
     p.add_argument("--mode", help="state_change: the new operating state (e.g. standby)")
     p.add_argument("--region", help="state_change: the new region (default: where it is)")
     p.add_argument("--edge", type=_edge, help="blocked_edge: the edge A,B (both directions)")
+    p.add_argument(
+        "--scope",
+        choices=("map", "robot"),
+        default="map",
+        help="blocked_edge: blocked for every robot (map, default) or only this one (robot: "
+        "e.g. a passage too narrow for it)",
+    )
     p.add_argument("--timeout", type=_seconds, default=5.0, help="seconds to wait (default 5)")
     p.add_argument(
         "--log-format", choices=("auto", "plain", "json"), default="auto", help="default: auto"
@@ -113,6 +120,7 @@ async def send_disturbance(
     mode: str | None = None,
     region: str | None = None,
     edge: tuple[str, str] | None = None,
+    scope: str = "map",
     timeout: float = 5.0,
 ) -> dict[str, Any]:
     """Deliver one disturbance to `robot` and return its answer ``{accepted, detail}``.
@@ -127,6 +135,8 @@ async def send_disturbance(
         body["region"] = region
     if edge is not None:
         body["edge"] = list(edge)
+    if kind == "blocked_edge" and scope != "map":
+        body["scope"] = scope
     agent = Agent(
         f"disturb-{uuid.uuid4().hex[:8]}",
         team=team,
@@ -184,6 +194,7 @@ async def run_disturb(args: argparse.Namespace) -> int:
             mode=args.mode,
             region=args.region,
             edge=args.edge,
+            scope=args.scope,
             timeout=args.timeout,
         )
     except DisturbError as exc:

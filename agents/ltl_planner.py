@@ -10,10 +10,11 @@ Also home of what the ``ltl_robot`` kind and ``teamtree disturb`` share: the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +27,14 @@ from teamtree.planners.ltl import (
     FORMULAS,
     HOSPITAL_MAP,
     ROBOT_TYPES,
+    EnvironmentChange,
     LTLSyntaxError,
     Mission,
     RobotModel,
     RobotPlan,
     TeamPlan,
     TSState,
+    apply_change,
     block_edge,
     check_trace,
     hospital_robot,
@@ -45,6 +48,7 @@ __all__ = [
     "DISTURB",
     "DISTURBANCES",
     "EVENT",
+    "MAP",
     "MISSION",
     "PLAN",
     "REPLAN",
@@ -66,6 +70,7 @@ MISSION = "ltl.mission"  # <planner>/ltl.mission            retained
 PLAN = "ltl.plan"  # <planner>/ltl.plan/<robot>          retained, directed
 EVENT = "ltl.event"  # <planner|robot>/ltl.event          strategies, replans
 VERDICT = "ltl.verdict"  # <planner>/ltl.verdict          retained
+MAP = "ltl.map"  # _/ltl.map  retained: corridors known blocked (every robot's map)
 REPLAN = "ltl.replan"  # _/ltl.replan  request to the planner
 SYNC = "ltl.sync"  # _/ltl.sync      request to every robot (global reallocation)
 DISTURB = "ltl.disturb"  # _/ltl.disturb request to one robot (teamtree disturb)
@@ -312,6 +317,8 @@ class LtlPlannerAgent(Agent):
     async def main(self) -> None:
         self._finished = asyncio.get_running_loop().create_future()
         t0 = time.perf_counter()
+        self.blocked_edges: set[tuple[str, str]] = set()
+        self.private_blocked: set[tuple[str, tuple[str, str]]] = set()
         try:
             self.mission = self.spec.mission()
             built = time.perf_counter()
@@ -350,6 +357,39 @@ class LtlPlannerAgent(Agent):
         )
         await self._publish_plans(self.robot_ids, "offline")
         self.exit_code = await self._finished
+
+    def _block(
+        self,
+        robot: str,
+        edges: Sequence[tuple[str, str]],
+        private: Set[tuple[str, str]] = frozenset(),
+    ) -> EnvironmentChange:
+        """A blocked corridor is a fact of the map, not of one robot (our extension of
+        Alg. 2): it is deleted from every robot's transition system, so global plans
+        avoid it too, and remembered so robots that learn of it from the map (and ask
+        for R4 themselves) find it gone already. ``private`` edges are blocked for
+        ``robot`` only. Returns the requester's change. Raises SpecificationError for
+        a corridor the requester's map does not have."""
+        mine: list[tuple[TSState, TSState]] = []
+        for a, b in edges:
+            corridor = (min(a, b), max(a, b))
+            if corridor in self.blocked_edges or (robot, corridor) in self.private_blocked:
+                continue  # deleted when first reported; the plan check still sees it
+            mine.extend(block_edge(self.mission, robot, a, b).delete)
+            if (a, b) in private:
+                self.private_blocked.add((robot, corridor))
+                continue
+            for other in self.robot_ids:
+                if other == robot:
+                    continue
+                with contextlib.suppress(SpecificationError):  # no such corridor for it
+                    apply_change(self.mission, other, block_edge(self.mission, other, a, b))
+            self.blocked_edges.add(corridor)
+        return EnvironmentChange(delete=tuple(mine))
+
+    async def _publish_map(self) -> None:
+        body = {"run": self.session, "blocked": [list(e) for e in sorted(self.blocked_edges)]}
+        await self.publish(MAP, "ltl.map", body, team=True, retain=True)
 
     async def _publish_plans(self, robots: Sequence[str], strategy: str) -> None:
         dropped = sorted(self.failed)
@@ -549,11 +589,12 @@ class LtlPlannerAgent(Agent):
                 edges = [(str(a), str(b)) for a, b in body.get("edges", [])]
                 if not edges:
                     return {"outcome": "error", "detail": "R4 needs edges"}
-                changes = [block_edge(self.mission, robot, a, b) for a, b in edges]
-                dels = tuple(d for c in changes for d in c.delete)
-                change = type(changes[0])(delete=dels)
+                private = {(str(a), str(b)) for a, b in body.get("private", [])}
+                change = self._block(robot, edges, private)
                 new, _ = reallocate_environment_change(self.mission, plan, executed, change)
                 why = "blocked " + ", ".join(f"{a}-{b}" for a, b in edges)
+                if set(edges) - private:
+                    await self._publish_map()
         except InfeasibleError as exc:
             took = time.perf_counter() - t0
             self.log.info(

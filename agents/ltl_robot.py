@@ -28,6 +28,7 @@ import abc
 import asyncio
 import contextlib
 import enum
+import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from teamtree.agents.ltl_planner import (
     DISTURB,
     DISTURBANCES,
     EVENT,
+    MAP,
     PLAN,
     REPLAN,
     STATUS,
@@ -267,6 +269,8 @@ class LtlRobotAgent(Agent):
         self.failure_acked = False
         self.blocked: set[tuple[str, str]] = set()
         self.unreported: set[tuple[str, str]] = set()
+        self.private_edges: set[tuple[str, str]] = set()
+        """Edges blocked for this robot only (``scope = "robot"``): not on the team map."""
         self.hold_epoch: int | None = None
         self.peer_done: dict[str, tuple[int, int]] = {}
         self.reported: tuple[int, int] | None = None
@@ -400,6 +404,7 @@ class LtlRobotAgent(Agent):
         self.on_agents(STATUS, self._on_peer_status, kind="ltl.done")
         self.on_team(SYNC, self._on_sync, kind="ltl.sync")
         self.on_team(DISTURB, self._on_disturb, kind="ltl.disturb")
+        self.on_team(MAP, self._on_map, kind="ltl.map")
         self.log.debug("ltl.robot_tree", type=self.spec.type, tree="\n" + self.bt.render())
 
     async def main(self) -> None:
@@ -495,6 +500,35 @@ class LtlRobotAgent(Agent):
             for disturbance in self.deferred:
                 await self._apply_disturbance(disturbance)
             self.deferred.clear()
+
+    async def _on_map(self, env: Envelope, topic: Topic) -> None:
+        """Corridors another robot found blocked: block them here too and, if the rest
+        of this robot's plan crosses one, ask for R4 now rather than at the corridor."""
+        body = env.body
+        if env.sender != self.planner or not isinstance(body, dict):
+            return
+        if body.get("run") != self._planner_session():
+            return
+        try:
+            edges = [(str(a), str(b)) for a, b in body.get("blocked", [])]
+        except (TypeError, ValueError):
+            self._drop("malformed", str(topic), env.sender, "ltl.map: blocked")
+            return
+        ahead = set(self._moves_ahead())
+        for a, b in edges:
+            if (a, b) in self.blocked:
+                continue
+            self.blocked |= {(a, b), (b, a)}
+            crossing = [e for e in ((a, b), (b, a)) if e in ahead]
+            self.log.info("ltl.map_blocked", edge=[a, b], on_my_plan=bool(crossing))
+            self.unreported |= set(crossing)
+
+    def _moves_ahead(self) -> list[tuple[str, str]]:
+        """Region changes left on the current plan, in order."""
+        if self.plan is None:
+            return []
+        states = self.plan.states[self.step :]
+        return [(s.region, t.region) for s, t in itertools.pairwise(states) if s.region != t.region]
 
     async def _on_verdict(self, env: Envelope, topic: Topic) -> None:
         if env.sender != self.planner or not isinstance(env.body, dict):
@@ -616,6 +650,9 @@ class LtlRobotAgent(Agent):
         edges = sorted(self.unreported)
         if strategy == "R4":
             body["edges"] = [list(e) for e in edges]
+            private = [list(e) for e in edges if e in self.private_edges]
+            if private:
+                body["private"] = private
         self.strategies[strategy] += 1
         self.log.info(
             "ltl.strategy",
@@ -727,13 +764,7 @@ class LtlRobotAgent(Agent):
         else:
             if self.plan is None:
                 raise ValueError(f"{self.id} has no plan yet; give the edge (--edge A,B)")
-            moves = [
-                (s.region, t.region)
-                for s, t in zip(
-                    self.plan.states[self.step :], self.plan.states[self.step + 1 :], strict=False
-                )
-                if s.region != t.region
-            ]
+            moves = self._moves_ahead()
             if not moves:
                 raise ValueError(f"{self.id} has no move left on its plan; give --edge A,B")
             a, b = moves[0]
@@ -761,4 +792,7 @@ class LtlRobotAgent(Agent):
         a, b = self._blocked_edge(body)
         self.blocked |= {(a, b), (b, a)}  # a blocked corridor is blocked both ways
         self.unreported |= {(a, b)}
+        if body.get("scope") == "robot":  # only for this robot (too narrow for it, say)
+            self.private_edges |= {(a, b)}
+            return f"edge {a}-{b} blocked for {self.id} only; R4 follows"
         return f"edge {a}-{b} blocked; R4 follows"

@@ -220,6 +220,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
         (["DR", "critical-failure"], "critical"),
         (["DR", "state-change", "--mode", "standby"], "state_change"),
         (["DR", "blocked", "--edge", "c3,p6"], "blocked_edge"),
+        (["DR", "blocked", "--edge", "c3,p6", "--scope", "robot"], "blocked_edge"),
     ],
 )
 def test_disturb_parses_kinds_and_options(argv: list[str], kind: str) -> None:
@@ -228,10 +229,17 @@ def test_disturb_parses_kinds_and_options(argv: list[str], kind: str) -> None:
     assert set(handlers) == {"disturb"} and args.kind == kind and args.team == "t"
     if "--edge" in argv:
         assert args.edge == ("c3", "p6")
+    assert args.scope == ("robot" if "--scope" in argv else "map")
 
 
 @pytest.mark.parametrize(
-    "argv", [["A1", "explode"], ["A1/x", "fall"], ["DR", "blocked_edge", "--edge", "c3"]]
+    "argv",
+    [
+        ["A1", "explode"],
+        ["A1/x", "fall"],
+        ["DR", "blocked_edge", "--edge", "c3"],
+        ["DR", "blocked_edge", "--scope", "team"],
+    ],
 )
 def test_disturb_rejects_bad_usage(argv: list[str], capsys) -> None:
     parser, _ = _parser()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,8 @@ async def test_each_disturbance_still_completes_the_mission(
 async def test_blocked_edge_without_local_plan_goes_global(
     mosquitto, team, tmp_path, agent_procs
 ) -> None:
-    """A1 starts at s1, whose only way out is s1-c8: blocked, A1 cannot finish its
+    """A1 starts at s1, whose only way out is s1-c8: blocked for A1 only (``scope =
+    "robot"``; blocked for everyone, no robot could load at s1), A1 cannot finish its
     delivery alone (Alg. 2 finds nothing), so the team is replanned (R4 -> global)
     and DR delivers both."""
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
@@ -192,7 +194,7 @@ async def test_blocked_edge_without_local_plan_goes_global(
         await launch(procs, watcher, "study1")
         await eventually(lambda: watcher.bodies("ltl.plan_received", "A1"), 20, what="A1 plan")
         answer = await send_disturbance(
-            mosquitto.endpoint, team, "A1", "blocked_edge", edge=("s1", "c8")
+            mosquitto.endpoint, team, "A1", "blocked_edge", edge=("s1", "c8"), scope="robot"
         )
         assert answer["accepted"], answer
         codes = await all_exited(procs)
@@ -200,6 +202,38 @@ async def test_blocked_edge_without_local_plan_goes_global(
     assert [r["strategy"] for r in verdict["replans"]] == ["R4->global"], verdict["replans"]
     last_a1 = verdict["segments"]["A1"][-1]
     assert all(region == "s1" for region, _ in last_a1), last_a1
+
+
+async def test_a_blocked_corridor_is_blocked_for_every_robot(
+    mosquitto, team, tmp_path, agent_procs
+) -> None:
+    """c4-c3 lies on both robots' plans (study 1). It is blocked at A1 only; the planner
+    deletes it from every robot's map and publishes ``ltl.map``, so DR, which was never
+    disturbed, asks for R4 itself and detours too. After the block nobody crosses it."""
+    procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
+    async with asyncio.timeout(60), watcher:
+        await launch(procs, watcher, "study1")
+        for robot in ("A1", "DR"):
+            await eventually(
+                lambda r=robot: watcher.bodies("ltl.plan_received", r), 20, what=f"{robot} plan"
+            )
+        answer = await send_disturbance(
+            mosquitto.endpoint, team, "A1", "blocked_edge", edge=("c4", "c3")
+        )
+        assert answer["accepted"], answer
+        blocked_at = {r: len(watcher.steps(r)) for r in ("A1", "DR")}
+        codes = await all_exited(procs)
+    verdict = assert_satisfied(watcher, procs, codes, "study1")
+    maps = watcher.bodies("ltl.map")
+    assert maps and maps[-1]["blocked"] == [["c3", "c4"]], maps
+    by_robot = {r["robot"]: r["strategy"] for r in verdict["replans"]}
+    assert by_robot.get("A1", "").startswith("R4") and by_robot.get("DR", "").startswith("R4"), (
+        verdict["replans"]
+    )
+    for robot, before in blocked_at.items():
+        regions = [s["state"][0] for s in watcher.steps(robot)[max(0, before - 1) :]]
+        crossed = {frozenset(p) for p in itertools.pairwise(regions)} & {frozenset(("c3", "c4"))}
+        assert not crossed, f"{robot} crossed the blocked corridor: {regions}"
 
 
 async def test_critical_failure_during_training_hands_it_to_a1(
