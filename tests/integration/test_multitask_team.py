@@ -150,3 +150,49 @@ async def test_a_killed_robots_units_are_finished_by_its_peer(
     redo = [t["node"] for t in leaves if t["agent"] == "pr2a" and victim_unit[5:] in t["node"]]
     assert redo and redo[0].startswith(("move-", "pick-")), redo
     assert '"event": "summary.team"' in log
+
+
+async def test_a_broker_restart_mid_run_loses_no_unit_and_runs_none_twice(
+    mosquitto, team, tmp_path, agent_procs
+) -> None:
+    """mosquitto stops for a second while both robots hold units: they pause their
+    units (fencing), reconnect, re-claim them, and finish; every unit is done once."""
+    procs = AgentProcs(killable_config(tmp_path, team), mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    units: list[dict] = []
+
+    def hook(env, topic, message) -> None:
+        if env.kind == "unit.transition":
+            units.append(env.body)
+
+    async with asyncio.timeout(120), TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs:
+        await obs.wait_connected()
+        procs.start("pr2a")
+        procs.start("pr2b")
+        await eventually(
+            lambda: {u["agent"] for u in units if u["status"] == "working"} == {"pr2a", "pr2b"},
+            60,
+            what="both robots holding units",
+        )
+        await mosquitto.stop()
+        await asyncio.sleep(1.0)
+        await mosquitto.start()
+        members = [procs.procs["pr2a"], procs.procs["pr2b"]]
+        await eventually(lambda: all(p.poll() is not None for p in members), 90, what="both done")
+        await asyncio.sleep(0.3)
+    for robot in ("pr2a", "pr2b"):
+        assert procs.procs[robot].returncode == 0, procs.log(robot)[-4000:]
+        assert '"event": "unit.paused"' in procs.log(robot), f"{robot} did not fence"
+    done: dict[str, set[str]] = defaultdict(set)
+    for u in units:
+        if u["status"] == "done":
+            done[u["node"]].add(u["agent"])
+    assert set(done) == UNITS and all(len(a) == 1 for a in done.values()), dict(done)
+    summaries_seen = [
+        json.loads(line)
+        for robot in ("pr2a", "pr2b")
+        for line in procs.log(robot).splitlines()
+        if '"summary.team"' in line
+    ]
+    mine = [set(s["units_mine"]) for s in summaries_seen]
+    assert len(mine) == 2 and not (mine[0] & mine[1]) and mine[0] | mine[1] == UNITS, mine
