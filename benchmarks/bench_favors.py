@@ -21,7 +21,8 @@ robots, 0.18 s and 2.53 s for method 2.
 
     python benchmarks/bench_favors.py [--sizes 8 24 100] [--repeats 3] [--window 0.1]
 
-Prints figures only; nothing is asserted.
+Prints figures only, and every job that did not end done with its reason (method 1
+cannot do job 5: one helper at most); nothing is asserted.
 """
 
 from __future__ import annotations
@@ -163,6 +164,10 @@ def main() -> None:
                 f"{c['failed']:>6} {wall:>5.0f}s  {PAPER.get((method, n), '-')}",
                 flush=True,
             )
+            for r in rows:
+                if r["status"] != "done":
+                    print(f"{'':>13} {r['job_id']} {r['job']} by {r['agent']}: {r['status']},"
+                          f" {r['reason'] or 'no reason'}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
