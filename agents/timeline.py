@@ -54,7 +54,8 @@ def node_intervals(
 
     A robot's claim makes the leaf active in its copy until the claim is decided;
     its working / done / released transitions follow; a done by any robot makes the
-    leaf done in every copy (the trees agree once the transition arrives).
+    leaf done in every copy (the trees agree once the transition arrives), and so does
+    a skip (seed 004: its goal already held) in every copy but the skipper's.
     """
     labels: dict[str, str] = {}
     robots: list[str] = []
@@ -75,6 +76,8 @@ def node_intervals(
                 events.append((rec["ts"], rec["sender"], body.get("node"), "done", "all"))
             elif status in ("working", "inactive", "skipped"):
                 events.append((rec["ts"], rec["sender"], body.get("node"), status, "own"))
+            if status == "skipped":  # its goal held: satisfied in every other copy too
+                events.append((rec["ts"], rec["sender"], body.get("node"), "done", "others"))
         else:
             continue
         if kind.startswith("node.") and rec["sender"] not in robots:
@@ -98,7 +101,13 @@ def node_intervals(
     for ts, agent, node, status, scope in events:
         if not isinstance(node, str):
             continue
-        for robot in robots if scope == "all" else [agent]:
+        if scope == "all":
+            targets = robots
+        elif scope == "others":
+            targets = [r for r in robots if r != agent]
+        else:
+            targets = [agent]
+        for robot in targets:
             move(robot, node, status, ts)
     for robot in robots:
         for node, (status, since) in state[robot].items():
