@@ -56,6 +56,7 @@ from teamtree.planners.multitask import (
     Step,
     adopt_peer_unit,
     check_state,
+    co_located_units,
     distance,
     exhaustive_plan,
     lookahead_plan,
@@ -127,13 +128,15 @@ class MultitaskRobot(PeerRuleMember):
     or "sequential" = one behaviour at a time), ``time_factor`` (wall seconds per
     simulated second; 0 runs as fast as the broker allows), ``start`` (this robot's
     start, default the mission's), ``rule`` (the peer rule's claim order, "earliest"
-    or "potential"), ``start_timeout_s`` (how long to wait for the config's services
+    or "potential"), ``bundle`` (in a team, also claim free units whose next move goes
+    to the same spot, as many as there are grippers for them: ``co_located_units``),
+    ``start_timeout_s`` (how long to wait for the config's services
     and other multitask robots before starting), ``max_expansions`` (the lookahead's
     search budget). ``planner`` and ``time_factor`` are overridable with ``--set``.
     """
 
     kind = "multitask_robot"
-    overridable: ClassVar[frozenset[str]] = frozenset({"planner", "time_factor"})
+    overridable: ClassVar[frozenset[str]] = frozenset({"planner", "time_factor", "bundle"})
 
     def __init__(
         self,
@@ -144,6 +147,7 @@ class MultitaskRobot(PeerRuleMember):
         expect_services: Sequence[str] = (),
         expect_peers: Sequence[str] = (),
         rule: str = "earliest",
+        bundle: bool = True,
         start_timeout_s: float = 10.0,
         max_expansions: int = 200_000,
         **kwargs: Any,
@@ -157,6 +161,7 @@ class MultitaskRobot(PeerRuleMember):
         self.expect_services = sorted(set(expect_services) - {self.id})
         self.expect_peers = sorted(set(expect_peers) - {self.id})
         self.rule = rule
+        self.bundle = bundle
         self.start_timeout_s = start_timeout_s
         self.max_expansions = max_expansions
         mode = Mode.SEQUENTIAL if planner == "sequential" else Mode.MULTITASK
@@ -198,6 +203,7 @@ class MultitaskRobot(PeerRuleMember):
         rule = reader.take("rule", str, "earliest", "'earliest' or 'potential'")
         if rule not in ("earliest", "potential"):
             raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
+        bundle = reader.take("bundle", bool, True, "true or false")
         start = reader.take("start", list, None, "[x, y] in metres")
         if start is not None and (
             len(start) != 2
@@ -215,6 +221,7 @@ class MultitaskRobot(PeerRuleMember):
             "expect_services": [s.id for s in config.services],
             "expect_peers": [m.id for m in config.members if m.kind == cls.kind],
             "rule": rule,
+            "bundle": bundle,
             "start_timeout_s": start_timeout,
             "max_expansions": budget,
         }
@@ -346,6 +353,20 @@ class MultitaskRobot(PeerRuleMember):
                 if not await self._claim(unit, p):
                     return False
         return True
+
+    def _free_units(self) -> list[str]:
+        """Units nobody holds or finished that this robot may claim now, in tree order."""
+        assert self.controller is not None
+        c = self.controller
+        now = asyncio.get_running_loop().time()
+        return [
+            u
+            for u in self.unit_tree.leaves
+            if u not in c.mine
+            and u not in c.done
+            and c.allowed(u)
+            and self._lost_until.get(u, 0.0) <= now
+        ]
 
     def _blocked(self) -> set[str]:
         """Leaves of units this robot may not work on now (peers hold them, an OR
@@ -550,6 +571,12 @@ class MultitaskRobot(PeerRuleMember):
                 unit = self.units[r.leaf]
                 potential[unit] = max(potential.get(unit, r.potential), r.potential)
             if await self._claim_units(potential, potential):
+                if self.bundle and self.peers():
+                    for r in granted:
+                        extra = co_located_units(alloc, self.task_state, r, self._free_units())
+                        if extra:
+                            self.log.info("unit.bundle", move=r.leaf, units=extra)
+                            await self._claim_units(extra)  # a lost one is simply not ours
                 return granted
             if self._follow_plan:
                 self._follow_plan = False

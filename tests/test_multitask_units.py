@@ -87,3 +87,31 @@ def test_adopting_a_peer_unit_marks_its_leaves_and_objects() -> None:
 
 def unit_leaves(unit: str, alloc: MultitaskAllocator) -> tuple[str, ...]:
     return alloc.tree.leaf_ids(unit)
+
+
+def test_units_on_the_same_route_are_bundled_as_far_as_grippers_go() -> None:
+    from teamtree.agents.config import load_config
+    from teamtree.agents.multitask_robot import multitask_problem
+    from teamtree.planners.multitask import co_located_units
+    from tests.conftest import REPO
+
+    problem = multitask_problem(load_config(REPO / "configs" / "pr2_multitask_team.toml"))
+    alloc = MultitaskAllocator(problem)
+    state = alloc.initial_state()
+    every = [f"task-o{i}" for i in range(1, 7)]
+
+    def move(leaf: str):
+        return alloc.request(state, leaf)
+
+    # o1 and o2: same pick spot, same destination -> bundled (two grippers, room for one)
+    assert co_located_units(alloc, state, move("move-o1-1"), every) == ["task-o2"]
+    # o5 and o6 share a pick spot but go to opposite ends -> not bundled
+    assert co_located_units(alloc, state, move("move-o5-1"), every) == []
+    # not a move: nothing
+    assert co_located_units(alloc, state, alloc.request(state, "pick-o1"), every) == []
+    # a gripper already holding an object leaves no room
+    held = alloc.start(state, [move("move-o3-1")])
+    held = alloc.finish(held, "move-o3-1")
+    held = alloc.start(held, [alloc.request(held, "pick-o3")])
+    held = alloc.finish(held, "pick-o3")
+    assert co_located_units(alloc, held, alloc.request(held, "move-o1-1"), every) == []

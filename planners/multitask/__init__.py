@@ -51,6 +51,7 @@ from teamtree.planners.multitask.simulate import (
 from teamtree.planners.multitask.units import (
     UNIT_BEHAVIOR,
     adopt_peer_unit,
+    co_located_units,
     unit_of,
     unit_tree,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "World",
     "adopt_peer_unit",
     "check_state",
+    "co_located_units",
     "distance",
     "exhaustive_plan",
     "find_compatible",

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from teamtree.planners.multitask.allocator import MultitaskAllocator, MultitaskState
-from teamtree.planners.multitask.model import BehaviourKind
+from teamtree.planners.multitask.allocator import MultitaskAllocator, MultitaskState, Request
+from teamtree.planners.multitask.model import BehaviourKind, distance
 from teamtree.planners.tasktree import NodeKind, TaskNode, TaskTree
 
-__all__ = ["UNIT_BEHAVIOR", "adopt_peer_unit", "unit_of", "unit_tree"]
+__all__ = ["UNIT_BEHAVIOR", "adopt_peer_unit", "co_located_units", "unit_of", "unit_tree"]
 
 UNIT_BEHAVIOR = "UNIT"
 """The behaviour name of a unit's leaf in the unit tree."""
@@ -92,3 +92,46 @@ def adopt_peer_unit(
             placed.add(b.object)
     world = replace(state.world, placed=frozenset(placed))
     return replace(state, done=frozenset(done), world=world)
+
+
+def co_located_units(
+    alloc: MultitaskAllocator,
+    state: MultitaskState,
+    move: Request,
+    free_units: Iterable[str],
+) -> list[str]:
+    """Units worth claiming together with the unit of ``move`` (a team heuristic of
+    ours, not the paper's): those among ``free_units`` whose remaining moves go to the
+    same spots as the remaining moves of ``move``'s unit, in order and within the
+    tolerance, as many as the grippers ``move`` leaves for them. Claimed at once,
+    objects that travel the same route are carried together rather than split between
+    two robots that both drive it. Objects that share only a pick spot are not
+    bundled: one robot carrying both to opposite ends can be slower than two.
+    Empty unless ``move`` is a MOVE.
+    """
+    if move.behaviour.kind is not BehaviourKind.MOVE:
+        return []
+    mine = unit_of(alloc.tree)[move.leaf]
+    route = _route(alloc, state, mine)
+    room = alloc.available_grippers(state, move.leaf) - 1
+    out: list[str] = []
+    for unit in free_units:
+        if len(out) >= room:
+            break
+        if unit == mine or any(leaf in state.working for leaf in alloc.tree.leaf_ids(unit)):
+            continue
+        other = _route(alloc, state, unit)
+        if len(other) == len(route) and all(
+            distance(a, b) <= alloc.problem.tolerance for a, b in zip(route, other, strict=True)
+        ):
+            out.append(unit)
+    return out
+
+
+def _route(alloc: MultitaskAllocator, state: MultitaskState, unit: str) -> list:
+    """The targets of the unit's moves not yet done, in order."""
+    return [
+        alloc.behaviours[leaf].target
+        for leaf in alloc.tree.leaf_ids(unit)
+        if leaf not in state.finished and alloc.behaviours[leaf].kind is BehaviourKind.MOVE
+    ]
