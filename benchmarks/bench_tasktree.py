@@ -6,26 +6,66 @@ agents against mosquitto (or the embedded broker) at a high time factor; a flat
 protocol messages per behaviour, and claim latency (announcement to decision, p50/p99)
 next to the broker round trip measured in the same run.
 
-To fit on two cores, the agents of one run share this process (one connection each),
-so figures include contention between them: read them as an upper bound.
+Where the agents run (``--procs N``):
 
-    python benchmarks/bench_tasktree.py [--robots 2 4 8] [--behaviours 10 50]
-    python benchmarks/bench_tasktree.py --robots 32 --behaviours 500   # the full size
+- ``--procs 1``: every agent in this process (one connection each), as before; on a
+  big team they contend for one core, so read its figures as an upper bound.
+- ``--procs N`` (N >= 2, the default is 3): the world in one worker process, the
+  robots with their drivers spread over N - 1 more, each agent with its own
+  connection as in one process. This process keeps the broker, the round-trip
+  prober and its echo, and a tap: a bare connection subscribed to the protocol
+  topics only (claims, replies, transitions, snapshots, events), which counts the
+  messages and takes claim latencies from the claim's HLC wall stamp to the
+  ``node.claim_decided`` envelope's timestamp, so the figures cover every worker.
+  Workers report exit codes, end times and CPU seconds back over a pipe; with
+  ``--profile DIR`` each process also writes a cProfile file there (CPU time, not
+  wall time, which on a busy machine counts every wait for the other processes;
+  profiling slows the agents enough to tip a big run into overload).
+
+The tap is the same in both modes (it used to see every message, observations too).
+
+Mission time runs from the moment every member is connected to the last member's
+exit. ``cpu s`` is the CPU time the workers and this process spent from then until
+the tap fell quiet (not mosquitto's).
+
+    python benchmarks/bench_tasktree.py [--robots 2 8 16 32] [--behaviours 10 50 500]
+    python benchmarks/bench_tasktree.py --robots 32 --behaviours 500          # minutes
+    python benchmarks/bench_tasktree.py --procs 1 --robots 16 --behaviours 50 # one process
+    python benchmarks/bench_tasktree.py --robots 32 --behaviours 500 --profile /tmp/prof
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import cProfile
+import logging
 import math
+import multiprocessing
+import multiprocessing.connection
+import resource
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from teamtree.agents import Agent, RuntimeSettings, build_agent, parse_config
-from teamtree.broker import Endpoint, MosquittoBroker, find_mosquitto
+from teamtree.broker import (
+    Connection,
+    Endpoint,
+    Incoming,
+    MosquittoBroker,
+    WireError,
+    decode,
+    find_mosquitto,
+    parse_endpoint,
+)
+from teamtree.broker.topics import pattern
 
 PROTOCOL_KINDS = {
     "node.claim",
@@ -34,6 +74,7 @@ PROTOCOL_KINDS = {
     "node.snapshot",
     "node.claim_decided",
 }
+PROGRESS_S = 5.0
 
 
 def team_config(team: str, robots: int, behaviours: int, time_factor: float) -> dict[str, Any]:
@@ -82,20 +123,48 @@ def team_config(team: str, robots: int, behaviours: int, time_factor: float) -> 
     }
 
 
-class Tap(Agent):
-    """Counts protocol messages and collects claim stamps and decisions."""
+class Tap:
+    """Counts protocol messages and collects claim stamps and decisions.
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
+    A bare broker connection on the protocol topics only: it never sees the
+    observations, which are most of the bytes of a big run.
+    """
+
+    def __init__(self, endpoint: Endpoint, team: str):
         self.counts: Counter[str] = Counter()
         self.claims: dict[str, int] = {}
         self.latencies: list[float] = []
         self.done: set[str] = set()
+        self._seen: set[tuple[str, int]] = set()
+        self.connection = Connection(
+            endpoint, client_id=f"teamtree-{team}-tap", on_message=self._on_message
+        )
+        self._filters = [
+            pattern(team, None, "claims"),
+            pattern(team, "+", "claim_reply", "+"),
+            pattern(team, "+", "state"),
+            pattern(team, "+", "snapshot"),
+            pattern(team, "+", "events"),
+        ]
+        self._task: asyncio.Task[None] | None = None
 
-    async def setup(self) -> None:
-        self.on_any(self._tap)
+    async def start(self) -> None:
+        for topic_filter in self._filters:
+            await self.connection.subscribe(topic_filter)
+        self._task = asyncio.create_task(self.connection.run())
+        await asyncio.wait_for(self.connection.connected.wait(), 10)
 
-    async def _tap(self, env, topic) -> None:
+    async def close(self) -> None:
+        await self.connection.close()
+
+    async def _on_message(self, message: Incoming) -> None:
+        try:
+            env = decode(message.payload, topic=message.topic)
+        except WireError:
+            return
+        if (message.topic, env.hid) in self._seen:
+            return  # an at-least-once duplicate
+        self._seen.add((message.topic, env.hid))
         if env.kind in PROTOCOL_KINDS:
             self.counts[env.kind] += 1
         body = env.body if isinstance(env.body, dict) else {}
@@ -107,115 +176,422 @@ class Tap(Agent):
             self.done.add(body.get("node"))
 
 
-def pct(values: list[float], q: float) -> float:
+def pct(values: Sequence[float], q: float) -> float:
+    """The q-quantile of `values` (nearest rank below), NaN when empty."""
     if not values:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# -- a group of agents hosted by one process ----------------------------------------
+
+
+class Group:
+    """Some agents of one run, in this process, each with its own broker connection.
+
+    ``services`` run until ``stop``; ``members`` are connected by ``start`` and run
+    by ``run_members``, which returns their exit codes and the time the last ended.
+    """
+
+    def __init__(
+        self, config_data: dict[str, Any], url: str, services: list[str], members: list[str]
+    ):
+        team = config_data["team"]["name"]
+        config = parse_config(config_data, Path(f"<{team}>"))
+        endpoint = parse_endpoint(url)
+        self.services = [build_agent(config, s, endpoint=endpoint) for s in services]
+        self.members = [build_agent(config, m, endpoint=endpoint) for m in members]
+        self._started: list[Agent] = []
+        self._service_mains: list[asyncio.Task[int]] = []
+
+    async def start(self) -> None:
+        for agent in self.services:
+            await agent.__aenter__()
+            self._started.append(agent)
+        self._service_mains = [asyncio.create_task(a.run_until_stopped()) for a in self.services]
+        for agent in self.members:
+            await agent.__aenter__()
+            self._started.append(agent)
+        for agent in self._started:
+            await agent.wait_connected(30)
+
+    async def run_members(self) -> tuple[dict[str, int], float]:
+        mains = {a.id: asyncio.create_task(a.run_until_stopped()) for a in self.members}
+        if mains:
+            await asyncio.wait(mains.values())
+        return {i: t.result() for i, t in mains.items()}, time.monotonic()
+
+    async def stop(self) -> None:
+        for agent in self.services:
+            agent.request_stop()
+        for agent in self.members:
+            agent.request_stop(1)
+        for agent in reversed(self._started):
+            await agent.stop()
+
+
+def _configure_logging(verbose: bool) -> None:
+    # aiomqtt warns through the standard library about queued publishes, per message
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR)
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.INFO if verbose else logging.ERROR
+        )
+    )
+
+
+def _worker_main(conn: multiprocessing.connection.Connection, job: dict[str, Any]) -> None:
+    """A worker process: host one Group, driven by the coordinator over `conn`."""
+    _configure_logging(job["verbose"])
+    profiler = cProfile.Profile(time.process_time) if job["profile"] else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        asyncio.run(_worker_async(conn, job))
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(job["profile"])
+
+
+async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[str, Any]) -> None:
+    inbox = _pipe_inbox(conn)
+    group = Group(job["config"], job["url"], job["services"], job["members"])
+    try:
+        await group.start()
+        conn.send(("ready",))
+        await _expect(inbox, "go")
+        cpu0 = cpu_seconds()
+        members = asyncio.create_task(group.run_members())
+        told = asyncio.create_task(inbox.get())
+        await asyncio.wait({members, told}, return_when=asyncio.FIRST_COMPLETED)
+        if members.done():  # else the coordinator gave up (or died): stop now
+            conn.send(("done", *members.result()))
+            await told
+        conn.send(("cpu", cpu_seconds() - cpu0))
+    finally:
+        await group.stop()
+
+
+def _pipe_inbox(conn: multiprocessing.connection.Connection) -> asyncio.Queue[Any]:
+    """Messages arriving on `conn`, as a queue (EOF arrives as ``("eof",)``)."""
+    inbox: asyncio.Queue[Any] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    def readable() -> None:
+        try:
+            inbox.put_nowait(conn.recv())
+        except (EOFError, OSError):
+            loop.remove_reader(conn.fileno())
+            inbox.put_nowait(("eof",))
+
+    loop.add_reader(conn.fileno(), readable)
+    return inbox
+
+
+async def _expect(inbox: asyncio.Queue[Any], what: str) -> tuple[Any, ...]:
+    message = await inbox.get()
+    if message[0] != what:
+        raise RuntimeError(f"expected {what!r} from the coordinator, got {message[0]!r}")
+    return message
+
+
+class Worker:
+    """The coordinator's handle on one worker process."""
+
+    def __init__(self, name: str, job: dict[str, Any]):
+        self.name = name
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, job), name=name)
+        self.process.start()
+        child.close()
+        self.inbox = _pipe_inbox(self.conn)
+        self.cpu_s = 0.0
+
+    async def expect(self, what: str, timeout: float) -> tuple[Any, ...]:
+        """The next message, which must be `what`; raises if the worker died or
+        stayed silent for `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = await asyncio.wait_for(self.inbox.get(), 1.0)
+            except TimeoutError:
+                if not self.process.is_alive():
+                    raise RuntimeError(
+                        f"worker {self.name} died (exit code {self.process.exitcode})"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"worker {self.name}: no {what!r} in {timeout:.0f} s"
+                    ) from None
+                continue
+            if message[0] != what:
+                raise RuntimeError(f"worker {self.name} sent {message[0]!r}, expected {what!r}")
+            return message
+
+    def send(self, *message: Any) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.send(message)
+
+    async def finish(self) -> None:
+        """Stop the worker; collect its CPU time since "go"; kill it if it does not exit."""
+        self.send("stop")
+        with contextlib.suppress(Exception):
+            self.cpu_s = (await self.expect("cpu", 20))[1]
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(OSError, ValueError):
+            loop.remove_reader(self.conn.fileno())
+        await loop.run_in_executor(None, self.process.join, 10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+# -- one run ------------------------------------------------------------------------
+
+
+def split(items: list[str], parts: int) -> list[list[str]]:
+    """`items` in `parts` contiguous, nearly equal groups (none empty)."""
+    parts = max(1, min(parts, len(items)))
+    size, extra = divmod(len(items), parts)
+    out, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return out
+
+
 async def one_run(
-    endpoint: Endpoint, robots: int, behaviours: int, time_factor: float
+    endpoint: Endpoint,
+    robots: int,
+    behaviours: int,
+    *,
+    time_factor: float,
+    procs: int,
+    timeout: float,
+    profile_dir: Path | None,
+    verbose: bool,
 ) -> dict[str, Any]:
     team = f"bench{uuid.uuid4().hex[:6]}"
-    config = parse_config(team_config(team, robots, behaviours, time_factor), Path(f"<{team}>"))
+    data = team_config(team, robots, behaviours, time_factor)
     leaves = 2 * max(1, behaviours // 2)
-    services = [build_agent(config, s.id, endpoint=endpoint) for s in config.services]
-    members = [build_agent(config, m.id, endpoint=endpoint) for m in config.members]
-    tap = Tap("tap", team=team, endpoint=endpoint, runtime=RuntimeSettings(keepalive_s=5))
-    prober = Agent("prober", team=team, endpoint=endpoint, runtime=RuntimeSettings(keepalive_s=5))
-    started_agents: list[Agent] = []
+    robot_ids = [f"r{r}" for r in range(robots)]
+    tag = f"{robots}x{leaves}"
+    tap = Tap(endpoint, team)
+    runtime = RuntimeSettings(keepalive_s=5)
+    echo = build_agent(parse_config(data, Path(f"<{team}>")), "echo", endpoint=endpoint)
+    prober = Agent("prober", team=team, endpoint=endpoint, runtime=runtime)
+    local: Group | None = None
+    echo_main: asyncio.Task[int] | None = None
+    workers: list[Worker] = []
+    members: list[Worker] = []
+    cpu0 = 0.0
+    profiler = (
+        cProfile.Profile(time.process_time) if profile_dir is not None and procs == 1 else None
+    )
     try:
-        for agent in [tap, prober, *services]:
+        await tap.start()
+        for agent in (echo, prober):
             await agent.__aenter__()
-            started_agents.append(agent)
-        service_mains = [asyncio.create_task(agent.run_until_stopped()) for agent in services]
-        assert service_mains  # keep references: the tasks run until the services stop
-        await tap.wait_connected(10)
+        echo_main = asyncio.create_task(echo.run_until_stopped())
+        await prober.wait_connected(10)
+        if procs == 1:
+            if profiler is not None:
+                profiler.enable()
+            services = ["world", *(f"{r}-driver" for r in robot_ids)]
+            local = Group(data, str(endpoint), services, robot_ids)
+            await local.start()
+        else:
+
+            def job(name: str, services: list[str], member_ids: list[str]) -> dict[str, Any]:
+                prof = None if profile_dir is None else str(profile_dir / f"{tag}-{name}.prof")
+                return {"config": data, "url": str(endpoint), "services": services,
+                        "members": member_ids, "profile": prof, "verbose": verbose}  # fmt: skip
+
+            world = Worker("world", job("world", ["world"], []))
+            workers.append(world)
+            await world.expect("ready", 60)
+            for i, group in enumerate(split(robot_ids, procs - 1)):
+                name = f"robots{i}"
+                drivers = [f"{r}-driver" for r in group]
+                workers.append(Worker(name, job(name, drivers, group)))
+            members = workers[1:]
+            for w in members:
+                await w.expect("ready", 120)
         while "world" not in prober.team_view.online():
             await asyncio.sleep(0.05)
-        for agent in members:
-            await agent.__aenter__()
-            started_agents.append(agent)
-        t0 = time.perf_counter()
-        mains = [asyncio.create_task(agent.run_until_stopped()) for agent in members]
+        t0, cpu0 = time.monotonic(), cpu_seconds()
+        if local is not None:
+            mains: asyncio.Task[Any] = asyncio.create_task(local.run_members())
+        else:
+            for w in workers:
+                w.send("go")
+            mains = asyncio.create_task(_members_done(members, timeout))
         rtts: list[float] = []
-        while not all(m.done() for m in mains):
+        next_progress = t0 + PROGRESS_S
+        while not mains.done():
             start = time.perf_counter()
-            try:
+            with contextlib.suppress(Exception):
                 await prober.request("echo", "echo.ping", None, to="echo", timeout=2)
                 rtts.append((time.perf_counter() - start) * 1000)
-            except Exception:
-                pass
-            await asyncio.sleep(0.2)
-            if time.perf_counter() - t0 > 600:
-                raise TimeoutError("mission did not finish in 600 s")
-        mission_s = time.perf_counter() - t0
-        codes = [m.result() for m in mains]
-        await asyncio.sleep(0.3)
-        return {
+            await asyncio.wait({mains}, timeout=0.2)
+            now = time.monotonic()
+            if now >= next_progress:
+                next_progress = now + PROGRESS_S
+                print(f"  {now - t0:6.1f} s: {len(tap.done)}/{leaves} behaviours done, "
+                      f"{len(tap.latencies)} claims decided, "
+                      f"{sum(tap.counts.values())} protocol messages", flush=True)  # fmt: skip
+            if now - t0 > timeout:
+                raise TimeoutError(f"mission did not finish in {timeout:.0f} s")
+        codes, ended = mains.result()
+        mission_s = ended - t0
+        await _settle(tap)
+        cpu = cpu_seconds() - cpu0
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(str(profile_dir / f"{tag}-all.prof"))  # type: ignore[operator]
+        failed = sorted(i for i, c in codes.items() if c != 0)
+        ok = not failed and len(tap.done) >= leaves
+        why = "" if ok else f"exit codes {failed}, {len(tap.done)}/{leaves} done"
+        row = {
             "robots": robots,
             "behaviours": leaves,
             "mission_s": mission_s,
-            "ok": all(c == 0 for c in codes) and len(tap.done) >= leaves,
+            "ok": ok,
+            "why": why,
             "msgs_per_behaviour": sum(tap.counts.values()) / leaves,
+            "claims": len(tap.latencies),
             "claim_p50": pct(tap.latencies, 0.5),
             "claim_p99": pct(tap.latencies, 0.99),
             "rtt_p50": pct(rtts, 0.5),
             "rtt_p99": pct(rtts, 0.99),
+            "procs": procs,
         }
     finally:
-        for agent in services:
-            agent.request_stop()
-        for agent in reversed(started_agents):
+        if local is not None:
+            await local.stop()
+        for w in workers:
+            await w.finish()
+        echo.request_stop()
+        for agent in (prober, echo):
             await agent.stop()
+        if echo_main is not None:
+            await echo_main
+        await tap.close()
+    row["cpu_s"] = cpu + sum(w.cpu_s for w in workers)
+    return row
+
+
+async def _members_done(members: list[Worker], timeout: float) -> tuple[dict[str, int], float]:
+    codes: dict[str, int] = {}
+    ended = 0.0
+    for w in members:
+        _, worker_codes, worker_ended = await w.expect("done", timeout)
+        codes.update(worker_codes)
+        ended = max(ended, worker_ended)
+    return codes, ended
+
+
+async def _settle(tap: Tap, quiet_s: float = 0.3, limit_s: float = 10.0) -> None:
+    """Wait until the tap has heard nothing new for `quiet_s` (stragglers arrive)."""
+    deadline = time.monotonic() + limit_s
+    last = -1
+    while time.monotonic() < deadline:
+        count = sum(tap.counts.values())
+        if count == last:
+            return
+        last = count
+        await asyncio.sleep(quiet_s)
+
+
+# -- the table ----------------------------------------------------------------------
+
+
+def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> None:
+    """The results, one row per run."""
+    print()
+    print(f"task trees over {broker}, time factor {time_factor:g}")
+    print(f"{'robots':>6} {'behav':>6} {'procs':>5} {'ok':>3} {'mission s':>10} {'msgs/behav':>11} "
+          f"{'claim p50 ms':>13} {'claim p99 ms':>13} {'rtt p50 ms':>11} {'rtt p99 ms':>11} "
+          f"{'claim/rtt':>10} {'cpu s':>7}")  # fmt: skip
+    for r in rows:
+        print(f"{r['robots']:>6} {r['behaviours']:>6} {r['procs']:>5} {'y' if r['ok'] else 'n':>3} "
+              f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['claim_p50']:>13.1f} "
+              f"{r['claim_p99']:>13.1f} {r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} "
+              f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['cpu_s']:>7.1f}")  # fmt: skip
+    for r in rows:
+        if r.get("why"):
+            print(f"  {r['robots']} x {r['behaviours']} not ok: {r['why']}")
 
 
 async def main_async(args: argparse.Namespace) -> None:
     if args.broker == "mosquitto" and find_mosquitto():
-        broker = MosquittoBroker(persistence=False)
+        broker: Any = MosquittoBroker(persistence=False)
     else:
         from teamtree.broker import EmbeddedBroker
 
         broker = EmbeddedBroker()
     await broker.start()
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     rows = []
     try:
         for robots in args.robots:
             for behaviours in args.behaviours:
-                print(f"running {robots} robots x {behaviours} behaviours ...", flush=True)
-                rows.append(await one_run(broker.endpoint, robots, behaviours, args.time_factor))
+                procs = 1 if args.procs == 1 else min(args.procs, robots + 1)
+                print(f"running {robots} robots x {behaviours} behaviours in {procs} "
+                      f"process(es) ...", flush=True)  # fmt: skip
+                try:
+                    row = await one_run(
+                        broker.endpoint,
+                        robots,
+                        behaviours,
+                        time_factor=args.time_factor,
+                        procs=procs,
+                        timeout=args.timeout,
+                        profile_dir=args.profile,
+                        verbose=args.verbose,
+                    )
+                except (TimeoutError, RuntimeError) as exc:
+                    print(f"  failed: {exc}", flush=True)
+                    continue
+                rows.append(row)
+                print(f"  done in {row['mission_s']:.1f} s", flush=True)
     finally:
         await broker.close()
-    print()
-    print(
-        f"task trees over {broker.kind.value}, time factor {args.time_factor:g}, agents in one process"
-    )
-    print(f"{'robots':>6} {'behav':>6} {'ok':>3} {'mission s':>10} {'msgs/behav':>11} "
-          f"{'claim p50 ms':>13} {'claim p99 ms':>13} {'rtt p50 ms':>11} {'rtt p99 ms':>11} {'claim/rtt':>10}")  # fmt: skip
-    for r in rows:
-        print(f"{r['robots']:>6} {r['behaviours']:>6} {'y' if r['ok'] else 'n':>3} {r['mission_s']:>10.1f} "
-              f"{r['msgs_per_behaviour']:>11.1f} {r['claim_p50']:>13.1f} {r['claim_p99']:>13.1f} "
-              f"{r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} {r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x")  # fmt: skip
+    print_table(rows, broker.kind.value, args.time_factor)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--robots", type=int, nargs="+", default=[2, 4, 8])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--robots", type=int, nargs="+", default=[2, 8, 16])
     parser.add_argument("--behaviours", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--time-factor", type=float, default=50.0)
     parser.add_argument("--broker", choices=["mosquitto", "embedded"], default="mosquitto")
+    parser.add_argument(
+        "--procs",
+        type=int,
+        default=3,
+        help="1: every agent in this process; N >= 2: the world in one worker "
+        "process, robots and drivers spread over N - 1 more (default 3)",
+    )
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    parser.add_argument("--profile", type=Path, default=None, help="write cProfile files here")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
-    import logging
-
-    import structlog
-
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.ERROR if not args.verbose else logging.INFO
-        )
-    )
+    if args.procs < 1:
+        parser.error("--procs must be 1 or more")
+    _configure_logging(args.verbose)
     asyncio.run(main_async(args))
 
 
