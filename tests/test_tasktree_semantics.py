@@ -143,3 +143,16 @@ def test_one_behaviour_at_a_time() -> None:
     first = ctl.handle(Tick(), (1, 0, "r"))
     assert sum(isinstance(a, StartBehaviour) for a in first) == 1
     assert ctl.handle(Tick(), (2, 0, "r")) == []
+
+
+def test_spreading_follows_done_and_working_back_and_forth() -> None:
+    # the structural pass is remembered per tree; a change of done or working redoes it
+    tree = parse_tree("THEN(a, OR(b, c), d)")
+    a, b, c, d = tree.leaves
+    first = spread_activation(tree, set(), set(), {b: 2.0})
+    assert first[a].level == 1.0 and first[b].level == 0.0
+    assert spread_activation(tree, {a}, set(), {b: 2.0})[b].potential == 2.0
+    taken = spread_activation(tree, {a}, {c}, {b: 2.0})
+    assert taken[b].level == 0.0 and taken[c].committed
+    assert spread_activation(tree, set(), set(), {b: 2.0}) == first
+    assert spread_activation(parse_tree("THEN(a, OR(b, c), d)"), {a, c}, set())[d].level == 1.0

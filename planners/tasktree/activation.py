@@ -22,8 +22,10 @@ Readings chosen where the paper is not explicit:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
@@ -53,6 +55,87 @@ class NodeActivation:
     committed: bool
 
 
+class _Layout:
+    """A tree flattened for spreading (pre-order ids, each goal's kind and children),
+    with the last structural pass (satisfied, committed, level) and the done and
+    working sets it was made for: potentials change on every observation, done and
+    working far less often, and walking ``TaskNode`` objects costs more than the
+    arithmetic on a big tree."""
+
+    __slots__ = ("goals", "leaves", "memo", "order", "reversed_steps", "root", "tree")
+
+    def __init__(self, tree: TaskTree):
+        self.tree = weakref.ref(tree)
+        nodes = list(tree)
+        self.order: tuple[str, ...] = tuple(n.id for n in nodes)
+        self.root = tree.root.id
+        self.leaves: frozenset[str] = frozenset(n.id for n in nodes if n.is_leaf)
+        # (id, kind, child ids) of every goal, in pre-order
+        self.goals: tuple[tuple[str, NodeKind, tuple[str, ...]], ...] = tuple(
+            (n.id, n.kind, tuple(c.id for c in n.children)) for n in nodes if not n.is_leaf
+        )
+        # every node children first (reversed pre-order); child ids empty for leaves
+        self.reversed_steps: tuple[tuple[str, NodeKind, tuple[str, ...]], ...] = tuple(
+            (n.id, n.kind, tuple(c.id for c in n.children)) for n in reversed(nodes)
+        )
+        self.memo: tuple[Any, ...] | None = None
+
+
+_LAYOUTS: dict[int, _Layout] = {}
+
+
+def _layout(tree: TaskTree) -> _Layout:
+    """The tree's layout, made once per tree object (trees are immutable)."""
+    layout = _LAYOUTS.get(id(tree))
+    if layout is None or layout.tree() is not tree:
+        layout = _Layout(tree)
+        _LAYOUTS[id(tree)] = layout
+        weakref.finalize(tree, _LAYOUTS.pop, id(tree), None)
+    return layout
+
+
+def _structure(
+    layout: _Layout, done_set: frozenset[str], working_set: frozenset[str]
+) -> tuple[dict[str, bool], dict[str, bool], dict[str, float]]:
+    """Satisfied, committed (bottom-up) and level (top-down) of every node."""
+    memo = layout.memo
+    if memo is not None and memo[0] == done_set and memo[1] == working_set:
+        return memo[2]
+    satisfied: dict[str, bool] = {}
+    committed: dict[str, bool] = {}
+    for node_id, kind, kids in layout.reversed_steps:
+        if kind is NodeKind.BEHAVIOR:
+            satisfied[node_id] = node_id in done_set
+            committed[node_id] = node_id in done_set or node_id in working_set
+            continue
+        if kind is NodeKind.OR:
+            satisfied[node_id] = any(satisfied[k] for k in kids)
+        else:
+            satisfied[node_id] = all(satisfied[k] for k in kids)
+        committed[node_id] = any(committed[k] for k in kids)
+    level: dict[str, float] = {layout.root: 0.0 if satisfied[layout.root] else 1.0}
+    for node_id, kind, kids in layout.goals:
+        lv = level[node_id]
+        for k in kids:
+            level[k] = 0.0
+        if lv <= 0.0 or satisfied[node_id]:
+            continue
+        if kind is NodeKind.THEN:
+            first = next(k for k in kids if not satisfied[k])
+            level[first] = lv
+        elif kind is NodeKind.AND:
+            for k in kids:
+                if not satisfied[k]:
+                    level[k] = lv
+        else:  # OR
+            chosen = next((k for k in kids if committed[k]), None)
+            for k in [chosen] if chosen is not None else kids:
+                level[k] = lv
+    result = (satisfied, committed, level)
+    layout.memo = (done_set, working_set, result)
+    return result
+
+
 def spread_activation(
     tree: TaskTree,
     done: Collection[str],
@@ -71,59 +154,19 @@ def spread_activation(
     """
     potentials = potentials or {}
     inhibition = inhibition or {}
-    done_set = set(done)
-    working_set = set(working)
-    satisfied: dict[str, bool] = {}
-    committed: dict[str, bool] = {}
-    # bottom-up: satisfied / committed (children before parents: reversed pre-order)
-    order = list(tree)
-    for node in reversed(order):
-        if node.is_leaf:
-            satisfied[node.id] = node.id in done_set
-            committed[node.id] = node.id in done_set or node.id in working_set
-            continue
-        kids = [c.id for c in node.children]
-        if node.kind is NodeKind.OR:
-            satisfied[node.id] = any(satisfied[k] for k in kids)
-        else:
-            satisfied[node.id] = all(satisfied[k] for k in kids)
-        committed[node.id] = any(committed[k] for k in kids)
-    # top-down: levels
-    level: dict[str, float] = {tree.root.id: 0.0 if satisfied[tree.root.id] else 1.0}
-    for node in order:
-        lv = level[node.id]
-        if node.is_leaf:
-            continue
-        kids = [c.id for c in node.children]
-        for k in kids:
-            level[k] = 0.0
-        if lv <= 0.0 or satisfied[node.id]:
-            continue
-        if node.kind is NodeKind.THEN:
-            first = next(k for k in kids if not satisfied[k])
-            level[first] = lv
-        elif node.kind is NodeKind.AND:
-            for k in kids:
-                if not satisfied[k]:
-                    level[k] = lv
-        else:  # OR
-            chosen = next((k for k in kids if committed[k]), None)
-            for k in [chosen] if chosen is not None else kids:
-                level[k] = lv
+    layout = _layout(tree)
+    satisfied, committed, level = _structure(layout, frozenset(done), frozenset(working))
     # bottom-up: potentials
     pot: dict[str, float] = {}
-    for node in reversed(order):
-        if node.is_leaf:
-            selectable = level[node.id] > 0.0 and not committed[node.id]
-            p = float(potentials.get(node.id, default_potential))
-            p *= float(inhibition.get(node.id, 1.0))
-            pot[node.id] = max(p, 0.0) if selectable else 0.0
+    for node_id, kind, kids in layout.reversed_steps:
+        if kind is NodeKind.BEHAVIOR:
+            selectable = level[node_id] > 0.0 and not committed[node_id]
+            p = float(potentials.get(node_id, default_potential))
+            p *= float(inhibition.get(node_id, 1.0))
+            pot[node_id] = max(p, 0.0) if selectable else 0.0
         else:
-            pot[node.id] = max(pot[c.id] for c in node.children)
-    return {
-        n.id: NodeActivation(level[n.id], pot[n.id], satisfied[n.id], committed[n.id])
-        for n in order
-    }
+            pot[node_id] = max(pot[k] for k in kids)
+    return {n: NodeActivation(level[n], pot[n], satisfied[n], committed[n]) for n in layout.order}
 
 
 def select_behaviour(tree: TaskTree, acts: Mapping[str, NodeActivation]) -> str | None:
