@@ -17,6 +17,7 @@ from teamtree.planners.tasktree import (
     SimConfig,
     check_invariants,
     distance_score,
+    distance_scores,
     leaf_potentials,
     orientation_ok,
     parse_tree,
@@ -34,6 +35,22 @@ BIG_BALL = ShapePrimitive("sphere", (0.06,), (0.6, 0.0, TABLE_Z + 0.06))
 def score(shape: ShapePrimitive, arm: ArmModel, seed: int = 0, **kw: object) -> tuple[float, str]:
     r = GraspScorer(**kw).score(shape, arm, np.random.default_rng(seed))  # type: ignore[arg-type]
     return r.score, r.reason
+
+
+def test_distance_scores_are_distance_score_row_by_row() -> None:
+    rng = np.random.default_rng(3)
+    arm = (0.31, -0.2, 0.93)
+    points = [tuple(p) for p in rng.uniform(-2.0, 2.0, size=(500, 3)).round(4)] + [arm]
+    assert distance_scores(points, arm) == [distance_score(p, arm) for p in points]
+    assert distance_scores([], arm) == []
+
+
+def test_cross_is_numpy_cross() -> None:
+    from teamtree.planners.tasktree.metrics import _cross
+
+    rng = np.random.default_rng(4)
+    for a, b in rng.normal(size=(200, 2, 3)):
+        assert _cross(a, b).tolist() == np.cross(a, b).tolist()
 
 
 def test_distance_score_is_inverse_distance() -> None:

@@ -23,6 +23,7 @@ from teamtree.planners.tasktree.metrics import (
     LeafScore,
     ShapePrimitive,
     distance_score,
+    distance_scores,
     leaf_potentials,
     orientation_ok,
 )
@@ -142,6 +143,7 @@ __all__ = [
     "check_invariants",
     "conflict_set",
     "distance_score",
+    "distance_scores",
     "fit_motion",
     "leaf_potentials",
     "node_statuses",

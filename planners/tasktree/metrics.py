@@ -51,6 +51,7 @@ __all__ = [
     "LeafScore",
     "ShapePrimitive",
     "distance_score",
+    "distance_scores",
     "leaf_potentials",
     "orientation_ok",
 ]
@@ -268,6 +269,14 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / float(np.linalg.norm(v))
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` of two 3-vectors, the same floats (the same products and
+    differences) at a fraction of its cost: the sampler calls it for every candidate."""
+    a0, a1, a2 = a.tolist()
+    b0, b1, b2 = b.tolist()
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
 @dataclass(frozen=True)
 class GraspScorer:
     """Antipodal grasp sampler + best-candidate + reachability and orientation filters.
@@ -294,7 +303,7 @@ class GraspScorer:
         out: list[GraspCandidate] = []
         for _ in range(self.n_candidates):
             a, c = self._sample_axes(orient, tol, rng)
-            e2 = np.cross(a, c)
+            e2 = _cross(a, c)
             extent_a = shape.support(a) + shape.support(-a)
             reach_in = min(arm.finger_depth, extent_a)
             depth = float(rng.uniform(0.2, 1.0)) * reach_in
@@ -358,11 +367,11 @@ class GraspScorer:
                 if a[2] <= 0.3:
                     break
             psi = float(rng.uniform(0, math.pi))
-        h = np.cross(a, _Z)
+        h = _cross(a, _Z)
         if float(np.linalg.norm(h)) < 1e-6:
             h = np.array([1.0, 0.0, 0.0])
         h = _unit(h)
-        k = np.cross(a, h)
+        k = _cross(a, h)
         c = _unit(math.cos(psi) * h + math.sin(psi) * k)
         return a, c
 
@@ -387,6 +396,25 @@ def distance_score(
     """Eq. 2: 1 / ‖x_obj − x_arm‖ (distance floored at ``min_distance`` metres)."""
     d = float(np.linalg.norm(np.asarray(x_obj, dtype=float) - np.asarray(x_arm, dtype=float)))
     return 1.0 / max(d, min_distance)
+
+
+def distance_scores(
+    x_objs: Sequence[Sequence[float]] | np.ndarray,
+    x_arm: Sequence[float],
+    min_distance: float = 1e-3,
+) -> list[float]:
+    """Eq. 2 for many objects at once (one row of `x_objs` each), for a robot that
+    scores every leaf on every observation. The same floats as ``distance_score`` row
+    by row: the squared norm comes from the same dot product ``np.linalg.norm`` takes."""
+    d = np.asarray(x_objs, dtype=float).reshape(-1, 3) - np.asarray(x_arm, dtype=float)
+    if _vecdot is not None:
+        squared = _vecdot(d, d)
+    else:  # numpy < 2: one dot per row, as np.linalg.norm does
+        squared = np.array([row.dot(row) for row in d], dtype=float)
+    return (1.0 / np.maximum(np.sqrt(squared), min_distance)).tolist()
+
+
+_vecdot = getattr(np, "vecdot", None)
 
 
 @dataclass(frozen=True)
@@ -415,7 +443,11 @@ class ActivationMetric:
         self, x_obj: Sequence[float], x_arm: Sequence[float], grasp_score: float = 0.0
     ) -> float:
         """The activation potential of one PLACE behaviour."""
-        d = self.w_d * distance_score(x_obj, x_arm)
+        return self.from_distance_score(distance_score(x_obj, x_arm), grasp_score)
+
+    def from_distance_score(self, score: float, grasp_score: float = 0.0) -> float:
+        """``potential`` from an eq. 2 score already computed (``distance_scores``)."""
+        d = self.w_d * score
         if not self.use_grasp:
             return d
         if self.gate_on_grasp and grasp_score <= 0.0:
