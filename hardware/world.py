@@ -286,6 +286,8 @@ class World:
         self._events: deque[dict[str, Any]] = deque(maxlen=_EVENT_LOG)
         self._seq = 0
         self._commands: dict[tuple[str, str], _Command] = {}
+        # object name -> (the fields its view was made from, the view)
+        self._views: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
 
     @classmethod
     def from_spec(
@@ -696,7 +698,28 @@ class World:
         return obj.position
 
     def object_view(self, name: str) -> dict[str, Any]:
+        """Object `name` as observations show it (a fresh dict the caller may keep).
+
+        Every driver observes every object many times a second and most stand still,
+        so the view of an object nobody holds is made once per pose and copied."""
         obj = self.objects[name]
+        if obj.held_by is not None:  # it moves with its holder
+            return self._object_view(name, obj)
+        fields = (obj.shape, obj.dims, obj.position, obj.yaw, obj.goal, self.goal_tolerance)
+        cached = self._views.get(name)
+        if cached is None or cached[0] != fields:
+            cached = (fields, self._object_view(name, obj))
+            self._views[name] = cached
+        view = cached[1]
+        goal = view["goal"]
+        return {
+            **view,
+            "dims": list(view["dims"]),
+            "position": list(view["position"]),
+            "goal": None if goal is None else list(goal),
+        }
+
+    def _object_view(self, name: str, obj: WorldObject) -> dict[str, Any]:
         return {
             "shape": obj.shape,
             "dims": list(obj.dims),

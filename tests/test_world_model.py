@@ -404,3 +404,17 @@ def test_can_place_is_the_worlds_reach_rule() -> None:
     assert drive_to_reach(PR2, (0.0, 0.0, 0.0), 0.0, (0.3, -0.19, 0.75)) == (0.0, 0.0, 0.0)
     drive = drive_to_reach(PR2, (0.0, 0.0, 0.0), 0.0, (2.0, -0.19, 0.75))
     assert drive is not None and drive[0] == pytest.approx(2.0 - 0.95 * PR2.reach)
+
+
+def test_object_views_follow_the_object_and_are_the_callers_to_keep() -> None:
+    w = make_world()
+    first = w.object_view("cup")
+    first["position"][0] = 99.0  # the caller's copy: the world's next view is unaffected
+    first["dims"].append(1.0)
+    assert w.object_view("cup")["position"] == [0.1, -0.05, 0.8]
+    assert w.object_view("cup")["dims"] == [0.04, 0.1]
+    assert w.move_object("cup", [0.2, 0.1, 0.8], t=0.0)["ok"]
+    assert w.object_view("cup")["position"] == [0.2, 0.1, 0.8]
+    assert not w.object_view("cup")["at_goal"]
+    w.move_object("cup", CUP["goal"], t=0.0)
+    assert w.object_view("cup")["at_goal"]
