@@ -83,7 +83,7 @@ from teamtree.planners.tasktree import (
     TaskTree,
     Tick,
     Transition,
-    distance_score,
+    distance_scores,
     render_unicode,
     tree_from_dict,
 )
@@ -182,6 +182,14 @@ class RobotAgent(PeerRuleMember):
         self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
         self.goals: dict[str, tuple[float, ...]] = {}
+        # each leaf's object name (None: not a string), read once: the tree is fixed
+        self._leaf_objects: tuple[tuple[str, str | None], ...] = tuple(
+            (leaf, name if isinstance(name := tree[leaf].param_dict.get("object"), str) else None)
+            for leaf in tree.leaves
+        )
+        # per object: the raw observed fields, and the shape and goal made from them
+        self._shapes: dict[str, tuple[tuple[Any, ...], ShapePrimitive, Any]] = {}
+        self._deferred: dict[str, float] | None = None
         self.body = profile_spec(profile)
         self._commands = itertools.count(1)
         self._command_of: dict[str, str] = {}  # node -> command id
@@ -262,16 +270,29 @@ class RobotAgent(PeerRuleMember):
 
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions."""
-        if self.controller is None:
+        c = self.controller
+        if c is None:
             if not isinstance(event, PotentialsChanged):  # potentials are recomputed
                 self._backlog.append(("event", event))
             return
-        for action in self.controller.handle(event, self._now()):
+        now = self._now()
+        if self._deferred is not None and self._reads_potentials():
+            c.handle(PotentialsChanged(self._deferred), now)  # the latest, before it selects
+            self._deferred = None
+        for action in c.handle(event, now):
             await self._act(action)
         while self._local:  # replies the human models give to our claims
             await self.feed(self._local.pop(0))
         if self.controller.mission_done and self.controller.my_working is None:
             self._mission_done.set()
+
+    def _reads_potentials(self) -> bool:
+        """Whether the controller may read potentials now: when it can take more work
+        (it selects and claims by them) or is paused (its re-claim carries one). While
+        it works at capacity it reads none, so new ones wait (``_on_observation``):
+        handing them over would only make it spread activation again."""
+        c = self.controller
+        return c is not None and (len(c.mine) < c.capacity or c.paused)
 
     async def _act(self, action: Any) -> None:
         match action:
@@ -399,7 +420,12 @@ class RobotAgent(PeerRuleMember):
         except (KeyError, TypeError, ValueError, IndexError, SpecificationError) as exc:
             self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
             return
-        await self.feed(PotentialsChanged(self._potentials()))
+        potentials = self._potentials()
+        if self.controller is not None and not self._reads_potentials():
+            self._deferred = potentials  # handed over by feed() once it reads them again
+        else:
+            self._deferred = None
+            await self.feed(PotentialsChanged(potentials))
         for human, update in updates:
             await self._apply_model(human, update)
         grasps = {
@@ -420,17 +446,29 @@ class RobotAgent(PeerRuleMember):
             self.arm = self._arm_model(base)
         objects = {}
         self.goals = {}
+        known, shapes = self._shapes, {}
         for name, obj in body["objects"].items():
             if obj.get("at_goal") or obj.get("held_by") not in (None, self.id):
                 continue
-            if obj.get("goal") is not None:
-                self.goals[name] = tuple(float(g) for g in obj["goal"])
-            objects[name] = ShapePrimitive(
-                str(obj["shape"]),
-                tuple(float(d) for d in obj["dims"]),
-                tuple(float(p) for p in obj["position"]),
-                float(obj.get("yaw", 0.0)),
-            )
+            raw = (obj.get("shape"), obj.get("dims"), obj.get("position"), obj.get("yaw", 0.0),
+                   obj.get("goal"))  # fmt: skip
+            seen = known.get(name)
+            if seen is None or seen[0] != raw:  # most objects stand still: convert the rest
+                goal = None if obj.get("goal") is None else tuple(float(g) for g in obj["goal"])
+                if goal is not None:
+                    self.goals[name] = goal
+                shape = ShapePrimitive(
+                    str(obj["shape"]),
+                    tuple(float(d) for d in obj["dims"]),
+                    tuple(float(p) for p in obj["position"]),
+                    float(obj.get("yaw", 0.0)),
+                )
+                seen = (raw, shape, goal)
+            elif seen[2] is not None:
+                self.goals[name] = seen[2]
+            objects[name] = seen[1]
+            shapes[name] = seen
+        self._shapes = shapes
         self.objects = objects
 
     def _arm_model(self, base: tuple[float, ...]) -> ArmModel:
@@ -464,23 +502,23 @@ class RobotAgent(PeerRuleMember):
         grasp of a behaviour when it starts, for the log."""
         if self.arm is None or self.arm_position is None:
             return {}
+        shapes = [
+            None if name is None else self.objects.get(name) for _, name in self._leaf_objects
+        ]
+        found = [shape.position for shape in shapes if shape is not None]
+        scores = iter(distance_scores(found, self.arm_position) if found else ())
         out: dict[str, float] = {}
-        for leaf in self.tree.leaves:
-            name = self.tree[leaf].param_dict.get("object")
-            shape = self.objects.get(name) if isinstance(name, str) else None
-            if shape is None:
+        for (leaf, name), shape in zip(self._leaf_objects, shapes, strict=True):
+            if shape is None or name is None:
                 out[leaf] = 0.0
                 continue
+            distance = next(scores)
             grasp = self._grasp(name, shape) if self.metric.use_grasp else None
-            potential = self.metric.potential(shape.position, self.arm_position, grasp or 0.0)
+            potential = self.metric.from_distance_score(distance, grasp or 0.0)
             if not self._reachable(name, shape):  # the world would answer "unreachable"
                 potential = 0.0
             out[leaf] = potential
-            self.scores[leaf] = {
-                "potential": potential,
-                "grasp": grasp,
-                "distance": distance_score(shape.position, self.arm_position),
-            }
+            self.scores[leaf] = {"potential": potential, "grasp": grasp, "distance": distance}
         return out
 
     # -- humans: theory of mind and dialogs (seed 000 §2.3, Figs. 4-6) -------------
