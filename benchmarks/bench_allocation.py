@@ -2,22 +2,32 @@
 
 Prints figures only (no assertions):
 1. the 20-subtask kitting plan (allocation + schedule) at several belief points, p50/p95;
-2. scaling 20 → 200 subtasks (1 human + 1 robot) and 2 → 6 agents (1 human + robots).
+2. scaling 20 → 200 subtasks (1 human + 1 robot) and 2 → 6 agents (1 human + robots);
+3. mid-episode schedules: every schedule the cobot solved in simulated episodes, solved
+   again with the formulation before the sequence-load cuts and the re-sequenced warm
+   start (big-M rows only, the previous plan's start times as a partial MIP start) and
+   with the current one, at the paper's limits (4 s, gap 0.004).
 
-Run: python benchmarks/bench_allocation.py [--reps N] [--time-limit S]
+Run: python benchmarks/bench_allocation.py [--reps N] [--time-limit S] [--episodes N]
+     [--only 3] [--highs]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 
 from teamtree.planners.allocation import (
     HUMAN,
     AllocationProblem,
+    CobotConfig,
     KittingScenario,
+    Plan,
+    Schedule,
     ScheduleProblem,
     ScheduleTask,
+    SimulatedHuman,
     SolveOptions,
     SolverPool,
     SubtaskState,
@@ -27,8 +37,13 @@ from teamtree.planners.allocation import (
     human_robot_costs,
     kitting_allocation_problem,
     kitting_schedule_problem,
+    list_schedule,
     plan,
+    simulate_episode,
+    solve_model,
+    solve_schedule,
 )
+from teamtree.planners.allocation.scheduling import schedule_values
 
 BELIEFS = [(0.8, 0.1), (1.0, 0.0), (0.3, 0.5), (1.0, 0.35), (0.5, 0.2), (0.6, 0.4)]
 
@@ -132,19 +147,107 @@ def section_agents(solvers: list[str], opts: SolveOptions, pool: SolverPool) -> 
             )
 
 
+MID_EPISODE_CELLS = [(0.9, 0.4), (0.6, 0.4), (0.3, 0.4), (0.3, 0.8), (0.6, 0.8)]
+
+
+def collect_mid_episode(
+    episodes: int, pool: SolverPool
+) -> list[tuple[ScheduleProblem, Schedule | None]]:
+    """Every schedule problem the cobot solved in seeded episodes, with the schedule of the
+    plan before it (what the cobot warm-starts from)."""
+    sc = KittingScenario.default()
+    out: list[tuple[ScheduleProblem, Schedule | None]] = []
+    for pf, pe in MID_EPISODE_CELLS:
+        for seed in range(episodes):
+            previous: list[Schedule | None] = [None]
+
+            def record(p: Plan, previous: list[Schedule | None] = previous) -> None:
+                out.append((p.schedule_problem, previous[0]))
+                previous[0] = p.schedule
+
+            simulate_episode(sc, SimulatedHuman(pf, pe), CobotConfig(), seed=seed, pool=pool,
+                             on_plan=record)  # fmt: skip
+    return out
+
+
+def solve_before(sp: ScheduleProblem, warm: Schedule | None, solver: str, opts, pool):  # type: ignore[no-untyped-def]
+    """The formulation before the sequence-load cuts: big-M rows only, and as MIP start
+    the previous plan's start times (complete only if it had the same tasks), else the
+    list schedule."""
+    heur = list_schedule(sp)
+    model = copy.copy(build_schedule_model(sp, None if heur is None else heur.makespan))
+    model.rows = [r for r in model.rows if not r.name.startswith("load_")]
+    if warm is not None and all(t.id in warm.start for t in sp.tasks):
+        start = schedule_values(sp, warm)
+    elif warm is not None:
+        start = {f"s[{t}]": v for t, v in warm.start.items()}
+    else:
+        start = None if heur is None else schedule_values(sp, heur)
+    if start is not None:
+        start = {k: v for k, v in start.items() if model.has_var(k)}
+    return solve_model(model, solver=solver, options=opts, warm_start=start, pool=pool)  # type: ignore[arg-type]
+
+
+def section_mid_episode(solvers: list[str], episodes: int, pool: SolverPool) -> None:
+    opts = SolveOptions(time_limit=4.0, mip_gap=0.004)
+    print(
+        f"\n3. mid-episode kitting schedules ({episodes} episode(s) per cell "
+        f"{MID_EPISODE_CELLS}), limits 4 s / gap 0.004, solver seconds"
+    )
+    t0 = time.perf_counter()
+    problems = collect_mid_episode(episodes, pool)
+    print(f"   {len(problems)} schedules collected in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"{'solver':8} {'formulation':12} {'p50':>8} {'p95':>8} {'max':>8} {'sum':>8} "
+        f"{'not proved':>10}  makespan diff"
+    )
+    for solver in solvers:
+        rows = {}
+        for name in ("before", "after"):
+            times, unproved, mks = [], 0, []
+            for sp, warm in problems:
+                if name == "before":
+                    r = solve_before(sp, warm, solver, opts, pool)
+                    mks.append(r.objective)
+                else:
+                    s = solve_schedule(sp, solver=solver, options=opts, warm_start=warm,  # type: ignore[arg-type]
+                                       pool=pool)  # fmt: skip
+                    r = s.result
+                    mks.append(s.makespan)
+                times.append(r.solve_time)
+                unproved += r.status.value != "optimal"
+            rows[name] = mks
+            diff = ""
+            if name == "after":
+                rel = [(a - b) / b for a, b in zip(mks, rows["before"], strict=True) if b > 0]
+                diff = f"after/before - 1: min {min(rel):+.4f}, max {max(rel):+.4f}"
+            print(
+                f"{solver:8} {name:12} {pct(times, 0.5):8.4f} {pct(times, 0.95):8.3f} "
+                f"{max(times):8.3f} {sum(times):8.2f} {unproved:10d}  {diff}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5, help="repetitions of the kitting set")
     ap.add_argument("--time-limit", type=float, default=10.0, help="per solve, seconds")
+    ap.add_argument("--episodes", type=int, default=2, help="episodes per cell in section 3")
+    ap.add_argument("--only", type=int, choices=(1, 2, 3), help="run one section")
+    ap.add_argument("--highs", action="store_true", help="section 3 with HiGHS too (slow)")
     args = ap.parse_args()
     solvers = (["gurobi"] if gurobi_available() else []) + ["highs"]
     opts = SolveOptions(time_limit=args.time_limit, mip_gap=1e-4)
     pool = SolverPool()
     print(f"solvers: {solvers}; time limit {args.time_limit:g} s; MIP gap 1e-4; 1 thread")
-    section_kitting(solvers, args.reps, opts, pool)
+    if args.only in (None, 1):
+        section_kitting(solvers, args.reps, opts, pool)
     scale = ["auto", "highs"] if gurobi_available() else ["highs"]
-    section_subtasks(scale, opts, pool)
-    section_agents(scale, opts, pool)
+    if args.only in (None, 2):
+        section_subtasks(scale, opts, pool)
+        section_agents(scale, opts, pool)
+    if args.only in (None, 3):
+        mid = (["gurobi"] if gurobi_available() else []) + (["highs"] if args.highs else [])
+        section_mid_episode(mid or ["highs"], args.episodes, pool)
 
 
 if __name__ == "__main__":

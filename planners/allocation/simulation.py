@@ -19,6 +19,7 @@ when the action ends; the simulated human never uses H3, H5 or H6 (nor did the a
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from teamtree.broker import PlanningError
@@ -132,10 +133,13 @@ def simulate_episode(
     *,
     seed: int = 0,
     pool: SolverPool | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> EpisodeResult:
     """Run one episode to completion. Blocks for the in-process solves.
 
-    Raises ``PlanningError`` when the episode exceeds ``cobot.max_time`` (a stuck team).
+    ``on_plan`` is called with every plan the cobot makes (benchmarks collect the
+    mid-episode problems with it). Raises ``PlanningError`` when the episode exceeds
+    ``cobot.max_time`` (a stuck team).
     """
     cfg = cobot or CobotConfig()
     rng = random.Random(seed)
@@ -247,6 +251,8 @@ def simulate_episode(
             )
             plans += 1
             solve_time += current.solve_time
+            if on_plan is not None:
+                on_plan(current)
             warm_alloc, warm_sched = current.allocation, current.schedule
             planned_version, plan_time = version, t
         action = robot_pick(scenario, states, locked, current.schedule, t - plan_time)
