@@ -11,12 +11,23 @@ Choices where the paper is ambiguous (all parameters on :class:`BeliefConfig`):
 * Eq. (25) prints the factor ``y`` in both branches and groups F1 (assigning to the robot)
   with F2 (doing an assigned task); §IV.A calls H2 a leading action and the authors' code
   agrees, so here a following action (F2) has likelihood ``y·f2/D`` and a leading one (F1,
-  F3) ``(1−y)·(α f1 + f3)/D`` with ``D = α f1 + f2 + f3`` over the last k actions
-  (current one included), floored at 0.001. Eq. (28) likewise: an error has likelihood
-  ``y·m1/(m1+m2)``, a correct action ``(1−y)·m2/(m1+m2)``.
-  Note: the history ratio is the same for every y, so after normalisation the memory acts
-  only through the floor; α_e forgets through its transition T_y, α_f (T_y = identity,
-  eq. 26) does not.
+  F3) ``(1−y)·(α f1 + f3)/D`` with ``D = α f1 + f2 + f3``, floored at 0.001. Eq. (28)
+  likewise: an error has likelihood ``y·m1/(m1+m2)``, a correct action
+  ``(1−y)·m2/(m1+m2)``.
+* The counts f1, f2, f3 and m1, m2 are over the *preceding* k actions, not including the
+  one being observed ("in the preceding three steps", §IV.B; the authors' code updates
+  before it appends the action to its history). This is what bounds the memory: an
+  action of a kind absent from the last k gets the floor for every y, i.e. no evidence
+  ("a single mistake ... will not be reacted upon precipitously"); α_e still moves one
+  grid step through T_y. With no preceding action (the counts are 0/0) the likelihood is
+  flat, as in the authors' code. The ratio itself is the same for every y, so otherwise
+  it cancels in the normalisation.
+* Consequence worth knowing: with k = 3 and T_y shifting a grid step (0.1) per action,
+  E[α_e] estimates the human's *recent* error rate, not the long-run one. A human who
+  errs with probability 0.4 and then makes five correct leading actions in a row (chance
+  0.6⁵ ≈ 8 %) ends near 0.06-0.1 however many errors came before. Averaged over runs it
+  lands near the true rate: after 20 actions the mean is about 0.06, 0.35 and 0.88 for
+  error rates 0.1, 0.4 and 0.8 (tests/test_allocation_beliefs.py).
 * T_y of eq. (27): after an error, y → y' with probability P(y' ≤ Z < g_u(y')),
   Z ~ SN(g_u(y), σ, shape); after a correct action the mirror image (Z ~ SN(g_l(y), σ,
   −shape), probability P(g_l(y') < Z ≤ y')). g_u(1) = 1.1 and g_l(0) = −0.1 as in the
@@ -28,6 +39,7 @@ Choices where the paper is ambiguous (all parameters on :class:`BeliefConfig`):
 from __future__ import annotations
 
 import enum
+import functools
 from collections import deque
 from dataclasses import dataclass
 
@@ -97,6 +109,19 @@ def error_transition(grid: np.ndarray, sigma: float, skew: float, error: bool) -
     return t / t.sum(axis=1, keepdims=True)
 
 
+@functools.lru_cache(maxsize=16)
+def _transitions(levels: int, sigma: float, skew: float) -> tuple[np.ndarray, np.ndarray]:
+    """T_y after an error and after a correct action (read-only; the same for every
+    belief with these parameters, and costly to integrate)."""
+    grid = _grid(levels)
+    out = []
+    for error in (True, False):
+        t = error_transition(grid, sigma, skew, error=error)
+        t.setflags(write=False)
+        out.append(t)
+    return out[0], out[1]
+
+
 class Belief:
     """A discrete belief over a grid in [0, 1]."""
 
@@ -126,8 +151,7 @@ class HumanBeliefs:
         self.error = Belief(_grid(cfg.error_levels), _prior(cfg.error_levels, cfg.error_prior_p))
         self._follow_hist: deque[FollowEvidence] = deque(maxlen=cfg.history)
         self._error_hist: deque[ErrorEvidence] = deque(maxlen=cfg.history)
-        self._t_err = error_transition(self.error.grid, cfg.sigma, cfg.skew, error=True)
-        self._t_ok = error_transition(self.error.grid, cfg.sigma, cfg.skew, error=False)
+        self._t_err, self._t_ok = _transitions(cfg.error_levels, cfg.sigma, cfg.skew)
 
     @property
     def p_follow(self) -> float:
@@ -140,34 +164,44 @@ class HumanBeliefs:
         return self.error.mean
 
     def observe_follow(self, evidence: FollowEvidence) -> None:
-        """Update α_f with one human action, eqs. (25)-(26)."""
+        """Update α_f with one human action, eqs. (25)-(26), counting the preceding k."""
         cfg = self.config
-        self._follow_hist.append(evidence)
-        f1 = sum(e is FollowEvidence.ASSIGNED_TO_ROBOT for e in self._follow_hist)
-        f2 = sum(e is FollowEvidence.DID_ASSIGNED for e in self._follow_hist)
-        f3 = sum(e is FollowEvidence.REFRAINED for e in self._follow_hist)
-        denom = cfg.assign_weight * f1 + f2 + f3
+        hist = self._follow_hist
         y = self.follow.grid
-        if evidence is FollowEvidence.DID_ASSIGNED:
-            like = y * (f2 / denom)
+        if hist:
+            f1 = sum(e is FollowEvidence.ASSIGNED_TO_ROBOT for e in hist)
+            f2 = sum(e is FollowEvidence.DID_ASSIGNED for e in hist)
+            f3 = sum(e is FollowEvidence.REFRAINED for e in hist)
+            denom = cfg.assign_weight * f1 + f2 + f3
+            if evidence is FollowEvidence.DID_ASSIGNED:
+                like = y * (f2 / denom)
+            else:
+                like = (1.0 - y) * ((cfg.assign_weight * f1 + f3) / denom)
+            like = np.maximum(cfg.floor, like)
         else:
-            like = (1.0 - y) * ((cfg.assign_weight * f1 + f3) / denom)
-        like = np.maximum(cfg.floor, like)
+            like = np.ones_like(y)  # no preceding action: eq. (25) is 0/0
         self.follow = Belief(y, like * self.follow.probs)  # T_y = I(y = y'), eq. (26)
+        hist.append(evidence)
 
     def observe_error(self, evidence: ErrorEvidence) -> None:
-        """Update α_e with one action the robot did not assign, eqs. (27)-(29)."""
+        """Update α_e with one action the robot did not assign, eqs. (27)-(29), counting
+        the preceding k."""
         cfg = self.config
-        self._error_hist.append(evidence)
-        m1 = sum(e is ErrorEvidence.ERROR for e in self._error_hist)
-        m2 = len(self._error_hist) - m1
+        hist = self._error_hist
         y = self.error.grid
-        if evidence is ErrorEvidence.ERROR:
-            like, trans = y * (m1 / (m1 + m2)), self._t_err
+        trans = self._t_err if evidence is ErrorEvidence.ERROR else self._t_ok
+        if hist:
+            m1 = sum(e is ErrorEvidence.ERROR for e in hist)
+            m2 = len(hist) - m1
+            if evidence is ErrorEvidence.ERROR:
+                like = y * (m1 / (m1 + m2))
+            else:
+                like = (1.0 - y) * (m2 / (m1 + m2))
+            like = np.maximum(cfg.floor, like)
         else:
-            like, trans = (1.0 - y) * (m2 / (m1 + m2)), self._t_ok
-        like = np.maximum(cfg.floor, like)
+            like = np.ones_like(y)  # no preceding action: eq. (28) is 0/0
         self.error = Belief(y, (like * self.error.probs) @ trans)  # eq. (29)
+        hist.append(evidence)
 
     def snapshot(self) -> dict[str, float]:
         """E[α_f] and E[α_e] as plain numbers."""
