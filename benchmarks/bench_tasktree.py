@@ -148,6 +148,10 @@ class Tap:
         ]
         self._task: asyncio.Task[None] | None = None
 
+    def messages(self) -> int:
+        """Protocol messages seen (each published message once)."""
+        return sum(n for kind, n in self.counts.items() if kind in PROTOCOL_KINDS)
+
     async def start(self) -> None:
         for topic_filter in self._filters:
             await self.connection.subscribe(topic_filter)
@@ -168,6 +172,8 @@ class Tap:
         if env.kind in PROTOCOL_KINDS:
             self.counts[env.kind] += 1
         body = env.body if isinstance(env.body, dict) else {}
+        if env.kind == "node.claim" and body.get("round", 0) != 0:
+            self.counts["node.claim (asked again)"] += 1  # rule 4 or a resend, to one peer
         if env.kind == "node.claim" and body.get("round", 0) == 0:
             self.claims.setdefault(body.get("claim_id", ""), body["stamp"][0])
         elif env.kind == "node.claim_decided" and body.get("claim_id") in self.claims:
@@ -240,6 +246,7 @@ class Group:
 def _configure_logging(verbose: bool) -> None:
     # aiomqtt warns through the standard library about queued publishes, per message
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR)
+    logging.getLogger("mqtt").setLevel(logging.INFO if verbose else logging.ERROR)
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.INFO if verbose else logging.ERROR
@@ -436,7 +443,7 @@ async def one_run(
         else:
             for w in workers:
                 w.send("go")
-            mains = asyncio.create_task(_members_done(members, timeout))
+            mains = asyncio.create_task(_members_done(members))
         rtts: list[float] = []
         next_progress = t0 + PROGRESS_S
         while not mains.done():
@@ -450,10 +457,18 @@ async def one_run(
                 next_progress = now + PROGRESS_S
                 print(f"  {now - t0:6.1f} s: {len(tap.done)}/{leaves} behaviours done, "
                       f"{len(tap.latencies)} claims decided, "
-                      f"{sum(tap.counts.values())} protocol messages", flush=True)  # fmt: skip
+                      f"{tap.messages()} protocol messages", flush=True)  # fmt: skip
             if now - t0 > timeout:
-                raise TimeoutError(f"mission did not finish in {timeout:.0f} s")
-        codes, ended = mains.result()
+                break
+        if mains.done():
+            codes, ended = mains.result()
+            timed_out = ""
+        else:  # report what the run got to: a stalled run is a figure too
+            mains.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await mains
+            codes, ended = {}, time.monotonic()
+            timed_out = f"stopped after {timeout:.0f} s, "
         mission_s = ended - t0
         await _settle(tap)
         cpu = cpu_seconds() - cpu0
@@ -461,15 +476,16 @@ async def one_run(
             profiler.disable()
             profiler.dump_stats(str(profile_dir / f"{tag}-all.prof"))  # type: ignore[operator]
         failed = sorted(i for i, c in codes.items() if c != 0)
-        ok = not failed and len(tap.done) >= leaves
-        why = "" if ok else f"exit codes {failed}, {len(tap.done)}/{leaves} done"
+        ok = not failed and not timed_out and len(tap.done) >= leaves
+        why = "" if ok else f"{timed_out}exit codes {failed}, {len(tap.done)}/{leaves} done"
         row = {
             "robots": robots,
             "behaviours": leaves,
             "mission_s": mission_s,
             "ok": ok,
             "why": why,
-            "msgs_per_behaviour": sum(tap.counts.values()) / leaves,
+            "msgs_per_behaviour": tap.messages() / leaves,
+            "kinds": dict(tap.counts),
             "claims": len(tap.latencies),
             "claim_p50": pct(tap.latencies, 0.5),
             "claim_p99": pct(tap.latencies, 0.99),
@@ -492,11 +508,12 @@ async def one_run(
     return row
 
 
-async def _members_done(members: list[Worker], timeout: float) -> tuple[dict[str, int], float]:
+async def _members_done(members: list[Worker]) -> tuple[dict[str, int], float]:
+    """Every member's exit code, and when the last one ended (the caller times out)."""
     codes: dict[str, int] = {}
     ended = 0.0
     for w in members:
-        _, worker_codes, worker_ended = await w.expect("done", timeout)
+        _, worker_codes, worker_ended = await w.expect("done", math.inf)
         codes.update(worker_codes)
         ended = max(ended, worker_ended)
     return codes, ended
@@ -507,7 +524,7 @@ async def _settle(tap: Tap, quiet_s: float = 0.3, limit_s: float = 10.0) -> None
     deadline = time.monotonic() + limit_s
     last = -1
     while time.monotonic() < deadline:
-        count = sum(tap.counts.values())
+        count = tap.messages()
         if count == last:
             return
         last = count
@@ -532,6 +549,9 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
     for r in rows:
         if r.get("why"):
             print(f"  {r['robots']} x {r['behaviours']} not ok: {r['why']}")
+    for r in rows:
+        kinds = ", ".join(f"{k.removeprefix('node.')} {n}" for k, n in sorted(r["kinds"].items()))
+        print(f"  {r['robots']} x {r['behaviours']} messages: {kinds}")
 
 
 async def main_async(args: argparse.Namespace) -> None:
