@@ -14,6 +14,7 @@ from teamtree.planners.allocation import (
     GUROBI_SIZE_LIMIT,
     AllocationProblem,
     LinearModel,
+    Schedule,
     ScheduleProblem,
     ScheduleTask,
     Sense,
@@ -60,6 +61,7 @@ def _random_schedule(seed: int) -> ScheduleProblem:
             rng.choice([0.0, 1.5, 2.0, 2.0, 3.0, 5.0]),
             rng.choice([0.0, 0.0, 0.0, 2.0]),
             rng.choice([None, None, None, 9.0, 12.0]),
+            lag=rng.choice([0.0, 0.0, 0.0, 1.0, 2.0]),
         )
         for i in range(n)
     )
@@ -100,7 +102,7 @@ def test_allocation_equals_brute_force_on_both_solvers(seed: int) -> None:
             assert got == pytest.approx(expected, abs=1e-6), f"seed={seed} solver={solver}"
 
 
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", range(400))
 def test_schedule_equals_brute_force_on_both_solvers(seed: int) -> None:
     problem = _random_schedule(seed)
     expected = _outcome(lambda: brute_force_schedule(problem).makespan)
@@ -131,6 +133,39 @@ def test_schedule_respects_precedence_one_task_per_agent_and_start_now() -> None
         r = sorted(("a", "b", "e"), key=sched.start.__getitem__)
         for x, y in itertools.pairwise(r):
             assert sched.finish[x] <= sched.start[y] + 1e-9  # eqs. 17-20
+
+
+def test_an_instant_needs_its_agent_and_a_lag_does_not_occupy_it() -> None:
+    # y takes no time but cannot happen while h is busy with x (x must end by 3)
+    instant = ScheduleProblem(
+        (
+            ScheduleTask("x", "h", 3.0, deadline=3.0),
+            ScheduleTask("y", "h", 0.0, release=1.0),
+            ScheduleTask("z", "r", 4.0),
+        ),
+        (("y", "z"),),
+    )
+    # a (the robot's instantaneous assignment) lets b start 2 s later; c keeps the robot
+    lagged = ScheduleProblem(
+        (
+            ScheduleTask("a", "r", 0.0, lag=2.0),
+            ScheduleTask("b", "h", 1.0),
+            ScheduleTask("c", "r", 3.0),
+        ),
+        (("a", "b"),),
+    )
+    for solver in SOLVERS:
+        sched = solve_schedule(instant, solver=solver, options=EXACT)
+        assert check_schedule(instant, sched) == []
+        assert sched.start["y"] == pytest.approx(3.0) and sched.makespan == pytest.approx(7.0)
+        sched = solve_schedule(lagged, solver=solver, options=EXACT)
+        assert check_schedule(lagged, sched) == []
+        assert sched.start["b"] >= sched.start["a"] + 2.0 - 1e-6
+        assert sched.makespan == pytest.approx(3.0)
+    inside = Schedule({"x": 0.0, "y": 1.0, "z": 1.0}, {"x": 3.0, "y": 1.0, "z": 5.0}, 5.0, {})
+    assert any("overlap" in v for v in check_schedule(instant, inside))
+    with pytest.raises(SpecificationError):
+        ScheduleProblem((ScheduleTask("a", "r", 1.0, lag=-1.0),))
 
 
 def test_allocation_respects_at_least_one_row() -> None:

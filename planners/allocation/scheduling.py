@@ -2,10 +2,16 @@
 
     min z
     s.t. f_i = s_i + d_i                                       (8)
-         s_j ≥ f_i                  for every precedence i→j   (6)
+         s_j ≥ f_i + lag_i          for every precedence i→j   (6)
          s_j ≥ f_i − M_ij (1 − o_ij),  s_i ≥ f_j − M_ji o_ij    (7, same agent, unordered pair)
          Σ_{i∈V} b_i ≤ |V| − 1,  s_i ≤ M_i b_i                  (9, e.g. eqs. 21-22)
          s_i ≥ release_i,  f_i ≤ deadline_i,  z ≥ f_i           (9, 23)
+
+A task's ``lag`` (default 0) is a wait between its end and its successors' starts that
+does not occupy its agent (the authors' kitting scheduler lets the human start an
+assigned subtask 2 s after the robot's instantaneous assignment). A task of zero
+duration takes no time but still needs its agent: it is never placed strictly inside
+another task of the same agent (eq. 7 with d = 0 on one side).
 
 Formulated tightly, as measured in DESIGN.md: precedence is closed transitively and no
 disjunction is built for a pair it already orders; a greedy list schedule gives a feasible
@@ -13,8 +19,10 @@ incumbent (the warm start when none is given) and the horizon ``H``; each start 
 window [head, H − tail]; each pair gets its own big-M from those windows; pairs whose
 windows allow only one order get a plain precedence row; ``z`` is bounded below by the
 critical path and by each agent's load; a task that dominates another of its agent (same
-duration, no later release or deadline, fewer predecessors, more successors — identical
-tasks included) is ordered first (symmetry breaking and dominance).
+duration and lag, no later release or deadline, fewer predecessors, more successors —
+identical tasks included) is ordered first (symmetry breaking and dominance); and per
+task, sequence-load cuts bound its start and the makespan by the work its agent does
+before and after it (see ``_add_load_cuts``).
 """
 
 from __future__ import annotations
@@ -34,13 +42,15 @@ EPS = 1e-7
 
 @dataclass(frozen=True)
 class ScheduleTask:
-    """One task of τ_new: who does it, how long it takes, when it may start and must end."""
+    """One task of τ_new: who does it, how long it takes, when it may start and must end,
+    and how long its successors wait after it ends (``lag``, not time of its agent)."""
 
     id: str
     agent: str
     duration: float
     release: float = 0.0
     deadline: float | None = None
+    lag: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ class ScheduleProblem:
         for t in self.tasks:
             if t.duration < 0:
                 raise SpecificationError(f"task {t.id!r} has a negative duration")
+            if t.lag < 0:
+                raise SpecificationError(f"task {t.id!r} has a negative lag")
 
 
 @dataclass(frozen=True)
@@ -128,11 +140,12 @@ def _analyse(problem: ScheduleProblem) -> _Analysis:
         t = problem.tasks[i]
         h = max(t.release, problem.agent_release.get(t.agent, 0.0))
         for p in pred[i]:
-            h = max(h, head[p] + problem.tasks[p].duration)
+            h = max(h, head[p] + problem.tasks[p].duration + problem.tasks[p].lag)
         head[i] = h
-    tail = [0.0] * n
+    tail = [0.0] * n  # from a task's start to the end of its last successor
     for i in reversed(order):
-        tail[i] = problem.tasks[i].duration + max((tail[j] for j in succ[i]), default=0.0)
+        t = problem.tasks[i]
+        tail[i] = t.duration + max((t.lag + tail[j] for j in succ[i]), default=0.0)
     return _Analysis(order, succ, pred, closure, closure_pred, head, tail)
 
 
@@ -194,7 +207,7 @@ def _serial(
         t = tasks[i]
         v = max(t.release, free[t.agent])
         for p in an.pred[i]:
-            v = max(v, start[p] + tasks[p].duration)
+            v = max(v, start[p] + tasks[p].duration + tasks[p].lag)
         return v
 
     ready = {i for i in range(n) if i not in start and an.pred[i] <= set(start)}
@@ -298,7 +311,7 @@ def _jackson_bound(jobs: list[tuple[float, float, float]]) -> float:
 def _dominance(problem: ScheduleProblem, an: _Analysis, i: int, j: int) -> int | None:
     """Which of two same-agent tasks may go first without loss (symmetry/dominance), if any.
 
-    ``i`` may go first when both have the same duration, i's release and deadline are no
+    ``i`` may go first when both have the same duration and lag, i's release and deadline are no
     later, i's predecessors are among j's, j's successors among i's, and i is in every
     start-now set j is in: swapping them in any schedule keeps it feasible and no longer.
     Ties (identical tasks) go to the lower index.
@@ -306,7 +319,7 @@ def _dominance(problem: ScheduleProblem, an: _Analysis, i: int, j: int) -> int |
 
     def dom(a: int, b: int) -> bool:
         ta, tb = problem.tasks[a], problem.tasks[b]
-        if ta.duration != tb.duration or ta.release > tb.release:
+        if ta.duration != tb.duration or ta.lag != tb.lag or ta.release > tb.release:
             return False
         da = math.inf if ta.deadline is None else ta.deadline
         db = math.inf if tb.deadline is None else tb.deadline
@@ -335,7 +348,7 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
     tasks = problem.tasks
     n = len(tasks)
     serial = max([t.release for t in tasks] + list(problem.agent_release.values()) + [0.0])
-    serial += sum(t.duration for t in tasks)
+    serial += sum(t.duration + t.lag for t in tasks)
     if horizon is None:
         heur = list_schedule(problem)
         horizon = heur.makespan if heur is not None else serial
@@ -346,7 +359,7 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
         t = tasks[i]
         v = H if t.deadline is None else min(H, t.deadline)
         for j in an.succ[i]:
-            v = min(v, lf[j] - tasks[j].duration)
+            v = min(v, lf[j] - tasks[j].duration - t.lag)
         lf[i] = v
     lb = an.head
     ub = [lf[i] - tasks[i].duration for i in range(n)]
@@ -365,7 +378,7 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
             m.add_row(
                 {s[j]: 1.0, s[i]: -1.0},
                 Sense.GE,
-                tasks[i].duration,
+                tasks[i].duration + tasks[i].lag,
                 f"prec[{tasks[i].id}|{tasks[j].id}]",
             )
     # (7) one task at a time per agent; ``first_of[i, j]`` records how "i before j" is known:
@@ -380,8 +393,8 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
                 _known(first_of, i, j, j in an.closure_succ[i])
                 continue
             ti, tj = tasks[i], tasks[j]
-            if ti.duration <= 0 or tj.duration <= 0:
-                continue  # zero-length tasks never overlap anything
+            if ti.duration <= 0 and tj.duration <= 0:
+                continue  # two instants never overlap
             can_ij = lb[i] + ti.duration <= ub[j] + EPS
             can_ji = lb[j] + tj.duration <= ub[i] + EPS
             if not can_ij and not can_ji:
@@ -490,10 +503,10 @@ def _add_load_cuts(
     tasks = problem.tasks
     for idxs in by_agent.values():
         busy = [i for i in idxs if tasks[i].duration > 0]
-        if len(busy) < 2:
+        if not busy or len(idxs) < 2:
             continue
-        start = min(lb[i] for i in busy)
-        for i in busy:
+        start = min(lb[i] for i in idxs)
+        for i in idxs:
             before: dict[Variable, float] = {}
             after: dict[Variable, float] = {}
             const_before = const_after = 0.0
@@ -524,8 +537,9 @@ def _add_load_cuts(
 def schedule_values(problem: ScheduleProblem, schedule: Schedule) -> dict[str, float]:
     """Model values (starts, order binaries, start-now binaries, z) of a given schedule."""
     vals = {_sname(t.id): schedule.start[t.id] for t in problem.tasks}
-    for a, b in itertools.combinations([t.id for t in problem.tasks], 2):
-        vals[_oname(a, b)] = 1.0 if schedule.start[a] <= schedule.start[b] else 0.0
+    for a, b in itertools.combinations(problem.tasks, 2):  # o = 1: a ends before b starts
+        first = schedule.start[a.id] + a.duration <= schedule.start[b.id] + EPS
+        vals[_oname(a.id, b.id)] = 1.0 if first else 0.0
     for t in problem.tasks:
         vals[_bname(t.id)] = 0.0 if schedule.start[t.id] <= EPS else 1.0
     vals["z"] = schedule.makespan
@@ -577,12 +591,14 @@ def check_schedule(problem: ScheduleProblem, schedule: Schedule, tol: float = 1e
             bad.append(f"{t.id} starts before {t.agent} is free")
         if t.deadline is not None and fi[t.id] > t.deadline + tol:
             bad.append(f"{t.id} misses its deadline")
+    lag = {t.id: t.lag for t in problem.tasks}
     for a, b in problem.precedence:
-        if st[b] < fi[a] - tol:
+        if st[b] < fi[a] + lag[a] - tol:
             bad.append(f"precedence {a}->{b} violated")
     for x, y in itertools.combinations(problem.tasks, 2):
-        if x.agent != y.agent or x.duration <= 0 or y.duration <= 0:
+        if x.agent != y.agent:
             continue
+        # (an instant inside a task counts; two instants never overlap)
         if st[x.id] < fi[y.id] - tol and st[y.id] < fi[x.id] - tol:
             bad.append(f"{x.id} and {y.id} overlap on {x.agent}")
     for group in problem.start_now:
@@ -617,24 +633,23 @@ def brute_force_schedule(problem: ScheduleProblem) -> Schedule:
 
 def _left_justify(problem: ScheduleProblem, seqs: Mapping[str, Iterable[str]]) -> Schedule | None:
     by_id = {t.id: t for t in problem.tasks}
-    preds: dict[str, set[str]] = {t.id: set() for t in problem.tasks}
-    for a, b in problem.precedence:
-        preds[b].add(a)
+    preds: dict[str, dict[str, float]] = {t.id: {} for t in problem.tasks}  # pred -> gap
     for seq in seqs.values():
-        seq = list(seq)
-        for a, b in itertools.pairwise(seq):
-            preds[b].add(a)
+        for a, b in itertools.pairwise(list(seq)):
+            preds[b][a] = by_id[a].duration
+    for a, b in problem.precedence:
+        preds[b][a] = by_id[a].duration + by_id[a].lag
     start: dict[str, float] = {}
     pending = set(by_id)
     while pending:
-        ready = [t for t in pending if preds[t] <= set(start)]
+        ready = [t for t in pending if set(preds[t]) <= set(start)]
         if not ready:
             return None  # the sequences contradict the precedence
         for tid in ready:
             t = by_id[tid]
             s = max(t.release, problem.agent_release.get(t.agent, 0.0))
-            for p in preds[tid]:
-                s = max(s, start[p] + by_id[p].duration)
+            for p, gap in preds[tid].items():
+                s = max(s, start[p] + gap)
             start[tid] = s
             pending.discard(tid)
     return _make_schedule(problem, start)
