@@ -198,7 +198,15 @@ def _cost_matrix(data: Any, field: str, rows: int, cols: int) -> list[list[float
     return out
 
 
-_SCENARIO_NUMBERS = ("assign_time", "tray_return_time", "human_min_start", "c_h", "c_e", "c_r")
+_SCENARIO_NUMBERS = (
+    "assign_time",
+    "assign_robot_time",
+    "tray_return_time",
+    "human_min_start",
+    "c_h",
+    "c_e",
+    "c_r",
+)
 _scenarios: dict[str, KittingScenario] = {}
 _scenarios_lock = threading.Lock()
 
@@ -382,7 +390,8 @@ def _make_schedule_problem(
 
 
 def parse_schedule(data: Mapping[str, Any]) -> ScheduleProblem:
-    """The schedule-only form: ``{tasks: [{id, agent, duration, release, deadline}], …}``."""
+    """The schedule-only form: ``{tasks: [{id, agent, duration, release, deadline, lag}],
+    …}``."""
     tasks = []
     for k, t in enumerate(_list(data.get("tasks"), "problem.tasks")):
         t = _map(t, f"problem.tasks[{k}]")
@@ -394,6 +403,7 @@ def parse_schedule(data: Mapping[str, Any]) -> ScheduleProblem:
                 _num(t.get("duration"), f"{f}.duration", lo=0.0),
                 _num(_opt(t, "release", 0.0), f"{f}.release", lo=0.0),
                 None if t.get("deadline") is None else _num(t["deadline"], f"{f}.deadline"),
+                _num(_opt(t, "lag", 0.0), f"{f}.lag", lo=0.0),
             )
         )
     if not tasks:

@@ -171,9 +171,10 @@ def _task(body: Any, n: int) -> int:
 class KittingHumanAgent(Agent):
     """A simulated human who follows with P_follow and errs with P_error (§VI).
 
-    It waits for the cobot's ``kitting.start``, then repeatedly picks an action with the
-    study's policy (``decide_human``) from its own view of the table, publishes its start,
-    takes the action's time, and publishes its end. It stops at ``kitting.done``.
+    It waits for the cobot's ``kitting.start`` and walks to the table (the scenario's
+    ``human_min_start``), then repeatedly picks an action with the study's policy
+    (``decide_human``) from its own view of the table, publishes its start, takes the
+    action's time, and publishes its end. It stops at ``kitting.done``.
     """
 
     kind = "kitting_human"
@@ -261,6 +262,8 @@ class KittingHumanAgent(Agent):
         self.log.info(
             "kitting.human_start", p_follow=self.human.p_follow, p_error=self.human.p_error
         )
+        # walk to the table first (the schedule's human_min_start), as the study's human does
+        await asyncio.sleep(self.scenario.human_min_start / self.time_factor)
         while not self._finished.is_set():
             self._changed.clear()
             decision = decide_human(
@@ -506,7 +509,7 @@ class CobotAgent(Agent):
             return i, RobotAction.R3, None, dur
         if tid[0] == "a":
             cancels = "R6" if st is _S.ASSIGNED_TO_ROBOT_CORRECTLY else None
-            return i, RobotAction.R2, cancels, sc.assign_time
+            return i, RobotAction.R2, cancels, sc.assign_robot_time
         if st is _S.ASSIGNED_TO_HUMAN:
             return i, RobotAction.R1, "R5", sub.t_robot
         if st is _S.ASSIGNED_TO_ROBOT_CORRECTLY:

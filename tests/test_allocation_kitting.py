@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -38,6 +39,12 @@ SOLVERS = ["gurobi", "highs"] if gurobi_available() else ["highs"]
 FAST = CobotConfig(
     allocation_options=SolveOptions(time_limit=30.0, node_limit=200),
     schedule_options=SolveOptions(time_limit=30.0, mip_gap=0.05, node_limit=100),
+)
+
+# The paper's gap with node limits: plans as good as the study's, and deterministic.
+PAPER = CobotConfig(
+    allocation_options=SolveOptions(time_limit=30.0, node_limit=2000),
+    schedule_options=SolveOptions(time_limit=30.0, mip_gap=0.004, node_limit=2000),
 )
 
 
@@ -182,3 +189,49 @@ def test_small_study_grid_returns_rows() -> None:
     leaders = [r for r in records if r.planner == "adaptive" and r.p_follow == 0.3]
     followers = [r for r in records if r.planner == "adaptive" and r.p_follow == 0.9]
     assert min(r.alpha_f for r in followers) > max(r.alpha_f for r in leaders) - 0.5
+
+
+def test_assignment_takes_the_robot_no_time_and_the_human_waits_the_lag() -> None:
+    """§IV.B: allocating to the human takes zero seconds; the authors' scheduler lets the
+    human start an assigned subtask 2 s after the assignment."""
+    sc = KittingScenario.default()
+    states = [S.INITIAL] * sc.n
+    ap = kitting_allocation_problem(sc, states, 1.0, 0.5)  # a follower: the robot assigns
+    p = plan(ap, lambda al: kitting_schedule_problem(sc, states, al), solver=SOLVERS[0],
+             schedule_options=FAST.schedule_options)  # fmt: skip
+    sp, sched = p.schedule_problem, p.schedule
+    assigns = [t for t in sp.tasks if t.id.startswith("a")]
+    assert assigns, "a follower gets subtasks assigned"
+    for a in assigns:
+        assert a.agent == ROBOT and a.duration == 0.0 and a.lag == pytest.approx(sc.assign_time)
+        assert sched.start[f"t{a.id[1:]}"] >= sched.start[a.id] + sc.assign_time - 1e-6
+    assert check_schedule(sp, sched) == []
+
+
+def test_simulated_human_starts_after_walking_and_r2_is_instant() -> None:
+    sc = KittingScenario.default()
+    res = simulate_episode(sc, SimulatedHuman(0.9, 0.4), FAST, seed=11)
+    first_human = min(e.time for e in res.trace if e.agent == HUMAN)
+    assert first_human >= sc.human_min_start
+    robot = [e for e in res.trace if e.agent == ROBOT]
+    # the robot's next action starts the moment an assignment does: R2 takes no time
+    assert any(e.action == "R2" and nxt.time == e.time for e, nxt in itertools.pairwise(robot))
+    assert any(e.action == "R2" and e.time < sc.human_min_start for e in robot)
+
+
+def test_a_following_human_errs_far_less_than_a_leading_one() -> None:
+    """Table III's shape: only leading actions can be wrong, so at P_error = 0.8 a human
+    with P_follow = 0.9 makes few wrong actions (the paper: 1.33-1.67 per run) and one with
+    P_follow = 0.3 many (9.2-10.9). Seeded episodes with node-limited solves replay
+    exactly."""
+    sc = KittingScenario.default()
+    wrong = {}
+    for pf in (0.9, 0.3):
+        runs = [simulate_episode(sc, SimulatedHuman(pf, 0.8), PAPER, seed=s) for s in range(8)]
+        wrong[pf] = [r.wrong_human_actions for r in runs]
+        for r in runs:  # every wrong action is a leading one (H1 or H2)
+            assert all(e.action in ("H1", "H2") for e in r.trace if not e.correct)
+    mean = {pf: sum(w) / len(w) for pf, w in wrong.items()}
+    assert mean[0.9] <= 3.0, wrong
+    assert mean[0.3] >= 2 * mean[0.9], wrong
+    assert mean[0.3] <= 12.0, wrong

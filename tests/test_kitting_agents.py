@@ -21,7 +21,9 @@ from teamtree.agents.kitting import Board, CobotAgent, KittingHumanAgent
 from teamtree.broker import ConfigError, Endpoint
 from teamtree.planners.allocation import (
     DEFAULT_PATTERN,
+    ErrorEvidence,
     HumanAction,
+    HumanBeliefs,
     KittingScenario,
     RobotAction,
     SubtaskState,
@@ -213,6 +215,33 @@ def judge(events: list[tuple[str, str, dict]]) -> tuple[list[str | None], int]:
     return spot, wrong
 
 
+def replay_alpha_e(events: list[tuple[str, str, dict]]) -> tuple[float, int]:
+    """E[α_e] replayed from the published human actions (eqs. 27-29: every action the
+    robot did not assign, i.e. all but H4, judged as in ``judge``) and how many there were."""
+    pattern = [c.value for c in DEFAULT_PATTERN]
+    spot: list[str | None] = [None] * 20
+    in_order: dict[int, bool] = {}
+    beliefs = HumanBeliefs()
+    n = 0
+    for _sender, kind, body in events:
+        task, phase, action = body["task"], body["phase"], body["action"]
+        if kind == "kitting.human_action" and phase == "start":
+            in_order[task] = task % 5 == 0 or spot[task - 1] == pattern[task - 1]
+        elif kind == "kitting.human_action" and phase == "end":
+            if action in ("H1", "H4"):
+                spot[task] = body["colour"]
+            if action != "H4":
+                ok = body["colour"] == pattern[task] and (action == "H2" or in_order[task])
+                beliefs.observe_error(ErrorEvidence.CORRECT if ok else ErrorEvidence.ERROR)
+                n += 1
+        elif kind == "kitting.robot_action" and phase == "end":
+            if action in ("R1", "R4"):
+                spot[task] = pattern[task]
+            elif action == "R3":
+                spot[task] = None
+    return beliefs.p_error, n
+
+
 @pytest.mark.integration
 async def test_kitting_run_completes_with_the_correct_pattern(
     mosquitto: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
@@ -238,6 +267,10 @@ async def test_kitting_run_completes_with_the_correct_pattern(
     assert summary["wrong_human_actions"] == wrong
     assert summary["plans"] >= 1 and summary["makespan"] > 0
     assert 0.0 <= summary["alpha_f"] <= 1.0 and 0.0 <= summary["alpha_e"] <= 1.0
+    # no evidence lost or miscounted: the cobot's belief is the replay of what it saw
+    alpha_e, evidence = replay_alpha_e(w.events)
+    assert evidence >= summary["wrong_human_actions"]
+    assert summary["alpha_e"] == pytest.approx(alpha_e, abs=1e-4)
     assert '"kitting.summary"' in procs.log("cobot")
 
 

@@ -167,11 +167,20 @@ class KittingScenario:
     1.5·(max t_h + max t_r), c_e = 2·c_h. Choice: c_r defaults to c_h, as eq. (10)
     uses one c_v for both sides. The human's tray holds ``tray_slots_per_workspace``
     blocks per workspace (one, as in the authors' simulation).
+
+    Assigning a subtask to the human (R2, and R6 before it when the human had given it
+    to the robot) takes the robot ``assign_robot_time`` (0: "we assume that rejecting the
+    human agent's assignments and allocating tasks to the human takes zero seconds",
+    §IV.B, and the authors' simulation moves the block at once); the human starts the
+    subtask at least ``assign_time`` (2 s, the authors' scheduler) after the assignment
+    began. Choice: returning a wrong block from the robot's tray keeps its 2 s of robot
+    time (``tray_return_time``, SCENARIOS.md), which the paper does not waive.
     """
 
     subtasks: tuple[Subtask, ...]
     spots_per_workspace: int = 5
     assign_time: float = 2.0
+    assign_robot_time: float = 0.0
     tray_return_time: float = 2.0
     human_min_start: float = 3.0
     tray_slots_per_workspace: int = 1
@@ -300,7 +309,8 @@ def kitting_schedule_problem(
     """τ_new and the constraints of eqs. (15)-(23) for an allocation.
 
     τ_new = τ ∪ τ^a ∪ τ^e: ``t<i>`` is subtask i done by its agent; ``a<i>`` (robot,
-    ``assign_time``) puts the block on the human's tray before the human does i (not needed
+    ``assign_robot_time``, with a lag so that the human starts i ``assign_time`` after it
+    began) puts the block on the human's tray before the human does i (not needed
     when it is already there); ``e<i>`` (robot) corrects a human error on i first — a
     misplaced block costs t_r, a wrong block on the robot's tray ``tray_return_time``.
     Human subtasks start no earlier than ``human_min_start``; the human is free after the
@@ -335,7 +345,9 @@ def kitting_schedule_problem(
             tasks.append(ScheduleTask(tid, HUMAN, s.t_human, scenario.human_min_start))
             if eff[i] is not _S.ASSIGNED_TO_HUMAN:
                 rel = in_progress.remaining if i == inprog_h2 and in_progress else 0.0
-                tasks.append(ScheduleTask(f"a{i}", ROBOT, scenario.assign_time, rel))
+                d = scenario.assign_robot_time
+                lag = max(0.0, scenario.assign_time - d)
+                tasks.append(ScheduleTask(f"a{i}", ROBOT, d, rel, lag=lag))
                 prec.append((f"a{i}", tid))
         else:
             rel = in_progress.remaining if i == inprog_h2 and in_progress else 0.0

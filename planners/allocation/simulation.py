@@ -7,8 +7,19 @@ likely). Each leading action is wrong with probability P_error: a wrong colour, 
 the wrong placements, when possible) a block on a spot out of order. The cobot runs
 Algorithm 1: it sees each human action when it ends, detects errors, updates the task and
 its beliefs, re-plans (allocation + schedule MILPs, in-process) when the task changed, and
-starts the first robot task of the schedule that it can start (an assignment waits while
-the human's tray slot for that workspace is full; the schedule does not model the tray).
+starts the first robot task of the schedule that it can start, assignments first
+(``robot_pick``; an assignment waits while the human's tray slot for that workspace is
+full; the schedule does not model the tray).
+
+Only a leading action can be wrong: a human who follows does the task the robot put on its
+tray (H4, "inherently correct", §IV.A), so how often the tray is empty when the human looks
+decides how often a following human has to lead, and err. As in the paper and the
+authors' simulation, assigning (R2) takes the robot no time (``assign_robot_time``) and
+the human first walks to the table, acting from ``human_min_start`` (3 s) on, by when the
+robot has stocked its tray. (With 2 s of robot time per R2 scheduled among 10-20 s R1s
+and the human acting at t = 0, the tray was empty so often that a human with P_follow =
+0.9 led half of its actions; at P_error = 0.8 that gave 20-31 wrong actions per run where
+Table III has 1.3-10.9.)
 
 Choices: time advances event by event (no clock reads); the human's H2 takes half of t_h
 (fetching the block; the robot's tray is at hand); an assigned task the human ignores counts
@@ -154,7 +165,7 @@ def simulate_episode(
     trace: list[Event] = []
     h_pending: _Pending | None = None
     r_pending: _Pending | None = None
-    h_next, r_next = 0.0, 0.0
+    h_next, r_next = scenario.human_min_start, 0.0  # the human walks to the table first
     h_wait = r_wait = False
     version = 0
     planned_version = -1
@@ -379,7 +390,23 @@ def robot_pick(
     ``elapsed`` is the time since the schedule was planned; ``locked`` holds subtasks
     someone is acting on. Returns a schedule task id (``t<i>``, ``a<i>``, ``e<i>``), or
     ``None`` when nothing can start or the robot's next planned task is not due yet.
+
+    Choice: while assigning takes the robot no time (``assign_robot_time`` 0), every
+    assignment of the schedule that the human's tray has room for is made first, before
+    the robot's next own task, as the authors' cobot makes its due assignments before its
+    own actions; an assignment left for after a 10-20 s R1 would leave a following human
+    with an empty tray, and so leading (and erring) instead.
     """
+    if scenario.assign_robot_time <= 0:
+        for tid in sched.sequence.get(ROBOT, ()):
+            i = int(tid[1:])
+            if (
+                tid[0] == "a"
+                and i not in locked
+                and states[i] in (_S.INITIAL, _S.ASSIGNED_TO_ROBOT_CORRECTLY)
+                and _tray_has_room(scenario, states, locked, i)
+            ):
+                return tid
     for tid in sched.sequence.get(ROBOT, ()):
         i = int(tid[1:])
         if i in locked:
@@ -448,7 +475,7 @@ def _robot_start(
     if tid[0] == "a":
         if st is _S.ASSIGNED_TO_ROBOT_CORRECTLY:  # R6 (reject), then R2
             states[i] = next_state(st, RobotAction.R6)
-        return _Pending(i, RobotAction.R2, True, t + scenario.assign_time)
+        return _Pending(i, RobotAction.R2, True, t + scenario.assign_robot_time)
     if st is _S.ASSIGNED_TO_HUMAN:  # R5 (cancel), then R1
         states[i] = next_state(st, RobotAction.R5)
         return _Pending(i, RobotAction.R1, True, t + s.t_robot)
