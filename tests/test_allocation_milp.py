@@ -273,3 +273,30 @@ def test_mid_episode_schedule_is_proved_optimal(solver: str) -> None:
     assert sched.result is not None and sched.result.status.value == "optimal", solver
     assert check_schedule(problem, sched) == []
     assert sched.makespan == pytest.approx(135.577, abs=0.6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_previous_plan_order_warm_starts_and_tightens_the_horizon(solver: str) -> None:
+    """The last plan (other tasks, an older time frame) is re-sequenced into a start that
+    beats the list schedule here; its horizon leaves t8 a window of [0, ~1e-15], which
+    must not become a ~1e-15 big-M (HiGHS refused such a model)."""
+    th, tr = 13.515, 20.087
+    problem = ScheduleProblem(
+        (
+            ScheduleTask("t8", "robot", tr),
+            ScheduleTask("t9", "human", th, release=3.0),
+            ScheduleTask("a9", "robot", 0.0, lag=2.0),
+        ),
+        (("a9", "t9"), ("t8", "t9")),
+        (frozenset({"t8", "a9"}),),
+    )
+    previous = Schedule(
+        {"t4": 3.3635, "t7": 0.0, "t8": 20.087, "a8": 0.0, "t9": 33.602, "a9": 0.0},
+        {},
+        47.117,
+        {},
+    )
+    sched = solve_schedule(problem, solver=solver, options=EXACT, warm_start=previous)
+    assert check_schedule(problem, sched) == []
+    assert sched.makespan == pytest.approx(tr + th)
+    assert sched.start["a9"] == pytest.approx(0.0) and sched.start["t8"] == pytest.approx(0.0)

@@ -231,17 +231,18 @@ def _serial(
     return start
 
 
-def _resequence(problem: ScheduleProblem, previous: Schedule) -> Schedule | None:
+def _resequence(
+    problem: ScheduleProblem, previous: Schedule, heur: Schedule | None
+) -> Schedule | None:
     """A feasible schedule that keeps ``previous``'s order (warm start from the last plan).
 
     Tasks are taken in the order of their previous start (tasks new to this problem at
-    their list-schedule start) and each is started as early as it can; the previous
+    their start in ``heur``, the list schedule) and each is started as early as it can; the previous
     plan's times are in another time frame (it was planned earlier) and need not fit
     this problem's releases, but its order does. ``None`` when that order misses a
     deadline or a start-now set.
     """
     an = _analyse(problem)
-    heur = list_schedule(problem, tries=0)
     key = []
     for t in problem.tasks:
         if t.id in previous.start:
@@ -311,9 +312,10 @@ def _jackson_bound(jobs: list[tuple[float, float, float]]) -> float:
 def _dominance(problem: ScheduleProblem, an: _Analysis, i: int, j: int) -> int | None:
     """Which of two same-agent tasks may go first without loss (symmetry/dominance), if any.
 
-    ``i`` may go first when both have the same duration and lag, i's release and deadline are no
-    later, i's predecessors are among j's, j's successors among i's, and i is in every
-    start-now set j is in: swapping them in any schedule keeps it feasible and no longer.
+    ``i`` may go first when both have the same duration and lag, i's release and deadline
+    are no later, i's predecessors are among j's, j's successors among i's, and i is in
+    every start-now set j is in: swapping them in any schedule keeps it feasible and no
+    longer.
     Ties (identical tasks) go to the lower index.
     """
 
@@ -439,6 +441,9 @@ def build_schedule_model(problem: ScheduleProblem, horizon: float | None = None)
         members = sorted((idx[tid] for tid in group if lb[idx[tid]] <= EPS), key=str)
         if not members:
             raise InfeasibleError(f"no task of start_now set {sorted(group)} can start at 0")
+        if any(ub[i] <= EPS for i in members):
+            continue  # its window already starts that member at 0 (and a big-M of ~1e-15
+            # would be a coefficient the solvers drop)
         if len(members) == 1:
             m.add_row({s[members[0]]: 1.0}, Sense.LE, 0.0, f"now[{k}]")
             continue
@@ -562,9 +567,10 @@ def solve_schedule(
     the horizon of the model's time windows and big-Ms. Raises ``InfeasibleError`` or
     ``SolverLimitError``.
     """
-    candidates = [list_schedule(problem)]
+    heur = list_schedule(problem)
+    candidates = [heur]
     if isinstance(warm_start, Schedule):
-        candidates.append(_resequence(problem, warm_start))
+        candidates.append(_resequence(problem, warm_start, heur))
     found = [c for c in candidates if c is not None]
     best = min(found, key=lambda c: c.makespan) if found else None
     model = build_schedule_model(problem, None if best is None else best.makespan)

@@ -214,7 +214,7 @@ class HighsBackend:
                 hc.HighsVarType.kInteger if v.integer else hc.HighsVarType.kContinuous
                 for v in model.variables
             ]
-        if h.passModel(lp) != hc.HighsStatus.kOk:
+        if h.passModel(lp) == hc.HighsStatus.kError:  # a warning: e.g. a ~1e-15 dropped
             raise PlanningError(f"highs rejected model {model.name!r}")
         if warm_start and model.num_integer:
             sol = hc.HighsSolution()
