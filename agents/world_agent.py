@@ -193,9 +193,8 @@ class WorldAgent(Agent):
             if changed and wall - last_publish >= self.state_period_s:
                 last_version, last_publish = self.world.version, wall
                 with contextlib.suppress(TeamtreeError):
-                    await self.publish(
-                        STATE_CHANNEL, "world.state", self.world.state(self.now()), retain=True
-                    )
+                    state = self.world.state(self.now(), shared=True)  # encoded at once
+                    await self.publish(STATE_CHANNEL, "world.state", state, retain=True)
             await asyncio.sleep(_LOOP_S)
 
     async def on_stop(self) -> None:
@@ -203,7 +202,7 @@ class WorldAgent(Agent):
         self.world.advance(self.now())
         with contextlib.suppress(TeamtreeError):
             await self.publish(
-                STATE_CHANNEL, "world.state", self.world.state(self.now()), retain=True
+                STATE_CHANNEL, "world.state", self.world.state(self.now(), shared=True), retain=True
             )
         if self._server is not None:
             self._server.cancel()

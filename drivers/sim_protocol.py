@@ -131,7 +131,8 @@ def _position(message: dict[str, Any], key: str) -> list[float]:
 def serve(world: World, message: dict[str, Any], t: float, **info: Any) -> dict[str, Any]:
     """Answer one decoded request against `world` at simulated time `t` (the world
     agent's dispatcher; pure). `info` is merged into ``info`` replies. Never raises
-    for a bad request: it answers ``bad_request``."""
+    for a bad request: it answers ``bad_request``. ``observe`` and ``state`` replies
+    share the world's views of objects nobody holds: encode them, do not change them."""
     rid = message.get("rid")
     try:
         op = message.get("op")
@@ -162,7 +163,7 @@ def _observe(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str,
     track_s = m.get("track_s", 0.5)
     if not isinstance(track_s, int | float) or isinstance(track_s, bool) or track_s < 0:
         raise SchemaError("'track_s' must be a number >= 0")
-    return world.observe(robot, t, _since(m), float(track_s))
+    return world.observe(robot, t, _since(m), float(track_s), shared=True)  # encoded at once
 
 
 def _optional_position(m: dict[str, Any], key: str) -> list[float] | None:
@@ -233,7 +234,7 @@ def _info(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, An
 
 
 def _state(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, Any]:
-    return {"ok": True, "reason": None, **world.state(t)}
+    return {"ok": True, "reason": None, **world.state(t, shared=True)}
 
 
 _HANDLERS: dict[str, Callable[[World, dict[str, Any], Any, float], dict[str, Any]]] = {

@@ -697,11 +697,12 @@ class World:
             return self.robot_pose(obj.held_by)[1]
         return obj.position
 
-    def object_view(self, name: str) -> dict[str, Any]:
+    def object_view(self, name: str, *, shared: bool = False) -> dict[str, Any]:
         """Object `name` as observations show it (a fresh dict the caller may keep).
 
         Every driver observes every object many times a second and most stand still,
-        so the view of an object nobody holds is made once per pose and copied."""
+        so the view of an object nobody holds is made once per pose and copied.
+        ``shared``: return that view itself, for a caller that only encodes it."""
         obj = self.objects[name]
         if obj.held_by is not None:  # it moves with its holder
             return self._object_view(name, obj)
@@ -711,6 +712,8 @@ class World:
             cached = (fields, self._object_view(name, obj))
             self._views[name] = cached
         view = cached[1]
+        if shared:
+            return view
         goal = view["goal"]
         return {
             **view,
@@ -747,10 +750,20 @@ class World:
             "object": None if job is None else job.object,
         }
 
-    def observe(self, robot: str, t: float, since: int = 0, track_s: float = 0.5) -> dict[str, Any]:
+    def observe(
+        self,
+        robot: str,
+        t: float,
+        since: int = 0,
+        track_s: float = 0.5,
+        *,
+        shared: bool = False,
+    ) -> dict[str, Any]:
         """What `robot`'s driver sees at `t`, plus its events after sequence `since`;
         with hands in the world, ``hands`` carries each hand's last `track_s` seconds
-        of tracked (noisy) samples."""
+        of tracked (noisy) samples. ``shared``: the views of objects nobody holds are
+        the world's own (``object_view``), for a caller that encodes the reply at once
+        and does not change it (the ZeroMQ server)."""
         self.advance(t)
         if robot not in self.robots:
             return _reply(False, "unknown_robot")
@@ -759,7 +772,7 @@ class World:
             "reason": None,
             "t": round(self.t, 4),
             "robot": self.robot_view(robot),
-            "objects": {name: self.object_view(name) for name in self.objects},
+            "objects": {name: self.object_view(name, shared=shared) for name in self.objects},
             "events": self.events_since(since, robot),
             "seq": self._seq,
         }
@@ -767,12 +780,12 @@ class World:
             out["hands"] = {name: self.hand_view(name, track_s) for name in self.hands}
         return out
 
-    def state(self, t: float) -> dict[str, Any]:
-        """The whole world at `t` (the ``world.state`` body)."""
+    def state(self, t: float, *, shared: bool = False) -> dict[str, Any]:
+        """The whole world at `t` (the ``world.state`` body); ``shared`` as in ``observe``."""
         self.advance(t)
         out = {
             "t": round(self.t, 4),
-            "objects": {name: self.object_view(name) for name in self.objects},
+            "objects": {name: self.object_view(name, shared=shared) for name in self.objects},
             "robots": {name: self.robot_view(name) for name in self.robots},
             "violations": len(self.violations),
         }
