@@ -187,8 +187,10 @@ class RobotAgent(PeerRuleMember):
             (leaf, name if isinstance(name := tree[leaf].param_dict.get("object"), str) else None)
             for leaf in tree.leaves
         )
-        # per object: the raw observed fields, and the shape and goal made from them
-        self._shapes: dict[str, tuple[tuple[Any, ...], ShapePrimitive, Any]] = {}
+        # per object: its last observed view, and the shape and goal made from it
+        self._shapes: dict[str, tuple[dict[str, Any], ShapePrimitive, Any]] = {}
+        # per object: (shape, goal, base) last checked and whether PLACE could reach it
+        self._reach_last: dict[str, tuple[Any, Any, Any, bool]] = {}
         self._deferred: dict[str, float] | None = None
         self.body = profile_spec(profile)
         self._commands = itertools.count(1)
@@ -450,10 +452,8 @@ class RobotAgent(PeerRuleMember):
         for name, obj in body["objects"].items():
             if obj.get("at_goal") or obj.get("held_by") not in (None, self.id):
                 continue
-            raw = (obj.get("shape"), obj.get("dims"), obj.get("position"), obj.get("yaw", 0.0),
-                   obj.get("goal"))  # fmt: skip
             seen = known.get(name)
-            if seen is None or seen[0] != raw:  # most objects stand still: convert the rest
+            if seen is None or seen[0] != obj:  # most objects stand still: convert the rest
                 goal = None if obj.get("goal") is None else tuple(float(g) for g in obj["goal"])
                 if goal is not None:
                     self.goals[name] = goal
@@ -463,7 +463,7 @@ class RobotAgent(PeerRuleMember):
                     tuple(float(p) for p in obj["position"]),
                     float(obj.get("yaw", 0.0)),
                 )
-                seen = (raw, shape, goal)
+                seen = (obj, shape, goal)
             elif seen[2] is not None:
                 self.goals[name] = seen[2]
             objects[name] = seen[1]
@@ -489,11 +489,15 @@ class RobotAgent(PeerRuleMember):
         goal = self.goals.get(name)
         if goal is None or self._base is None:
             return True
+        last = self._reach_last.get(name)  # the same objects as last time: no hashing
+        if last is not None and last[0] is shape and last[1] is goal and last[2] is self._base:
+            return last[3]
         key = (name, shape.position, goal, self._base)
         if key not in self._reach_cache:
             self._reach_cache[key] = can_place(
                 self.body, self._base[:3], self._base[3], shape.position, goal
             )
+        self._reach_last[name] = (shape, goal, self._base, self._reach_cache[key])
         return self._reach_cache[key]
 
     def _potentials(self) -> dict[str, float]:
