@@ -172,9 +172,11 @@ class Tap:
         if env.kind in PROTOCOL_KINDS:
             self.counts[env.kind] += 1
         body = env.body if isinstance(env.body, dict) else {}
-        if env.kind == "node.claim" and body.get("round", 0) != 0:
-            self.counts["node.claim (asked again)"] += 1  # rule 4 or a resend, to one peer
-        if env.kind == "node.claim" and body.get("round", 0) == 0:
+        if env.kind == "node.claim" and env.to is not None:
+            # a claim again to one peer: resent for a missing reply, re-asked (rule 4),
+            # or shown to a peer that came online meanwhile
+            self.counts["node.claim to one peer"] += 1
+        elif env.kind == "node.claim" and body.get("round", 0) == 0:
             self.claims.setdefault(body.get("claim_id", ""), body["stamp"][0])
         elif env.kind == "node.claim_decided" and body.get("claim_id") in self.claims:
             self.latencies.append(env.ts - self.claims[body["claim_id"]])
