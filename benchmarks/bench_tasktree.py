@@ -32,6 +32,60 @@ the tap fell quiet (not mosquitto's).
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 500          # minutes
     python benchmarks/bench_tasktree.py --procs 1 --robots 16 --behaviours 50 # one process
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 500 --profile /tmp/prof
+
+Measured with ``--robots 2 8 16 32 --behaviours 10 50 500 --procs 3 --timeout 240`` on
+the project's 2-core machine, mosquitto 2.0.11, time factor 50 (ms for claims and
+round trips; ``ok`` n: stopped at the timeout). The machine was shared with other
+jobs (load average 3-7), so repeated runs of the bigger sizes vary by 2x and more:
+
+    robots behav ok mission s msgs/beh claim p50 claim p99 rtt p50 rtt p99 claim/rtt  cpu s
+         2    10  y       1.1      7.4       2.0       5.0    2.43    2.76      0.8x    0.3
+         2    50  y       3.8      7.1       3.0      10.0    2.06    4.88      1.5x    1.3
+         2   500  y      35.0      7.0       3.0      20.0    1.72    7.01      1.7x   20.9
+         8    10  y       0.8     26.8      25.0      40.0    3.75    3.91      6.7x    0.6
+         8    50  y       1.9     17.0      26.0      62.0    1.74    6.23     15.0x    1.7
+         8   500  y      30.9     20.1     149.0     275.0    3.30    7.49     45.2x   55.4
+        16    10  y       6.0    245.6      26.0     138.0    1.90    6.24     13.7x    3.6
+        16    50  y       1.9     32.5     128.0     263.0    2.49   10.48     51.4x    2.9
+        16   500  y     111.4     35.0    1620.0    3959.0    3.69    8.79    438.6x  199.8
+        32    10  y       3.0    362.3     392.0    1101.0    4.00    8.40     98.1x    5.4
+        32    50  y       6.1    127.1     523.0    1777.0    3.33    8.95    156.9x   10.7
+        32   500  n     240.1     75.2    3402.0  162467.0    3.99   12.15    853.2x  413.9
+
+The same script minutes earlier on the code before the hot-spot work (robot eq. 1 over
+all leaves and a respread on every observation, world views rebuilt per observation):
+
+    robots behav ok mission s msgs/beh claim p50 claim p99 rtt p50 rtt p99 claim/rtt  cpu s
+         2    10  y       1.2      7.7       3.0      23.0    2.56    2.84      1.2x    0.4
+         2    50  y       4.0      7.1       3.0      33.0    1.62    5.68      1.9x    1.7
+         2   500  y      40.8      7.0       5.0      37.0    1.70    6.74      2.9x   31.6
+         8    10  y       0.9     30.5      20.0      52.0    2.09    4.10      9.6x    0.6
+         8    50  y       2.0     17.3      22.0      73.0    1.84   10.62     12.0x    2.0
+         8   500  y      57.1     21.8     294.0     929.0    3.03   10.21     97.1x   87.2
+        16    10  y       1.8    126.2     215.0     356.0    1.63    9.33    132.2x    1.7
+        16    50  y       3.8     44.9     220.0     771.0    3.41   14.60     64.5x    4.4
+        16   500  n     240.0     29.2   11185.0  180030.0    4.12   22.41   2716.8x  201.1
+        32    10  y       7.1    511.0     602.0    2447.0    3.16   13.01    190.5x    8.3
+        32    50  y      16.4    172.1    1217.0    4218.0    3.76   36.89    323.9x   19.8
+        32   500  n     240.0     16.1  144224.0  154913.0    4.62   27.85  31249.4x  199.0
+
+All in one process (the script before ``--procs``, on the code before): 16 x 50 took
+4.0 s with claims at 316 / 529 ms against a 27 ms round trip; 32 x 10 ended in 6.7 s
+but its tap (then subscribed to everything) missed transitions; 32 x 50 had not
+finished after 8 minutes. ``--procs 1`` on the code after: 16 x 50 in 2.7 s, claims at
+229 / 487 ms against a 35 ms round trip.
+
+Where the big runs stall: every robot gets its driver's view of every object up to 20
+times a second (73 KB at 500 objects, decoded by the driver, encoded again, decoded by
+the robot) and the world's state 5 times a second, and handles its messages in order.
+Once the robots fall behind, claims and replies wait behind observations; a claimant
+resends its claim every 2.5 s (50 ticks) to each peer that has not answered, on the
+team's claims channel, which every robot receives and decodes; that adds load, and the
+run tips into a state where few claims are decided (32 x 500: 32,707 claims sent again
+to one peer against 49 decided in 240 s). What would lift it, all changes of the
+protocol or the peer rule rather than hot spots: observations that carry only objects
+that changed, a robot that skips observations a newer one has replaced, resends on a
+topic only their addressee receives.
 """
 
 from __future__ import annotations
