@@ -28,6 +28,7 @@ from teamtree.agents.credentials import agent_credentials
 from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.log_setup import configure_logging
+from teamtree.agents.observers.web.cli import register as register_web
 from teamtree.agents.peer_wire import working_leaves
 from teamtree.agents.robot import mission_tree, read_snapshots
 from teamtree.agents.timeline import draw_timeline, load_records
@@ -234,7 +235,7 @@ async def _timeline(args: argparse.Namespace) -> int:
 
 
 #: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
-EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human]
+EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human, register_web]
 
 COMMANDS = {
     "run": _run,
