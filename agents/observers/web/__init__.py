@@ -5,4 +5,12 @@ from teamtree.agents.observers.web.person import HumanSessions, WebHuman
 from teamtree.agents.observers.web.server import STATIC, WebServer
 from teamtree.agents.observers.web.state import MAX_ALERTS, MAX_SPANS, WebState
 
-__all__ = ["MAX_ALERTS", "MAX_SPANS", "STATIC", "HumanSessions", "WebHuman", "WebServer", "WebState"]
+__all__ = [
+    "MAX_ALERTS",
+    "MAX_SPANS",
+    "STATIC",
+    "HumanSessions",
+    "WebHuman",
+    "WebServer",
+    "WebState",
+]

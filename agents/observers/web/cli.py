@@ -51,9 +51,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "--username", help="broker user of the team view (default: the monitor user's "
         "credentials from the environment, if any)",
     )  # fmt: skip
-    p.add_argument(
-        "--password", help="its broker password (or set TEAMTREE_PASSWORD_<USERNAME>)"
-    )
+    p.add_argument("--password", help="its broker password (or set TEAMTREE_PASSWORD_<USERNAME>)")
     p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
     return {"web": run_web}

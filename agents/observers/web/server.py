@@ -224,9 +224,7 @@ class WebServer:
         taken."""
         import uvicorn
 
-        config = uvicorn.Config(
-            self.app, host=host, port=port, log_level="warning", lifespan="off"
-        )
+        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
         task = asyncio.create_task(server.serve(), name="teamtree[web].uvicorn")
         while not server.started and not task.done():

@@ -256,9 +256,9 @@ class WebState:
                 state = "skipped"
             elif node_id in done or act.satisfied:
                 state = "done"
-            elif node_id in working or (not node.is_leaf and any(
-                w in working for w in _descendants(node)
-            )):
+            elif node_id in working or (
+                not node.is_leaf and any(w in working for w in _descendants(node))
+            ):
                 state = "working"
             elif act.level > 0:
                 state = "active"
@@ -290,12 +290,17 @@ class WebState:
         nodes = self.node_states()
         root = self.tree.root.id if self.tree is not None else None
         leaves = self.tree.leaves if self.tree is not None else []
-        snap["mission"]["done"] = len([n for n in leaves if nodes[n]["state"] in ("done", "skipped")])
+        snap["mission"]["done"] = len(
+            [n for n in leaves if nodes[n]["state"] in ("done", "skipped")]
+        )
         snap["mission"]["leaves"] = len(leaves)
         snap["mission"]["complete"] = bool(root and nodes[root]["state"] == "done")
         snap["mission"]["done_by"] = {n: a for n, a in self.done_by.items() if n in leaves}
         snap["tree"] = {"root": root, "nodes": nodes}
         t0 = self.t0 or now
+        if snap["mission"]["complete"]:  # the clock of the picture stops with the mission
+            ends = [s["end"] for s in self.spans if s["end"] is not None]
+            now = max(ends, default=now)
         snap["timeline"] = {
             "t0": t0,
             "now": now,
@@ -322,4 +327,3 @@ def _descendants(node: Any) -> list[str]:
         out.append(n.id)
         stack.extend(n.children)
     return out
-

@@ -21,7 +21,8 @@ function renderHeader(s) {
   $("progress-text").textContent = m.leaves ? `${m.done}/${m.leaves} done` : "";
   $("progress").style.width = m.leaves ? `${(100 * m.done) / m.leaves}%` : "0";
   $("banner").innerHTML = m.complete
-    ? `<div class="banner" id="complete">Mission complete: all ${m.leaves} subtasks done</div>` : "";
+    ? `<div class="banner" id="complete">Mission complete · ${m.done} of ${m.leaves} subtasks done${
+      m.done < m.leaves ? " (the others were OR alternatives, not needed)" : ""}</div>` : "";
   document.title = `teamtree · ${s.team}` + (m.leaves ? ` · ${m.done}/${m.leaves}` : "");
 }
 
@@ -33,11 +34,10 @@ function renderAgents(s) {
     const since = a.since_ms ? `<div class="small">since ${clock(a.since_ms)} (${ago(a.since_ms, s.time_ms)})</div>` : "";
     const work = a.node_label ? `working <b>${esc(a.node_label)}</b>` : esc(a.status || "");
     const done = (a.done || []).length;
-    const hb = a.heartbeat && Object.keys(a.heartbeat).length ? "" : "";
     return `<tr class="agent${id === selected ? " selected" : ""}" data-agent="${esc(id)}" data-presence="${esc(a.presence)}">
       <td><b>${esc(id)}</b><div class="kind">${esc(a.kind || "?")}</div></td>
       <td><span class="badge ${esc(a.presence)}">${esc(a.presence)}</span>${since}</td>
-      <td class="wrap">${work}${hb}</td>
+      <td class="wrap">${work}</td>
       <td title="subtasks done / messages sent">${done} · ${a.messages}</td></tr>`;
   });
   $("agents").className = "";
