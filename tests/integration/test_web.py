@@ -37,8 +37,9 @@ pytestmark = [
 TEA_PARTY = REPO / "configs" / "tea_party_s1.toml"
 
 
-async def until(probe, timeout: float, what: str, interval: float = 0.2):
-    """Poll `probe` (quick browser queries) until it returns something truthy."""
+async def until(probe, timeout: float, what: str, interval: float = 0.2, driver=None):
+    """Poll `probe` (quick browser queries) until it returns something truthy; on
+    timeout, save a screenshot of `driver`'s page and fail with its text."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -48,7 +49,11 @@ async def until(probe, timeout: float, what: str, interval: float = 0.2):
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+            page = ""
+            if driver is not None:
+                screenshot(driver, "failure.png", full=False)
+                page = driver.execute_script("return document.body.innerText")
+            pytest.fail(f"timed out after {timeout} s waiting for {what}; the page: {page}")
         await asyncio.sleep(interval)
 
 
@@ -173,11 +178,13 @@ async def test_a_person_in_the_browser_takes_alices_place(
                 procs.start(agent_id)
             driver.get(web.url + "human/alice")
             await until(lambda: len(css(driver, ".task[data-node]")) == 4, 40, "the 4 subtasks")
+            await until(lambda: "your hand alice moves" in css(driver, "#log")[0]["text"], 40,
+                        "the person's hand in the world", driver=driver)  # fmt: skip
             await eventually(lambda: watcher.working(CUP, "pr2"), 30, what="the PR2 on the cup")
             await until(lambda: css(driver, f'button.start[data-node="{CUP}"]'), 10, "Start cup")
             assert click(driver, f'button.start[data-node="{CUP}"]')
             question = await until(
-                lambda: css(driver, ".question[data-dialog]"), 20, "the PR2's question"
+                lambda: css(driver, ".question[data-dialog]"), 20, "the PR2's question", driver=driver
             )
             assert "pr2 asks" in question[0]["text"]
             assert "s left to answer" in question[0]["text"], "a visible countdown"
@@ -208,7 +215,7 @@ async def test_a_person_in_the_browser_takes_alices_place(
 
             await until(holding_or_asked, 30, "the tea pot in hand")
             assert click(driver, "button.finish")
-            await until(lambda: css(driver, "#complete"), 40, "the task complete on the page")
+            await until(lambda: css(driver, "#complete"), 40, "the task done", driver=driver)
             tea = css(driver, f'.task[data-node="{TEA}"]')[0]
             assert tea["state"] == "done" and "you" in tea["text"]
             screenshot(driver, "human.png")

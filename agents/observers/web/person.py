@@ -20,12 +20,13 @@ from typing import Any
 
 from teamtree.agents.config import RuntimeSettings
 from teamtree.agents.credentials import agent_credentials
-from teamtree.agents.human import leaf_objects
+from teamtree.agents.human import find_world, leaf_objects
 from teamtree.agents.human_terminal import TerminalHuman
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic, validate_id
+from teamtree.drivers.sim_client import SimClient
 from teamtree.planners.tasktree import spread_activation
 
 __all__ = ["HumanSessions", "WebHuman"]
@@ -39,6 +40,7 @@ class WebHuman(TerminalHuman):
 
     def __init__(self, *args: Any, on_change: Callable[[], None] | None = None, **kwargs: Any):
         self.lines: deque[dict[str, Any]] = deque(maxlen=LOG_LINES)
+        self.in_hand = False
         self._on_change = on_change or (lambda: None)
         super().__init__(
             *args, reader=asyncio.StreamReader(), write=self._line, exit_when_done=False, **kwargs
@@ -62,6 +64,8 @@ class WebHuman(TerminalHuman):
         if tag == "placed" and self.target is not None:
             self.mine.append(self.target)
             self.target = None
+        # the hand holds the object only once its reach has finished (not mid-grasp)
+        self.in_hand = tag == "holding" or (self.in_hand and tag not in ("placed", "started"))
         self.lines.append({"ts": wall_ms(), "tag": tag, "text": text})
         self.changed()
 
@@ -97,6 +101,38 @@ class WebHuman(TerminalHuman):
                 }
             )
         await super()._on_resolved(env, topic)
+
+    async def main(self) -> None:
+        """Find the team's simulated world (waiting for it as long as it takes: the page
+        may be opened before the team starts), then serve taps until stopped."""
+        await self.wait_connected()
+        self.write(f"ready {self.id} team={self.team}")
+        try:
+            waiting = False
+            while self.use_world and self.client is None:
+                try:
+                    address = await find_world(self, self.world_id, timeout=5.0)
+                except TimeoutError:
+                    if not waiting:
+                        self.write("waiting for the team's simulated world (taps only tell)")
+                        waiting = True
+                    continue
+                client = SimClient(address, timeout=1.0)
+                client.connect()
+                self.client = client
+                if (await self._call("hand_observe", since=0) or {}).get("ok"):
+                    self.spawn(self._watch_world(), "world")
+                    self.write(f"world found: your hand {self.hand} moves in it")
+                else:
+                    self.write(f"error the world has no hand {self.hand!r}")
+                    self.client = None
+                    await client.close()
+                    break
+            await self.wait_stop_requested()
+        finally:
+            if self.client is not None:
+                client, self.client = self.client, None
+                await client.close()
 
     # -- taps ----------------------------------------------------------------------
 
@@ -141,7 +177,7 @@ class WebHuman(TerminalHuman):
                     by = "you" if leaf in self.mine else self.finished_by.get(leaf, "someone")
                     state = "done"
                 elif leaf == self.target:
-                    state, by = ("holding" if self.holding else "reaching"), "you"
+                    state, by = ("holding" if self.in_hand else "reaching"), "you"
                 elif leaf in self.workers:
                     state, by = "robot", self.workers[leaf]
                 elif acts[leaf].level > 0:
@@ -155,6 +191,7 @@ class WebHuman(TerminalHuman):
                         "object": objects.get(leaf),
                         "state": state,
                         "by": by,
+                        "enabled": leaf not in done and acts[leaf].level > 0,
                     }
                 )
         now = wall_ms()
@@ -178,7 +215,7 @@ class WebHuman(TerminalHuman):
             "hand": self.hand,
             "world": self.client is not None,
             "connected": self.connection.connected.is_set(),
-            "holding": self.holding,
+            "holding": self.holding if self.in_hand else None,
             "target": self.target,
             "subtasks": subtasks,
             "questions": questions,

@@ -46,7 +46,7 @@ function render(v) {
     <div class="task" data-node="${esc(t.node)}" data-state="${esc(t.state)}">
       <div class="name">${esc(t.object || t.label)}<small>${esc(t.label)}${t.by ? " · " + esc(t.by) : ""}</small></div>
       <span class="chip ${esc(t.state)}">${esc(STATE_TEXT[t.state] || t.state)}</span>
-      ${t.state === "open" ? `<button class="start" data-action="start" data-node="${esc(t.node)}" ${busy ? "disabled" : ""}>Start</button>` : ""}
+      ${t.state === "open" || (t.state === "robot" && t.enabled) ? `<button class="start" data-action="start" data-node="${esc(t.node)}" ${busy ? "disabled" : ""}>Start</button>` : ""}
     </div>`).join("") : `<span class="empty">waiting for the mission…</span>`;
   const lines = v.log.slice().reverse().map((l) => `<div><span class="small">${clock(l.ts)}</span> ${esc(l.text)}</div>`);
   $("log").innerHTML = lines.join("");
