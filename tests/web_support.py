@@ -118,10 +118,12 @@ class WebProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"teamtree web exited: {self.log.read_text()[-2000:]}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(self.url + "healthz", timeout=1) as reply:
-                    if reply.status == 200:
-                        return
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(self.url + "healthz", timeout=1) as reply,
+            ):
+                if reply.status == 200:
+                    return
             time.sleep(0.1)
         raise TimeoutError(f"teamtree web not ready: {self.log.read_text()[-2000:]}")
 
@@ -191,9 +193,13 @@ async def churn_team(endpoint: Endpoint, team: str, robots: int = 2, rate_hz: fl
     """`robots` ChurnRobots running in this process until the block ends."""
     agents = [
         ChurnRobot(
-            f"churn{i}", team=team, endpoint=endpoint, rate_hz=rate_hz, leaves=20,
+            f"churn{i}",
+            team=team,
+            endpoint=endpoint,
+            rate_hz=rate_hz,
+            leaves=20,
             runtime=RuntimeSettings(heartbeat_s=1.0, keepalive_s=2),
-        )  # fmt: skip
+        )
         for i in range(robots)
     ]
     tasks = []

@@ -12,7 +12,6 @@ import asyncio
 import json
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -22,8 +21,8 @@ from tests.integration.test_humans import BURGER, CUP, TEA, Watcher, team_config
 from tests.web_support import (
     WebProcess,
     browser_missing,
-    churn_team,
     chromium,
+    churn_team,
     page_figures,
     screenshot,
 )
@@ -135,7 +134,9 @@ async def test_team_page_follows_a_tea_party_to_the_end(mosquitto, team, tmp_pat
         assert "robot" in rows["pr2"] and "world" in rows["world"]
         seen_states = set(driver.execute_script("return Array.from(window.__states)"))
         assert {"active", "working", "done"} <= seen_states, seen_states
-        records = [json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()]
+        records = [
+            json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()
+        ]
         done_by = {
             r["body"]["node"]: r["sender"]
             for r in records
@@ -184,16 +185,24 @@ async def test_a_person_in_the_browser_takes_alices_place(
             await until(lambda: css(driver, f'button.start[data-node="{CUP}"]'), 10, "Start cup")
             assert click(driver, f'button.start[data-node="{CUP}"]')
             question = await until(
-                lambda: css(driver, ".question[data-dialog]"), 20, "the PR2's question", driver=driver
+                lambda: css(driver, ".question[data-dialog]"),
+                20,
+                "the PR2's question",
+                driver=driver,
             )
             assert "pr2 asks" in question[0]["text"]
             assert "s left to answer" in question[0]["text"], "a visible countdown"
             screenshot(driver, "human-question.png", full=False)
             assert click(driver, ".question button.no")
             await eventually(lambda: watcher.dialogs, 10, what="the dialog resolved")
-            assert watcher.dialogs[0]["answer"] == "concede" and watcher.dialogs[0]["how"] == "answered"
+            assert (
+                watcher.dialogs[0]["answer"] == "concede"
+                and watcher.dialogs[0]["how"] == "answered"
+            )
             await eventually(lambda: watcher.done(CUP) and watcher.done(BURGER), 40, what="stage 1")
-            await until(lambda: css(driver, f'button.start[data-node="{TEA}"]'), 15, "Start tea pot")
+            await until(
+                lambda: css(driver, f'button.start[data-node="{TEA}"]'), 15, "Start tea pot"
+            )
             assert click(driver, f'button.start[data-node="{TEA}"]')
             await until(lambda: css(driver, f'.task[data-node="{TEA}"][data-state="reaching"]')
                         or css(driver, f'.task[data-node="{TEA}"][data-state="holding"]'),
