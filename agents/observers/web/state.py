@@ -3,12 +3,8 @@ reads of its own): the monitor's view plus what a dashboard draws — the task t
 with each node's state and worker, presence with since-when, factsheets, a timeline
 that includes the people's work, and alerts.
 
-A person publishes no task-tree state (seed 000 §2.3), so their work is read from the
-world's ``world.state``: a hand reaching for or holding a leaf's object is that
-person working on the leaf, and the object reaching its goal while they held it is
-the leaf done by them. Hands map to people through the human's factsheet ``hand``
-(default: the hand's name). Without a simulated world (real people) the view falls
-back on the robots' ``tom.belief`` messages: what the team believes the person does.
+A person publishes no task-tree state (seed 000 §2.3); their work comes from
+``teamtree.agents.observers.human_work`` (the world's hands, else the robots' beliefs).
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from teamtree.agents.monitor import MonitorState
+from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.broker import SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -42,7 +39,6 @@ class WebState:
         self.version = 0  #: bumped on every change the page shows
         self.tree: TaskTree | None = None
         self.tree_dict: dict[str, Any] | None = None
-        self.objects: dict[str, str] = {}  # leaf -> object it moves
         self.working: dict[str, str] = {}  # leaf -> agent working on it now
         self.done_by: dict[str, str] = {}  # leaf -> agent (or person) that finished it
         self.skipped: set[str] = set()
@@ -52,10 +48,9 @@ class WebState:
         self.spans: deque[dict[str, Any]] = deque(maxlen=MAX_SPANS)
         self._open: dict[tuple[str, str], dict[str, Any]] = {}  # (agent, leaf) -> span
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
-        self.people: dict[str, dict[str, Any]] = {}  # person -> {node, holding, source}
+        self.humans = HumanWork()
         self.world: dict[str, Any] = {}
         self.t0: int | None = None
-        self._world_seen = False
 
     # -- feeding -------------------------------------------------------------------
 
@@ -74,6 +69,7 @@ class WebState:
         self.version += 1
         body = env.body if isinstance(env.body, dict) else {}
         kind = env.kind
+        self._people(self.humans.feed(kind, env.sender, env.body, env.ts))
         if topic.agent is not None and topic.channel == "connection":
             self._presence(env, body)
         elif topic.agent is not None and topic.channel == "factsheet" and body:
@@ -89,8 +85,6 @@ class WebState:
             self._world_state(env.ts, body)
         elif kind == "world.violation":
             self._alert(env.ts, "violation", f"world: {body.get('kind') or 'violation'} {body}")
-        elif kind == "tom.belief" and not self._world_seen:
-            self._belief(env.ts, body)
         elif kind == "dialog.resolved":
             answer = body.get("answer")
             who = body.get("human")
@@ -132,11 +126,6 @@ class WebState:
                 self.done_by.clear()
                 self.skipped.clear()
             self.tree, self.tree_dict = tree, raw
-            self.objects = {}
-            for leaf in tree.leaves:
-                obj = tree[leaf].param_dict.get("object")
-                if isinstance(obj, str):
-                    self.objects[leaf] = obj
 
     def _open_span(self, agent: str, node: str, status: str, ts: int) -> None:
         self._stamp(ts)
@@ -174,20 +163,8 @@ class WebState:
                 del self.working[node]
             self._close_span(agent, node, env.ts)
 
-    def _person(self, hand: str) -> str:
-        for agent, sheet in self.factsheets.items():
-            if sheet.get("kind") == "human" and sheet.get("hand", agent) == hand:
-                return agent
-        return hand
-
-    def _leaf_of(self, obj: Any) -> str | None:
-        if not isinstance(obj, str):
-            return None
-        return next((leaf for leaf, o in self.objects.items() if o == obj), None)
-
     def _world_state(self, ts: int, body: dict[str, Any]) -> None:
         objects = body.get("objects") if isinstance(body.get("objects"), dict) else {}
-        hands = body.get("hands") if isinstance(body.get("hands"), dict) else {}
         self.world = {
             "t": body.get("t"),
             "violations": body.get("violations"),
@@ -197,47 +174,20 @@ class WebState:
                 if isinstance(o, dict)
             },
         }
-        if not hands:
-            return
-        self._world_seen = True
-        for hand, view in hands.items():
-            if not isinstance(view, dict):
-                continue
-            person = self._person(str(hand))
-            obj = view.get("holding") or view.get("target")
-            leaf = self._leaf_of(obj)
-            before = self.people.get(person, {}).get("node")
-            self.people[person] = {
-                "node": leaf,
-                "holding": view.get("holding"),
-                "source": "world",
-            }
-            if before is not None and before != leaf:
-                placed = objects.get(self.objects.get(before, ""), {})
-                if isinstance(placed, dict) and placed.get("at_goal"):
-                    self.done_by.setdefault(before, person)
-                if self.working.get(before) == person:
-                    del self.working[before]
-                self._close_span(person, before, ts)
-            if leaf is not None and leaf not in self.done_by:
-                self.working[leaf] = person
-                self._open_span(person, leaf, "working", ts)
 
-    def _belief(self, ts: int, body: dict[str, Any]) -> None:
-        person = body.get("human")
-        if not isinstance(person, str):
-            return
-        leaf = body.get("active") if isinstance(body.get("active"), str) else None
-        before = self.people.get(person, {}).get("node")
-        self.people[person] = {"node": leaf, "holding": None, "source": "belief"}
-        for node in body.get("done") or []:
-            if isinstance(node, str) and node not in self.done_by:
-                self.done_by[node] = person
-                self._close_span(person, node, ts)
-        if before is not None and before != leaf:
-            self._close_span(person, before, ts)
-        if leaf is not None and leaf not in self.done_by:
-            self._open_span(person, leaf, "working", ts)
+    def _people(self, events: list[WorkEvent]) -> None:
+        """Apply the people's work (``HumanWork``) to the tree and the timeline."""
+        for event in events:
+            person, node = event.person, event.node
+            if event.started:
+                self.working[node] = person
+                self._open_span(person, node, "working", event.ts)
+                continue
+            if self.working.get(node) == person:
+                del self.working[node]
+            if event.done:
+                self.done_by.setdefault(node, person)
+            self._close_span(person, node, event.ts)
 
     # -- reading -------------------------------------------------------------------
 
@@ -280,11 +230,10 @@ class WebState:
         for agent_id, row in snap["agents"].items():
             row["since_ms"] = self.since.get(agent_id)
             row["factsheet"] = self.factsheets.get(agent_id, {})
-            person = self.people.get(agent_id)
-            if person is not None and row.get("node") is None and person.get("node"):
-                row["node"] = person["node"]
-                row["node_label"] = self._label(person["node"])
-                row["status"] = f"working {self._label(person['node'])}"
+            node = self.humans.current.get(agent_id)
+            if node is not None and row.get("node") is None:
+                row["node"], row["node_label"] = node, self._label(node)
+                row["status"] = f"working {self._label(node)}"
             if (row.get("kind") or row["factsheet"].get("kind")) == "human":
                 row["done"] = sorted(n for n, a in self.done_by.items() if a == agent_id)
         nodes = self.node_states()
@@ -308,7 +257,10 @@ class WebState:
             "labels": {n: self._label(n) for n in leaves},
         }
         snap["alerts"] = list(self.alerts)
-        snap["people"] = dict(self.people)
+        snap["people"] = {
+            person: {"node": node, "holding": self.humans.holding.get(person)}
+            for person, node in self.humans.current.items()
+        }
         snap["world"] = self.world
         snap["version"] = self.version
         snap.pop("dialogs", None)
