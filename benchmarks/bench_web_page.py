@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from teamtree.agents import configure_logging  # noqa: E402
-from teamtree.agents.observers.web import MAX_SPANS  # noqa: E402
-from teamtree.broker import MosquittoBroker  # noqa: E402
-from tests.web_support import WebProcess, chromium, churn_team, page_figures  # noqa: E402
+from teamtree.agents import configure_logging
+from teamtree.agents.observers.web import MAX_SPANS
+from teamtree.broker import MosquittoBroker
+from tests.web_support import WebProcess, chromium, churn_team, page_figures
 
 
 async def main(minutes: float, rate: float, every: float) -> None:
