@@ -125,8 +125,10 @@ def _leaf_objects(tree: Any) -> dict[str, str]:
 
 
 def human_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The people's subtasks in a recorded run, in start order, as the recorder's
-    summary rows: ``{agent, node, start_ms, end_ms (None unless placed), human: True}``."""
+    """The people's subtasks in a recorded run, in start order, shaped like the
+    recorder's summary rows: ``{agent, node, start_ms, end_ms, stop_ms, human: True}``
+    where ``end_ms`` is when the person placed the object (None when they gave the
+    subtask up or were still at it) and ``stop_ms`` when they stopped either way."""
     work = HumanWork()
     rows: list[dict[str, Any]] = []
     open_: dict[tuple[str, str], dict[str, Any]] = {}
@@ -136,9 +138,11 @@ def human_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             key = (event.person, event.node)
             if event.started:
                 row = {"agent": event.person, "node": event.node, "start_ms": event.ts,
-                       "end_ms": None, "human": True}  # fmt: skip
+                       "end_ms": None, "stop_ms": None, "human": True}  # fmt: skip
                 open_[key] = row
                 rows.append(row)
             elif key in open_:
-                open_.pop(key)["end_ms"] = event.ts if event.done else None
+                row = open_.pop(key)
+                row["stop_ms"] = event.ts
+                row["end_ms"] = event.ts if event.done else None
     return rows
