@@ -13,6 +13,16 @@ if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
     echo "== mosquitto is not installed and this is not root: mosquitto tests will be skipped" >&2
   fi
 fi
+# The web view's browser tests drive Debian's headless chromium (never a downloaded one).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing chromium and chromium-driver (apt-get) for the browser tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "== chromium or chromedriver missing and this is not root: browser tests will be skipped" >&2
+  fi
+fi
 # The tests start their own brokers on free ports; a packaged service is not needed.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
 

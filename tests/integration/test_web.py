@@ -251,7 +251,7 @@ async def test_a_page_left_open_stays_bounded(mosquitto, team, tmp_path, web) ->
             await eventually(lambda: sum(r.spans for r in robots) >= 700, 60, what="caps full")
             await asyncio.sleep(2)
             first = page_figures(driver)
-            await asyncio.sleep(20)
+            await asyncio.sleep(10)
             second = page_figures(driver)
             spans = sum(r.spans for r in robots)
     print(f"after caps full: {first}; after {spans} spans: {second}")
