@@ -40,7 +40,7 @@ function render(v) {
   $("hand").innerHTML = busy
     ? `<div class="what" id="holding" data-node="${esc(busy.node)}">${busy.state === "holding" ? "You hold" : "Reaching for"} <b>${esc(busy.object || busy.label)}</b></div>
        <button class="finish" data-action="finish" ${busy.state === "holding" ? "" : "disabled"}>Finish: place it</button>`
-    : `<div class="what empty">nothing · tap Start on an open subtask</div>`;
+    : `<div class="what empty">nothing${v.complete ? "" : " · tap Start on an open subtask"}</div>`;
   $("subtasks").className = "";
   $("subtasks").innerHTML = v.subtasks.length ? v.subtasks.map((t) => `
     <div class="task" data-node="${esc(t.node)}" data-state="${esc(t.state)}">
@@ -48,9 +48,17 @@ function render(v) {
       <span class="chip ${esc(t.state)}">${esc(STATE_TEXT[t.state] || t.state)}</span>
       ${t.state === "open" || (t.state === "robot" && t.enabled) ? `<button class="start" data-action="start" data-node="${esc(t.node)}" ${busy ? "disabled" : ""}>Start</button>` : ""}
     </div>`).join("") : `<span class="empty">waiting for the mission…</span>`;
-  const lines = v.log.slice().reverse().map((l) => `<div><span class="small">${clock(l.ts)}</span> ${esc(l.text)}</div>`);
+  const lines = v.log.slice().reverse().map((l) => `<div class="${l.tag === "error" || l.tag === "refused" ? "error" : ""}"><span class="small">${clock(l.ts)}</span> ${esc(readable(l.text))}</div>`);
   $("log").innerHTML = lines.join("");
   tick();
+}
+
+// the agent's log lines are terminal lines ("question pr2 root/0/1 PLACE(cup): ... [yes = ...]");
+// drop the node ids and the typing hints, which mean nothing on a screen
+function readable(text) {
+  return text.replace(/ root(\/\d+)*/g, "").replace(/ \[yes = .*\]$/, "")
+    .replace(/^question (\S+) /, "$1 asked: ").replace(/^robot /, "")
+    .replace(" (answer answered)", "").replace(" (answer timeout)", " (no answer in time)");
 }
 
 function tick() {

@@ -31,7 +31,7 @@ function renderAgents(s) {
   if (!ids.length) { $("agents").innerHTML = `<span class="empty">no agent seen yet</span>`; return; }
   const rows = ids.map((id) => {
     const a = s.agents[id];
-    const since = a.since_ms ? `<div class="small">since ${clock(a.since_ms)} (${ago(a.since_ms, s.time_ms)})</div>` : "";
+    const since = a.since_ms ? `<div class="small" title="${ago(a.since_ms, s.time_ms)}">since ${clock(a.since_ms)}</div>` : "";
     const work = a.node_label ? `working <b>${esc(a.node_label)}</b>` : esc(a.status || "");
     const done = (a.done || []).length;
     return `<tr class="agent${id === selected ? " selected" : ""}" data-agent="${esc(id)}" data-presence="${esc(a.presence)}">
