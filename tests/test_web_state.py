@@ -197,3 +197,26 @@ def test_web_command_rejects_a_password_without_a_user() -> None:
         timeout=60,
     )  # fmt: skip
     assert out.returncode == 2 and "--password needs --username" in out.stderr
+
+
+def test_ltl_plans_are_marked_off_step_by_step_and_schedules_kept() -> None:
+    state = WebState(TEAM)
+    plan = {"robot": "DR", "actions": ["goto_c9", "pick", "drop"], "cost": 30.0}
+    body = {"epoch": 0, "seq": 1, "strategy": "offline", "plan": plan}
+    state.feed(
+        env("planner", "ltl.plan", body, 1000), parse(f"teamtree/v1/{TEAM}/planner/ltl.plan/DR")
+    )
+    for i, kind in enumerate(["ltl.step", "ltl.step"]):
+        feed(state, "DR", "ltl.trace", kind, {"epoch": 0, "seq": 1, "index": i + 1}, 2000 + i)
+    feed(state, "DR", "ltl.trace", "ltl.step", {"epoch": 0, "seq": 0, "index": 9}, 2500)  # old plan
+    assert state.snapshot()["plans"]["DR"]["steps"] == 2
+    feed(state, "DR", "ltl.status", "ltl.done", {"epoch": 0, "seq": 1}, 3000)
+    assert state.snapshot()["plans"]["DR"]["done"]
+    sched = {"start": {"t0": 0.0, "t1": 5.0}, "finish": {"t0": 5.0, "t1": 9.0}, "makespan": 9.0,
+             "sequence": {"robot": ["t0"], "human": ["t1"]}}  # fmt: skip
+    feed(state, "allocator", "reply", "allocation.schedule", {"schedule": sched}, 4000)
+    later = {**sched, "sequence": {"robot": ["t1"]}, "makespan": 4.0}
+    feed(state, "allocator", "reply", "allocation.schedule", {"schedule": later}, 5000)
+    snap = state.snapshot()
+    assert snap["first_schedule"]["rows"]["human"] == [{"task": "t1", "start": 5.0, "finish": 9.0}]
+    assert snap["schedule"]["rows"] == {"robot": [{"task": "t1", "start": 5.0, "finish": 9.0}]}

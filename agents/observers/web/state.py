@@ -49,6 +49,9 @@ class WebState:
         self._open: dict[tuple[str, str], dict[str, Any]] = {}  # (agent, leaf) -> span
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
         self.humans = HumanWork()
+        self.plans: dict[str, dict[str, Any]] = {}  # robot -> its LTL plan and progress
+        self.schedule: dict[str, Any] | None = None  # the latest allocation schedule
+        self.first_schedule: dict[str, Any] | None = None
         self.world: dict[str, Any] = {}
         self.t0: int | None = None
 
@@ -85,6 +88,12 @@ class WebState:
             self._world_state(env.ts, body)
         elif kind == "world.violation":
             self._alert(env.ts, "violation", f"world: {body.get('kind') or 'violation'} {body}")
+        elif kind == "ltl.plan" and isinstance(body.get("plan"), dict):
+            self._ltl_plan(topic.recipient or env.sender, body)
+        elif kind in ("ltl.step", "ltl.done"):
+            self._ltl_progress(env.sender, kind, body)
+        elif isinstance(body.get("schedule"), dict):
+            self._schedule(env, body)
         elif kind == "dialog.resolved":
             answer = body.get("answer")
             who = body.get("human")
@@ -175,6 +184,56 @@ class WebState:
             },
         }
 
+    def _ltl_plan(self, robot: str, body: dict[str, Any]) -> None:
+        """A robot's LTL plan (seed 003): its actions, to mark off as steps arrive."""
+        plan = body["plan"]
+        actions = plan.get("actions") if isinstance(plan.get("actions"), list) else []
+        self.plans[str(plan.get("robot") or robot)] = {
+            "epoch": body.get("epoch"),
+            "seq": body.get("seq"),
+            "strategy": body.get("strategy"),
+            "cost": plan.get("cost"),
+            "actions": [str(a) for a in actions][:200],
+            "steps": 0,
+            "done": False,
+        }
+
+    def _ltl_progress(self, robot: str, kind: str, body: dict[str, Any]) -> None:
+        plan = self.plans.get(robot)
+        if plan is None or (body.get("epoch"), body.get("seq")) != (plan["epoch"], plan["seq"]):
+            return
+        if kind == "ltl.done":
+            plan["done"], plan["steps"] = True, len(plan["actions"])
+        else:
+            plan["steps"] = min(len(plan["actions"]), plan["steps"] + 1)
+
+    def _schedule(self, env: Envelope, body: dict[str, Any]) -> None:
+        """An allocation reply's schedule (seed 001): who does which task when."""
+        sched = body["schedule"]
+        start, finish = sched.get("start"), sched.get("finish")
+        sequence = sched.get("sequence")
+        if not (
+            isinstance(start, dict) and isinstance(finish, dict) and isinstance(sequence, dict)
+        ):
+            return
+        rows = {}
+        for agent, tasks in sequence.items():
+            if isinstance(tasks, list):
+                rows[str(agent)] = [
+                    {"task": str(t), "start": start.get(t), "finish": finish.get(t)}
+                    for t in tasks[:200]
+                    if isinstance(start.get(t), int | float)
+                    and isinstance(finish.get(t), int | float)
+                ]
+        self.schedule = {
+            "from": env.sender,
+            "ts": env.ts,
+            "makespan": sched.get("makespan"),
+            "rows": rows,
+        }
+        if self.first_schedule is None:  # the whole plan, before the re-plans shrink it
+            self.first_schedule = self.schedule
+
     def _people(self, events: list[WorkEvent]) -> None:
         """Apply the people's work (``HumanWork``) to the tree and the timeline."""
         for event in events:
@@ -262,6 +321,9 @@ class WebState:
             for person, node in self.humans.current.items()
         }
         snap["world"] = self.world
+        snap["plans"] = self.plans
+        snap["schedule"] = self.schedule
+        snap["first_schedule"] = self.first_schedule
         snap["version"] = self.version
         snap.pop("dialogs", None)
         snap["dialogs"] = [

@@ -169,11 +169,46 @@ function renderBroker(s) {
     req.map(([ch, r]) => `<tr><td>_/${esc(ch)}</td><td>${r.sent}</td><td>${r.answered}</td><td>${r.latency_ms_p50 === null ? "-" : r.latency_ms_p50.toFixed(0)}</td></tr>`).join("")}</tbody></table>` : "";
 }
 
+function gantt(title, sched) {
+  const rows = Object.entries(sched.rows);
+  const end = Math.max(1e-9, sched.makespan || 0, ...rows.flatMap(([, ts]) => ts.map((t) => t.finish)));
+  const L = 90, RH = 24, width = 1000, chart = width - L - 10;
+  const x = (t) => L + (chart * t) / end;
+  const bars = [];
+  rows.forEach(([agent, tasks], i) => {
+    bars.push(`<text x="4" y="${i * RH + 16}" font-size="12" font-weight="600">${esc(agent)}</text>`);
+    tasks.forEach((t, k) => bars.push(`<g><title>${esc(t.task)}: ${t.start.toFixed(1)}-${t.finish.toFixed(1)} s</title><rect x="${x(t.start)}" y="${i * RH + 3}" width="${Math.max(1, x(t.finish) - x(t.start))}" height="${RH - 6}" fill="${k % 2 ? "#3d85c6" : "#6fa8dc"}" stroke="#fff"/><text x="${x(t.start) + 3}" y="${i * RH + 16}" font-size="10" fill="#fff">${esc(t.task.length > 8 ? t.task.slice(0, 8) : t.task)}</text></g>`));
+  });
+  bars.push(`<text x="${L}" y="${rows.length * RH + 14}" font-size="11" fill="#6b7385">0 s</text><text x="${width - 10}" y="${rows.length * RH + 14}" font-size="11" text-anchor="end" fill="#6b7385">${end.toFixed(1)} s (makespan)</text>`);
+  return `<div class="gantt"><b>${esc(title)}</b> <span class="small">from ${esc(sched.from)} at ${clock(sched.ts)}</span>
+    <svg viewBox="0 0 ${width} ${rows.length * RH + 20}" width="100%">${bars.join("")}</svg></div>`;
+}
+
+function renderPlans(s) {
+  const plans = Object.entries(s.plans || {});
+  const sched = s.schedule;
+  $("plans-section").hidden = !plans.length && !sched;
+  const out = [];
+  for (const [robot, p] of plans) {
+    const chips = p.actions.map((a, i) =>
+      `<span class="chip ${i < p.steps ? "done" : i === p.steps ? "open" : ""}">${esc(a)}</span>`).join(" ");
+    out.push(`<div class="plan" data-robot="${esc(robot)}"><b>${esc(robot)}</b>
+      <span class="small">LTL plan · epoch ${esc(p.epoch)} · ${esc(p.strategy || "")} · cost ${Number(p.cost || 0).toFixed(1)} · ${p.steps}/${p.actions.length} steps${p.done ? " · done" : ""}</span>
+      <div style="margin:4px 0 8px; line-height:2">${chips || '<span class="empty">no action</span>'}</div></div>`);
+  }
+  const gantts = [];
+  if (s.first_schedule && s.first_schedule !== sched && s.first_schedule.ts !== (sched || {}).ts) gantts.push(["first schedule", s.first_schedule]);
+  if (sched) gantts.push([gantts.length ? "latest schedule (re-planned)" : "schedule", sched]);
+  for (const [title, sc] of gantts) out.push(gantt(title, sc));
+  $("plans").innerHTML = out.join("");
+}
+
 function render(s) {
   last = s;
   renderHeader(s);
   renderAgents(s);
   renderTree(s);
+  renderPlans(s);
   renderTimeline(s);
   renderAlerts(s);
   renderBroker(s);
