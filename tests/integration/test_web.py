@@ -257,3 +257,50 @@ async def test_a_page_left_open_stays_bounded(mosquitto, team, tmp_path, web) ->
     print(f"after caps full: {first}; after {spans} spans: {second}")
     assert second["dom_nodes"] <= first["dom_nodes"] * 1.1 + 50, (first, second)
     assert second["js_heap_used"] <= first["js_heap_used"] * 1.5 + 2e6, (first, second)
+
+
+async def test_the_server_refuses_what_it_should_without_a_browser(mosquitto, team, web) -> None:
+    """A person's id already online in the team is refused (joining would take over its
+    session); a bad id is a 400 naming the problem; an unhosted person is a 404; a bad
+    tap is answered with an error and the page's socket stays usable."""
+    import urllib.error
+    import urllib.request
+
+    import websockets
+
+    from teamtree.agents import Agent
+
+    bob = Agent(
+        "bob", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+    )
+    async with asyncio.timeout(60), bob:
+        await bob.wait_connected(10)
+        base = web.url.replace("http://", "ws://")
+        await eventually(
+            lambda: "bob" in json.loads(urllib.request.urlopen(web.url + "api/state").read())["online"],
+            15, what="bob online in the web view",
+        )  # fmt: skip
+        async with websockets.connect(base + "human/bob/ws") as ws:
+            reply = json.loads(await ws.recv())
+        assert "already online" in reply["error"] and "bob" in reply["error"]
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(web.url + "human/no$body")
+        assert bad.value.code == 400 and "$" in bad.value.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(web.url + "api/human/carol")
+        assert missing.value.code == 404
+        async with websockets.connect(base + "human/carol/ws") as ws:
+            first = json.loads(await ws.recv())
+            assert first["id"] == "carol" and first["subtasks"] == []
+            await ws.send("not json at all")
+            while "error" not in (answer := json.loads(await ws.recv())):
+                pass
+            assert "a tap is a JSON object" in answer["error"], answer
+            await ws.send(json.dumps({"action": "dance"}))
+            while "error" not in (answer := json.loads(await ws.recv())):
+                pass
+            assert "expected start(node), finish" in answer["error"], answer
+            await ws.send(json.dumps({"action": "leave"}))
+            while not json.loads(await ws.recv()).get("left"):
+                pass
+    assert json.loads(urllib.request.urlopen(web.url + "healthz").read())["broker"] is True

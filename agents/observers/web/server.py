@@ -195,9 +195,15 @@ class WebServer:
                 if agent is None:
                     return
                 try:
-                    tap = json.loads(text)
+                    try:
+                        tap = json.loads(text)
+                    except ValueError:
+                        tap = None
                     if not isinstance(tap, dict):
-                        raise ValueError("a tap is a JSON object")
+                        raise ValueError(
+                            f'a tap is a JSON object such as {{"action": "finish"}}; '
+                            f"got {text[:80]!r}"
+                        )
                     action = tap.get("action")
                     if action == "start" and isinstance(tap.get("node"), str):
                         await agent.start(tap["node"])
