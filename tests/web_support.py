@@ -112,7 +112,16 @@ class WebProcess:
         self.log = logdir / "web.log"
         self.proc = subprocess.Popen(
             teamtree_cmd(
-                "web", "--broker", broker_url, "--team", team, "--port", str(self.port), *extra
+                "web",
+                "--broker",
+                broker_url,
+                "--team",
+                team,
+                "--port",
+                str(self.port),
+                "--log-level",
+                "info",
+                *extra,
             ),
             stdout=self.log.open("w"),
             stderr=subprocess.STDOUT,

@@ -18,6 +18,7 @@ import pytest
 from teamtree.agents import RuntimeSettings
 from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
 from tests.integration.test_humans import BURGER, CUP, TEA, Watcher, team_config
+from tests.integration.test_security import secured  # noqa: F401  (a fixture)
 from tests.web_support import (
     WebProcess,
     browser_missing,
@@ -304,3 +305,42 @@ async def test_the_server_refuses_what_it_should_without_a_browser(mosquitto, te
             while not json.loads(await ws.recv()).get("left"):
                 pass
     assert json.loads(urllib.request.urlopen(web.url + "healthz").read())["broker"] is True
+
+
+async def test_with_access_control_the_view_reads_as_its_user(
+    secured,  # noqa: F811  (the fixture imported above)
+    team,
+    tmp_path,
+) -> None:
+    """Against a broker with passwords and ACLs (`teamtree acl`): the web view started
+    with the read-only monitor user shows the team; a wrong password exits 1 saying so."""
+    import urllib.request
+
+    from teamtree.agents import Agent
+    from tests.integration.test_security import creds
+
+    broker, _, files = secured
+    password = (files / "credentials" / "monitor").read_text().strip()
+    pr2 = Agent("pr2", team=team, endpoint=broker.endpoint, runtime=RuntimeSettings(keepalive_s=2),
+                **creds(files, "pr2"))  # fmt: skip
+    good = WebProcess(broker.endpoint.url, team, tmp_path, "--username", "monitor",
+                      "--password", password)  # fmt: skip
+    (tmp_path / "bad").mkdir()
+    bad = WebProcess(broker.endpoint.url, team, tmp_path / "bad", "--username", "monitor",
+                     "--password", "wrong")  # fmt: skip
+    try:
+        async with asyncio.timeout(60), pr2:
+            await pr2.wait_connected(10)
+            good.wait_ready()
+
+            def online() -> list[str]:
+                return json.loads(urllib.request.urlopen(good.url + "api/state").read())["online"]
+
+            await eventually(
+                lambda: "pr2" in online(), 15, what="pr2 seen through the monitor user"
+            )
+        assert await asyncio.to_thread(bad.proc.wait, 30) == 1
+        assert "cannot connect to the broker" in bad.log.read_text()
+    finally:
+        good.stop()
+        bad.stop()

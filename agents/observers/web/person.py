@@ -33,6 +33,8 @@ __all__ = ["HumanSessions", "WebHuman"]
 
 #: lines of the person's log kept for the page
 LOG_LINES = 40
+#: seconds a new person's page waits for their agent to join the team
+CONNECT_WAIT_S = 10.0
 
 
 class WebHuman(TerminalHuman):
@@ -276,12 +278,18 @@ class HumanSessions:
             await agent.__aenter__()
             agent.spawn(agent.run_until_stopped(), "main")
             self.agents[agent_id] = agent
-            return agent
+        # the page shows the person once they are in the team; and an Agent stopped
+        # before its first connect waits a long time for its goodbye (see ``leave``)
+        with contextlib.suppress(TimeoutError):
+            await agent.wait_connected(CONNECT_WAIT_S)
+        return agent
 
     async def leave(self, agent_id: str) -> None:
         """Stop `agent_id`'s agent (it leaves the team, OFFLINE)."""
         agent = self.agents.pop(agent_id, None)
         if agent is not None:
+            with contextlib.suppress(TimeoutError):
+                await agent.wait_connected(CONNECT_WAIT_S)
             await agent.stop()
 
     async def close(self) -> None:

@@ -212,7 +212,9 @@ class WebServer:
                     elif action == "answer" and isinstance(tap.get("dialog_id"), str):
                         await agent.answer(tap["dialog_id"], bool(tap.get("keep")))
                     elif action == "leave":
+                        log.info("web.person_leaving", person=agent_id)
                         await self.sessions.leave(agent_id)
+                        log.info("web.person_left", person=agent_id)
                         await ws.send_text(json.dumps({"left": True}))
                         return
                     else:
