@@ -323,8 +323,10 @@ async def test_with_access_control_the_view_reads_as_its_user(
     password = (files / "credentials" / "monitor").read_text().strip()
     pr2 = Agent("pr2", team=team, endpoint=broker.endpoint, runtime=RuntimeSettings(keepalive_s=2),
                 **creds(files, "pr2"))  # fmt: skip
-    good = WebProcess(broker.endpoint.url, team, tmp_path, "--username", "monitor",
-                      "--password", password)  # fmt: skip
+    # a generated password may start with "-": pass it as --password=VALUE
+    good = WebProcess(
+        broker.endpoint.url, team, tmp_path, "--username", "monitor", f"--password={password}"
+    )
     (tmp_path / "bad").mkdir()
     bad = WebProcess(broker.endpoint.url, team, tmp_path / "bad", "--username", "monitor",
                      "--password", "wrong")  # fmt: skip
