@@ -179,6 +179,9 @@ async def test_a_person_in_the_browser_takes_alices_place(
             for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
                 procs.start(agent_id)
             driver.get(web.url + "human/alice")
+            await until(lambda: css(driver, 'button[data-action="join"]:not([disabled])'), 40,
+                        "the robots expecting alice", driver=driver)  # fmt: skip
+            assert click(driver, 'button[data-action="join"]')
             await until(lambda: len(css(driver, ".task[data-node]")) == 4, 40, "the 4 subtasks")
             await until(lambda: "your hand alice moves" in css(driver, "#log")[0]["text"], 40,
                         "the person's hand in the world", driver=driver)  # fmt: skip
@@ -260,10 +263,13 @@ async def test_a_page_left_open_stays_bounded(mosquitto, team, tmp_path, web) ->
     assert second["js_heap_used"] <= first["js_heap_used"] * 1.5 + 2e6, (first, second)
 
 
-async def test_the_server_refuses_what_it_should_without_a_browser(mosquitto, team, web) -> None:
-    """A person's id already online in the team is refused (joining would take over its
-    session); a bad id is a 400 naming the problem; an unhosted person is a 404; a bad
-    tap is answered with an error and the page's socket stays usable."""
+async def test_the_server_refuses_what_it_should_without_a_browser(
+    mosquitto, team, web, tmp_path
+) -> None:
+    """Nobody joins by opening a page: a person no robot models cannot join (unless the
+    server allows any person); an id already online in the team is refused (joining
+    would take over its session); a bad id is a 400 naming the problem; an unhosted
+    person is a 404; a bad tap is answered with an error and the socket stays usable."""
     import urllib.error
     import urllib.request
 
@@ -271,40 +277,73 @@ async def test_the_server_refuses_what_it_should_without_a_browser(mosquitto, te
 
     from teamtree.agents import Agent
 
-    bob = Agent(
-        "bob", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
-    )
-    async with asyncio.timeout(60), bob:
-        await bob.wait_connected(10)
-        base = web.url.replace("http://", "ws://")
-        await eventually(
-            lambda: "bob" in json.loads(urllib.request.urlopen(web.url + "api/state").read())["online"],
-            15, what="bob online in the web view",
-        )  # fmt: skip
-        async with websockets.connect(base + "human/bob/ws") as ws:
-            reply = json.loads(await ws.recv())
-        assert "already online" in reply["error"] and "bob" in reply["error"]
-        with pytest.raises(urllib.error.HTTPError) as bad:
-            urllib.request.urlopen(web.url + "human/no$body")
-        assert bad.value.code == 400 and "$" in bad.value.read().decode()
-        with pytest.raises(urllib.error.HTTPError) as missing:
-            urllib.request.urlopen(web.url + "api/human/carol")
-        assert missing.value.code == 404
-        async with websockets.connect(base + "human/carol/ws") as ws:
-            first = json.loads(await ws.recv())
-            assert first["id"] == "carol" and first["subtasks"] == []
-            await ws.send("not json at all")
-            while "error" not in (answer := json.loads(await ws.recv())):
-                pass
-            assert "a tap is a JSON object" in answer["error"], answer
-            await ws.send(json.dumps({"action": "dance"}))
-            while "error" not in (answer := json.loads(await ws.recv())):
-                pass
-            assert "expected start(node), finish" in answer["error"], answer
-            await ws.send(json.dumps({"action": "leave"}))
-            while not json.loads(await ws.recv()).get("left"):
-                pass
-    assert json.loads(urllib.request.urlopen(web.url + "healthz").read())["broker"] is True
+    any_web: WebProcess | None = None
+    try:
+        bob = Agent(
+            "bob", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+        )
+        async with asyncio.timeout(60), bob:
+            await bob.wait_connected(10)
+            base = web.url.replace("http://", "ws://")
+            await eventually(
+                lambda: "bob" in json.loads(urllib.request.urlopen(web.url + "api/state").read())["online"],
+                15, what="bob online in the web view",
+            )  # fmt: skip
+            async with websockets.connect(base + "human/carol/ws") as ws:
+                offer = json.loads(await ws.recv())["join"]
+                assert (
+                    offer["id"] == "carol" and not offer["allowed"] and offer["expected_by"] == []
+                )
+                await ws.send(json.dumps({"action": "join"}))
+                reply = await next_with(ws, "error")
+                assert "no robot of team" in reply["error"] and "--any-person" in reply["error"]
+            assert (
+                "carol"
+                not in json.loads(urllib.request.urlopen(web.url + "api/state").read())["agents"]
+            )
+            (tmp_path / "any").mkdir()
+            web = any_web = WebProcess(mosquitto.url, team, tmp_path / "any", "--any-person")
+            web.wait_ready()
+            base = web.url.replace("http://", "ws://")
+            await eventually(
+                lambda: "bob" in json.loads(urllib.request.urlopen(web.url + "api/state").read())["online"],
+                15, what="bob online in the second web view",
+            )  # fmt: skip
+            async with websockets.connect(base + "human/bob/ws") as ws:
+                assert json.loads(await ws.recv())["join"]["allowed"]
+                await ws.send(json.dumps({"action": "join"}))
+                reply = await next_with(ws, "error")
+            assert "already online" in reply["error"] and "bob" in reply["error"]
+            with pytest.raises(urllib.error.HTTPError) as bad:
+                urllib.request.urlopen(web.url + "human/no$body")
+            assert bad.value.code == 400 and "$" in bad.value.read().decode()
+            with pytest.raises(urllib.error.HTTPError) as missing:
+                urllib.request.urlopen(web.url + "api/human/carol")
+            assert missing.value.code == 404
+            async with websockets.connect(base + "human/carol/ws") as ws:
+                assert json.loads(await ws.recv())["join"]["allowed"]
+                await ws.send(json.dumps({"action": "join"}))
+                first = await next_with(ws, "subtasks")
+                assert first["id"] == "carol" and first["subtasks"] == []
+                await ws.send("not json at all")
+                answer = await next_with(ws, "error")
+                assert "a tap is a JSON object" in answer["error"], answer
+                await ws.send(json.dumps({"action": "dance"}))
+                answer = await next_with(ws, "error")
+                assert "expected start(node), finish" in answer["error"], answer
+                await ws.send(json.dumps({"action": "leave"}))
+                await next_with(ws, "left")
+        assert json.loads(urllib.request.urlopen(web.url + "healthz").read())["broker"] is True
+    finally:
+        if any_web is not None:
+            any_web.stop()
+
+
+async def next_with(ws, key: str) -> dict:
+    """The next message from a page's socket that carries `key`."""
+    while key not in (message := json.loads(await ws.recv())):
+        pass
+    return message
 
 
 async def test_with_access_control_the_view_reads_as_its_user(

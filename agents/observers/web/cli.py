@@ -52,6 +52,11 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "credentials from the environment, if any)",
     )  # fmt: skip
     p.add_argument("--password", help="its broker password (or set TEAMTREE_PASSWORD_<USERNAME>)")
+    p.add_argument(
+        "--any-person", action="store_true",
+        help="let /human/<id> join any id (default: only people the team's robots model, "
+        "as listed in their factsheets)",
+    )  # fmt: skip
     p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
     return {"web": run_web}
@@ -74,7 +79,13 @@ async def run_web(args: argparse.Namespace) -> int:
 
     settings = TlsSettings.from_env()
     tls = client_context(settings) if settings is not None else None
-    web = WebServer(parse_endpoint(args.broker), args.team, tls_context=tls, **_credentials(args))
+    web = WebServer(
+        parse_endpoint(args.broker),
+        args.team,
+        tls_context=tls,
+        any_person=args.any_person,
+        **_credentials(args),
+    )
     try:
         async with web:
             await web.observer.wait_connected(10.0)

@@ -63,9 +63,11 @@ class WebServer:
         password: str | None = None,
         tls_context: Any = None,
         sessions: HumanSessions | None = None,
+        any_person: bool = False,
     ):
         self.team = validate_id(team, "team")
         self.endpoint = endpoint
+        self.any_person = any_person
         self.state = WebState(self.team)
         self.observer = TeamObserver(
             endpoint,
@@ -159,10 +161,54 @@ class WebServer:
         except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
             return
 
+    def expected_by(self, person: str) -> list[str]:
+        """The robots whose factsheet names `person` among the humans they model."""
+        return sorted(
+            agent
+            for agent, sheet in self.state.factsheets.items()
+            if isinstance(sheet.get("humans"), list) and person in sheet["humans"]
+        )
+
+    async def _join(self, ws: WebSocket, person: str) -> bool:
+        """Until the person taps "join": show who expects them. Joining is allowed when
+        a robot of the team models this person (its factsheet's ``humans``), or with
+        ``--any-person``; a stray visit to /human/<typo> never adds a team member."""
+        receive: asyncio.Future[str] | None = None
+        try:
+            while True:
+                expected = self.expected_by(person)
+                allowed = bool(expected) or self.any_person
+                offer = {"id": person, "team": self.team, "expected_by": expected}
+                await ws.send_text(json.dumps({"join": {**offer, "allowed": allowed}}))
+                if receive is None:
+                    receive = asyncio.ensure_future(ws.receive_text())
+                done, _ = await asyncio.wait({receive}, timeout=1.0)
+                if not done:
+                    continue
+                text, receive = receive.result(), None
+                if _tap(text).get("action") == "join" and allowed:
+                    return True
+                why = "tap join first"
+                if not allowed:
+                    why = (
+                        f"no robot of team {self.team!r} models a person {person!r} yet (their "
+                        "factsheets' humans); wait for the robots, or start the server with "
+                        "--any-person"
+                    )
+                await ws.send_text(json.dumps({"error": why}))
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            return False
+        finally:
+            if receive is not None:
+                receive.cancel()
+
     async def _human_ws(self, ws: WebSocket) -> None:
         await ws.accept()
+        person = ws.path_params["agent_id"]
+        if person not in self.sessions.agents and not await self._join(ws, person):
+            return
         try:
-            agent = await self.sessions.get(ws.path_params["agent_id"])
+            agent = await self.sessions.get(person)
         except (ValueError, TopicError) as exc:
             reason = exc.reason if isinstance(exc, TopicError) else str(exc)
             with contextlib.suppress(Exception):
@@ -195,11 +241,8 @@ class WebServer:
                 if agent is None:
                     return
                 try:
-                    try:
-                        tap = json.loads(text)
-                    except ValueError:
-                        tap = None
-                    if not isinstance(tap, dict):
+                    tap = _tap(text)
+                    if not tap:
                         raise ValueError(
                             f'a tap is a JSON object such as {{"action": "finish"}}; '
                             f"got {text[:80]!r}"
@@ -211,6 +254,8 @@ class WebServer:
                         await agent.finish()
                     elif action == "answer" and isinstance(tap.get("dialog_id"), str):
                         await agent.answer(tap["dialog_id"], bool(tap.get("keep")))
+                    elif action == "join":
+                        pass  # another tab of the same person: already in
                     elif action == "leave":
                         log.info("web.person_leaving", person=agent_id)
                         await self.sessions.leave(agent_id)
@@ -243,6 +288,15 @@ class WebServer:
         if ready is not None:
             ready(f"http://{host}:{port}/")
         await task
+
+
+def _tap(text: str) -> dict[str, Any]:
+    """A tap from the page as a map, or {} when it is not a JSON object."""
+    try:
+        tap = json.loads(text)
+    except ValueError:
+        return {}
+    return tap if isinstance(tap, dict) else {}
 
 
 def _escape(text: str) -> str:

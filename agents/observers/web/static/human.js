@@ -20,7 +20,9 @@ const STATE_TEXT = { open: "open", waiting: "not yet", robot: "robot", reaching:
 function render(v) {
   if (v.error) { $("error").innerHTML = `<section class="error" id="error-text">${esc(v.error)}</section>`; return; }
   if (v.left) { $("error").innerHTML = `<section>You left the team. Reload to join again.</section>`; return; }
+  if (v.join) { renderJoin(v.join); return; }
   $("error").innerHTML = "";
+  $("join").innerHTML = "";
   view = v;
   offset = v.server_ms - Date.now();
   $("team").textContent = `team ${v.team}` + (v.world ? "" : " · no simulated world");
@@ -61,6 +63,16 @@ function readable(text) {
     .replace(" (answer answered)", "").replace(" (answer timeout)", " (no answer in time)");
 }
 
+function renderJoin(j) {
+  $("team").textContent = `team ${j.team}`;
+  const who = j.expected_by.length
+    ? `${j.expected_by.map(esc).join(", ")} ${j.expected_by.length > 1 ? "expect" : "expects"} you.`
+    : "No robot of this team expects a person of this name yet (waiting for the robots).";
+  $("join").innerHTML = `<section id="join-offer" data-allowed="${j.allowed ? 1 : 0}">
+    <h2>Join the team</h2><p>You take part as <b>${esc(j.id)}</b> in team <b>${esc(j.team)}</b>. ${who}</p>
+    <button class="start" data-action="join" ${j.allowed ? "" : "disabled"}>Join as ${esc(j.id)}</button></section>`;
+}
+
 function tick() {
   const now = Date.now() + offset;
   document.querySelectorAll(".countdown > div[data-deadline]").forEach((el) => {
@@ -83,6 +95,6 @@ document.body.addEventListener("click", (ev) => {
   if (action === "start") socket.send({ action, node: b.dataset.node });
   else if (action === "finish") socket.send({ action });
   else if (action === "answer") socket.send({ action, dialog_id: b.dataset.dialog, keep: b.dataset.keep === "1" });
-  else if (action === "leave") socket.send({ action });
+  else if (action === "leave" || action === "join") socket.send({ action });
   b.disabled = true;
 });
