@@ -40,7 +40,7 @@ import uuid
 from pathlib import Path
 
 from teamtree.agents import build_agent, configure_logging, load_config
-from teamtree.agents.factory import FactoryRobot, JobSource
+from teamtree.agents.capability.factory import FactoryRobot, JobSource
 from teamtree.broker import MosquittoBroker, find_mosquitto
 from teamtree.hardware import RobotProfile, factory_robots, make_robot
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import AGENT_KINDS, load_config, parse_config, validate_kinds
-from teamtree.agents.factory import (
+from teamtree.agents.capability.factory import (
     FactoryRobot,
     FavorWireError,
     JobSource,

@@ -1,4 +1,4 @@
-"""A pure, seeded simulation of one kitting episode (seed 001 §VI, SCENARIOS.md).
+"""A pure, seeded simulation of one kitting episode (seed 001 §VI, docs/scenarios.md).
 
 A simulated human follows (does a task from its tray) with probability P_follow, else leads:
 assigns a task to the robot with probability 0.3636·P_f² − 1.356·P_f + 0.9982 (far
@@ -78,14 +78,14 @@ class SimulatedHuman:
 
     @property
     def p_assign(self) -> float:
-        """Probability that a leading human assigns rather than does a task (SCENARIOS.md)."""
+        """Probability that a leading human assigns rather than does a task (docs/scenarios.md)."""
         p = self.p_follow
         return min(1.0, max(0.0, 0.3636 * p * p - 1.356 * p + 0.9982))
 
 
 @dataclass(frozen=True)
 class CobotConfig:
-    """How the cobot plans: adaptive beliefs or fixed ones, solver and limits (SCENARIOS.md)."""
+    """How the cobot plans: adaptive beliefs or fixed ones, solver and limits (docs/scenarios.md)."""
 
     adaptive: bool = True
     fixed_p_follow: float = 1.0

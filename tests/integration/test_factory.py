@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings, build_agent, load_config
-from teamtree.agents.factory import FactoryRobot, JobOrder, JobSource
-from teamtree.agents.kinds import apply_overrides
+from teamtree.agents.capability.factory import FactoryRobot, JobOrder, JobSource
+from teamtree.agents.runtime.kinds import apply_overrides
 from teamtree.broker import find_mosquitto
 from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd, write_config
 
