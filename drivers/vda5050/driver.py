@@ -23,6 +23,11 @@ speaks VDA 5050 v2 JSON on the AGV's own broker (see ``topics``):
   published in this agent's own factsheet (``capabilities``) and a behaviour needing an
   action the factsheet does not list fails ``unsupported_action`` without an order.
 
+Choice: VDA 5050 2.0.0's text names the instant actions array ``actions`` while its
+JSON schema (and vda-5050-lib, which validates against it) requires ``instantActions``;
+2.1.0 settled on ``actions``. For version 2.0.0 the driver sends both keys with the same
+list, so either reading finds it; for 2.1.0 only ``actions``.
+
 Every message it sends is first validated against the VDA 5050 JSON schemas when they
 are installed (``schema``): an invalid one is not sent and the behaviour fails with the
 schema error. Messages from the AGV are validated too and counted in ``stats``.
@@ -545,9 +550,11 @@ class Vda5050DriverAgent(Agent):
     async def _instant(self, kind: str, **params: Any) -> str | None:
         """Send one instant action; returns its actionId (None: not sent)."""
         action_id = f"{self.id}-{self.session}-ia{next(self._action_ids)}-{kind}"
-        message = self.headers.stamp(
-            "instantActions", {"actions": [instant_action(kind, action_id, **params)]}
-        )
+        actions = [instant_action(kind, action_id, **params)]
+        body: dict[str, Any] = {"actions": actions}
+        if self.address.version == "2.0.0":
+            body["instantActions"] = actions  # the 2.0.0 JSON schema's name (see module doc)
+        message = self.headers.stamp("instantActions", body)
         problem = await self._send("instantActions", message)
         if problem:
             self.log.warning("driver.instant_action_not_sent", kind=kind, reason=problem)
