@@ -19,6 +19,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
+from teamtree.agents import Agent
 from teamtree.drivers.vda5050 import SchemaCheck, SchemasUnavailable
 
 NODE_DIR = Path(__file__).resolve().parent / "vda5050"
@@ -84,7 +85,19 @@ class VirtualAgv:
                 return self
             if not line and self.proc.poll() is not None:
                 break
-        raise AssertionError(f"virtual AGV {self.serial} did not start: {self.log_path.read_text()}")
+        raise AssertionError(
+            f"virtual AGV {self.serial} did not start: {self.log_path.read_text()}"
+        )
+
+    async def own_state(self) -> dict[str, Any]:
+        """The running AGV's own state (SIGUSR2 makes it print one STATE line)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        self.proc.send_signal(signal.SIGUSR2)
+        while True:
+            line = await asyncio.wait_for(asyncio.to_thread(self.proc.stdout.readline), 10)
+            if line.startswith("STATE "):
+                return json.loads(line[6:])
+            assert line, "the virtual AGV closed its output"
 
     def kill(self) -> None:
         """SIGKILL: the broker publishes the AGV's Last Will (CONNECTIONBROKEN)."""
@@ -147,7 +160,9 @@ class Sniffer:
                 payload = json.loads(message.payload)  # type: ignore[arg-type]
                 sub = parts[4]
                 self.seen.append(
-                    Sniffed(time.monotonic(), sub, parts[3], payload, self.check.errors(sub, payload))
+                    Sniffed(
+                        time.monotonic(), sub, parts[3], payload, self.check.errors(sub, payload)
+                    )
                 )
 
     def of(self, subtopic: str, serial: str | None = None) -> list[Sniffed]:
@@ -176,12 +191,13 @@ def agv_agents(
     stations = []
     for name, (x, y) in STATIONS.items():
         kind = (station_types or {}).get(name)
-        line = f'[agents.stations.{name}]\nx = {x}\ny = {y}\n'
+        line = f"[agents.stations.{name}]\nx = {x}\ny = {y}\n"
         if kind:
             line += f'station_type = "{kind}"\n'
         stations.append(line)
     load_tables = "\n".join(
-        f'[agents.loads.{name}]\nat = "{at}"\ngoal = "{goal}"\n' for name, (at, goal) in loads.items()
+        f'[agents.loads.{name}]\nat = "{at}"\ngoal = "{goal}"\n'
+        for name, (at, goal) in loads.items()
     )
     broker = f'agv_broker = "{agv_broker}"\n' if agv_broker else ""
     return f"""
@@ -276,9 +292,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def progress(records: list[dict[str, Any]], kind: str, sender: str | None = None) -> list[dict]:
     """Progress bodies of `kind` (e.g. ``behaviour.finished``), optionally from one driver."""
     return [
-        r["body"]
-        for r in records
-        if r.get("kind") == kind and sender in (None, r.get("sender"))
+        r["body"] for r in records if r.get("kind") == kind and sender in (None, r.get("sender"))
     ]
 
 
@@ -326,3 +340,31 @@ FACTSHEET: dict[str, Any] = {
     "agvGeometry": {},
     "loadSpecification": {},
 }
+
+
+class Watcher(Agent):
+    """Records every teamtree message of the team (an in-test observer, kind ``agent``:
+    robots never count it as a peer)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.messages: list[tuple[str, str, Any]] = []
+
+    async def setup(self) -> None:
+        self.on_any(self._record)
+
+    async def _record(self, env: Any, topic: Any) -> None:
+        self.messages.append((env.sender, env.kind, env.body))
+
+    def bodies(self, kind: str, sender: str | None = None) -> list[dict[str, Any]]:
+        return [b for s, k, b in self.messages if k == kind and sender in (None, s)]
+
+    def done(self) -> list[tuple[str, str]]:
+        return [
+            (b["agent"], b["node"])
+            for b in self.bodies("node.transition")
+            if b.get("status") == "done"
+        ]
+
+    async def command(self, driver: str, kind: str, **body: Any) -> None:
+        await self.publish("command", kind, body, recipient=driver)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from tests.conftest import AgentProcs, eventually, teamtree_cmd
 from tests.vda5050_support import (
     Sniffer,
     VirtualAgv,
+    Watcher,
     agv_agents,
     progress,
     read_records,
@@ -61,7 +61,11 @@ async def test_mission_with_sim_robot_and_virtual_agv(mosquitto, team, tmp_path:
     from tests.vda5050_support import SIM_AGENTS
 
     config = team_config(
-        tmp_path / "team.toml", team, "AND(cup, THEN(pallet1, MOVE(dock)))", SIM_AGENTS + agents, record
+        tmp_path / "team.toml",
+        team,
+        "AND(cup, THEN(pallet1, MOVE(dock)))",
+        SIM_AGENTS + agents,
+        record,
     )
     agv = VirtualAgv("agv7", mosquitto.url, tmp_path / "agv7.log")
     async with Sniffer(mosquitto.endpoint.host, mosquitto.endpoint.port) as sniffer:
@@ -103,4 +107,180 @@ async def test_mission_with_sim_robot_and_virtual_agv(mosquitto, team, tmp_path:
     assert any(c["from_factsheet"] and "pick" in c["actions"] for c in capabilities)
     assert capabilities[-1]["limits"]["speedMax"] == 2.0
     assert not [s for s in sniffer.of("state", "agv7") if s.payload["errors"]]
+    _assert_valid(sniffer)
+
+
+def _two_agv_team(tmp_path: Path, team: str, **a_options) -> Path:
+    agents = agv_agents("agva", "agva", loads={"pallet1": ("A", "B")}, **a_options)
+    agents += agv_agents("agvb", "agvb", loads={"pallet1": ("A", "B")})
+    return team_config(tmp_path / "team.toml", team, "pallet1", agents, tmp_path / "run.jsonl")
+
+
+async def _wait_exit(procs: AgentProcs, *ids: str, timeout: float = 30) -> None:
+    for agent_id in ids:
+        proc = procs.procs[agent_id]
+        await eventually(lambda p=proc: p.poll() is not None, timeout, what=f"{agent_id} exits")
+        assert proc.returncode == 0, procs.log(agent_id)[-2000:]
+
+
+async def test_agv_rejects_order_and_teammate_takes_node(
+    mosquitto, team, tmp_path: Path, agent_procs
+) -> None:
+    """AGV A is told station A is a rack: the virtual AGV refuses to pick from it (its
+    pick needs a floor station) and rejects the order. The behaviour fails with the
+    AGV's own error text, and robot B, whose AGV comes online afterwards, takes the
+    node and finishes it."""
+    config = _two_agv_team(tmp_path, team, station_types={"A": "rack"})
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    agv_a = VirtualAgv("agva", mosquitto.url, tmp_path / "agva.log")
+    agv_b = VirtualAgv("agvb", mosquitto.url, tmp_path / "agvb.log")
+    watcher = Watcher("watcher", team=team, endpoint=mosquitto.endpoint)
+    own_b = None
+    async with Sniffer(mosquitto.endpoint.host, mosquitto.endpoint.port) as sniffer, watcher:
+        agv_a.start()
+        try:
+            for agent_id in ("agva-driver", "agvb-driver", "recorder", "agva", "agvb"):
+                procs.start(agent_id)
+            failed = await eventually(
+                lambda: watcher.bodies("behaviour.failed", "agva-driver"), 60, what="A fails"
+            )
+            agv_b.start()
+            await eventually(lambda: watcher.done(), 60, what="the node done")
+            await _wait_exit(procs, "agva", "agvb")
+            own_b = await agv_b.own_state()
+        finally:
+            agv_b.stop()
+            agv_a.stop()
+    reason = failed[0]["reason"]
+    assert reason.startswith("agv_rejected: orderError: order action is not executable")
+    assert "invalid actionParameter" in reason
+    # the AGV itself reported that text, referencing our order
+    errors = [e for s in sniffer.of("state", "agva") for e in s.payload["errors"]]
+    assert any(e["errorDescription"] in reason for e in errors)
+    assert watcher.bodies("behaviour.finished", "agva-driver") == []
+    assert len(watcher.bodies("behaviour.finished", "agvb-driver")) == 1
+    assert [a for a, _ in watcher.done()] == ["agvb"]
+    assert own_b["lastNodeId"] == "B" and own_b["loads"] == []
+    _assert_valid(sniffer)
+
+
+async def test_agv_killed_mid_order_teammate_finishes_once(
+    mosquitto, team, tmp_path: Path, agent_procs
+) -> None:
+    """Whichever AGV takes the node is SIGKILLed while it drives: the broker publishes
+    its Last Will (CONNECTIONBROKEN), the driver fails the behaviour, the robot releases
+    the node, and the other robot finishes it exactly once."""
+    config = _two_agv_team(tmp_path, team)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    slow = {"timeLapse": 1, "vehicleSpeed": 0.5}  # 4 s to station A: time to kill it
+    agvs = {
+        name: VirtualAgv(name, mosquitto.url, tmp_path / f"{name}.log", options=slow)
+        for name in ("agva", "agvb")
+    }
+    watcher = Watcher("watcher", team=team, endpoint=mosquitto.endpoint)
+    async with Sniffer(mosquitto.endpoint.host, mosquitto.endpoint.port) as sniffer, watcher:
+        for agv in agvs.values():
+            agv.start()
+        try:
+            for agent_id in ("agva-driver", "agvb-driver", "recorder", "agva", "agvb"):
+                procs.start(agent_id)
+            started = await eventually(
+                lambda: [s for s, k, _ in watcher.messages if k == "behaviour.started"],
+                60,
+                what="a behaviour started",
+            )
+            first = started[0].removesuffix("-driver")
+            other = "agvb" if first == "agva" else "agva"
+            await asyncio.sleep(1.0)
+            own = await agvs[first].own_state()
+            assert own["driving"] is True and own["nodeStates"], own  # mid-order
+            agvs[first].kill()
+            await eventually(
+                lambda: watcher.bodies("behaviour.failed", f"{first}-driver"), 20, what="failed"
+            )
+            await eventually(lambda: watcher.done(), 60, what="the node done")
+            await _wait_exit(procs, "agva", "agvb")
+            own_other = await agvs[other].own_state()
+        finally:
+            for agv in agvs.values():
+                agv.stop()
+    reason = watcher.bodies("behaviour.failed", f"{first}-driver")[0]["reason"]
+    assert reason.startswith("connection_broken:") and "CONNECTIONBROKEN" in reason
+    wills = [s.payload["connectionState"] for s in sniffer.of("connection", first)]
+    assert wills[-1] == "CONNECTIONBROKEN"
+    assert watcher.bodies("behaviour.finished", f"{first}-driver") == []
+    assert len(watcher.bodies("behaviour.finished", f"{other}-driver")) == 1
+    assert [a for a, _ in watcher.done()] == [other]
+    released = [b for b in watcher.bodies("node.transition", first) if b["status"] == "inactive"]
+    assert released, "the robot whose AGV died released the node"
+    assert own_other["lastNodeId"] == "B" and own_other["loads"] == []
+    _assert_valid(sniffer)
+
+
+async def test_pause_resume_cancel_reach_the_agv(
+    mosquitto, team, tmp_path: Path, agent_procs
+) -> None:
+    """The robot's pause, resume and cancel become startPause, stopPause and cancelOrder
+    instant actions; the AGV's own state shows each, and the driver reports them."""
+    agents = agv_agents("agv7", "agv7", loads={"pallet1": ("A", "B")})
+    config = team_config(tmp_path / "team.toml", team, "pallet1", agents, tmp_path / "run.jsonl")
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    agv = VirtualAgv("agv7", mosquitto.url, tmp_path / "agv7.log",
+                     options={"timeLapse": 1, "vehicleSpeed": 0.5})  # fmt: skip
+    robot = Watcher("agv7", team=team, endpoint=mosquitto.endpoint)  # stands in for the robot
+    async with Sniffer(mosquitto.endpoint.host, mosquitto.endpoint.port) as sniffer, robot:
+        agv.start()
+        try:
+            procs.start("agv7-driver")
+
+            def kinds(command_id: str) -> list[str]:
+                return [k for s, k, b in robot.messages if s == "agv7-driver"
+                        and k.startswith("behaviour.") and b.get("command_id") == command_id]  # fmt: skip
+
+            await eventually(
+                lambda: any(o["objects"] for o in robot.bodies("observation", "agv7-driver")),
+                30,
+                what="AGV online in the observations",
+            )
+            await robot.command("agv7-driver", "behaviour.execute", command_id="c1", node="n1",
+                                behaviour="PLACE", params={"object": "pallet1"})  # fmt: skip
+            await eventually(lambda: "behaviour.started" in kinds("c1"), 10, what="started")
+            await robot.command("agv7-driver", "behaviour.pause", command_id="c1", node="n1")
+            await eventually(lambda: "behaviour.paused" in kinds("c1"), 10, what="paused")
+            paused = await agv.own_state()
+            assert paused["paused"] is True and paused["driving"] is False
+            await asyncio.sleep(0.5)
+            still = await agv.own_state()
+            assert still["agvPosition"] == paused["agvPosition"]  # it does not move
+            await robot.command("agv7-driver", "behaviour.resume", command_id="c1", node="n1")
+            await eventually(lambda: "behaviour.resumed" in kinds("c1"), 10, what="resumed")
+            assert (await agv.own_state())["paused"] is False
+            await robot.command("agv7-driver", "behaviour.cancel", command_id="c1", node="n1")
+            await eventually(lambda: "behaviour.failed" in kinds("c1"), 10, what="cancelled")
+            cancelled = await agv.own_state()
+            assert cancelled["nodeStates"] == [] and cancelled["driving"] is False
+            # after a cancel the next behaviour is a new order from where the AGV stands
+            await robot.command("agv7-driver", "behaviour.execute", command_id="c2", node="n2",
+                                behaviour="MOVE", params={"object": "dock"})  # fmt: skip
+            await eventually(lambda: "behaviour.finished" in kinds("c2"), 20, what="c2 done")
+            last = await agv.own_state()
+        finally:
+            agv.stop()
+    assert kinds("c1") == [
+        "behaviour.started", "behaviour.paused", "behaviour.resumed", "behaviour.failed"
+    ]  # fmt: skip
+    reason = next(b for _, k, b in robot.messages if k == "behaviour.failed")["reason"]
+    assert reason.startswith("cancelled")
+    sent = [a["actionType"] for s in sniffer.of("instantActions") for a in s.payload["actions"]]
+    assert sent == ["factsheetRequest", "startPause", "stopPause", "cancelOrder"]
+    states = [s.payload for s in sniffer.of("state", "agv7")]
+    assert any(s["paused"] for s in states)
+    finished = {a["actionType"]: a["actionStatus"] for s in states for a in s["actionStates"]}
+    assert finished["startPause"] == finished["stopPause"] == finished["cancelOrder"] == "FINISHED"
+    orders = sniffer.of("order", "agv7")
+    assert len(orders) == 2 and orders[0].payload["orderId"] != orders[1].payload["orderId"]
+    assert last["lastNodeId"] == "dock"
     _assert_valid(sniffer)
