@@ -202,3 +202,70 @@ def test_finished_only_when_everything_is_done(statuses, pending) -> None:
     verdict = assess(sent, _state(sent, nodeStates=nodes, actionStates=actions))
     everything = not any(pending) and all(x == "FINISHED" for x in statuses)
     assert (verdict.status == "finished") == everything
+
+
+CONFIG = """
+[team]
+name = "t"
+
+[mission]
+kind = "tasktree"
+tree = "p1"
+
+[[agents]]
+id = "agv7"
+kind = "robot"
+profile = "pr2"
+
+[[agents]]
+id = "agv7-driver"
+kind = "vda5050_driver"
+role = "service"
+{keys}
+
+[agents.stations.A]
+x = 1.0
+y = 0.0
+
+[agents.loads.p1]
+at = "A"
+"""
+
+
+@pytest.mark.parametrize(
+    ("keys", "key", "text"),
+    [
+        ('serial_number = "s"', "agents[1].manufacturer", "is missing"),
+        ('manufacturer = "m"\nserial_number = "a/b"', "agents[1].serial_number", "without /"),
+        ('manufacturer = "m"\nserial_number = "s"\nversion = "1.1.0"', "agents[1].version",
+         "2.0.0, 2.1.0"),
+        ('manufacturer = "m"\nserial_number = "s"\nagv_broker = "localhost"', "agents[1].agv_broker",
+         "mqtt://"),
+        ('manufacturer = "m"\nserial_number = "s"\nspeed = 3', "agents[1]", "unknown key(s) speed"),
+    ],
+)  # fmt: skip
+def test_driver_config_errors_name_the_key(tmp_path, keys, key, text) -> None:
+    from teamtree.agents import load_config, validate_kinds
+    from teamtree.broker import ConfigError
+
+    path = tmp_path / "team.toml"
+    path.write_text(CONFIG.format(keys=keys))
+    with pytest.raises(ConfigError) as err:
+        validate_kinds(load_config(path))
+    assert err.value.key == key and text in str(err.value)
+
+
+def test_driver_config_defaults(tmp_path) -> None:
+    from teamtree.agents import AGENT_KINDS, load_config
+
+    path = tmp_path / "team.toml"
+    path.write_text(CONFIG.format(keys='manufacturer = "m"\nserial_number = "s"'))
+    cfg = load_config(path)
+    params = AGENT_KINDS["vda5050_driver"].params_from_config(cfg.agent("agv7-driver"), cfg)
+    assert params["agent"] == "agv7"  # the robot whose driver it is
+    assert (params["interface_name"], params["version"], params["agv_broker"]) == (
+        "uagv",
+        "2.0.0",
+        None,
+    )
+    assert params["site"].where == {"p1": "A"}

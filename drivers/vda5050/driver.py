@@ -155,6 +155,8 @@ class Vda5050DriverAgent(Agent):
         manufacturer = reader.take("manufacturer", str, None, "the AGV's manufacturer")
         serial = reader.take("serial_number", str, None, "the AGV's serialNumber")
         for key, value in (("manufacturer", manufacturer), ("serial_number", serial)):
+            if value is None:
+                raise reader.error(key, "is missing; expected the AGV's name in its topics")
             if not value or any(c in value for c in "/#+"):
                 raise reader.error(key, f"is {value!r}; expected a non-empty name without /, #, +")
         interface = reader.take("interface_name", str, "uagv", "the topic interface name")
