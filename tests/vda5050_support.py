@@ -24,6 +24,7 @@ from teamtree.drivers.vda5050 import SchemaCheck, SchemasUnavailable
 
 NODE_DIR = Path(__file__).resolve().parent / "vda5050"
 MANUFACTURER = "teamtree-lab"
+SCHEMA_TOPICS = ("order", "instantActions", "state", "visualization", "connection", "factsheet")
 
 # A small site: the AGVs start at "home" (0, 0); loads wait at A and B.
 STATIONS = {
@@ -157,13 +158,15 @@ class Sniffer:
                 parts = str(message.topic).split("/")
                 if len(parts) != 5:
                     continue
-                payload = json.loads(message.payload)  # type: ignore[arg-type]
                 sub = parts[4]
-                self.seen.append(
-                    Sniffed(
-                        time.monotonic(), sub, parts[3], payload, self.check.errors(sub, payload)
-                    )
-                )
+                try:
+                    payload = json.loads(message.payload)  # type: ignore[arg-type]
+                except ValueError as exc:
+                    errors = [f"not JSON: {exc}"]
+                    self.seen.append(Sniffed(time.monotonic(), sub, parts[3], {}, errors))
+                    continue
+                errors = self.check.errors(sub, payload) if sub in SCHEMA_TOPICS else ["no schema"]
+                self.seen.append(Sniffed(time.monotonic(), sub, parts[3], payload, errors))
 
     def of(self, subtopic: str, serial: str | None = None) -> list[Sniffed]:
         return [s for s in self.seen if s.subtopic == subtopic and serial in (None, s.serial)]

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import AgentProcs, eventually, teamtree_cmd
 from tests.vda5050_support import (
+    MANUFACTURER,
     Sniffer,
     VirtualAgv,
     Watcher,
@@ -245,6 +246,16 @@ async def test_pause_resume_cancel_reach_the_agv(
                 30,
                 what="AGV online in the observations",
             )
+            # bad input first: the driver drops it and carries on
+            await _inject_garbage(mosquitto, "agv7")
+            await robot.publish("command", "behaviour.execute", {"command_id": 7},
+                                recipient="agv7-driver")  # fmt: skip
+            await robot.publish("command", "behaviour.dance", {"command_id": "x"},
+                                recipient="agv7-driver")  # fmt: skip
+            await robot.command("agv7-driver", "behaviour.execute", command_id="c0", node="n0",
+                                behaviour="WELD", params={"object": "pallet1"})  # fmt: skip
+            await eventually(lambda: "behaviour.failed" in kinds("c0"), 10, what="c0 refused")
+            await asyncio.sleep(1.2)  # a real state from the AGV follows the garbage
             await robot.command("agv7-driver", "behaviour.execute", command_id="c1", node="n1",
                                 behaviour="PLACE", params={"object": "pallet1"})  # fmt: skip
             await eventually(lambda: "behaviour.started" in kinds("c1"), 10, what="started")
@@ -269,10 +280,15 @@ async def test_pause_resume_cancel_reach_the_agv(
             last = await agv.own_state()
         finally:
             agv.stop()
+    injected = [s for s in sniffer.failures() if s.serial == "agv7"]
+    assert len(injected) == 2  # exactly the two we injected; everything else is valid
+    sniffer.seen = [s for s in sniffer.seen if s not in injected]
     assert kinds("c1") == [
         "behaviour.started", "behaviour.paused", "behaviour.resumed", "behaviour.failed"
     ]  # fmt: skip
-    reason = next(b for _, k, b in robot.messages if k == "behaviour.failed")["reason"]
+    reason = next(
+        b for _, k, b in robot.messages if k == "behaviour.failed" and b["command_id"] == "c1"
+    )["reason"]
     assert reason.startswith("cancelled")
     sent = [a["actionType"] for s in sniffer.of("instantActions") for a in s.payload["actions"]]
     assert sent == ["factsheetRequest", "startPause", "stopPause", "cancelOrder"]
@@ -283,4 +299,21 @@ async def test_pause_resume_cancel_reach_the_agv(
     orders = sniffer.of("order", "agv7")
     assert len(orders) == 2 and orders[0].payload["orderId"] != orders[1].payload["orderId"]
     assert last["lastNodeId"] == "dock"
+    refused = next(
+        b for s, k, b in robot.messages if k == "behaviour.failed" and s == "agv7-driver"
+    )
+    assert refused["command_id"] == "c0" and refused["reason"].startswith("unsupported_behaviour")
+    log = procs.log("agv7-driver")
+    assert "VDA 5050 state" in log and "driver.agv_message_invalid" in log  # dropped, logged
+    assert "driver.bad_command" in log and "malformed" in log
     _assert_valid(sniffer)
+
+
+async def _inject_garbage(broker, serial: str) -> None:
+    """A non-JSON message and a schema-invalid state on the AGV's state topic."""
+    import aiomqtt
+
+    topic = f"uagv/v2/{MANUFACTURER}/{serial}/state"
+    async with aiomqtt.Client(broker.endpoint.host, broker.endpoint.port) as client:
+        await client.publish(topic, b"{not json", qos=1)
+        await client.publish(topic, b'{"headerId": "x", "nodeStates": "abc", "errors": 5}', qos=1)
