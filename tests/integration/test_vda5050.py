@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import AgentProcs, eventually, teamtree_cmd
+from tests.conftest import AgentProcs, close_broker, eventually, start_broker, teamtree_cmd
 from tests.vda5050_support import (
     MANUFACTURER,
     Sniffer,
@@ -220,19 +220,33 @@ async def test_agv_killed_mid_order_teammate_finishes_once(
     _assert_valid(sniffer)
 
 
+@pytest.fixture
+async def agv_broker():
+    """A second mosquitto: the AGV's own broker, apart from the team's."""
+    broker = await start_broker("mosquitto")
+    try:
+        yield broker
+    finally:
+        await close_broker(broker)
+
+
 async def test_pause_resume_cancel_reach_the_agv(
-    mosquitto, team, tmp_path: Path, agent_procs
+    mosquitto, agv_broker, team, tmp_path: Path, agent_procs
 ) -> None:
     """The robot's pause, resume and cancel become startPause, stopPause and cancelOrder
-    instant actions; the AGV's own state shows each, and the driver reports them."""
-    agents = agv_agents("agv7", "agv7", loads={"pallet1": ("A", "B")})
+    instant actions; the AGV's own state shows each, and the driver reports them. The
+    AGV is on its own broker, apart from the team's; bad input on either side is
+    dropped and the driver carries on."""
+    agents = agv_agents("agv7", "agv7", loads={"pallet1": ("A", "B")}, agv_broker=agv_broker.url)
     config = team_config(tmp_path / "team.toml", team, "pallet1", agents, tmp_path / "run.jsonl")
     procs = AgentProcs(config, mosquitto.url, team, tmp_path)
     agent_procs.append(procs)
-    agv = VirtualAgv("agv7", mosquitto.url, tmp_path / "agv7.log",
+    agv = VirtualAgv("agv7", agv_broker.url, tmp_path / "agv7.log",
                      options={"timeLapse": 1, "vehicleSpeed": 0.5})  # fmt: skip
     robot = Watcher("agv7", team=team, endpoint=mosquitto.endpoint)  # stands in for the robot
-    async with Sniffer(mosquitto.endpoint.host, mosquitto.endpoint.port) as sniffer, robot:
+    host, port = agv_broker.endpoint.host, agv_broker.endpoint.port
+    team_side = Sniffer(mosquitto.endpoint.host, mosquitto.endpoint.port)
+    async with Sniffer(host, port) as sniffer, team_side, robot:
         agv.start()
         try:
             procs.start("agv7-driver")
@@ -247,7 +261,7 @@ async def test_pause_resume_cancel_reach_the_agv(
                 what="AGV online in the observations",
             )
             # bad input first: the driver drops it and carries on
-            await _inject_garbage(mosquitto, "agv7")
+            await _inject_garbage(agv_broker, "agv7")
             await robot.publish("command", "behaviour.execute", {"command_id": 7},
                                 recipient="agv7-driver")  # fmt: skip
             await robot.publish("command", "behaviour.dance", {"command_id": "x"},
@@ -280,6 +294,7 @@ async def test_pause_resume_cancel_reach_the_agv(
             last = await agv.own_state()
         finally:
             agv.stop()
+    assert team_side.seen == []  # nothing of VDA 5050 on the team's broker
     injected = [s for s in sniffer.failures() if s.serial == "agv7"]
     assert len(injected) == 2  # exactly the two we injected; everything else is valid
     sniffer.seen = [s for s in sniffer.seen if s not in injected]
