@@ -332,3 +332,56 @@ async def _inject_garbage(broker, serial: str) -> None:
     async with aiomqtt.Client(broker.endpoint.host, broker.endpoint.port) as client:
         await client.publish(topic, b"{not json", qos=1)
         await client.publish(topic, b'{"headerId": "x", "nodeStates": "abc", "errors": 5}', qos=1)
+
+
+async def test_abandoned_order_is_cancelled_when_the_agv_returns(
+    mosquitto, agv_broker, team, tmp_path: Path, agent_procs
+) -> None:
+    """The AGV's broker goes down mid-order: the driver fails the behaviour
+    (connection_broken) so a teammate may take the node, while the AGV, cut off, keeps
+    driving. When the broker is back and the AGV reports it still runs that order, the
+    driver cancels it: the node is never worked on by two bodies."""
+    agents = agv_agents("agv7", "agv7", loads={"pallet1": ("A", "B")}, agv_broker=agv_broker.url)
+    config = team_config(tmp_path / "team.toml", team, "pallet1", agents, tmp_path / "run.jsonl")
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    agv = VirtualAgv("agv7", agv_broker.url, tmp_path / "agv7.log",
+                     options={"timeLapse": 1, "vehicleSpeed": 0.3})  # fmt: skip
+    robot = Watcher("agv7", team=team, endpoint=mosquitto.endpoint)
+    async with robot:
+        agv.start()
+        try:
+            procs.start("agv7-driver")
+            await eventually(
+                lambda: any(o["objects"] for o in robot.bodies("observation", "agv7-driver")),
+                30,
+                what="AGV online",
+            )
+            await robot.command("agv7-driver", "behaviour.execute", command_id="c1", node="n1",
+                                behaviour="PLACE", params={"object": "pallet1"})  # fmt: skip
+            await eventually(lambda: robot.bodies("behaviour.started", "agv7-driver"), 10)
+            await agv_broker.stop()
+            failed = await eventually(lambda: robot.bodies("behaviour.failed", "agv7-driver"), 15)
+            assert failed[0]["reason"].startswith("connection_broken")
+            cut_off = await agv.own_state()
+            assert cut_off["nodeStates"], "the AGV still runs the order on its own"
+            await agv_broker.start()
+            async with Sniffer(agv_broker.endpoint.host, agv_broker.endpoint.port) as sniffer:
+                await eventually(
+                    lambda: any(a["actionType"] == "cancelOrder"
+                                for s in sniffer.of("instantActions") for a in s.payload["actions"]),
+                    30, what="cancelOrder for the abandoned order",
+                )  # fmt: skip
+                await eventually(
+                    lambda: any(s.payload["nodeStates"] == [] and not s.payload["driving"]
+                                for s in sniffer.of("state", "agv7")),
+                    15, what="the AGV stopped",
+                )  # fmt: skip
+                own = await agv.own_state()
+            _assert_valid(sniffer)
+        finally:
+            agv.stop()
+    assert own["nodeStates"] == [] and own["driving"] is False
+    assert own["orderId"] == cut_off["orderId"]  # it was that order that was cancelled
+    assert robot.bodies("behaviour.finished", "agv7-driver") == []
+    assert "driver.cancel_abandoned" in procs.log("agv7-driver")
