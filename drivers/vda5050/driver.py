@@ -43,6 +43,8 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +120,14 @@ class Vda5050DriverAgent(Agent):
         self.headers = Headers(self.address)
         self.site = site
         self.agv_endpoint = parse_endpoint(agv_broker) if agv_broker else self.endpoint
+        # credentials for the AGV's broker come from the environment, never the config;
+        # on the team's own broker the driver's team credentials and TLS are reused
+        self.agv_username = os.environ.get("TEAMTREE_AGV_USERNAME") or None
+        self.agv_password = os.environ.get("TEAMTREE_AGV_PASSWORD") or None
+        self.agv_tls: ssl.SSLContext | None = None
+        if agv_broker is None and self.agv_password is None:
+            self.agv_username, self.agv_password = self.connection._auth
+            self.agv_tls = self.connection._tls
         self.ack_timeout_s = ack_timeout_s
         self.observation_period = 1.0 / observation_hz
         self.request_factsheet = request_factsheet
@@ -311,6 +321,11 @@ class Vda5050DriverAgent(Agent):
             ep.port,
             identifier=f"teamtree-{self.team}-{self.id}-master",
             keepalive=max(2, int(self.runtime.keepalive_s)),
+            transport=ep.transport,
+            websocket_path=ep.path,
+            tls_context=self.agv_tls or (ssl.create_default_context() if ep.tls else None),
+            username=self.agv_username,
+            password=self.agv_password,
         ) as client:
             for sub in ("connection", "state", "factsheet"):
                 await client.subscribe(self.address.topic(sub), qos=1 if sub == "connection" else 0)
