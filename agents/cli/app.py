@@ -21,6 +21,7 @@ from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.cli.args import team_id as _team_id
 from teamtree.agents.cli.disturb import register as register_disturb
 from teamtree.agents.cli.human import register as register_human
+from teamtree.agents.cli.kinds import register as register_kinds
 from teamtree.agents.cli.ops import register as register_ops
 from teamtree.agents.cli.study import register as register_study
 from teamtree.agents.observers.timeline import draw_timeline, load_records
@@ -234,7 +235,7 @@ async def _timeline(args: argparse.Namespace) -> int:
 
 
 #: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
-EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human]
+EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human, register_kinds]
 
 COMMANDS = {
     "run": _run,

@@ -19,6 +19,12 @@ from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class, build_agent,
 from teamtree.agents.runtime.launcher import Launcher
 from teamtree.agents.runtime.log_setup import configure_logging
 from teamtree.agents.runtime.pending import PendingRequest, PendingRequests
+from teamtree.agents.runtime.registry import (
+    KindInfo,
+    KindRegistry,
+    UnknownKindError,
+    installed_kinds,
+)
 from teamtree.agents.runtime.team_view import Member, Presence, TeamView
 
 __all__ = [
@@ -28,6 +34,8 @@ __all__ = [
     "AgentState",
     "EchoAgent",
     "HelloAgent",
+    "KindInfo",
+    "KindRegistry",
     "Launcher",
     "Member",
     "MissionSpec",
@@ -37,9 +45,11 @@ __all__ = [
     "RuntimeSettings",
     "TeamConfig",
     "TeamView",
+    "UnknownKindError",
     "agent_class",
     "build_agent",
     "configure_logging",
+    "installed_kinds",
     "load_config",
     "parse_config",
     "spec_reader",

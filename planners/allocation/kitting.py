@@ -1,4 +1,4 @@
-"""The kitting scenario of seed 001 as data and pure logic (§IV.A, Table II, Fig. 6, docs/scenarios.md).
+"""The kitting scenario of seed 001 as data and pure logic (§IV.A, Table II, Fig. 6).
 
 Twenty subtasks fill 4 workspaces × 5 spots; within a workspace the spots are filled in
 order (chains 0→…→4, 5→…→9, 10→…→14, 15→…→19); subtask i is workspace i//5+1, spot

@@ -85,7 +85,7 @@ class SimulatedHuman:
 
 @dataclass(frozen=True)
 class CobotConfig:
-    """How the cobot plans: adaptive beliefs or fixed ones, solver and limits (docs/scenarios.md)."""
+    """How the cobot plans: adaptive or fixed beliefs, solver, limits (docs/scenarios.md)."""
 
     adaptive: bool = True
     fixed_p_follow: float = 1.0
