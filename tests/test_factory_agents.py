@@ -317,4 +317,5 @@ def test_a_new_round_of_the_same_requester_supersedes_a_held_grant():
     assert [type(a.message) for a in out] == [FavorGrant]
     assert helper.lease.request_id == "m1:job1#2"
     other = FavorRequest("m2:job1#1", "m2", first.query, 1, 0.3, ("m2",))
-    assert helper.on_request(other, 0.16, []) == []  # still held for m1
+    out = helper.on_request(other, 0.16, [])  # still held for m1: declines m2
+    assert [(type(a.message), a.to) for a in out] == [(FavorReject, "m2")]
