@@ -522,13 +522,19 @@ class FactoryRobot(Agent):
             out[member.id] = Peer(profile, (float(pos[0]), float(pos[1])), float(rng), idle)
         return out
 
-    def _expected(self, req: FavorRequester, peers: Mapping[str, Peer]) -> list[str] | None:
+    def _expected(
+        self,
+        req: FavorRequester,
+        peers: Mapping[str, Peer],
+        answers: dict[str, Offer | None] | None = None,
+    ) -> list[str] | None:
         """The capable robots the request reaches (they grant or decline), or None
         when the window should wait for its deadline."""
         if not self.close_early:
             return None
         me = Peer(self.profile, self.position, self.comm_range)
-        return sorted(replay(me, peers, req.query, req.matcher, self.ttl).answerers)
+        reach = replay(me, peers, req.query, req.matcher, self.ttl, answers=answers)
+        return sorted(reach.answerers)
 
     # -- inbound ---------------------------------------------------------------------
 
@@ -628,9 +634,11 @@ class FactoryRobot(Agent):
             )
             peers = self.peers()
             me = Peer(self.profile, self.position, self.comm_range)
-            feas = feasibility(me, peers, JOBS[name], self.matchers[self.method], self.ttl)
+            answers: dict[str, Offer | None] = {}
+            matcher = self.matchers[self.method]
+            feas = feasibility(me, peers, JOBS[name], matcher, self.ttl, answers)
             self.requester.impossible = feas.reason
-            expect = self._expected(self.requester, peers)
+            expect = self._expected(self.requester, peers, answers)
             self.log.info(
                 "job.received",
                 job_id=job_id,
@@ -642,6 +650,7 @@ class FactoryRobot(Agent):
             )
             await self._report("job.accepted", {"job_id": job_id, "job": name})
             neighbours = self.neighbours(idle_only=True)
+            now = time.monotonic()  # the deadline counts from the request, not the receipt
             await self._apply(self.requester.start(now, neighbours, expect), now)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:

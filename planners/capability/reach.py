@@ -33,6 +33,7 @@ from teamtree.planners.capability.modes import (
     ActiveMatcher,
     FavorQuery,
     Method,
+    Offer,
     PassiveMatcher,
 )
 
@@ -79,19 +80,24 @@ def replay(
     ttl: int,
     *,
     all_idle: bool = False,
+    answers: dict[str, Offer | None] | None = None,
 ) -> Reach:
     """Replay the spreading of ``query`` from ``agent`` through ``peers`` (not the agent).
 
-    ``all_idle`` takes every robot as idle (for :func:`feasibility`). Returns who is
-    reached (hop 1 = the agent's idle neighbours) and who will answer (capable robots).
+    ``all_idle`` takes every robot as idle (for :func:`feasibility`); ``answers`` caches
+    each robot's answer to ``query`` across calls. Returns who is reached (hop 1 = the
+    agent's idle neighbours) and who will answer (capable robots).
     """
     others = {k: p for k, p in peers.items() if k != agent.robot_id}
+    cache: dict[str, Offer | None] = {} if answers is None else answers
 
     def idle(p: Peer) -> bool:
         return all_idle or p.idle
 
     def capable(p: Peer) -> bool:
-        return matcher.answer(query, p.profile) is not None
+        if p.robot_id not in cache:
+            cache[p.robot_id] = matcher.answer(query, p.profile)
+        return cache[p.robot_id] is not None
 
     hops: dict[str, int] = {}
     frontier = sorted(k for k, p in others.items() if idle(p) and agent.reaches(p))
@@ -129,6 +135,7 @@ def feasibility(
     job: JobSpec,
     matcher: PassiveMatcher | ActiveMatcher,
     ttl: int,
+    answers: dict[str, Offer | None] | None = None,
 ) -> Feasibility:
     """Select as if every robot in reach were idle and granted; impossible if that fails.
 
@@ -136,10 +143,9 @@ def feasibility(
     (3(c), 5) is impossible under method 1 whoever is idle.
     """
     query = matcher.query(agent.profile, job)
-    reach = replay(agent, peers, query, matcher, ttl, all_idle=True)
-    offers = [
-        o for k in sorted(reach.reached) if (o := matcher.answer(query, peers[k].profile))
-    ]
+    cache: dict[str, Offer | None] = {} if answers is None else answers
+    reach = replay(agent, peers, query, matcher, ttl, all_idle=True, answers=cache)
+    offers = [o for k in sorted(reach.answerers) if (o := cache[k]) is not None]
     try:
         matcher.select(agent.profile, job, offers)
     except NoCapableAgentError as exc:
