@@ -304,3 +304,37 @@ async def test_a_helper_low_on_battery_is_replaced(mosquitto, team) -> None:
         ["o1b"],
     ]
     assert o1.battery <= 0.3 and not o1.factsheet()["available"]
+
+
+FACTORY_24 = REPO / "configs" / "factory_24.toml"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", [1, 2])
+def test_factory_24_completes_every_possible_job(method: int, tmp_path: Path) -> None:
+    """configs/factory_24.toml, 25 processes over mosquitto, three jobs at once: every job
+    with a capable team ends done and every other one is reported impossible (eq. 18
+    gives method 1 one helper, so 3(c) and 5 are impossible under it); the run exits 0."""
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto is not installed")
+    out = subprocess.run(
+        teamtree_cmd("run", str(FACTORY_24), "--broker-kind", "mosquitto",
+                     "--set", f"method={method}"),
+        capture_output=True, text=True, timeout=420, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
+    summary = json.loads((tmp_path / "runs" / "factory_24_summary.json").read_text())
+    jobs = summary["jobs"]
+    assert len(jobs) == 12 and summary["done"] + summary["impossible"] == 12, jobs
+    for job in jobs:
+        if job["status"] == "impossible":
+            assert job["reason"].startswith(f"impossible under method {method}"), job
+        else:
+            assert job["selections"][0]["closed_by"] in ("all answered", "deadline"), job
+        if method == 1 and job["job"] in ("job3c", "job5"):
+            assert job["status"] == "impossible", job
+    by_job = {j["job_id"]: j for j in jobs}
+    # job 1 (a heat camera) only by assembly with an O1 (§VII.A), job 2 by S2 with a helper
+    assert by_job["j1"]["status"] == "done" and by_job["j1"]["mode"] == "assembly"
+    assert any(m.startswith("o1") for m in by_job["j1"]["members"])
+    assert by_job["j2"]["status"] == "done"
