@@ -7,9 +7,11 @@ the world's observations, and scores them with ``GraspScorer`` (seeded: the medi
 
 - per robot x object x scenario: the paper's score, teamtree's (median, own seed);
 - per object x scenario: which robot grasps it better in the paper and here;
-- agreement counts: zeros (score 0 in both), orderings (same better robot).
+- agreement counts: zeros (score 0 in both), orderings (same better robot);
+- with ``--outcomes``: each scenario run over mosquitto (``teamtree run``) under both
+  metrics, who placed what and which OR branch, next to the paper's §4 outcomes.
 
-    python benchmarks/bench_grasp_tables.py [--seeds 5]
+    python benchmarks/bench_grasp_tables.py [--seeds 5] [--outcomes]
 
 Prints figures only; nothing is asserted (``tests/test_grasp_tables.py`` pins the
 zeros and orderings that match).
@@ -18,7 +20,11 @@ zeros and orderings that match).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -39,6 +45,36 @@ PAPER: dict[str, dict[str, tuple[int, int, int]]] = {
                "sandwich": (44, 26, 27), "orange": (12, 14, 8), "apple": (13, 9, 7),
                "burger": (16, 13, 11)},
 }  # fmt: skip
+
+
+OUTCOMES: dict[tuple[int, str], str] = {
+    # §4's text (Figs. 12-14 give the timings); "?" where the text does not say
+    (1, "distance"): "PR2 sandwich, orange, sugar; Baxter cup, tea_pot, burger (OR: orange)",
+    (1, "distance+grasp"): "PR2 cup, sugar, tea_pot; Baxter sandwich, the OR branch, burger",
+    (2, "distance"): "burger to the Baxter (its gripper nearer); the rest ?",
+    (2, "distance+grasp"): "burger to the PR2 (grasp 91 vs 13); the rest ?",
+    (3, "distance"): "apple to the PR2 (OR: apple); the rest ?",
+    (3, "distance+grasp"): "apple to the Baxter (OR: apple), tea_pot to the PR2, burger to the "
+    "Baxter; the rest ?",
+}
+_BEHAVIOUR = re.compile(r"summary\.behaviour.*?agent=(\S+).*?node=(\S+)")
+
+
+def run_outcome(scenario: int, metric: str) -> dict[str, list[str]]:
+    """``teamtree run`` one scenario on mosquitto; {robot: objects placed, in order}."""
+    config = REPO / "configs" / f"tea_party_s{scenario}.toml"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [sys.executable, "-m", "teamtree.agents", "run", str(config), "--metric", metric,
+             "--broker-kind", "mosquitto"],
+            capture_output=True, text=True, timeout=600, cwd=tmp,
+        )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"scenario {scenario} {metric} failed: {out.stdout[-2000:]}")
+    placed: dict[str, list[str]] = {r: [] for r in ROBOTS}
+    for agent, node in _BEHAVIOUR.findall(out.stdout):
+        placed.setdefault(agent, []).append(node)
+    return placed
 
 
 def scenario_scores(
@@ -76,6 +112,9 @@ def better(a: float, b: float, tie: float = 1.0) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="generator seeds per score")
+    parser.add_argument(
+        "--outcomes", action="store_true", help="also run the scenarios (mosquitto, ~6 runs)"
+    )
     args = parser.parse_args()
     scores = {
         s: scenario_scores(REPO / "configs" / f"tea_party_s{s}.toml", args.seeds) for s in (1, 2, 3)
@@ -107,6 +146,16 @@ def main() -> None:
         f"\nzero / non-zero agrees in {zeros} of {cells} cells; "
         f"the better robot agrees in {orders} of {pairs} object-scenario pairs (* differs)"
     )
+    if not args.outcomes:
+        return
+    print("\noutcomes: paper (§4) / teamtree (objects each robot placed, in order)")
+    for s in (1, 2, 3):
+        for metric in ("distance", "distance+grasp"):
+            placed = run_outcome(s, metric)
+            branch = [o for o in ("orange", "apple") if any(o in p for p in placed.values())]
+            ours = "; ".join(f"{r} {', '.join(placed[r]) or '-'}" for r in ROBOTS)
+            print(f"S{s} {metric:<15} paper:    {OUTCOMES[(s, metric)]}")
+            print(f"{'':>19} teamtree: {ours} (OR: {', '.join(branch) or '-'})", flush=True)
 
 
 if __name__ == "__main__":
