@@ -5,7 +5,7 @@ the robots' arms, as the robot agents build them). Pinned: the paper's zeros (th
 cannot grasp the sandwich, the orange or the apple in any scenario; every other robot x
 object x scenario cell is above zero) and the orderings that hold (the Baxter grasps
 the sandwich, the orange and the apple better than the PR2 everywhere). Not pinned,
-because they differ (docs/tasktree.md, "Grasp scores against Tables 1 and 2"): the
+because they differ (docs/tea_party.md explains why): the
 PR2's lead on the cup, sugar and tea pot, and its S2 burger.
 """
 
