@@ -73,7 +73,7 @@ def run_outcome(scenario: int, metric: str) -> dict[str, list[str]]:
         raise RuntimeError(f"scenario {scenario} {metric} failed: {out.stdout[-2000:]}")
     placed: dict[str, list[str]] = {r: [] for r in ROBOTS}
     for agent, node in _BEHAVIOUR.findall(out.stdout):
-        placed.setdefault(agent, []).append(node)
+        placed.setdefault(agent, []).append(node.removeprefix("PLACE(").removesuffix(")"))
     return placed
 
 
