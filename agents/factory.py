@@ -72,13 +72,15 @@ from teamtree.planners.capability import (
     Method,
     Offer,
     PassiveMatcher,
+    Peer,
     RequesterState,
     Selected,
     SelectionFailed,
     Send,
     WorkingMode,
+    feasibility,
+    replay,
 )
-from teamtree.planners.capability.reach import Peer, feasibility, replay
 
 FAVORS_CHANNEL = "favors"  #: team channel of favor requests
 FAVOR_CHANNEL = "favor"  #: <from>/favor/<to>: directed lease messages

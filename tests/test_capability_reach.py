@@ -18,13 +18,15 @@ from teamtree.planners.capability import (
     FavorRequester,
     FavorResponder,
     Method,
+    Peer,
     RequesterState,
     Selected,
     SelectionFailed,
     Send,
+    feasibility,
     make_matcher,
+    replay,
 )
-from teamtree.planners.capability.reach import Peer, feasibility, replay
 
 FACTORY_8 = [("b1", "B"), ("l1", "L"), ("m1", "M"), ("m3", "M"), ("s1", "S1"), ("s2", "S2"),
              ("o1", "O1"), ("o2", "O2")]  # fmt: skip
