@@ -72,11 +72,14 @@ from teamtree.planners.capability import (
     Method,
     Offer,
     PassiveMatcher,
+    Peer,
     RequesterState,
     Selected,
     SelectionFailed,
     Send,
     WorkingMode,
+    feasibility,
+    replay,
 )
 
 FAVORS_CHANNEL = "favors"  #: team channel of favor requests
@@ -251,7 +254,9 @@ TEAM_DEFAULTS: dict[str, tuple[Any, str]] = {
     "method": (1, "1 (passive, §IV) or 2 (active, §V)"),
     "comm_range": (1e9, "a positive communication range (position units)"),
     "ttl": (2, "a hop limit >= 1"),
-    "window_s": (0.1, "seconds to collect grants (the request's deadline)"),
+    "window_s": (1.0, "seconds to collect grants at most (the request's deadline)"),
+    "close_early": (1, "1: close the window once every capable robot answered; 0: never"),
+    "retry_s": (0.3, "seconds before asking again when every robot answered and none fit"),
     "hold_s": (0.2, "seconds a granting helper waits for the acceptance"),
     "status_s": (0.2, "seconds between a helper's favor.status heartbeats"),
     "silence_s": (1.0, "seconds of helper silence before its lease expires"),
@@ -341,7 +346,9 @@ class FactoryRobot(Agent):
         comm_range: float = 1e9,
         method: int = 1,
         ttl: int = 2,
-        window_s: float = 0.1,
+        window_s: float = 1.0,
+        close_early: int = 1,
+        retry_s: float = 0.3,
         hold_s: float = 0.2,
         status_s: float = 0.2,
         silence_s: float = 1.0,
@@ -363,6 +370,9 @@ class FactoryRobot(Agent):
         }
         self.ttl = ttl
         self.window_s = window_s
+        self.close_early = bool(close_early)
+        self.retry_s = retry_s
+        self._profiles: dict[tuple[str, str], RobotProfile] = {}
         self.silence_s = silence_s
         self.max_rounds = max_rounds
         self.battery = float(battery)
@@ -414,7 +424,9 @@ class FactoryRobot(Agent):
                 raise reader.error(name, f"is {out[name]!r}; expected {TEAM_DEFAULTS[name][1]}")
         if out["method"] not in (1, 2):
             raise reader.error("method", f"is {out['method']!r}; expected 1 or 2")
-        for name in ("comm_range", "window_s", "hold_s", "status_s", "silence_s"):
+        if out["close_early"] not in (0, 1):
+            raise reader.error("close_early", f"is {out['close_early']!r}; expected 0 or 1")
+        for name in ("comm_range", "window_s", "retry_s", "hold_s", "status_s", "silence_s"):
             if out[name] <= 0:
                 raise reader.error(name, f"is {out[name]!r}; expected {TEAM_DEFAULTS[name][1]}")
         if out["drain_per_s"] < 0:
@@ -489,6 +501,42 @@ class FactoryRobot(Agent):
                 continue
             out.append(member.id)
         return sorted(out)
+
+    def peers(self) -> dict[str, Peer]:
+        """Every online factory robot but this one, as its factsheet describes it."""
+        out: dict[str, Peer] = {}
+        for member in self.team_view.members.values():
+            sheet = member.factsheet
+            if member.id == self.id or not member.online or sheet.get("kind") != self.kind:
+                continue
+            pos, rng = sheet.get("position"), sheet.get("comm_range")
+            if not _valid_position(pos) or not isinstance(rng, int | float):
+                continue
+            key = (member.id, str(sheet.get("session")))
+            profile = self._profiles.get(key)
+            if profile is None:
+                try:
+                    profile = RobotProfile.from_dict(sheet.get("profile"))
+                except (ConfigError, TypeError, KeyError, AttributeError, ValueError):
+                    continue
+                self._profiles[key] = profile
+            idle = sheet.get("led") == "idle" and bool(sheet.get("available", True))
+            out[member.id] = Peer(profile, (float(pos[0]), float(pos[1])), float(rng), idle)
+        return out
+
+    def _expected(
+        self,
+        req: FavorRequester,
+        peers: Mapping[str, Peer],
+        answers: dict[str, Offer | None] | None = None,
+    ) -> list[str] | None:
+        """The capable robots the request reaches (they grant or decline), or None
+        when the window should wait for its deadline."""
+        if not self.close_early:
+            return None
+        me = Peer(self.profile, self.position, self.comm_range)
+        reach = replay(me, peers, req.query, req.matcher, self.ttl, answers=answers)
+        return sorted(reach.answerers)
 
     # -- inbound ---------------------------------------------------------------------
 
@@ -584,17 +632,28 @@ class FactoryRobot(Agent):
                 ttl=self.ttl,
                 silence_timeout=self.silence_s,
                 max_rounds=self.max_rounds,
+                retry_s=self.retry_s,
             )
+            peers = self.peers()
+            me = Peer(self.profile, self.position, self.comm_range)
+            answers: dict[str, Offer | None] = {}
+            matcher = self.matchers[self.method]
+            feas = feasibility(me, peers, JOBS[name], matcher, self.ttl, answers)
+            self.requester.impossible = feas.reason
+            expect = self._expected(self.requester, peers, answers)
             self.log.info(
                 "job.received",
                 job_id=job_id,
                 job=name,
                 capable=self.requester.query.agent_capable,
                 method=int(self.method),
+                expect=None if expect is None else len(expect),
+                possible=feas.possible,
             )
             await self._report("job.accepted", {"job_id": job_id, "job": name})
             neighbours = self.neighbours(idle_only=True)
-            await self._apply(self.requester.start(now, neighbours), now)
+            now = time.monotonic()  # the deadline counts from the request, not the receipt
+            await self._apply(self.requester.start(now, neighbours, expect), now)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         if new is Presence.ONLINE or new is Presence.UNKNOWN:
@@ -618,7 +677,12 @@ class FactoryRobot(Agent):
                 self.battery = max(0.0, self.battery - self.drain_per_s * dt)
             await self._apply(self.responder.tick(now, self.battery), now)
             if self.requester is not None:
-                await self._apply(self.requester.tick(now), now)
+                if self.requester.round_due(now):
+                    fresh = self.neighbours(idle_only=True)
+                    expect = self._expected(self.requester, self.peers())
+                    await self._apply(self.requester.tick(now, fresh, expect), now)
+                else:
+                    await self._apply(self.requester.tick(now), now)
             job, req = self.job, self.requester
             if job is not None and req is not None and req.state == RequesterState.WORKING:
                 rate = 1.0
@@ -686,6 +750,7 @@ class FactoryRobot(Agent):
             "tower": list(sel.team.ids) if sel.team is not None else [],
             "round": act.round,
             "method": int(sel.method),
+            "closed_by": self.requester.closed_by if self.requester is not None else "",
             "at_ms": int((now - self.job.received) * 1000),
         }
         if sel.team is not None:
@@ -728,6 +793,7 @@ class FactoryRobot(Agent):
             "job": job.spec.name,
             "agent": self.id,
             "reason": act.reason,
+            "impossible": act.impossible,
             "rounds": self.requester.round if self.requester is not None else 0,
             "done_ms": int((now - job.received) * 1000),
             "lost": job.lost,
@@ -747,7 +813,7 @@ class FactoryRobot(Agent):
             "rounds": req.round,
             "lost": job.lost,
             "selections": [
-                {k: s[k] for k in ("mode", "helpers", "tower", "round", "at_ms")}
+                {k: s[k] for k in ("mode", "helpers", "tower", "round", "at_ms", "closed_by")}
                 for s in job.selections
             ],
             "battery": round(self.battery, 3),
@@ -814,6 +880,7 @@ class JobOrder:
     work_s: float = 1.0
     attempts: int = 0
     not_before: float = 0.0
+    failures: int = 0
 
 
 @dataclass
@@ -857,6 +924,7 @@ class JobSource(Agent):
         self.job_timeout_s = job_timeout_s
         self.settle_s = settle_s
         self.max_attempts = 50
+        self.failure_retries = 3  #: a possible job that failed is handed out again this often
         self.flights: dict[str, _Flight] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self._changed = asyncio.Event()
@@ -965,6 +1033,8 @@ class JobSource(Agent):
             flight.accepted = True
         elif env.kind == "job.declined":
             flight.result = {"declined": body.get("reason", "")}
+        elif env.kind == "job.failed" and body.get("impossible"):
+            flight.result = {**body, "status": "impossible"}
         elif env.kind in ("job.done", "job.failed"):
             flight.result = {**body, "status": env.kind.removeprefix("job.")}
         elif env.kind == "job.selected":
@@ -1004,7 +1074,8 @@ class JobSource(Agent):
                 await asyncio.wait_for(self._changed.wait(), 0.05)
             self._collect(queue, loop.time())
         elapsed = loop.time() - t0
-        self._summarise(elapsed)
+        if not self._summarise(elapsed):
+            self.exit_code = self.exit_code or 3
         await self.publish(FACTORY_CHANNEL, "factory.done", {"jobs": len(self.results)}, team=True)
         await asyncio.sleep(0.2)  # let the broker deliver before OFFLINE
 
@@ -1047,6 +1118,14 @@ class JobSource(Agent):
             retry = ""
             if result is not None and "declined" in result:
                 retry = f"declined: {result['declined']}"
+            elif (
+                result is not None
+                and result.get("status") == "failed"
+                and order.failures < self.failure_retries
+            ):
+                # possible, but no capable helper was idle: hand the job out again later
+                order.failures += 1
+                retry = f"failed: {result.get('reason', '')}"
             elif result is not None:
                 self.results[job_id] = {"job": order.job, "assigned_to": flight.robot, **result}
             elif gone:
@@ -1077,7 +1156,8 @@ class JobSource(Agent):
                         "reason": retry,
                     }
 
-    def _summarise(self, elapsed: float) -> None:
+    def _summarise(self, elapsed: float) -> bool:
+        """Log and write the summary; True when every job is done or impossible."""
         rows = []
         for order in self.orders:
             res = self.results.get(order.job_id, {"status": "lost", "reason": "no result"})
@@ -1108,10 +1188,12 @@ class JobSource(Agent):
                 lost=row["lost"],
                 reason=row["reason"] or None,
             )
-        counts = {s: sum(r["status"] == s for r in rows) for s in ("done", "failed", "lost")}
+        statuses = ("done", "impossible", "failed", "lost", "timeout")
+        counts = {s: sum(r["status"] == s for r in rows) for s in statuses}
         self.log.info("summary.total", jobs=len(rows), elapsed_s=round(elapsed, 2), **counts)
         if self.summary_path:
             path = Path(self.summary_path)
             path.parent.mkdir(parents=True, exist_ok=True)
             doc = {"seed": self.seed, "elapsed_s": elapsed, "jobs": rows, **counts}
             path.write_text(json.dumps(doc, indent=1))
+        return counts["done"] + counts["impossible"] == len(rows)
