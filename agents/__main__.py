@@ -2,6 +2,6 @@
 
 import sys
 
-from teamtree.agents.cli import main
+from teamtree.agents.cli.app import main
 
 sys.exit(main())

@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 
 from teamtree.agents import Agent, RuntimeSettings, configure_logging
-from teamtree.agents.allocator import SOLVE, request_allocation
+from teamtree.agents.allocation.allocator import SOLVE, request_allocation
 from teamtree.broker import Endpoint, MosquittoBroker, find_mosquitto, free_port, wait_for_port
 from teamtree.planners.allocation import KittingScenario, SubtaskState
 

@@ -22,8 +22,8 @@ import time
 
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.broker import MosquittoBroker, find_mosquitto
-from teamtree.hardware.reach_trials import reach_trial
 from teamtree.planners.tasktree import IntentParams
+from teamtree.planners.tasktree.reach_trials import reach_trial
 
 
 def pct(values: list[float], q: float) -> float:

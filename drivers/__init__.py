@@ -1,14 +1,10 @@
 """Driver agents: processes bridging a robot SDK to the broker.
 
-The simulated SDK first: ``sim_protocol`` (msgpack over ZeroMQ ROUTER/DEALER),
-``SimClient`` (its asyncio client) and ``SimDriverAgent`` (kind ``sim_driver``).
+Drivers build on the agent runtime (``teamtree.agents.runtime``) and the SDK they
+bridge; no agent kind imports a driver (kinds are looked up by name). The simulated
+SDK's protocol and client live with the simulated world in ``teamtree.hardware``.
 """
 
-# The agents package registers the driver kinds (agents.kinds imports sim_driver), so
-# it is imported first: whichever package a program imports first, no cycle breaks.
-import teamtree.agents  # noqa: F401  # isort: skip
-from teamtree.drivers.sim_client import SimClient
 from teamtree.drivers.sim_driver import SimDriverAgent
-from teamtree.drivers.sim_protocol import MAX_MESSAGE, OPS, PROTOCOL_VERSION, serve
 
-__all__ = ["MAX_MESSAGE", "OPS", "PROTOCOL_VERSION", "SimClient", "SimDriverAgent", "serve"]
+__all__ = ["SimDriverAgent"]

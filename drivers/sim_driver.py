@@ -40,14 +40,14 @@ import contextlib
 import time
 from typing import Any
 
-from teamtree.agents.agent import Agent
-from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
-from teamtree.agents.team_view import Presence
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
-from teamtree.drivers.sim_client import SimClient
 from teamtree.hardware.profiles import PROFILES, RobotProfileSpec
+from teamtree.hardware.sim_client import SimClient
 
 COMMAND_CHANNEL = "command"
 OBSERVATION_CHANNEL = "observation"

@@ -1,4 +1,9 @@
-"""What a robot is: resources, profiles, capability matrices; the simulated world."""
+"""What a robot is: geometry, resources, profiles, capability matrices; the simulated world.
+
+The simulated world's ZeroMQ protocol and client (``sim_protocol``, ``sim_client``) are
+submodules imported by name, not from here, so planners importing this package load
+neither zmq nor asyncio.
+"""
 
 from teamtree.hardware.assembled_team import (
     AssembledTeam,
@@ -16,6 +21,7 @@ from teamtree.hardware.capability_matrix import (
     strength_levels,
     type_capability,
 )
+from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive
 from teamtree.hardware.profiles import (
     BAXTER,
     PR2,
@@ -59,14 +65,17 @@ __all__ = [
     "PR2",
     "PROFILES",
     "ROBOT_TYPES",
+    "ArmModel",
     "AssembledTeam",
     "CommandStatus",
     "Component",
     "Domain",
+    "GraspOrientation",
     "RobotBody",
     "RobotProfile",
     "RobotProfileSpec",
     "RobotType",
+    "ShapePrimitive",
     "StrengthCapability",
     "TypeCapability",
     "World",

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from teamtree.broker import SpecificationError
-from teamtree.planners.tasktree.metrics import ArmModel, GraspOrientation
+from teamtree.hardware.geometry import ArmModel, GraspOrientation
 
 Vec3 = tuple[float, float, float]
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from teamtree.broker import SpecificationError
+from teamtree.hardware.geometry import ShapePrimitive
 from teamtree.hardware.profiles import (
     RobotProfileSpec,
     Vec3,
@@ -55,7 +56,6 @@ from teamtree.hardware.profiles import (
     profile,
     rest_position,
 )
-from teamtree.planners.tasktree.metrics import ShapePrimitive
 
 GOAL_TOLERANCE = 0.02
 """Metres between an object and its goal for ``at_goal``."""

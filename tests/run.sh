@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install what the tests need and run them: mosquitto (Debian package, when root and
-# missing), the project with its test extras, then pytest. Used by README and .ci/run.
+# Install what the tests need and run them: mosquitto, Node/npm, chromium and
+# chromium-driver (Debian packages, when root and missing), the virtual VDA 5050 AGV
+# (npm ci), the project with its test and vda5050 extras, then pytest. Used by README
+# and .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +14,20 @@ if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
   else
     echo "== mosquitto is not installed and this is not root: mosquitto tests will be skipped" >&2
   fi
+fi
+# The vda5050 tests run a third-party virtual AGV (npm package vda-5050-lib) under Node.
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing nodejs and npm (apt-get)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  else
+    echo "== npm is not installed and this is not root: vda5050 tests will be skipped" >&2
+  fi
+fi
+if command -v npm >/dev/null 2>&1; then
+  echo "== installing the virtual VDA 5050 AGV (npm ci in tests/vda5050)"
+  (cd tests/vda5050 && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 # The web view's browser tests drive Debian's headless chromium (never a downloaded one).
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
@@ -27,7 +43,7 @@ fi
 if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
 
 echo "== installing teamtree with its test extras"
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,vda5050]"
 
 echo "== running the tests"
 set +e

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings, parse_config
-from teamtree.agents.allocator import SOLVE, error_body, solve_request
-from teamtree.agents.cli_study import register
-from teamtree.agents.kinds import build_agent, validate_kinds
-from teamtree.agents.kitting import Board, CobotAgent, KittingHumanAgent
+from teamtree.agents.allocation.allocator import SOLVE, error_body, solve_request
+from teamtree.agents.allocation.kitting import Board, CobotAgent, KittingHumanAgent
+from teamtree.agents.cli.study import register
+from teamtree.agents.runtime.kinds import build_agent, validate_kinds
 from teamtree.broker import ConfigError, Endpoint
 from teamtree.planners.allocation import (
     DEFAULT_PATTERN,

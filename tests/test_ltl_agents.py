@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import AGENT_KINDS, load_config, parse_config, validate_kinds
-from teamtree.agents.cli_disturb import register
-from teamtree.agents.ltl_planner import (
+from teamtree.agents.cli.disturb import register
+from teamtree.agents.ltl.planner import (
     LtlPlannerAgent,
     ltl_mission,
     plan_digest,
     plan_from_wire,
     plan_to_wire,
 )
-from teamtree.agents.ltl_robot import (
+from teamtree.agents.ltl.robot import (
     Action,
     BTStatus,
     Condition,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from teamtree.agents.mission_labels import tree_labels
+from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.planners.multitask import pick_and_place_tree
 from teamtree.planners.tasktree import parse_tree
 from tests.test_wire import bodies

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from teamtree.agents.config import load_config
+from teamtree.agents.runtime.config import load_config
 from teamtree.planners.multitask import (
     MultitaskAllocator,
     exhaustive_plan,

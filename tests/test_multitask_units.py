@@ -90,8 +90,8 @@ def unit_leaves(unit: str, alloc: MultitaskAllocator) -> tuple[str, ...]:
 
 
 def test_units_on_the_same_route_are_bundled_as_far_as_grippers_go() -> None:
-    from teamtree.agents.config import load_config
-    from teamtree.agents.multitask_robot import multitask_problem
+    from teamtree.agents.multitask.robot import multitask_problem
+    from teamtree.agents.runtime.config import load_config
     from teamtree.planners.multitask import co_located_units
     from tests.conftest import REPO
 

@@ -66,3 +66,35 @@ def test_no_bare_top_level_packages(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_built_wheel_holds_every_module(tmp_path: Path) -> None:
+    """A subpackage left out of the wheel would pass on an editable install: build one."""
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    (wheel,) = tmp_path.glob("teamtree-*.whl")
+    in_wheel = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
+    expected = {
+        "teamtree/" + str(p.relative_to(root))
+        for folder in ("agents", "broker", "drivers", "hardware", "planners")
+        for p in (root / folder).rglob("*.py")
+    }
+    assert expected - in_wheel == set(), f"missing from the wheel: {sorted(expected - in_wheel)}"

@@ -1,4 +1,4 @@
-"""The peer rule as a state machine (seed 000 §2.3, Figs. 7, 8; DESIGN.md "Claiming a node")."""
+"""The peer rule as a state machine (seed 000 §2.3, Figs. 7, 8; docs/protocol.md "Claiming a node")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Property test: random trees × 2-6 robots × random delay, duplication, reordering, crashes.
 
-Checks DESIGN.md's guarantees on the pure simulation: no behaviour completed twice or
+Checks the runtime's guarantees on the pure simulation: no behaviour completed twice or
 run by two robots at once, no robot running more behaviours than its capacity, THEN
 order respected, exactly one child of each OR, the mission completes. Robots run one
 behaviour at a time (seed 000) or, multitasking, up to 3. Hypothesis prints the

@@ -9,8 +9,7 @@ import random
 
 import pytest
 
-from teamtree.agents.human import enabled_leaves
-from teamtree.hardware.reach_trials import reach_trial
+from teamtree.agents.humans.human import enabled_leaves
 from teamtree.hardware.world import World
 from teamtree.planners.tasktree import (
     HandSample,
@@ -22,6 +21,7 @@ from teamtree.planners.tasktree import (
     fit_motion,
     parse_tree,
 )
+from teamtree.planners.tasktree.reach_trials import reach_trial
 
 # -- geometry ----------------------------------------------------------------------------
 

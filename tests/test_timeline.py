@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from teamtree.agents.timeline import node_intervals
+from teamtree.agents.observers.timeline import node_intervals
 from teamtree.planners.multitask import pick_and_place_tree
 
 

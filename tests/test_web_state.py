@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.observers.human_work import HumanWork, human_rows
+from teamtree.agents.observers.timeline import node_intervals
 from teamtree.agents.observers.web import MAX_ALERTS, MAX_SPANS, WebState
-from teamtree.agents.timeline import node_intervals
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import parse
 from teamtree.planners.tasktree import parse_tree

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import AGENT_KINDS, load_config, validate_kinds
-from teamtree.agents.world_agent import WorldAgent
+from teamtree.agents.world.world_agent import WorldAgent
 from teamtree.broker import ConfigError
 from teamtree.drivers import SimDriverAgent
 

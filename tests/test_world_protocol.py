@@ -12,9 +12,10 @@ import zmq
 import zmq.asyncio
 
 from teamtree.broker import DecodeError, LifecycleError, RequestTimeoutError, SchemaError
-from teamtree.drivers import SimClient, serve
-from teamtree.drivers import sim_protocol as proto
 from teamtree.hardware import World
+from teamtree.hardware import sim_protocol as proto
+from teamtree.hardware.sim_client import SimClient
+from teamtree.hardware.sim_protocol import serve
 from tests.test_world_model import APPLE, CUP, ROBOTS
 
 

@@ -63,7 +63,7 @@ class ErrorEvidence(enum.Enum):
 
 @dataclass(frozen=True)
 class BeliefConfig:
-    """Parameters of the belief updates (SCENARIOS.md, seed 001)."""
+    """Parameters of the belief updates (docs/scenarios.md, seed 001)."""
 
     follow_levels: int = 6
     follow_prior_p: float = 0.8

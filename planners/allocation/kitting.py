@@ -1,4 +1,4 @@
-"""The kitting scenario of seed 001 as data and pure logic (§IV.A, Table II, Fig. 6, SCENARIOS.md).
+"""The kitting scenario of seed 001 as data and pure logic (§IV.A, Table II, Fig. 6).
 
 Twenty subtasks fill 4 workspaces × 5 spots; within a workspace the spots are filled in
 order (chains 0→…→4, 5→…→9, 10→…→14, 15→…→19); subtask i is workspace i//5+1, spot
@@ -163,7 +163,7 @@ class KittingScenario:
     """The kitting task: subtasks, in-order precedence, action times and penalties.
 
     ``c_h`` is the paper's c_f and the human-side c_v (eq. 12), ``c_r`` the robot-side
-    c_v (eq. 13), ``c_e`` the error penalty. Defaults follow SCENARIOS.md: c_h =
+    c_v (eq. 13), ``c_e`` the error penalty. Defaults follow docs/scenarios.md: c_h =
     1.5·(max t_h + max t_r), c_e = 2·c_h. Choice: c_r defaults to c_h, as eq. (10)
     uses one c_v for both sides. The human's tray holds ``tray_slots_per_workspace``
     blocks per workspace (one, as in the authors' simulation).
@@ -174,7 +174,7 @@ class KittingScenario:
     §IV.B, and the authors' simulation moves the block at once); the human starts the
     subtask at least ``assign_time`` (2 s, the authors' scheduler) after the assignment
     began. Choice: returning a wrong block from the robot's tray keeps its 2 s of robot
-    time (``tray_return_time``, SCENARIOS.md), which the paper does not waive.
+    time (``tray_return_time``, docs/scenarios.md), which the paper does not waive.
     """
 
     subtasks: tuple[Subtask, ...]

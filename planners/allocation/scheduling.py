@@ -13,7 +13,7 @@ assigned subtask 2 s after the robot's instantaneous assignment). A task of zero
 duration takes no time but still needs its agent: it is never placed strictly inside
 another task of the same agent (eq. 7 with d = 0 on one side).
 
-Formulated tightly, as measured in DESIGN.md: precedence is closed transitively and no
+Formulated tightly, as measured during design: precedence is closed transitively and no
 disjunction is built for a pair it already orders; a greedy list schedule gives a feasible
 incumbent (the warm start when none is given) and the horizon ``H``; each start gets the
 window [head, H − tail]; each pair gets its own big-M from those windows; pairs whose

@@ -1,5 +1,5 @@
 """The hospital scenario of seed 003 as data (from the authors' configuration, see
-SCENARIOS.md): map, robots DR / A1 / Wassi, and the study 1, study 2 and φ1 formulas.
+docs/scenarios.md): map, robots DR / A1 / Wassi, and the study 1, study 2 and φ1 formulas.
 
 φ1 (Scenario 1): the paper's text is garbled around its last conjuncts; we read it as
 study 2's shape with the training along c1 → c7 → c6 and the return to p4 nested last

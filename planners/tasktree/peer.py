@@ -1,6 +1,6 @@
 """The peer rule as a pure state machine: one team member's copy of the task tree.
 
-Seed 000 §2.2-2.3 (Figs. 7, 8) made safe as DESIGN.md "Claiming a node" sketches it.
+Seed 000 §2.2-2.3 (Figs. 7, 8) made safe as docs/protocol.md "Claiming a node" sketches it.
 ``TaskController.handle(event, now)`` consumes one event and returns the actions the
 agent must carry out (publish, start, pause...); it does no I/O and reads no clock:
 ``now`` is the agent's hybrid-logical-clock reading as a plain ordered tuple
@@ -102,7 +102,7 @@ class ClaimRule(StrEnum):
     """How two competing claims are ordered (rule 3 above)."""
 
     EARLIEST = "earliest"
-    """Earliest stamp wins, ties by agent id (seed 000 Fig. 8, DESIGN.md)."""
+    """Earliest stamp wins, ties by agent id (seed 000 Fig. 8)."""
     POTENTIAL = "potential"
     """Higher activation potential wins, then earliest stamp (an option, not the paper)."""
 

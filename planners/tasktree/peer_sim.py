@@ -15,7 +15,7 @@ Each robot runs up to ``SimConfig.capacity`` behaviours at once (default 1, as s
 000's robots do; more for multitasking robots); a crash ends all of them.
 
 Used by the property tests and the benchmark; ``check_invariants`` lists every
-violated guarantee of DESIGN.md (safety, ordering, OR exclusivity, completion).
+violated guarantee of docs/protocol.md (safety, ordering, OR exclusivity, completion).
 """
 
 from __future__ import annotations

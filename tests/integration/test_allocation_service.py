@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
-from teamtree.agents.allocator import (
+from teamtree.agents.allocation.allocator import (
     ALLOCATE,
     SCHEDULE,
     SOLVE,
@@ -235,7 +235,7 @@ async def test_a_long_solve_is_bounded_by_the_deadline_and_the_service_stays_liv
 
 STANDALONE = """
 import argparse, asyncio, sys
-from teamtree.agents.cli_study import register
+from teamtree.agents.cli.study import register
 parser = argparse.ArgumentParser(prog="teamtree")
 handlers = register(parser.add_subparsers(dest="command", required=True))
 args = parser.parse_args(sys.argv[1:])

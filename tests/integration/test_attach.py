@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from teamtree.agents.monitor import TeamObserver
+from teamtree.agents.observers.monitor import TeamObserver
 from tests.conftest import REPO, AgentProcs, eventually
 from tests.ops_support import ops_cmd
 

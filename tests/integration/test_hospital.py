@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
-from teamtree.agents.cli_disturb import register, send_disturbance
+from teamtree.agents.cli.disturb import register, send_disturbance
 from teamtree.planners.ltl import FORMULAS, TSState, check_trace
 from tests.conftest import REPO, AgentProcs, eventually
 

@@ -179,7 +179,7 @@ async def test_terminal_human_end_to_end(mosquitto, team, tmp_path, agent_procs)
         "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
     )
     terminal = subprocess.Popen(
-        [sys.executable, "-m", "teamtree.agents.cli_human", "--id", "alice", "--team", team,
+        [sys.executable, "-m", "teamtree.agents.cli.human", "--id", "alice", "--team", team,
          "--broker", mosquitto.url, "--log-level", "info", "--log-format", "json"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=(tmp_path / "alice.log").open("w"),
         text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teamtree.agents.monitor import MonitorState, render_text
+from teamtree.agents.observers.monitor import MonitorState, render_text
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import HybridLogicalClock
 from teamtree.broker.topics import parse
@@ -142,7 +142,7 @@ async def test_record_writes_what_the_timeline_reads(mosquitto, tmp_path: Path) 
         recorder.terminate()
         stdout, _ = recorder.communicate(timeout=20)
     assert recorder.returncode == 0 and "recorded" in stdout
-    from teamtree.agents.timeline import load_records, node_intervals
+    from teamtree.agents.observers.timeline import load_records, node_intervals
 
     records = load_records(out_file)
     spans, labels = node_intervals(records)

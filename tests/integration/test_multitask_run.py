@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import load_config
-from teamtree.agents.kinds import apply_overrides, validate_kinds
-from teamtree.agents.multitask_robot import MultitaskRobot, multitask_problem
+from teamtree.agents.multitask.robot import MultitaskRobot, multitask_problem
+from teamtree.agents.runtime.kinds import apply_overrides, validate_kinds
 from teamtree.broker import ConfigError
 from teamtree.planners.multitask import simulate
 from tests.conftest import REPO, teamtree_cmd

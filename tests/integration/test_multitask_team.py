@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from teamtree.agents.monitor import TeamObserver
+from teamtree.agents.observers.monitor import TeamObserver
 from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ import aiomqtt
 import pytest
 
 from teamtree.agents import Agent
-from teamtree.agents.config import load_config
-from teamtree.agents.credentials import agent_credentials
-from teamtree.agents.monitor import TeamObserver
+from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.runtime.config import load_config
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker import (
     MosquittoBroker,
     MosquittoSettings,

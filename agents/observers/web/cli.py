@@ -12,11 +12,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from teamtree.agents.cli_args import DEFAULT_BROKER
-from teamtree.agents.cli_args import broker_url as _url
-from teamtree.agents.cli_args import ident as _ident
-from teamtree.agents.cli_args import port as _port
-from teamtree.agents.credentials import agent_credentials
+from teamtree.agents.cli.args import DEFAULT_BROKER
+from teamtree.agents.cli.args import broker_url as _url
+from teamtree.agents.cli.args import ident as _ident
+from teamtree.agents.cli.args import port as _port
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker import ConnectError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.tls import TlsSettings, client_context

@@ -18,15 +18,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from teamtree.agents.config import RuntimeSettings
-from teamtree.agents.credentials import agent_credentials
-from teamtree.agents.human import find_world, leaf_objects
-from teamtree.agents.human_terminal import TerminalHuman
+from teamtree.agents.humans.human import find_world, leaf_objects
+from teamtree.agents.humans.terminal import TerminalHuman
+from teamtree.agents.runtime.config import RuntimeSettings
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic, validate_id
-from teamtree.drivers.sim_client import SimClient
+from teamtree.hardware.sim_client import SimClient
 from teamtree.planners.tasktree import spread_activation
 
 __all__ = ["HumanSessions", "WebHuman"]

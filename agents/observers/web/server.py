@@ -31,7 +31,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from teamtree.agents.monitor import TeamObserver
+from teamtree.agents.observers.monitor import TeamObserver
 from teamtree.agents.observers.web.person import HumanSessions
 from teamtree.agents.observers.web.state import WebState
 from teamtree.broker import TopicError

@@ -15,8 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from teamtree.agents.monitor import MonitorState
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
+from teamtree.agents.observers.monitor import MonitorState
 from teamtree.broker import SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic

@@ -1,0 +1,278 @@
+"""The ``teamtree`` command line.
+
+Exit codes: 0 done, 1 the mission or an agent failed, 2 bad config or usage,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+
+from teamtree.agents.cli.args import agent_id as _agent_id
+from teamtree.agents.cli.args import broker_url as _broker_url
+from teamtree.agents.cli.args import port as _port
+from teamtree.agents.cli.args import seconds as _positive
+from teamtree.agents.cli.args import setting as _setting
+from teamtree.agents.cli.args import team_id as _team_id
+from teamtree.agents.cli.disturb import register as register_disturb
+from teamtree.agents.cli.human import register as register_human
+from teamtree.agents.cli.kinds import register as register_kinds
+from teamtree.agents.cli.ops import register as register_ops
+from teamtree.agents.cli.study import register as register_study
+from teamtree.agents.observers.timeline import draw_timeline, load_records
+from teamtree.agents.observers.web.cli import register as register_web
+from teamtree.agents.runtime.config import load_config
+from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
+from teamtree.agents.runtime.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
+from teamtree.agents.runtime.log_setup import configure_logging
+from teamtree.agents.tasktree.peer_wire import working_leaves
+from teamtree.agents.tasktree.robot import mission_tree, read_snapshots
+from teamtree.broker import ConfigError, TeamtreeError
+from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.local_broker import BrokerKind, make_local_broker
+from teamtree.broker.tls import TlsSettings, client_context
+from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
+
+LOG_FORMATS = ("auto", "plain", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    out = dict(args.set or [])
+    if getattr(args, "metric", None):
+        out["metric"] = args.metric
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``teamtree`` and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="teamtree",
+        description="Run heterogeneous human-robot teams as agent processes over MQTT.",
+        epilog="Start with: teamtree run configs/hello.toml",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def override_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--metric", choices=["distance", "distance+grasp"],
+            help="activation metric of every robot (seed 000 eq. 1): distance only, or "
+            "distance plus grasp score",
+        )  # fmt: skip
+        p.add_argument(
+            "--set", type=_setting, action="append", metavar="KEY=VALUE",
+            help="override KEY on every agent whose kind allows it (repeatable)",
+        )  # fmt: skip
+
+    def logging_flags(p: argparse.ArgumentParser, default_format: str) -> None:
+        p.add_argument(
+            "--log-format", choices=LOG_FORMATS, default=default_format,
+            help=f"log lines as key=value (plain) or JSON (default: {default_format})",
+        )  # fmt: skip
+        p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="default: info")
+
+    run = sub.add_parser(
+        "run",
+        help="run a whole team from a config on this machine",
+        description="Start a broker (unless the config or --broker names one), the services "
+        "and every member agent as child processes; exit 0 when the mission ends.",
+    )
+    run.add_argument("config", help="team config (.toml), e.g. configs/hello.toml")
+    run.add_argument("--broker", type=_broker_url, help="use this broker instead of starting one")
+    run.add_argument(
+        "--broker-kind", choices=[k.value for k in BrokerKind],
+        help="local broker to start: mosquitto if installed (auto), mosquitto, or embedded",
+    )  # fmt: skip
+    run.add_argument("--timeout", type=_positive, help="mission timeout in seconds")
+    override_flags(run)
+    logging_flags(run, "plain")
+
+    agent = sub.add_parser(
+        "agent",
+        help="run one agent of a config (what compose and attach use)",
+        description="Run the agent --id from --config until its mission ends or it is stopped.",
+    )
+    agent.add_argument("--config", required=True, help="team config (.toml)")
+    agent.add_argument("--id", required=True, type=_agent_id, help="the agent's id in the config")
+    agent.add_argument("--broker", type=_broker_url, help="broker URL, e.g. mqtt://127.0.0.1:1883")
+    agent.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
+    override_flags(agent)
+    logging_flags(agent, "auto")
+
+    broker = sub.add_parser(
+        "broker",
+        help="start a local MQTT broker",
+        description="Start mosquitto (when installed) or the embedded amqtt broker and "
+        "serve until Ctrl-C.",
+    )
+    broker.add_argument(
+        "--kind", choices=[k.value for k in BrokerKind], default="auto", help="default: auto"
+    )
+    broker.add_argument("--port", type=_port, default=1883, help="default: 1883")
+    broker.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    logging_flags(broker, "auto")
+
+    tree = sub.add_parser(
+        "tree",
+        help="print a config's task tree with node states",
+        description="Print the task tree of a config. With --broker, the states are read "
+        "from the robots' retained snapshots on that broker; otherwise the initial states.",
+    )
+    tree.add_argument("config", help="team config (.toml) with a [mission] tree")
+    tree.add_argument("--broker", type=_broker_url, help="read live states from this broker")
+    tree.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
+    tree.add_argument("--wait", type=_positive, default=1.0, help="seconds to collect snapshots")
+    logging_flags(tree, "auto")
+
+    timeline = sub.add_parser(
+        "timeline",
+        help="draw per-robot timing diagrams from a recorded run",
+        description="Draw one panel per robot, one row per behaviour, coloured inactive / "
+        "active / working / done, from a recorder's .jsonl file (or a directory of them).",
+    )
+    timeline.add_argument("run", help="a recorder .jsonl file, or a directory holding one")
+    timeline.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
+    timeline.add_argument("--title", default="", help="figure title")
+    logging_flags(timeline, "auto")
+
+    for register in EXTRA_COMMANDS:
+        COMMANDS.update(register(sub))
+    return parser
+
+
+async def _run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    overrides = _overrides(args)
+    validate_kinds(apply_overrides(config, overrides))
+    launcher = Launcher(
+        config,
+        broker=parse_endpoint(args.broker) if args.broker else None,
+        broker_kind=BrokerKind(args.broker_kind) if args.broker_kind else None,
+        timeout_s=args.timeout,
+        log_format="json" if args.log_format == "json" else "plain",
+        log_level=args.log_level,
+        overrides=overrides,
+    )
+    return await launcher.run()
+
+
+async def _agent(args: argparse.Namespace) -> int:
+    config = apply_overrides(load_config(args.config), _overrides(args))
+    validate_kinds(config)
+    endpoint = parse_endpoint(args.broker) if args.broker else config.broker
+    if endpoint is None:
+        raise ConfigError(
+            "no broker given: pass --broker mqtt://HOST:PORT or set broker in [team]",
+            path=str(config.path),
+            key="team.broker",
+        )
+    tls = TlsSettings.from_env()
+    agent = build_agent(
+        config,
+        args.id,
+        endpoint=endpoint,
+        team=args.team,
+        tls_context=client_context(tls) if tls else None,
+        **agent_credentials(args.id),
+    )
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, agent.request_stop)
+    loop.add_signal_handler(signal.SIGINT, agent.request_stop)
+    async with agent:
+        return await agent.run_until_stopped()
+
+
+async def _broker(args: argparse.Namespace) -> int:
+    broker = make_local_broker(args.kind, args.port, host=args.host)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    async with broker:
+        print(f"{broker.kind.value} broker listening at {broker.endpoint.url}", flush=True)
+        await stop.wait()
+    return 0
+
+
+async def _tree(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    tree = mission_tree(config)
+    if args.broker is None:
+        statuses = TaskController(tree, "viewer").statuses()
+        print(render_unicode(tree, statuses))
+        return 0
+    snapshots = await read_snapshots(
+        parse_endpoint(args.broker), args.team or config.team, args.wait
+    )
+    done = {n for snap in snapshots.values() for n in snap.get("done", [])}
+    working = {}
+    for agent, snap in snapshots.items():
+        with contextlib.suppress(ValueError):
+            working.update(dict.fromkeys(working_leaves(snap.get("working")), agent))
+    controller = TaskController(tree, "viewer")
+    controller.done.update(n for n in done if n in tree.nodes)
+    statuses = controller.statuses()
+    for node in working:
+        if node in statuses:
+            statuses[node] = NodeStatus.WORKING
+    print(render_unicode(tree, statuses))
+    for node, agent in sorted(working.items()):
+        print(f"{agent} is working on {tree[node].label} [{node}]")
+    print(f"({len(snapshots)} robot snapshot(s) read from {args.broker})")
+    return 0
+
+
+async def _timeline(args: argparse.Namespace) -> int:
+    records = load_records(args.run)
+    path = draw_timeline(records, args.output, title=args.title or str(args.run))
+    print(f"wrote {path}")
+    return 0
+
+
+#: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
+EXTRA_COMMANDS = [
+    register_disturb,
+    register_study,
+    register_ops,
+    register_human,
+    register_kinds,
+    register_web,
+]
+
+COMMANDS = {
+    "run": _run,
+    "agent": _agent,
+    "broker": _broker,
+    "tree": _tree,
+    "timeline": _timeline,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``teamtree`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
+    try:
+        return asyncio.run(COMMANDS[args.command](args))
+    except ConfigError as exc:
+        print(f"teamtree: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TeamtreeError as exc:
+        print(f"teamtree: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _exit() -> None:
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())
+
+
+__all__ = ["AGENT_KINDS", "build_parser", "main"]

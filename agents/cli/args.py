@@ -1,0 +1,91 @@
+"""Argument types shared by the ``teamtree`` subcommands: each turns bad input into a
+usage error that says what is wrong (argparse prints it with the usage, exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+
+from teamtree.agents.runtime.config import load_config
+from teamtree.broker import ConfigError, TopicError
+from teamtree.broker.endpoint import Endpoint, parse_endpoint
+from teamtree.broker.topics import validate_id
+
+
+def ident(value: str, what: str = "id") -> str:
+    """A team or agent id."""
+    try:
+        return validate_id(value, what)
+    except TopicError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
+def team_id(value: str) -> str:
+    return ident(value, "team")
+
+
+def agent_id(value: str) -> str:
+    return ident(value, "agent id")
+
+
+def broker_url(value: str) -> str:
+    """A broker URL such as ``mqtt://127.0.0.1:1883`` (returned as given)."""
+    try:
+        parse_endpoint(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("[broker] ")) from None
+    return value
+
+
+def seconds(value: str) -> float:
+    """A positive number of seconds."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
+    return number
+
+
+def port(value: str) -> int:
+    """A TCP port, 1-65535."""
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a TCP port (1-65535)")
+    return int(value)
+
+
+def setting(value: str) -> tuple[str, object]:
+    """``KEY=VALUE``; the value is read as TOML (numbers, booleans, strings), else text."""
+    key, sep, raw = value.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    try:
+        parsed: object = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = raw
+    return key.strip(), parsed
+
+
+DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
+
+
+def team_and_broker(
+    command: str, team: str | None, broker: str | None, config_path: str | None
+) -> tuple[str, Endpoint] | str:
+    """Resolve ``--team``/``--broker``, falling back on ``--config``'s ``[team]`` and
+    then on the local default broker. Returns (team, endpoint), or an error line."""
+    if config_path:
+        try:
+            config = load_config(config_path)
+        except ConfigError as exc:
+            return f"teamtree {command}: {exc}"
+        team = team or config.team
+        if broker is None and config.broker is not None:
+            broker = config.broker.url
+    if team is None:
+        return f"teamtree {command}: give --team (or --config with a [team] name)"
+    try:
+        return team, parse_endpoint(broker or DEFAULT_BROKER)
+    except ConfigError as exc:
+        return f"teamtree {command}: bad --broker: {exc}"

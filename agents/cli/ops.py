@@ -1,0 +1,404 @@
+"""Operations subcommands: ``monitor``, ``record``, ``attach`` and ``acl``.
+
+- ``teamtree monitor [--broker URL --team T] [--once --json] [--require ID]``
+- ``teamtree record --broker URL --team T -o FILE [--duration S]``
+- ``teamtree attach --config F --id X --broker URL``: ``teamtree agent`` for a team
+  that is already running (checked first)
+- ``teamtree acl CONFIG -o DIR``: the broker's password, ACL and mosquitto.conf files
+
+Credentials come from the environment (``teamtree.agents.runtime.credentials``). Exit codes:
+0 done, 1 the broker or the team is not there (or ``--require`` failed), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from teamtree.agents.cli.args import DEFAULT_BROKER
+from teamtree.agents.cli.args import broker_url as _url
+from teamtree.agents.cli.args import ident as _ident
+from teamtree.agents.cli.args import port as _port
+from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.cli.args import setting as _setting
+from teamtree.agents.observers.monitor import TeamObserver, render_text
+from teamtree.agents.runtime.config import load_config
+from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
+from teamtree.broker import ConfigError, ConnectError, TeamtreeError
+from teamtree.broker.acl import team_users, write_broker_files
+from teamtree.broker.connection import Incoming
+from teamtree.broker.endpoint import Endpoint, parse_endpoint
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.mosquitto_conf import MosquittoSettings
+from teamtree.broker.tls import TlsSettings, client_context
+from teamtree.broker.topics import Topic
+
+__all__ = ["check_team_live", "register"]
+
+Handler = Callable[[argparse.Namespace], Awaitable[int]]
+
+
+def _logging_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+
+
+def _observer_flags(p: argparse.ArgumentParser, *, team_required: bool) -> None:
+    p.add_argument(
+        "--broker", type=_url, default=os.environ.get("TEAMTREE_BROKER", DEFAULT_BROKER),
+        help="broker URL (default: $TEAMTREE_BROKER or mqtt://127.0.0.1:1883)",
+    )  # fmt: skip
+    p.add_argument(
+        "--team", type=_ident, required=team_required and "TEAMTREE_TEAM" not in os.environ,
+        default=os.environ.get("TEAMTREE_TEAM"), help="team id (default: $TEAMTREE_TEAM)",
+    )  # fmt: skip
+    p.add_argument(
+        "--user", type=_ident, default="monitor",
+        help="broker user whose credentials to use (from TEAMTREE_PASSWORD_<USER>, "
+        "TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; default: monitor)",
+    )  # fmt: skip
+
+
+def register(subparsers: Any) -> dict[str, Handler]:
+    """Add ``monitor``, ``record``, ``attach`` and ``acl`` to `subparsers` (from
+    ``add_subparsers``); returns ``{name: handler}``, each handler taking the parsed
+    args and returning the exit code."""
+    mon = subparsers.add_parser(
+        "monitor",
+        help="watch a team live at the broker (agents, nodes, conflicts, latencies, $SYS)",
+        description="A live terminal view of a team, from the broker alone: each agent's "
+        "kind, presence, current node, status and mission progress; lost claims, dialogs, "
+        "favors, request latencies per channel, message rates and mosquitto's $SYS "
+        "figures. The monitor does not join the team (no presence, read-only rights).",
+    )
+    _observer_flags(mon, team_required=True)
+    mon.add_argument("--once", action="store_true", help="print one view and exit")
+    mon.add_argument("--json", action="store_true", help="print JSON (one object per view)")
+    mon.add_argument(
+        "--wait", type=_seconds, default=2.0,
+        help="with --once: seconds to collect retained state and traffic (default 2)",
+    )  # fmt: skip
+    mon.add_argument("--interval", type=_seconds, default=1.0, help="refresh period (s)")
+    mon.add_argument(
+        "--require", type=_ident, action="append", metavar="ID",
+        help="with --once: exit 1 unless agent ID is ONLINE (repeatable; for healthchecks)",
+    )  # fmt: skip
+    _logging_flags(mon)
+
+    rec = subparsers.add_parser(
+        "record",
+        help="record a team's traffic to a JSON-lines file (for teamtree timeline)",
+        description="Write every valid message of the team to FILE, one JSON object per "
+        "line (the recorder service's format), until Ctrl-C or --duration.",
+    )
+    _observer_flags(rec, team_required=True)
+    rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
+    rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
+    _logging_flags(rec)
+
+    att = subparsers.add_parser(
+        "attach",
+        help="join one more agent of a config to a running team",
+        description="Check that the team is live at the broker (an agent online and "
+        "heartbeating) and that --id is not already online, then run the agent as "
+        "`teamtree agent` does. It learns the mission from the retained topics and "
+        "snapshots and starts taking work.",
+    )
+    att.add_argument("--config", required=True, help="team config (.toml) naming the agent")
+    att.add_argument("--id", required=True, type=_ident, help="the agent's id in the config")
+    att.add_argument("--broker", type=_url, help="broker URL (default: the config's broker)")
+    att.add_argument("--team", type=_ident, help="team id (default: the config's [team] name)")
+    att.add_argument(
+        "--wait", type=_seconds, default=3.0, help="seconds to look for the live team (default 3)"
+    )
+    att.add_argument(
+        "--set", type=_setting, action="append", metavar="KEY=VALUE",
+        help="override KEY on the agent when its kind allows it (repeatable)",
+    )  # fmt: skip
+    att.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
+    att.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+
+    acl = subparsers.add_parser(
+        "acl",
+        help="write the broker's password and ACL files for a team config",
+        description="One broker user per agent of CONFIG (write: its own topics and the "
+        "team channels; read: the team) plus read-only observers (default: monitor). "
+        "Passwords from TEAMTREE_PASSWORD_<ID>, else kept from DIR/credentials, else "
+        "generated. Writes DIR/passwd, DIR/acl, DIR/credentials/<user> and, with --conf, "
+        "DIR/mosquitto.conf (explicit listeners, no anonymous clients).",
+    )
+    acl.add_argument("config", help="team config (.toml)")
+    acl.add_argument("-o", "--output", required=True, help="directory to write into")
+    acl.add_argument("--team", type=_ident, help="team id (default: the config's [team] name)")
+    acl.add_argument(
+        "--observer", type=_ident, action="append",
+        help="a read-only user (repeatable; default: monitor)",
+    )  # fmt: skip
+    acl.add_argument("--user", type=_ident, action="append", help="an extra agent user")
+    acl.add_argument("--conf", action="store_true", help="also write mosquitto.conf")
+    acl.add_argument("--port", type=_port, default=1883, help="MQTT listener (default 1883)")
+    acl.add_argument("--bind", default="0.0.0.0", help="listener address (default 0.0.0.0)")
+    acl.add_argument("--websockets-port", type=_port, help="websockets listener, e.g. 9001")
+    acl.add_argument("--persistence-dir", help="mosquitto persistence directory")
+    acl.add_argument(
+        "--config-dir", help="where the broker will see DIR (default DIR), e.g. /mosquitto/config"
+    )
+    acl.add_argument(
+        "--hasher", choices=("auto", "python", "mosquitto_passwd"), default="auto",
+        help="who hashes passwords (default: mosquitto_passwd when installed)",
+    )  # fmt: skip
+    _logging_flags(acl)
+    return {"monitor": run_monitor, "record": run_record, "attach": run_attach, "acl": run_acl}
+
+
+def _tls() -> Any:
+    settings = TlsSettings.from_env()
+    return client_context(settings) if settings is not None else None
+
+
+def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
+    endpoint = parse_endpoint(args.broker)
+    return TeamObserver(
+        endpoint, args.team, tls_context=_tls(), **agent_credentials(args.user), **kwargs
+    )
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def run_monitor(args: argparse.Namespace) -> int:
+    """The ``monitor`` handler."""
+    try:
+        async with _observer(args) as observer:
+            await observer.wait_connected()
+            if args.once:
+                await asyncio.sleep(args.wait)
+                snap = observer.state.snapshot()
+                print(json.dumps(snap, default=str) if args.json else render_text(snap), flush=True)
+                missing = [a for a in args.require or [] if a not in snap["online"]]
+                if missing:
+                    print(f"teamtree monitor: not online: {', '.join(missing)}", file=sys.stderr)
+                    return 1
+                return 0
+            stop = _stop_event()
+            tty = sys.stdout.isatty()
+            while not stop.is_set():
+                snap = observer.state.snapshot()
+                if args.json:
+                    print(json.dumps(snap, default=str), flush=True)
+                else:
+                    clear = "\x1b[H\x1b[2J" if tty else "\n"
+                    print(clear + render_text(snap), flush=True)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), args.interval)
+    except ConnectError as exc:
+        print(f"teamtree monitor: {exc}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    return str(value)
+
+
+async def run_record(args: argparse.Namespace) -> int:
+    """The ``record`` handler: the recorder service's line format, from a passive client."""
+    path = Path(args.output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w") as out:
+
+        def write(env: Envelope, topic: Topic, message: Incoming) -> None:
+            nonlocal count
+            record = {
+                "topic": str(topic),
+                "kind": env.kind,
+                "sender": env.sender,
+                "ts": env.ts,
+                "hlc": list(env.hlc),
+                "body": env.body,
+                "recorded_ms": time.time_ns() // 1_000_000,
+            }
+            out.write(json.dumps(record, default=_jsonable) + "\n")
+            out.flush()
+            count += 1
+
+        try:
+            async with _observer(args, sys_topics=False, on_message=write) as observer:
+                await observer.wait_connected()
+                print(f"recording team {args.team} at {args.broker} to {path}", flush=True)
+                stop = _stop_event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), args.duration)
+        except ConnectError as exc:
+            print(f"teamtree record: {exc}", file=sys.stderr, flush=True)
+            return 1
+    print(f"recorded {count} messages to {path}", flush=True)
+    return 0
+
+
+async def check_team_live(
+    endpoint: Endpoint,
+    team: str,
+    agent_id: str,
+    *,
+    wait_s: float = 3.0,
+    credentials: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Look at `team` for `wait_s` seconds. Returns the monitor snapshot when some agent
+    is ONLINE and has sent a live (not retained) message meanwhile, and `agent_id` is
+    not online already. Raises ConnectError (broker unreachable) or TeamtreeError
+    (team not live, id taken) with a sentence that says what to do."""
+    live: set[str] = set()
+
+    def heard(env: Envelope, topic: Topic, message: Incoming) -> None:
+        if not message.retain:
+            live.add(env.sender)
+
+    observer = TeamObserver(
+        endpoint,
+        team,
+        sys_topics=False,
+        on_message=heard,
+        client_prefix="attach",
+        tls_context=_tls(),
+        **(credentials or {}),
+    )
+    async with observer:
+        await observer.wait_connected()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while loop.time() < deadline:
+            online = set(observer.state.snapshot()["online"])
+            if agent_id in online or online & live:
+                break
+            await asyncio.sleep(0.1)
+        snap = observer.state.snapshot()
+    online = set(snap["online"])
+    if agent_id in online:
+        raise TeamtreeError(
+            f"{agent_id!r} is already online in team {team!r} at {endpoint.url}; attaching "
+            "it again would take over its session. Stop it first or attach another id."
+        )
+    if not online & live:
+        raise TeamtreeError(
+            f"team {team!r} has no live agent at {endpoint.url} (online: "
+            f"{', '.join(sorted(online)) or 'none'}). Start the team first (docker compose up, "
+            "or teamtree run), or check --broker and --team."
+        )
+    return snap
+
+
+async def run_attach(args: argparse.Namespace) -> int:
+    """The ``attach`` handler: check the team is live, then run the agent."""
+    config = apply_overrides(load_config(args.config), dict(args.set or []))
+    validate_kinds(config)
+    spec = config.agent(args.id)
+    endpoint = parse_endpoint(args.broker) if args.broker else config.broker
+    if endpoint is None:
+        raise ConfigError(
+            "no broker given: pass --broker mqtt://HOST:PORT of the running team",
+            path=str(config.path),
+            key="team.broker",
+        )
+    team = args.team or config.team
+    credentials = agent_credentials(args.id)
+    try:
+        snap = await check_team_live(
+            endpoint, team, args.id, wait_s=args.wait, credentials=credentials
+        )
+    except ConnectError as exc:
+        print(f"teamtree attach: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except TeamtreeError as exc:
+        print(f"teamtree attach: {exc}", file=sys.stderr, flush=True)
+        return 1
+    mission = snap["mission"]
+    progress = f", {mission['done']}/{mission['leaves']} leaves done" if mission["leaves"] else ""
+    print(
+        f"attaching {args.id} ({spec.kind}) to team {team} at {endpoint.url}: online "
+        f"{', '.join(snap['online'])}{progress}",
+        flush=True,
+    )
+    agent = build_agent(config, args.id, endpoint=endpoint, team=team, **credentials)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, agent.request_stop)
+    loop.add_signal_handler(signal.SIGINT, agent.request_stop)
+    async with agent:
+        return await agent.run_until_stopped()
+
+
+async def run_acl(args: argparse.Namespace) -> int:
+    """The ``acl`` handler: write the broker files for a config's agents."""
+    config = load_config(args.config)
+    team = args.team or config.team
+    out = Path(args.output)
+    ids = [spec.id for spec in config.agents] + list(args.user or [])
+    users = team_users(
+        team,
+        ids,
+        observers=args.observer or ("monitor",),
+        credentials_dir=out / "credentials",
+    )
+    settings = None
+    if args.conf:
+        settings = MosquittoSettings(
+            port=args.port,
+            bind=args.bind,
+            websockets_port=args.websockets_port,
+            persistence_dir=Path(args.persistence_dir) if args.persistence_dir else None,
+        )
+    files = write_broker_files(
+        users, out, settings=settings, config_dir=args.config_dir, hasher=args.hasher
+    )
+    sources = {u.username: u.source for u in users}
+    print(
+        f"wrote {files.password_file}, {files.acl_file}"
+        + (f", {files.conf_file}" if files.conf_file else "")
+        + f" and {len(users)} credential(s) in {files.credentials_dir}/ for team {team}: "
+        + ", ".join(f"{name} ({source})" for name, source in sources.items()),
+        flush=True,
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one of these subcommands without the main CLI: ``python -m
+    teamtree.agents.cli.ops monitor ...`` (what ``teamtree monitor ...`` does)."""
+    from teamtree.agents.runtime.log_setup import configure_logging
+
+    parser = argparse.ArgumentParser(prog="teamtree")
+    handlers = register(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    args = parser.parse_args(argv)
+    configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
+    try:
+        return asyncio.run(handlers[args.command](args))
+    except ConfigError as exc:
+        print(f"teamtree: config error: {exc}", file=sys.stderr)
+        return 2
+    except TeamtreeError as exc:
+        print(f"teamtree: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,693 @@
+"""The LTL planner service (kind ``ltl_planner``, seed 003): holds the Mission, computes
+the offline allocation, publishes each robot's plan, answers replan requests (R2-R4)
+with local (Alg. 1, 2) or global (Defs. 4-5) reallocation, and at the end checks the
+executed joint trace against the formula. Wire: docs/ltl.md.
+
+Also home of what the ``ltl_robot`` kind and ``teamtree disturb`` share: the
+``[mission] kind = "ltl"`` settings, channel names and the plan codec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import Any
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.broker import ConfigError, InfeasibleError, PlanningError, SpecificationError
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+from teamtree.planners.ltl import (
+    FORMULAS,
+    HOSPITAL_MAP,
+    ROBOT_TYPES,
+    EnvironmentChange,
+    LTLSyntaxError,
+    Mission,
+    RobotModel,
+    RobotPlan,
+    TeamPlan,
+    TSState,
+    apply_change,
+    block_edge,
+    check_trace,
+    hospital_robot,
+    parse,
+    reallocate_environment_change,
+    reallocate_global,
+    reallocate_state_change,
+)
+
+__all__ = [
+    "DISTURB",
+    "DISTURBANCES",
+    "EVENT",
+    "MAP",
+    "MISSION",
+    "PLAN",
+    "REPLAN",
+    "STATUS",
+    "SYNC",
+    "TRACE",
+    "VERDICT",
+    "LtlMissionSpec",
+    "LtlPlannerAgent",
+    "LtlRobotSpec",
+    "ltl_mission",
+    "plan_digest",
+    "plan_from_wire",
+    "plan_to_wire",
+]
+
+# channels (docs/ltl.md)
+MISSION = "ltl.mission"  # <planner>/ltl.mission            retained
+PLAN = "ltl.plan"  # <planner>/ltl.plan/<robot>          retained, directed
+EVENT = "ltl.event"  # <planner|robot>/ltl.event          strategies, replans
+VERDICT = "ltl.verdict"  # <planner>/ltl.verdict          retained
+MAP = "ltl.map"  # _/ltl.map  retained: corridors known blocked (every robot's map)
+REPLAN = "ltl.replan"  # _/ltl.replan  request to the planner
+SYNC = "ltl.sync"  # _/ltl.sync      request to every robot (global reallocation)
+DISTURB = "ltl.disturb"  # _/ltl.disturb request to one robot (teamtree disturb)
+TRACE = "ltl.trace"  # <robot>/ltl.trace  one executed step
+STATUS = "ltl.status"  # <robot>/ltl.status ltl.plan_received, ltl.done
+
+DISTURBANCES = ("fall", "critical", "state_change", "blocked_edge")
+OBJECTIVE_NAMES = ("sum", "makespan")
+
+
+@dataclass(frozen=True)
+class LtlRobotSpec:
+    """One ``ltl_robot`` entry of the config: id, hospital robot type, start state."""
+
+    id: str
+    type: str
+    start: TSState
+
+    @property
+    def legged(self) -> bool:
+        return ROBOT_TYPES[self.type][0] == "quadruped"
+
+    def model(self) -> RobotModel:
+        return hospital_robot(self.type, self.id, self.start)
+
+
+@dataclass(frozen=True)
+class LtlMissionSpec:
+    """The ``[mission] kind = "ltl"`` table plus the team's planner and robots."""
+
+    formula: str
+    scenario: str | None
+    objective: str
+    time_factor: float
+    planner: str
+    robots: tuple[LtlRobotSpec, ...]
+
+    def mission(self) -> Mission:
+        """A fresh Mission over the configured robots (team order = config order)."""
+        return Mission(self.formula, [r.model() for r in self.robots], objective=self.objective)
+
+    def robot(self, robot_id: str) -> LtlRobotSpec:
+        for r in self.robots:
+            if r.id == robot_id:
+                return r
+        raise KeyError(robot_id)
+
+
+def _mission_error(config: TeamConfig, key: str, message: str) -> ConfigError:
+    return ConfigError(message, path=str(config.path), key=f"mission.{key}")
+
+
+def ltl_mission(config: TeamConfig) -> LtlMissionSpec:
+    """Read and validate an LTL mission config. Raises ConfigError naming the key."""
+    if config.mission.kind != "ltl":
+        raise ConfigError(
+            f'is {config.mission.kind!r}; LTL agents need [mission] kind = "ltl"',
+            path=str(config.path),
+            key="mission.kind",
+        )
+    params = dict(config.mission.params)
+    known = {"scenario", "formula", "objective", "time_factor"}
+    extra = sorted(set(params) - known)
+    if extra:
+        raise _mission_error(
+            config, extra[0], f"unknown key(s) {', '.join(extra)}; expected {sorted(known)}"
+        )
+    scenario = params.get("scenario")
+    if scenario is not None and scenario not in FORMULAS:
+        raise _mission_error(
+            config, "scenario", f"is {scenario!r}; expected one of {sorted(FORMULAS)}"
+        )
+    formula = params.get("formula", FORMULAS.get(scenario) if scenario else None)
+    if not isinstance(formula, str) or not formula.strip():
+        raise _mission_error(
+            config, "formula", "is missing; give an LTL formula or a scenario (study1, ...)"
+        )
+    objective = params.get("objective", "sum")
+    if objective not in OBJECTIVE_NAMES:
+        raise _mission_error(config, "objective", f"is {objective!r}; expected 'sum' or 'makespan'")
+    factor = params.get("time_factor", 20.0)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or factor <= 0:
+        raise _mission_error(
+            config, "time_factor", f"is {factor!r}; expected simulated seconds per wall second > 0"
+        )
+    planners = [a.id for a in config.agents if a.kind == "ltl_planner"]
+    if len(planners) != 1:
+        raise ConfigError(
+            f"an LTL mission needs exactly one agent of kind 'ltl_planner', found {planners}",
+            path=str(config.path),
+            key="agents",
+        )
+    robots = []
+    for spec in config.agents:
+        if spec.kind != "ltl_robot":
+            continue
+        index = config.agents.index(spec)
+        rtype = spec.params.get("type")
+        if rtype not in ROBOT_TYPES:
+            raise ConfigError(
+                f"is {rtype!r}; expected a robot type, one of {sorted(ROBOT_TYPES)}",
+                path=str(config.path),
+                key=f"agents[{index}].type",
+            )
+        start = spec.params.get("start", list(ROBOT_TYPES[rtype][3]))
+        modes = ROBOT_TYPES[rtype][1]
+        if (
+            not isinstance(start, list | tuple)
+            or len(start) != 2
+            or start[0] not in HOSPITAL_MAP.regions
+            or start[1] not in modes
+        ):
+            raise ConfigError(
+                f"is {start!r}; expected [region, mode] with a hospital region and one of "
+                f"{list(modes)}",
+                path=str(config.path),
+                key=f"agents[{index}].start",
+            )
+        robots.append(LtlRobotSpec(spec.id, rtype, TSState(start[0], start[1])))
+    if not robots:
+        raise ConfigError(
+            "an LTL mission needs at least one agent of kind 'ltl_robot'",
+            path=str(config.path),
+            key="agents",
+        )
+    try:
+        parse(formula)
+    except (LTLSyntaxError, SpecificationError) as exc:
+        raise _mission_error(config, "formula", f"does not parse: {exc}") from None
+    return LtlMissionSpec(formula, scenario, objective, float(factor), planners[0], tuple(robots))
+
+
+# -- plan codec ------------------------------------------------------------------------
+
+
+def plan_digest(plan: RobotPlan) -> str:
+    """A short hash of a plan's content, so robots can prove they got the planner's plan."""
+    data = [
+        plan.robot,
+        [list(s) for s in plan.states],
+        list(plan.actions),
+        [round(w, 6) for w in plan.weights],
+        list(plan.automaton_states),
+        list(plan.waits_for),
+    ]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
+
+
+def plan_to_wire(plan: RobotPlan) -> dict[str, Any]:
+    """A RobotPlan as a msgpack-able map (see docs/ltl.md, ``ltl.plan``)."""
+    return {
+        "robot": plan.robot,
+        "states": [list(s) for s in plan.states],
+        "actions": list(plan.actions),
+        "weights": [float(w) for w in plan.weights],
+        "automaton_states": [int(q) for q in plan.automaton_states],
+        "waits_for": list(plan.waits_for),
+        "cost": plan.cost,
+        "digest": plan_digest(plan),
+    }
+
+
+def plan_from_wire(body: Mapping[str, Any]) -> RobotPlan:
+    """Decode ``plan_to_wire``'s map. Raises ValueError/KeyError/TypeError if malformed."""
+    states = tuple(TSState(str(r), str(m)) for r, m in body["states"])
+    actions = tuple(str(a) for a in body["actions"])
+    weights = tuple(float(w) for w in body["weights"])
+    qs = tuple(int(q) for q in body["automaton_states"])
+    if not states or len(actions) != len(states) - 1 or len(weights) != len(actions):
+        raise ValueError("plan needs n states, n-1 actions and n-1 weights")
+    if len(qs) != len(states):
+        raise ValueError("plan needs one automaton state per TS state")
+    return RobotPlan(
+        str(body["robot"]), states, actions, weights, qs, tuple(str(w) for w in body["waits_for"])
+    )
+
+
+def _states(raw: Any) -> list[TSState]:
+    return [TSState(str(r), str(m)) for r, m in raw]
+
+
+def _summary(plan: RobotPlan) -> str:
+    return " ".join(plan.actions) or "(idle)"
+
+
+# -- the agent -------------------------------------------------------------------------
+
+
+class LtlPlannerAgent(Agent):
+    """Offline allocation, replans on request, and the final trace verdict.
+
+    ``main`` returns (exit 0) once every robot has reported its current plan done and
+    the joint trace satisfies the formula; exit 1 with a report when reallocation finds
+    the mission impossible (e.g. two critical failures) or the trace check fails.
+    """
+
+    kind = "ltl_planner"
+
+    def __init__(
+        self, *args: Any, mission: LtlMissionSpec, sync_timeout_s: float = 3.0, **kwargs: Any
+    ):
+        super().__init__(*args, **kwargs)
+        self.spec = mission
+        self.sync_timeout_s = sync_timeout_s
+        self.mission: Mission | None = None
+        self.team_plan: TeamPlan | None = None
+        self.epoch = 0
+        self.plans: dict[str, tuple[int, RobotPlan]] = {}  # robot -> (seq, plan)
+        self.done: dict[str, tuple[int, int]] = {}  # robot -> (epoch, seq) reported done
+        self.segments: dict[str, dict[int, list[TSState]]] = {}  # from ltl.done
+        self.stream: dict[str, dict[int, list[TSState]]] = {}  # from ltl.step
+        self.failed: set[str] = set()
+        self.starts: dict[tuple[str, int], TSState] = {}  # (robot, epoch) -> start state
+        self.replans: list[dict[str, Any]] = []
+        self._lock = asyncio.Lock()
+        self._finished: asyncio.Future[int] | None = None
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate ``sync_timeout_s`` and the mission. Raises ConfigError."""
+        reader = spec_reader(spec, config)
+        sync = reader.positive("sync_timeout_s", 3.0, "a positive number of seconds")
+        reader.no_extras()
+        return {"mission": ltl_mission(config), "sync_timeout_s": sync}
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "formula": self.spec.formula,
+            "robots": [r.id for r in self.spec.robots],
+        }
+
+    @property
+    def robot_ids(self) -> list[str]:
+        return [r.id for r in self.spec.robots]
+
+    async def setup(self) -> None:
+        self.on_team(REPLAN, self._on_replan, kind="ltl.replan")
+        self.on_agents(TRACE, self._on_step, kind="ltl.step")
+        self.on_agents(STATUS, self._on_status)
+
+    # -- offline -------------------------------------------------------------------
+
+    async def main(self) -> None:
+        self._finished = asyncio.get_running_loop().create_future()
+        t0 = time.perf_counter()
+        self.blocked_edges: set[tuple[str, str]] = set()
+        self.private_blocked: set[tuple[str, tuple[str, str]]] = set()
+        try:
+            self.mission = self.spec.mission()
+            built = time.perf_counter()
+            self.team_plan = self.mission.allocate()
+        except PlanningError as exc:
+            await self._impossible(f"offline allocation failed: {exc}", strategy="offline")
+            self.exit_code = await self._finished
+            return
+        took = time.perf_counter() - t0
+        self.log.info(
+            "ltl.allocated",
+            strategy="offline",
+            robots=len(self.spec.robots),
+            automaton_states=self.mission.automaton.n_states,
+            build_ms=round((built - t0) * 1000, 2),
+            took_ms=round(took * 1000, 2),
+            cost=round(self.team_plan.cost, 2),
+        )
+        self.plans = {n: (0, self.team_plan[n]) for n in self.team_plan.plans}
+        self.starts = {(n, 0): p.states[0] for n, p in self.team_plan.plans.items()}
+        await self.publish(
+            MISSION,
+            "ltl.mission",
+            {
+                "run": self.session,
+                "formula": self.spec.formula,
+                "scenario": self.spec.scenario,
+                "objective": self.spec.objective,
+                "time_factor": self.spec.time_factor,
+                "order": self.robot_ids,
+                "robots": {
+                    r.id: {"type": r.type, "start": list(r.start)} for r in self.spec.robots
+                },
+            },
+            retain=True,
+        )
+        await self._publish_plans(self.robot_ids, "offline")
+        self.exit_code = await self._finished
+
+    def _block(
+        self,
+        robot: str,
+        edges: Sequence[tuple[str, str]],
+        private: Set[tuple[str, str]] = frozenset(),
+    ) -> EnvironmentChange:
+        """A blocked corridor is a fact of the map, not of one robot (our extension of
+        Alg. 2): it is deleted from every robot's transition system, so global plans
+        avoid it too, and remembered so robots that learn of it from the map (and ask
+        for R4 themselves) find it gone already. ``private`` edges are blocked for
+        ``robot`` only. Returns the requester's change. Raises SpecificationError for
+        a corridor the requester's map does not have."""
+        mine: list[tuple[TSState, TSState]] = []
+        for a, b in edges:
+            corridor = (min(a, b), max(a, b))
+            if corridor in self.blocked_edges or (robot, corridor) in self.private_blocked:
+                continue  # deleted when first reported; the plan check still sees it
+            mine.extend(block_edge(self.mission, robot, a, b).delete)
+            if (a, b) in private:
+                self.private_blocked.add((robot, corridor))
+                continue
+            for other in self.robot_ids:
+                if other == robot:
+                    continue
+                with contextlib.suppress(SpecificationError):  # no such corridor for it
+                    apply_change(self.mission, other, block_edge(self.mission, other, a, b))
+            self.blocked_edges.add(corridor)
+        return EnvironmentChange(delete=tuple(mine))
+
+    async def _publish_map(self) -> None:
+        body = {"run": self.session, "blocked": [list(e) for e in sorted(self.blocked_edges)]}
+        await self.publish(MAP, "ltl.map", body, team=True, retain=True)
+
+    async def _publish_plans(self, robots: Sequence[str], strategy: str) -> None:
+        dropped = sorted(self.failed)
+        for name in robots:
+            seq, plan = self.plans[name]
+            body = {
+                "run": self.session,
+                "epoch": self.epoch,
+                "seq": seq,
+                "strategy": strategy,
+                "dropped": dropped,
+                "plan": plan_to_wire(plan),
+            }
+            self.log.info(
+                "ltl.plan",
+                robot=name,
+                epoch=self.epoch,
+                seq=seq,
+                strategy=strategy,
+                cost=round(plan.cost, 2),
+                waits_for=list(plan.waits_for),
+                actions=_summary(plan),
+            )
+            await self.publish(PLAN, "ltl.plan", body, recipient=name, retain=True)
+
+    # -- traces and status -------------------------------------------------------------
+
+    async def _on_step(self, env: Envelope, topic: Topic) -> None:
+        body = env.body
+        if not isinstance(body, dict) or body.get("run") != self.session:
+            return
+        try:
+            state = TSState(*map(str, body["state"]))
+            epoch = int(body["epoch"])
+        except (KeyError, TypeError, ValueError):
+            return
+        self.stream.setdefault(env.sender, {}).setdefault(epoch, []).append(state)
+
+    async def _on_status(self, env: Envelope, topic: Topic) -> None:
+        body = env.body
+        if not isinstance(body, dict) or body.get("run") != self.session:
+            return
+        if env.kind == "ltl.plan_received":
+            seq_plan = self.plans.get(env.sender)
+            if body.get("epoch") == self.epoch and seq_plan and body.get("seq") == seq_plan[0]:
+                match = body.get("digest") == plan_digest(seq_plan[1])
+                (self.log.debug if match else self.log.warning)(
+                    "ltl.plan_acknowledged", robot=env.sender, digest_match=match
+                )
+            return
+        if env.kind != "ltl.done":
+            return
+        try:
+            segs = {int(e): _states(s) for e, s in body["segments"].items()}
+            version = (int(body["epoch"]), int(body["seq"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self.log.warning("ltl.bad_done", robot=env.sender, error=repr(exc))
+            return
+        self.segments[env.sender] = segs
+        self.done[env.sender] = version
+        self.log.info("ltl.robot_done", robot=env.sender, epoch=version[0], seq=version[1])
+        await self._maybe_finish()
+
+    async def _maybe_finish(self) -> None:
+        if self._lock.locked() or self._finished is None or self._finished.done():
+            return
+        for name in self.robot_ids:
+            seq = self.plans[name][0] if name in self.plans else -1
+            if self.done.get(name) != (self.epoch, seq):
+                return
+        await self._verdict()
+
+    def joint_segments(self) -> dict[str, list[list[TSState]]]:
+        """Each robot's trace segments, one per epoch (a robot without a report for an
+        epoch contributes a one-state segment: it read no labels)."""
+        out: dict[str, list[list[TSState]]] = {}
+        for name in self.robot_ids:
+            segs = self.segments.get(name) or {}
+            last = self.plans[name][1].states[0] if name in self.plans else None
+            row = []
+            for e in range(self.epoch + 1):
+                seg = segs.get(e) or self._stream_segment(name, e)
+                if not seg:
+                    seg = [last] if last is not None else []
+                row.append(seg)
+                if seg:
+                    last = seg[-1]
+            out[name] = row
+        return out
+
+    def _stream_segment(self, name: str, epoch: int) -> list[TSState]:
+        """A robot's segment of `epoch` rebuilt from its published steps (when it did
+        not report one): the epoch's start state, then every step."""
+        start = self.starts.get((name, epoch))
+        steps = self.stream.get(name, {}).get(epoch, [])
+        return ([start] if start is not None else []) + steps
+
+    async def _verdict(self) -> None:
+        assert self.mission is not None and self._finished is not None
+        segments = self.joint_segments()
+        systems = {n: r.ts for n, r in self.mission.robots.items()}
+        verdict = check_trace(self.mission.automaton, segments, systems=systems)
+        body = {
+            "run": self.session,
+            "satisfied": verdict.satisfied,
+            "impossible": False,
+            "reason": verdict.reason,
+            "arrangement": [list(x) for x in verdict.arrangement],
+            "remaining": verdict.remaining,
+            "epochs": self.epoch + 1,
+            "replans": self.replans,
+            "segments": {n: [[list(s) for s in seg] for seg in row] for n, row in segments.items()},
+        }
+        await self.publish(VERDICT, "ltl.verdict", body, retain=True)
+        strategies = [r["strategy"] for r in self.replans]
+        if verdict.satisfied:
+            self.log.info(
+                "ltl.verdict",
+                satisfied=True,
+                reason=verdict.reason,
+                replans=strategies,
+                epochs=self.epoch + 1,
+            )
+            print(
+                f"VERDICT: mission satisfied ({verdict.reason}); strategies run: "
+                f"{', '.join(strategies) or 'none'}",
+                flush=True,
+            )
+            self._finished.set_result(0)
+        else:
+            self.log.error("ltl.verdict", satisfied=False, reason=verdict.reason)
+            print(f"VERDICT: mission NOT satisfied: {verdict.reason}", flush=True)
+            self._finished.set_result(1)
+
+    async def _impossible(self, reason: str, *, strategy: str, robot: str | None = None) -> None:
+        failed = sorted(self.failed)
+        self.log.error(
+            "ltl.mission_impossible", strategy=strategy, robot=robot, failed=failed, reason=reason
+        )
+        print(
+            "MISSION IMPOSSIBLE: "
+            f"{reason} (strategy {strategy}; failed robots: {', '.join(failed) or 'none'})",
+            flush=True,
+        )
+        await self.publish(
+            VERDICT,
+            "ltl.verdict",
+            {
+                "run": self.session,
+                "satisfied": False,
+                "impossible": True,
+                "reason": reason,
+                "failed": failed,
+                "replans": self.replans,
+            },
+            retain=True,
+        )
+        if self._finished is not None and not self._finished.done():
+            self._finished.set_result(1)
+
+    # -- replanning ------------------------------------------------------------------
+
+    async def _on_replan(self, env: Envelope, topic: Topic) -> None:
+        self.spawn(self._replan(env), "replan")
+
+    async def _replan(self, env: Envelope) -> None:
+        body = env.body if isinstance(env.body, dict) else {}
+        strategy = body.get("strategy")
+        robot = env.sender
+        async with self._lock:
+            outcome = await self._replan_locked(robot, strategy, body)
+        await self.reply(env, "ltl.replan_result", outcome)
+        await self._maybe_finish()
+
+    async def _replan_locked(self, robot: str, strategy: Any, body: dict) -> dict[str, Any]:
+        if self.mission is None or self._finished is None or self._finished.done():
+            return {"outcome": "error", "detail": "no mission running"}
+        if robot not in self.plans:
+            return {"outcome": "error", "detail": f"{robot!r} is not a robot of this mission"}
+        if strategy not in ("R2", "R3", "R4"):
+            return {"outcome": "error", "detail": f"unknown strategy {strategy!r}"}
+        seq, plan = self.plans[robot]
+        if (body.get("epoch"), body.get("seq")) != (self.epoch, seq):
+            return {"outcome": "stale", "epoch": self.epoch, "seq": seq}
+        if strategy == "R2":
+            return await self._global(robot, "R2", "critical failure", failed=[robot])
+        try:
+            executed = _states(body.get("executed", []))
+        except (TypeError, ValueError) as exc:
+            return {"outcome": "error", "detail": f"bad executed trace: {exc}"}
+        t0 = time.perf_counter()
+        try:
+            if strategy == "R3":
+                new = reallocate_state_change(self.mission, plan, executed)
+                why = f"state change to {tuple(executed[-1])}"
+            else:
+                edges = [(str(a), str(b)) for a, b in body.get("edges", [])]
+                if not edges:
+                    return {"outcome": "error", "detail": "R4 needs edges"}
+                private = {(str(a), str(b)) for a, b in body.get("private", [])}
+                change = self._block(robot, edges, private)
+                new, _ = reallocate_environment_change(self.mission, plan, executed, change)
+                why = "blocked " + ", ".join(f"{a}-{b}" for a, b in edges)
+                if set(edges) - private:
+                    await self._publish_map()
+        except InfeasibleError as exc:
+            took = time.perf_counter() - t0
+            self.log.info(
+                "ltl.local_failed",
+                strategy=strategy,
+                robot=robot,
+                took_ms=round(took * 1000, 2),
+                reason=str(exc),
+            )
+            return await self._global(robot, f"{strategy}->global", f"local failed: {exc}")
+        except SpecificationError as exc:
+            return {"outcome": "error", "detail": str(exc)}
+        except PlanningError as exc:  # the trace left the plan: resynchronise globally
+            return await self._global(robot, f"{strategy}->global", str(exc))
+        took = time.perf_counter() - t0
+        kept = new.states == plan.states[len(plan.states) - len(new.states) :]
+        self.plans[robot] = (seq + 1, new)
+        record = {
+            "strategy": strategy,
+            "robot": robot,
+            "scope": "local",
+            "epoch": self.epoch,
+            "took_ms": round(took * 1000, 3),
+            "kept_plan": kept,
+            "why": why,
+        }
+        self.replans.append(record)
+        self.log.info("ltl.replanned", **record)
+        await self.publish(EVENT, "ltl.replanned", record)
+        await self._publish_plans([robot], strategy)
+        return {"outcome": "local", "epoch": self.epoch, "seq": seq + 1, "took_ms": took * 1000}
+
+    async def _global(
+        self, robot: str, strategy: str, why: str, *, failed: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Synchronise every robot (they stop and report their traces), then search the
+        synchronised team automaton. Called with the lock held."""
+        assert self.mission is not None and self.team_plan is not None
+        t_sync = time.perf_counter()
+        replies = await self.gather(
+            SYNC,
+            "ltl.sync",
+            {"run": self.session, "epoch": self.epoch},
+            expect=self.robot_ids,
+            timeout=self.sync_timeout_s,
+        )
+        executed: dict[str, list[TSState]] = {}
+        newly_failed = set(failed)
+        for name in self.robot_ids:
+            env = replies.get(name)
+            seg: list[TSState] = []
+            if env is not None and isinstance(env.body, dict):
+                try:
+                    seg = _states(env.body.get("segment", []))
+                except (TypeError, ValueError):
+                    seg = []
+                if env.body.get("failed"):
+                    newly_failed.add(name)
+            if not seg:
+                seg = self._stream_segment(name, self.epoch)
+                if env is None:
+                    self.log.warning("ltl.sync_missing", robot=name, using="step stream")
+            executed[name] = seg
+        newly_failed -= self.failed
+        t0 = time.perf_counter()
+        try:
+            new = reallocate_global(self.mission, self.team_plan, executed, failed=newly_failed)
+        except (InfeasibleError, SpecificationError) as exc:
+            self.failed |= newly_failed
+            self.replans.append({"strategy": strategy, "robot": robot, "scope": "global"})
+            await self._impossible(str(exc), strategy=strategy, robot=robot)
+            return {"outcome": "impossible", "detail": str(exc)}
+        took = time.perf_counter() - t0
+        self.failed |= newly_failed
+        self.epoch += 1
+        self.team_plan = new
+        self.plans = {n: (0, new[n]) for n in new.plans}
+        self.starts.update({(n, self.epoch): p.states[0] for n, p in new.plans.items()})
+        for name in self.robot_ids:  # the sync replies are the robots' finished segments
+            self.segments.setdefault(name, {})[self.epoch - 1] = executed[name]
+        record = {
+            "strategy": strategy,
+            "robot": robot,
+            "scope": "global",
+            "epoch": self.epoch,
+            "took_ms": round(took * 1000, 3),
+            "sync_ms": round((t0 - t_sync) * 1000, 1),
+            "failed": sorted(self.failed),
+            "why": why,
+            "cost": round(new.cost, 2),
+        }
+        self.replans.append(record)
+        self.log.info("ltl.replanned", **record)
+        await self.publish(EVENT, "ltl.replanned", record)
+        await self._publish_plans(self.robot_ids, strategy)
+        return {"outcome": "global", "epoch": self.epoch, "seq": 0, "took_ms": took * 1000}

@@ -1,0 +1,798 @@
+"""The LTL robot (kind ``ltl_robot``, seed 003 §V): executes the plan the planner sends
+with a small behaviour tree, and reacts to disturbances with strategies R1-R4.
+
+The world is the robot's own simulated body on the hospital's topological map: its
+transition system (``hospital_robot``) says which moves and actions exist, and an
+action of weight ``w`` takes ``w / time_factor`` wall seconds (weights are seconds of
+simulated time). An interrupted action is not done: the robot is still in the state
+it was leaving. Wire: docs/ltl.md.
+
+Behaviour tree (our own, py_trees-like; py_trees does not install here)::
+
+    Repeat (until the planner's verdict)
+    └── Sequence
+        ├── ? has plan                      (LTL precondition: once per step)
+        └── ReactiveSequence                (every tick)
+            ├── Fallback  ? upright @20 Hz          → R1 recovery stand  (legged only)
+            ├── Fallback  ? operational @10 Hz      → R2 request global reallocation
+            ├── Fallback  ? on planned state @10 Hz → R3 request local (else global)
+            ├── Fallback  ? environment known @5 Hz → R4 request local (else global)
+            └── Sequence
+                ├── ? teammates I wait for are done
+                └── ! execute next plan action (or report the plan done)
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import enum
+import itertools
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from teamtree.agents.ltl.planner import (
+    DISTURB,
+    DISTURBANCES,
+    EVENT,
+    MAP,
+    PLAN,
+    REPLAN,
+    STATUS,
+    SYNC,
+    TRACE,
+    VERDICT,
+    LtlRobotSpec,
+    ltl_mission,
+    plan_digest,
+    plan_from_wire,
+)
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.team_view import Presence
+from teamtree.broker import RequestError, TeamtreeError
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+from teamtree.planners.ltl import ROBOT_TYPES, RobotPlan, TSState
+
+__all__ = [
+    "Action",
+    "BTStatus",
+    "Condition",
+    "Fallback",
+    "LtlRobotAgent",
+    "ReactiveSequence",
+    "Sequence_",
+]
+
+# condition check rates (Hz); the LTL precondition is checked once per step
+RATES = {"upright": 20.0, "operational": 10.0, "on_plan": 10.0, "environment": 5.0}
+
+
+# -- a small behaviour tree ----------------------------------------------------------
+
+
+class BTStatus(enum.Enum):
+    """Result of ticking a node (py_trees' names)."""
+
+    SUCCESS = "success"  #: the node's goal holds / its action finished well
+    FAILURE = "failure"  #: the condition is false / the action failed or was cut off
+    RUNNING = "running"  #: an action is under way; tick again
+
+
+class Node(abc.ABC):
+    """A behaviour-tree node: ``tick(now)`` returns a status; ``halt`` stops running work."""
+
+    def __init__(self, name: str, children: Sequence[Node] = ()):
+        self.name = name
+        self.children = list(children)
+        self.status: BTStatus | None = None
+
+    def tick(self, now: float) -> BTStatus:
+        self.status = self.update(now)
+        return self.status
+
+    @abc.abstractmethod
+    def update(self, now: float) -> BTStatus:
+        """One tick of this node's own logic (py_trees' ``update``)."""
+
+    def halt(self) -> None:
+        for child in self.children:
+            child.halt()
+        self.status = None
+
+    def render(self, depth: int = 0) -> str:
+        mark = {None: " ", BTStatus.SUCCESS: "✓", BTStatus.FAILURE: "✗", BTStatus.RUNNING: "…"}
+        lines = [f"{'    ' * depth}{mark[self.status]} {type(self).__name__} {self.name}"]
+        lines += [c.render(depth + 1) for c in self.children]
+        return "\n".join(lines)
+
+
+class Condition(Node):
+    """A check evaluated at most ``rate_hz`` times a second (None: every tick); between
+    checks the last result stands. ``halt`` forgets it, forcing a fresh check."""
+
+    def __init__(self, name: str, check: Callable[[], bool], rate_hz: float | None = None):
+        super().__init__(name)
+        self.check = check
+        self.period = 0.0 if rate_hz is None else 1.0 / rate_hz
+        self._last: tuple[float, bool] | None = None
+        self.evaluations = 0
+
+    def update(self, now: float) -> BTStatus:
+        if self._last is None or now - self._last[0] >= self.period:
+            self.evaluations += 1
+            self._last = (now, bool(self.check()))
+        return BTStatus.SUCCESS if self._last[1] else BTStatus.FAILURE
+
+    def halt(self) -> None:
+        self._last = None
+        self.status = None
+
+
+class Action(Node):
+    """Runs ``start()`` (a coroutine returning True for success) as a task: RUNNING
+    until it ends; ``halt`` cancels it."""
+
+    def __init__(
+        self,
+        name: str,
+        start: Callable[[], Awaitable[bool]],
+        spawn: Callable[[Awaitable[Any], str], asyncio.Task[Any]],
+    ):
+        super().__init__(name)
+        self.start = start
+        self.spawn = spawn
+        self.task: asyncio.Task[Any] | None = None
+
+    def update(self, now: float) -> BTStatus:
+        if self.task is None:
+            self.task = self.spawn(self.start(), self.name)
+            return BTStatus.RUNNING
+        if not self.task.done():
+            return BTStatus.RUNNING
+        task, self.task = self.task, None
+        if task.cancelled() or task.exception() is not None or task.result() is False:
+            return BTStatus.FAILURE
+        return BTStatus.SUCCESS
+
+    def halt(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        self.task = None
+        self.status = None
+
+
+class Sequence_(Node):
+    """Children in order, with memory: a RUNNING child is resumed without re-ticking the
+    ones before it (so a precondition there is checked once per run)."""
+
+    def __init__(self, name: str, children: Sequence[Node]):
+        super().__init__(name, children)
+        self._at = 0
+
+    def update(self, now: float) -> BTStatus:
+        while self._at < len(self.children):
+            status = self.children[self._at].tick(now)
+            if status is BTStatus.RUNNING:
+                return status
+            if status is BTStatus.FAILURE:
+                self._at = 0
+                return status
+            self._at += 1
+        self._at = 0
+        return BTStatus.SUCCESS
+
+    def halt(self) -> None:
+        self._at = 0
+        super().halt()
+
+
+class ReactiveSequence(Node):
+    """Children in order from the first on every tick; when an earlier child stops
+    succeeding, a later RUNNING child is halted."""
+
+    def update(self, now: float) -> BTStatus:
+        for i, child in enumerate(self.children):
+            status = child.tick(now)
+            if status is not BTStatus.SUCCESS:
+                for later in self.children[i + 1 :]:
+                    if later.status is BTStatus.RUNNING:
+                        later.halt()
+                return status
+        return BTStatus.SUCCESS
+
+
+class Fallback(Node):
+    """Reactive fallback: the first child that does not fail decides. When a recovery
+    child finishes, every child is reset so the condition is checked afresh."""
+
+    def update(self, now: float) -> BTStatus:
+        for i, child in enumerate(self.children):
+            status = child.tick(now)
+            if status is BTStatus.FAILURE:
+                continue
+            for later in self.children[i + 1 :]:
+                if later.status is BTStatus.RUNNING:
+                    later.halt()
+            if status is BTStatus.SUCCESS and i > 0:
+                for c in self.children:
+                    c.halt()
+            return status
+        return BTStatus.FAILURE
+
+
+# -- the agent ------------------------------------------------------------------------
+
+
+def _state(raw: Any) -> TSState:
+    region, mode = raw
+    return TSState(str(region), str(mode))
+
+
+class LtlRobotAgent(Agent):
+    """One robot of an LTL mission. ``main`` ticks the behaviour tree until the planner's
+    verdict; exit 0 when the mission is satisfied, 1 when it is not or is impossible."""
+
+    kind = "ltl_robot"
+
+    def __init__(
+        self,
+        *args: Any,
+        robot: LtlRobotSpec,
+        planner: str,
+        time_factor: float = 20.0,
+        bt_hz: float = 50.0,
+        recovery_s: float = 5.0,
+        replan_timeout_s: float = 10.0,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.spec = robot
+        self.ts = robot.model().ts
+        self.planner = planner
+        self.time_factor = time_factor
+        self.bt_hz = bt_hz
+        self.recovery_s = recovery_s
+        self.replan_timeout_s = replan_timeout_s
+        self.run: str | None = None
+        self.plan: RobotPlan | None = None
+        self.version: tuple[int, int] = (-1, -1)
+        self.step = 0
+        self.current: TSState = robot.start
+        self.segments: dict[int, list[TSState]] = {}
+        self.plan_trace: list[TSState] = []
+        self.fallen = False
+        self.failed = False
+        self.failure_acked = False
+        self.blocked: set[tuple[str, str]] = set()
+        self.unreported: set[tuple[str, str]] = set()
+        self.private_edges: set[tuple[str, str]] = set()
+        """Edges blocked for this robot only (``scope = "robot"``): not on the team map."""
+        self.hold_epoch: int | None = None
+        self.peer_done: dict[str, tuple[int, int]] = {}
+        self.reported: tuple[int, int] | None = None
+        self.verdict: dict[str, Any] | None = None
+        self.strategies: Counter[str] = Counter()
+        self.deferred: list[dict[str, Any]] = []
+        self._offered: dict[str, Any] | None = None  # newest plan body not yet accepted
+        self.bt = self._build_tree()
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate ``type``, ``start``, ``bt_hz``, ``recovery_s``, ``replan_timeout_s`` and
+        the mission. Raises ConfigError naming the key."""
+        mission = ltl_mission(config)
+        reader = spec_reader(spec, config)
+        reader.take("type", str, None, "a robot type")
+        reader.take("start", list, None, "[region, mode]")
+        bt_hz = reader.positive("bt_hz", 50.0, "a positive tick rate (Hz)")
+        recovery = reader.positive("recovery_s", 5.0, "simulated seconds of a recovery stand")
+        timeout = reader.positive("replan_timeout_s", 10.0, "a positive number of seconds")
+        reader.no_extras()
+        return {
+            "robot": mission.robot(spec.id),
+            "planner": mission.planner,
+            "time_factor": mission.time_factor,
+            "bt_hz": bt_hz,
+            "recovery_s": recovery,
+            "replan_timeout_s": timeout,
+        }
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "type": self.spec.type,
+            "legged": self.spec.legged,
+            "modes": list(ROBOT_TYPES[self.spec.type][1]),
+            "start": list(self.spec.start),
+        }
+
+    # -- the tree ----------------------------------------------------------------------
+
+    def _build_tree(self) -> Node:
+        def act(name: str, start: Callable[[], Awaitable[bool]]) -> Action:
+            return Action(name, start, lambda c, n: self.spawn(c, n))
+
+        self._work = Sequence_(
+            "work",
+            [
+                Condition("not held", lambda: self.hold_epoch is None),
+                Condition("teammates done", self._waits_done),
+                act("execute next action", self._execute_step),
+            ],
+        )
+        reactive: list[Node] = []
+        if self.spec.legged:
+            reactive.append(
+                Fallback(
+                    "locomotion",
+                    [
+                        Condition("upright", lambda: not self.fallen, RATES["upright"]),
+                        act("R1 recovery stand", self._recover),
+                    ],
+                )
+            )
+        reactive += [
+            Fallback(
+                "critical failure",
+                [
+                    Condition(
+                        "operational",
+                        lambda: not self.failed or self.failure_acked,
+                        RATES["operational"],
+                    ),
+                    act("R2 global reallocation", lambda: self._request("R2")),
+                ],
+            ),
+            Fallback(
+                "state change",
+                [
+                    Condition("on planned state", self._on_planned_state, RATES["on_plan"]),
+                    act("R3 local reallocation", lambda: self._request("R3")),
+                ],
+            ),
+            Fallback(
+                "environment change",
+                [
+                    Condition(
+                        "environment known", lambda: not self.unreported, RATES["environment"]
+                    ),
+                    act("R4 local reallocation", lambda: self._request("R4")),
+                ],
+            ),
+            self._work,
+        ]
+        return Sequence_(
+            "mission",
+            [Condition("has plan", self._has_plan), ReactiveSequence("reactive", reactive)],
+        )
+
+    def _interrupt(self) -> None:
+        """Cut off the running plan action and force every condition to be checked
+        afresh; running strategies (R1-R4) go on."""
+        self._work.halt()
+        stack = [self.bt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Condition):
+                node.halt()
+            stack.extend(node.children)
+
+    def _has_plan(self) -> bool:
+        return self.plan is not None and self.hold_epoch is None
+
+    def _on_planned_state(self) -> bool:
+        return self.plan is None or self.current == self.plan.states[self.step]
+
+    def _waits_done(self) -> bool:
+        epoch = self.version[0]
+        assert self.plan is not None
+        return all(self.peer_done.get(r, (-1, -1))[0] >= epoch for r in self.plan.waits_for)
+
+    @property
+    def plan_finished(self) -> bool:
+        return self.plan is not None and self.step >= len(self.plan.actions)
+
+    # -- wiring ------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self.on_agents(PLAN, self._on_plan, kind="ltl.plan", addressed=True)
+        self.on_agents(VERDICT, self._on_verdict, kind="ltl.verdict")
+        self.on_agents(STATUS, self._on_peer_status, kind="ltl.done")
+        self.on_team(SYNC, self._on_sync, kind="ltl.sync")
+        self.on_team(DISTURB, self._on_disturb, kind="ltl.disturb")
+        self.on_team(MAP, self._on_map, kind="ltl.map")
+        self.log.debug("ltl.robot_tree", type=self.spec.type, tree="\n" + self.bt.render())
+
+    async def main(self) -> None:
+        period = 1.0 / self.bt_hz
+        loop = asyncio.get_running_loop()
+        while self.verdict is None:
+            self.bt.tick(loop.time())
+            await asyncio.sleep(period)
+        self.bt.halt()
+        ok = bool(self.verdict.get("satisfied"))
+        self.log.info(
+            "ltl.robot_finished",
+            satisfied=ok,
+            impossible=bool(self.verdict.get("impossible")),
+            reason=self.verdict.get("reason"),
+            strategies=dict(self.strategies),
+            failed=self.failed,
+            state=list(self.current),
+        )
+        self.exit_code = 0 if ok else 1
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        if agent_id == self.planner and new is Presence.ONLINE and self._offered is not None:
+            await self._accept(self._offered)
+
+    # -- plans ---------------------------------------------------------------------
+
+    def _planner_session(self) -> str | None:
+        member = self.team_view.get(self.planner)
+        return None if member is None or not member.online else member.session
+
+    async def _on_plan(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.planner or not isinstance(env.body, dict):
+            return
+        await self._accept(env.body)
+
+    async def _accept(self, body: dict[str, Any]) -> None:
+        """Take a plan from the live planner session if it is newer than ours; plans
+        from an old session (retained from an earlier run) wait for its presence."""
+        run = body.get("run")
+        if run != self._planner_session():
+            self._offered = body
+            return
+        self._offered = None
+        try:
+            version = (int(body["epoch"]), int(body["seq"]))
+            plan = plan_from_wire(body["plan"])
+        except (KeyError, TypeError, ValueError) as exc:
+            self.log.warning("ltl.bad_plan", error=repr(exc))
+            return
+        if run == self.run and version <= self.version:
+            return
+        if plan.robot != self.id:
+            self.log.warning("ltl.plan_not_mine", robot=plan.robot)
+            return
+        if run != self.run:
+            self.run, self.segments, self.version = run, {}, (-1, -1)
+        self._interrupt()
+        if version[0] > self.version[0]:
+            self.segments[version[0]] = [self.current]
+        if plan.states[0] != self.current:
+            self.log.warning(
+                "ltl.plan_start_mismatch", plan_start=list(plan.states[0]), at=list(self.current)
+            )
+        self.plan, self.version, self.step = plan, version, 0
+        self.plan_trace = [self.current]
+        if self.hold_epoch is not None and version[0] > self.hold_epoch:
+            self.hold_epoch = None
+        self.failure_acked = self.id in body.get("dropped", [])
+        digest = plan_digest(plan)
+        self.log.info(
+            "ltl.plan_received",
+            epoch=version[0],
+            seq=version[1],
+            strategy=body.get("strategy"),
+            digest=digest,
+            waits_for=list(plan.waits_for),
+            actions=" ".join(plan.actions) or "(idle)",
+        )
+        await self.publish(
+            STATUS,
+            "ltl.plan_received",
+            {
+                "run": run,
+                "epoch": version[0],
+                "seq": version[1],
+                "digest": digest,
+                "sent_digest": body["plan"].get("digest"),
+                "plan": body["plan"],
+            },
+        )
+        if self.hold_epoch is None:
+            for disturbance in self.deferred:
+                await self._apply_disturbance(disturbance)
+            self.deferred.clear()
+
+    async def _on_map(self, env: Envelope, topic: Topic) -> None:
+        """Corridors another robot found blocked: block them here too and, if the rest
+        of this robot's plan crosses one, ask for R4 now rather than at the corridor."""
+        body = env.body
+        if env.sender != self.planner or not isinstance(body, dict):
+            return
+        if body.get("run") != self._planner_session():
+            return
+        try:
+            edges = [(str(a), str(b)) for a, b in body.get("blocked", [])]
+        except (TypeError, ValueError):
+            self._drop("malformed", str(topic), env.sender, "ltl.map: blocked")
+            return
+        ahead = set(self._moves_ahead())
+        for a, b in edges:
+            if (a, b) in self.blocked:
+                continue
+            self.blocked |= {(a, b), (b, a)}
+            crossing = [e for e in ((a, b), (b, a)) if e in ahead]
+            self.log.info("ltl.map_blocked", edge=[a, b], on_my_plan=bool(crossing))
+            self.unreported |= set(crossing)
+
+    def _moves_ahead(self) -> list[tuple[str, str]]:
+        """Region changes left on the current plan, in order."""
+        if self.plan is None:
+            return []
+        states = self.plan.states[self.step :]
+        return [(s.region, t.region) for s, t in itertools.pairwise(states) if s.region != t.region]
+
+    async def _on_verdict(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.planner or not isinstance(env.body, dict):
+            return
+        run = env.body.get("run")
+        if run is not None and run in (self.run, self._planner_session()):
+            self.verdict = env.body  # never a stale retained one from an earlier run
+
+    async def _on_peer_status(self, env: Envelope, topic: Topic) -> None:
+        body = env.body
+        if isinstance(body, dict) and body.get("run") == self.run:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                self.peer_done[env.sender] = (int(body["epoch"]), int(body["seq"]))
+
+    async def _on_sync(self, env: Envelope, topic: Topic) -> None:
+        """Global reallocation: stop where we are and report this epoch's trace."""
+        body = env.body if isinstance(env.body, dict) else {}
+        if env.sender != self.planner or body.get("run") != self.run:
+            return
+        epoch = int(body.get("epoch", self.version[0]))
+        self.hold_epoch = epoch if self.hold_epoch is None else max(epoch, self.hold_epoch)
+        self._interrupt()
+        segment = self.segments.get(epoch, [self.current])
+        self.log.info("ltl.sync", epoch=epoch, at=list(self.current), steps=len(segment) - 1)
+        await self.reply(
+            env,
+            "ltl.sync_reply",
+            {
+                "segment": [list(s) for s in segment],
+                "state": list(self.current),
+                "failed": self.failed,
+            },
+        )
+
+    # -- actions ---------------------------------------------------------------------
+
+    async def _record(self, state: TSState, action: str) -> None:
+        self.current = state
+        self.plan_trace.append(state)
+        self.segments.setdefault(self.version[0], [state]).append(state)
+        await self.publish(
+            TRACE,
+            "ltl.step",
+            {
+                "run": self.run,
+                "epoch": self.version[0],
+                "seq": self.version[1],
+                "index": len(self.segments[self.version[0]]) - 1,
+                "action": action,
+                "state": list(state),
+            },
+        )
+
+    async def _execute_step(self) -> bool:
+        """One plan action in simulated time, or report the plan done."""
+        plan = self.plan
+        if plan is None:
+            return False
+        if self.plan_finished:
+            if self.reported != self.version:
+                self.reported = self.version
+                self.log.info("ltl.plan_done", epoch=self.version[0], seq=self.version[1])
+                await self.publish(
+                    STATUS,
+                    "ltl.done",
+                    {
+                        "run": self.run,
+                        "epoch": self.version[0],
+                        "seq": self.version[1],
+                        "state": list(self.current),
+                        "segments": {
+                            str(e): [list(s) for s in seg] for e, seg in self.segments.items()
+                        },
+                    },
+                )
+            await asyncio.sleep(0.05)
+            return True
+        action, target = plan.actions[self.step], plan.states[self.step + 1]
+        edge = (self.current.region, target.region)
+        if edge in self.blocked:
+            self.log.warning("ltl.edge_blocked", edge=list(edge), action=action)
+            self.unreported.add(edge)
+            return False
+        if self.ts.transition(self.current, target) is None:
+            self.log.warning("ltl.no_transition", at=list(self.current), to=list(target))
+            await asyncio.sleep(0.1)
+            return False
+        version = self.version
+        await asyncio.sleep(plan.weights[self.step] / self.time_factor)
+        if self.version != version or self.plan is not plan:
+            return False
+        self.step += 1
+        await self._record(target, action)
+        return True
+
+    async def _recover(self) -> bool:
+        """R1: recovery stand, without the planner (legged robots only)."""
+        self.strategies["R1"] += 1
+        self.log.info("ltl.strategy", strategy="R1", action="recovery stand", at=list(self.current))
+        await self.publish(EVENT, "ltl.strategy", {"run": self.run, "strategy": "R1"})
+        await asyncio.sleep(self.recovery_s / self.time_factor)
+        self.fallen = False
+        self.log.info("ltl.recovered", strategy="R1", took_sim_s=self.recovery_s)
+        return True
+
+    async def _request(self, strategy: str) -> bool:
+        """R2-R4: ask the planner to reallocate; wait for the plan it publishes."""
+        if self.plan is None or self.run is None:
+            return False
+        asked = self.version
+        body: dict[str, Any] = {
+            "run": self.run,
+            "strategy": strategy,
+            "epoch": asked[0],
+            "seq": asked[1],
+        }
+        if strategy in ("R3", "R4"):
+            body["executed"] = [list(s) for s in self.plan_trace]
+        edges = sorted(self.unreported)
+        if strategy == "R4":
+            body["edges"] = [list(e) for e in edges]
+            private = [list(e) for e in edges if e in self.private_edges]
+            if private:
+                body["private"] = private
+        self.strategies[strategy] += 1
+        self.log.info(
+            "ltl.strategy",
+            strategy=strategy,
+            at=list(self.current),
+            epoch=asked[0],
+            seq=asked[1],
+            edges=[list(e) for e in edges] or None,
+        )
+        await self.publish(EVENT, "ltl.strategy", {"run": self.run, **body})
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        try:
+            reply = await self.request(
+                REPLAN, "ltl.replan", body, to=self.planner, timeout=self.replan_timeout_s
+            )
+        except (RequestError, TeamtreeError) as exc:
+            self.log.warning("ltl.replan_unanswered", strategy=strategy, error=str(exc))
+            return False
+        result = reply.body if isinstance(reply.body, dict) else {}
+        outcome = result.get("outcome")
+        if strategy == "R4" and outcome != "stale":
+            self.unreported -= set(edges)
+        if outcome in ("local", "global", "stale"):
+            want = (int(result.get("epoch", asked[0])), int(result.get("seq", asked[1])))
+            if outcome == "stale":
+                want = max(want, asked)
+            while self.version < want or (outcome == "stale" and self.version == asked):
+                if loop.time() - t0 > self.replan_timeout_s:
+                    self.log.warning("ltl.replan_plan_missing", strategy=strategy, want=want)
+                    return False
+                await asyncio.sleep(0.01)
+            self.log.info(
+                "ltl.replan_done",
+                strategy=strategy,
+                outcome=outcome,
+                planner_ms=round(float(result.get("took_ms", 0.0)), 3),
+                round_trip_ms=round((loop.time() - t0) * 1000, 1),
+            )
+            return True
+        if outcome == "impossible":
+            self.log.error("ltl.mission_impossible", strategy=strategy, detail=result.get("detail"))
+            while self.verdict is None:
+                await asyncio.sleep(0.05)
+            return False
+        self.log.warning("ltl.replan_refused", strategy=strategy, detail=result.get("detail"))
+        await asyncio.sleep(0.2)
+        return False
+
+    # -- disturbances ----------------------------------------------------------------
+
+    async def _on_disturb(self, env: Envelope, topic: Topic) -> None:
+        body = env.body if isinstance(env.body, dict) else {}
+        ok, detail = self._check_disturbance(body)
+        if ok and (self.plan is None or self.hold_epoch is not None):
+            self.deferred.append(body)
+            detail = f"deferred until the next plan arrives ({detail})"
+        elif ok:
+            detail = await self._apply_disturbance(body)
+        (self.log.info if ok else self.log.warning)(
+            "ltl.disturbance", kind=body.get("kind"), accepted=ok, detail=detail
+        )
+        await self.reply(env, "ltl.disturb_ack", {"accepted": ok, "detail": detail})
+
+    def _check_disturbance(self, body: dict[str, Any]) -> tuple[bool, str]:
+        kind = body.get("kind")
+        if kind not in DISTURBANCES:
+            return False, f"unknown disturbance {kind!r}; expected one of {list(DISTURBANCES)}"
+        if kind == "fall" and not self.spec.legged:
+            return False, (
+                f"{self.id} is a wheeled {self.spec.type}; falls (R1) apply to legged robots only"
+            )
+        if kind == "state_change":
+            if self.plan_finished:
+                return False, f"{self.id} has finished its plan; nothing to reallocate"
+            try:
+                target = self._state_change_target(body)
+            except ValueError as exc:
+                return False, str(exc)
+            return True, f"state change to {tuple(target)}"
+        if kind == "blocked_edge":
+            try:
+                edge = self._blocked_edge(body)
+            except ValueError as exc:
+                return False, str(exc)
+            return True, f"edge {edge[0]}-{edge[1]} blocked"
+        if kind == "critical" and self.failed:
+            return False, f"{self.id} has already failed"
+        return True, kind
+
+    def _state_change_target(self, body: dict[str, Any]) -> TSState:
+        modes = ROBOT_TYPES[self.spec.type][1]
+        mode = body.get("mode")
+        if mode is None:  # the load falls off / the training stops / a load is put on
+            others = [m for m in modes if m != self.current.mode]
+            mode = "standby" if self.current.mode != "standby" else others[0]
+        region = body.get("region") or self.current.region
+        target = TSState(str(region), str(mode))
+        if target not in self.ts.succ:
+            raise ValueError(f"{tuple(target)} is not a state of {self.id} (modes {list(modes)})")
+        if target == self.current:
+            raise ValueError(f"{self.id} is already in {tuple(target)}")
+        return target
+
+    def _blocked_edge(self, body: dict[str, Any]) -> tuple[str, str]:
+        raw = body.get("edge")
+        if raw:
+            a, b = str(raw[0]), str(raw[1])
+        else:
+            if self.plan is None:
+                raise ValueError(f"{self.id} has no plan yet; give the edge (--edge A,B)")
+            moves = self._moves_ahead()
+            if not moves:
+                raise ValueError(f"{self.id} has no move left on its plan; give --edge A,B")
+            a, b = moves[0]
+        if not any((s.region, t.region) in ((a, b), (b, a)) for s, t in self.ts.edges() if s != t):
+            raise ValueError(f"{a}-{b} is not an edge of the map")
+        return a, b
+
+    async def _apply_disturbance(self, body: dict[str, Any]) -> str:
+        kind = body["kind"]
+        if kind == "fall":
+            self.fallen = True  # detected by the 'upright' check at its rate
+            return "fallen; R1 recovery stand follows"
+        if kind == "critical":
+            self.failed = True
+            self._interrupt()  # motors stop at once
+            return "critical failure; R2 global reallocation follows"
+        if kind == "state_change":
+            try:
+                target = self._state_change_target(body)
+            except ValueError as exc:
+                return f"ignored: {exc}"
+            self._interrupt()  # the running action is cut off
+            await self._record(target, "state_change")
+            return f"state changed to {tuple(target)}; R3 follows"
+        a, b = self._blocked_edge(body)
+        self.blocked |= {(a, b), (b, a)}  # a blocked corridor is blocked both ways
+        self.unreported |= {(a, b)}
+        if body.get("scope") == "robot":  # only for this robot (too narrow for it, say)
+            self.private_edges |= {(a, b)}
+            return f"edge {a}-{b} blocked for {self.id} only; R4 follows"
+        return f"edge {a}-{b} blocked; R4 follows"

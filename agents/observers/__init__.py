@@ -1,0 +1,18 @@
+"""Observers: read a team from the broker without joining it (monitor, recorder, timeline)."""
+
+from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.observers.monitor import MonitorState, TeamObserver, render_text
+from teamtree.agents.observers.recorder import RecorderAgent, behaviour_summary
+from teamtree.agents.observers.timeline import draw_timeline, load_records, node_intervals
+
+__all__ = [
+    "MonitorState",
+    "RecorderAgent",
+    "TeamObserver",
+    "behaviour_summary",
+    "draw_timeline",
+    "load_records",
+    "node_intervals",
+    "render_text",
+    "tree_labels",
+]

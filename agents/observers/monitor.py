@@ -1,0 +1,433 @@
+"""Watch a team from the broker alone: who is there, what each agent is doing, how the
+mission goes, conflicts, dialogs, favors, request latencies, rates and ``$SYS``.
+
+``TeamObserver`` is a passive client: it subscribes to ``teamtree/v1/<team>/#`` (and
+``$SYS/broker/#``) with a fresh client id, no Last Will and no presence of its own, so
+any number of monitors, recorders and health checks can watch a team without joining
+it, and its broker user needs read rights only. ``MonitorState`` is the pure part: fed
+validated messages, it keeps the view that ``snapshot`` returns as plain data and
+``render_text`` draws for a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.runtime.team_view import Presence, TeamView
+from teamtree.agents.tasktree.peer_wire import working_leaves
+from teamtree.broker import ConnectError, WireError
+from teamtree.broker.connection import Connection, Incoming
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import Envelope, decode
+from teamtree.broker.hlc import wall_ms
+from teamtree.broker.topics import Topic, parse, validate_id
+
+__all__ = ["MonitorState", "TeamObserver", "render_text"]
+
+RATE_WINDOW_S = 10.0
+HISTORY = 20
+#: $SYS figures shown in the text view (mosquitto's names, under ``$SYS/broker/``)
+SYS_SHOWN = (
+    "version",
+    "uptime",
+    "clients/connected",
+    "subscriptions/count",
+    "messages/received",
+    "messages/sent",
+    "load/messages/received/1min",
+    "load/messages/sent/1min",
+    "retained messages/count",
+    "store/messages/count",
+)
+
+MessageHook = Callable[[Envelope, Topic, Incoming], Awaitable[None] | None]
+
+
+@dataclass(slots=True)
+class AgentRow:
+    """What the monitor knows of one agent."""
+
+    id: str
+    kind: str | None = None
+    presence: str = Presence.UNKNOWN.value
+    node: str | None = None  #: the node it is working on now
+    status: str = "idle"
+    done: list[str] = field(default_factory=list)
+    last_seen_ms: int = 0
+    messages: int = 0
+    works_tree: bool = False  #: it publishes node transitions or snapshots
+    heartbeat: dict[str, Any] = field(default_factory=dict)
+
+
+class MonitorState:
+    """The monitor's view of one team, fed message by message (no I/O)."""
+
+    def __init__(self, team: str, *, clock: Callable[[], float] = time.monotonic):
+        self.team = team
+        self._clock = clock
+        self._started = clock()
+        self.view = TeamView("")
+        self.agents: dict[str, AgentRow] = {}
+        self.mission: dict[str, Any] = {}
+        self.labels: dict[str, str] = {}
+        self.leaves: list[str] = []
+        self.done_nodes: dict[str, str] = {}  # node -> agent that finished it
+        self.conflicts: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.dialogs: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.favors: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.favor_counts: Counter[str] = Counter()
+        self.requests: dict[str, dict[str, Any]] = {}  # corr -> request
+        self.latencies: dict[str, deque[float]] = {}  # channel -> recent latencies (ms)
+        self.request_counts: Counter[str] = Counter()
+        self.unanswered: Counter[str] = Counter()
+        self.totals: Counter[str] = Counter()  # channel -> live messages
+        self._arrivals: dict[str, deque[float]] = {}
+        self.sys: dict[str, str] = {}
+        self.dropped: Counter[str] = Counter()
+
+    # -- feeding -------------------------------------------------------------------
+
+    def row(self, agent_id: str) -> AgentRow:
+        if agent_id not in self.agents:
+            self.agents[agent_id] = AgentRow(agent_id)
+        return self.agents[agent_id]
+
+    def drop(self, reason: str) -> None:
+        """Count a message that failed validation."""
+        self.dropped[reason] += 1
+
+    def feed_sys(self, topic: str, payload: bytes) -> None:
+        """A ``$SYS/broker/...`` figure."""
+        key = topic.removeprefix("$SYS/broker/")
+        self.sys[key] = payload.decode(errors="replace")[:80]
+
+    def feed(self, env: Envelope, topic: Topic, *, retained: bool = False) -> None:
+        """One validated message of the team."""
+        channel = topic.channel if topic.agent is not None else f"_/{topic.channel}"
+        if not retained:
+            self.totals[channel] += 1
+            self._arrivals.setdefault(channel, deque()).append(self._clock())
+        if topic.agent is not None:
+            row = self.row(topic.agent)
+            row.last_seen_ms = max(row.last_seen_ms, env.ts)
+            row.messages += 1
+        self._interpret(env, topic)
+
+    def _interpret(self, env: Envelope, topic: Topic) -> None:
+        body = env.body if isinstance(env.body, dict) else {}
+        kind = env.kind
+        if topic.agent is not None and topic.channel == "connection":
+            with contextlib.suppress(ValueError):
+                self.view.apply_presence(env.sender, env.body, env.ts)
+                member = self.view.member(env.sender)
+                row = self.row(env.sender)
+                row.presence = member.presence.value
+                row.kind = member.kind or row.kind
+        elif topic.agent is not None and topic.channel == "factsheet":
+            with contextlib.suppress(ValueError):
+                self.view.apply_factsheet(env.sender, env.body)
+                self.row(env.sender).kind = self.view.member(env.sender).kind
+        elif kind == "heartbeat":
+            self.row(env.sender).heartbeat = dict(body)
+        elif kind == "mission.tree":
+            self.mission = {"kind": body.get("kind"), "text": body.get("text")}
+            self.labels, self.leaves = tree_labels(body.get("tree"))
+        elif kind == "node.transition":
+            self._transition(env.sender, body)
+        elif kind == "node.snapshot":
+            row = self.row(env.sender)
+            row.works_tree = True
+            try:
+                working = working_leaves(body.get("working"))
+            except ValueError:
+                working = ()
+            row.node = working[0] if working else None
+            labels = ", ".join(self.label(n) for n in working)
+            row.status = f"working {labels}" if working else row.status
+            for node in body.get("done") or []:
+                if isinstance(node, str):
+                    self.done_nodes.setdefault(node, "?")
+        elif kind == "node.claim_decided" and body.get("won") is False:
+            node = str(body.get("node"))
+            self.conflicts.append(
+                {
+                    "agent": env.sender,
+                    "node": node,
+                    "label": self.label(node),
+                    "reason": body.get("reason"),
+                    "ts": env.ts,
+                }
+            )
+        elif kind.startswith("dialog"):
+            self.dialogs.append({"sender": env.sender, "kind": kind, "body": body, "ts": env.ts})
+        elif kind.startswith("favor"):
+            self.favor_counts[kind] += 1
+            self.favors.append({"sender": env.sender, "kind": kind, "ts": env.ts, "to": env.to})
+        elif kind.endswith(".done") or kind.endswith(".started") or topic.channel == "status":
+            self.row(env.sender).status = kind
+        self._request_reply(env, topic)
+
+    def _transition(self, agent: str, body: dict[str, Any]) -> None:
+        node, status = body.get("node"), body.get("status")
+        if not isinstance(node, str):
+            return
+        row = self.row(agent)
+        row.works_tree = True
+        if status == "working":
+            row.node, row.status = node, f"working {self.label(node)}"
+        elif status == "done":
+            if node not in row.done:
+                row.done.append(node)
+            self.done_nodes[node] = agent
+            if row.node == node:
+                row.node, row.status = None, f"done {self.label(node)}"
+        elif status == "inactive" and row.node == node:
+            row.node, row.status = None, f"released {self.label(node)}"
+
+    def _request_reply(self, env: Envelope, topic: Topic) -> None:
+        if env.corr is None:
+            return
+        if topic.agent is None and env.reply_to is not None:
+            channel = topic.channel
+            self.request_counts[channel] += 1
+            self.requests[env.corr] = {
+                "channel": channel,
+                "kind": env.kind,
+                "from": env.sender,
+                "ts": env.ts,
+                "deadline": env.deadline,
+                "replies": 0,
+            }
+            if len(self.requests) > 2000:
+                oldest = next(iter(self.requests))
+                self._expire(oldest)
+        elif topic.channel == "reply" and env.corr in self.requests:
+            request = self.requests[env.corr]
+            request["replies"] += 1
+            if request["replies"] == 1:
+                latency = float(max(0, env.ts - request["ts"]))
+                request["latency_ms"] = latency
+                self.latencies.setdefault(request["channel"], deque(maxlen=200)).append(latency)
+
+    def _expire(self, corr: str) -> None:
+        request = self.requests.pop(corr)
+        if request["replies"] == 0:
+            self.unanswered[request["channel"]] += 1
+
+    def label(self, node: str | None) -> str:
+        return "" if node is None else self.labels.get(node, node)
+
+    # -- reading -------------------------------------------------------------------
+
+    def rates(self) -> dict[str, float]:
+        """Messages per second per channel over the last RATE_WINDOW_S seconds."""
+        now = self._clock()
+        window = max(0.5, min(RATE_WINDOW_S, now - self._started))
+        out = {}
+        for channel, arrivals in self._arrivals.items():
+            while arrivals and arrivals[0] < now - RATE_WINDOW_S:
+                arrivals.popleft()
+            out[channel] = round(len(arrivals) / window, 2)
+        return dict(sorted(out.items()))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole view as JSON-ready data."""
+        now = wall_ms()
+        for corr, request in list(self.requests.items()):
+            deadline = request.get("deadline")
+            if request["replies"] == 0 and deadline is not None and deadline < now:
+                self._expire(corr)
+        total = len(self.leaves)
+        agents = {}
+        for agent_id in sorted(self.agents):
+            row = self.agents[agent_id]
+            agents[agent_id] = {
+                "kind": row.kind,
+                "presence": row.presence,
+                "node": row.node,
+                "node_label": self.label(row.node) or None,
+                "status": row.status,
+                "done": list(row.done),
+                "progress": (
+                    {"done": len(row.done), "of": total} if total and row.works_tree else None
+                ),
+                "last_seen_ms": row.last_seen_ms,
+                "messages": row.messages,
+            }
+        requests = {}
+        for channel, count in sorted(self.request_counts.items()):
+            lat = sorted(self.latencies.get(channel, ()))
+            requests[channel] = {
+                "sent": count,
+                "answered": len(lat),
+                "unanswered": self.unanswered[channel],
+                "latency_ms_p50": median(lat) if lat else None,
+                "latency_ms_max": lat[-1] if lat else None,
+                "latency_ms_last": self.latencies[channel][-1] if lat else None,
+            }
+        return {
+            "team": self.team,
+            "time_ms": now,
+            "mission": {
+                **self.mission,
+                "leaves": total,
+                "done": len([n for n in self.done_nodes if n in self.leaves]),
+                "done_by": {n: a for n, a in self.done_nodes.items() if n in self.leaves},
+            },
+            "agents": agents,
+            "online": sorted(a for a, r in self.agents.items() if r.presence == "ONLINE"),
+            "conflicts": list(self.conflicts),
+            "dialogs": list(self.dialogs),
+            "favors": {"counts": dict(self.favor_counts), "recent": list(self.favors)},
+            "requests": requests,
+            "rates": self.rates(),
+            "totals": dict(sorted(self.totals.items())),
+            "broker": dict(sorted(self.sys.items())),
+            "dropped": dict(self.dropped),
+        }
+
+
+def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
+    """A terminal page for one snapshot."""
+    lines = []
+    mission = snap["mission"]
+    progress = f"{mission['done']}/{mission['leaves']} leaves done" if mission["leaves"] else ""
+    stamp = time.strftime("%H:%M:%S", time.localtime(snap["time_ms"] / 1000))
+    lines.append(f"team {snap['team']}  {stamp}  {mission.get('kind') or 'no mission'} {progress}")
+    if mission.get("text"):
+        lines.append(f"  {str(mission['text'])[: width - 2]}")
+    lines.append("")
+    lines.append(f"{'agent':<16} {'kind':<12} {'presence':<18} {'progress':<9} status")
+    for agent_id, row in snap["agents"].items():
+        prog = row["progress"]
+        progress = f"{prog['done']}/{prog['of']}" if prog else "-"
+        lines.append(
+            f"{agent_id:<16} {row['kind'] or '?':<12} {row['presence']:<18} {progress:<9} "
+            f"{row['status']}"[:width]
+        )
+    if snap["conflicts"]:
+        lines += ["", "conflicts (claims lost):"]
+        for c in snap["conflicts"][-5:]:
+            lines.append(f"  {c['agent']} lost {c['label']} ({c['reason']})")
+    if snap["dialogs"]:
+        lines += ["", "dialogs:"]
+        lines += [f"  {d['sender']}: {d['kind']}" for d in snap["dialogs"][-5:]]
+    if snap["favors"]["counts"]:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(snap["favors"]["counts"].items()))
+        lines += ["", f"favors: {counts}"]
+    if snap["requests"]:
+        lines += ["", "requests:"]
+        for channel, r in snap["requests"].items():
+            p50 = "-" if r["latency_ms_p50"] is None else f"{r['latency_ms_p50']:.0f} ms"
+            lines.append(
+                f"  _/{channel:<14} sent {r['sent']:<5} answered {r['answered']:<5} "
+                f"unanswered {r['unanswered']:<4} latency p50 {p50}"
+            )
+    if snap["rates"]:
+        rates = "  ".join(f"{c} {r:g}/s" for c, r in snap["rates"].items() if r)
+        lines += ["", f"rates: {rates or 'quiet'}"[:width]]
+    if snap["broker"]:
+        figures = [f"{k} {snap['broker'][k]}" for k in SYS_SHOWN if k in snap["broker"]]
+        lines += ["", "broker: " + " | ".join(figures)]
+    return "\n".join(lines)
+
+
+class TeamObserver:
+    """A passive, reconnecting broker client feeding a MonitorState (and optional
+    hooks) with every valid message of `team`.
+
+    ``async with TeamObserver(...) as obs:`` connects; ``wait_connected`` raises
+    ConnectError when the broker cannot be reached in time."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        team: str,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        sys_topics: bool = True,
+        on_message: MessageHook | None = None,
+        client_prefix: str = "monitor",
+        tls_context: Any = None,
+    ):
+        self.team = validate_id(team, "team")
+        self.endpoint = endpoint
+        self.state = MonitorState(self.team)
+        self._hook = on_message
+        self.connection = Connection(
+            endpoint,
+            client_id=f"teamtree-{self.team}-{client_prefix}-{uuid.uuid4().hex[:8]}",
+            on_message=self._receive,
+            clean_session=True,
+            username=username,
+            password=password,
+            tls_context=tls_context,
+        )
+        self._filters = [f"teamtree/v1/{self.team}/#"] + (["$SYS/broker/#"] if sys_topics else [])
+        self._task: asyncio.Task[None] | None = None
+        self._seen: set[tuple[str, int]] = set()
+        self._order: deque[tuple[str, int]] = deque()
+
+    async def __aenter__(self) -> TeamObserver:
+        for topic_filter in self._filters:
+            await self.connection.subscribe(topic_filter)
+        self._task = asyncio.create_task(self.connection.run(), name="teamtree[monitor].connection")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.connection.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    async def wait_connected(self, timeout: float = 5.0) -> None:
+        """Wait for the first connect; raises ConnectError after `timeout` seconds."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self.connection.connected.wait()
+        except TimeoutError:
+            raise ConnectError(
+                f"cannot connect to the broker at {self.endpoint.url} within {timeout:g} s "
+                "(is it running? are the credentials right?)",
+                endpoint=self.endpoint.url,
+            ) from None
+
+    async def _receive(self, message: Incoming) -> None:
+        if message.topic.startswith("$SYS/"):
+            self.state.feed_sys(message.topic, message.payload)
+            return
+        try:
+            topic = parse(message.topic)
+            env = decode(message.payload, topic=message.topic)
+        except WireError:
+            self.state.drop("malformed")
+            return
+        if topic.team != self.team:
+            self.state.drop("team")
+            return
+        if topic.agent is not None and env.sender != topic.agent:
+            self.state.drop("sender_mismatch")
+            return
+        key = (message.topic, env.hid)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self._order.append(key)
+        if len(self._order) > 8192:
+            self._seen.discard(self._order.popleft())
+        self.state.feed(env, topic, retained=message.retain)
+        if self._hook is not None:
+            result = self._hook(env, topic, message)
+            if result is not None:
+                await result

@@ -1,0 +1,127 @@
+"""The recorder service: writes every message of the team, from the broker alone, to a
+JSON-lines file, and logs a summary of who did which behaviour when it stops.
+
+One line per message: ``{"topic", "kind", "sender", "ts", "hlc", "body"}``; bytes in a
+body are written as hex. ``teamtree timeline FILE`` draws the timing diagrams from it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from teamtree.agents.observers.human_work import human_rows
+from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    raise TypeError(f"cannot record a {type(value).__name__}")
+
+
+def behaviour_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Executed behaviours in start order: agent, node, start/end (ms), potential, grasp."""
+    started: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for rec in records:
+        if rec.get("kind") != "node.transition" or not isinstance(rec.get("body"), dict):
+            continue
+        body = rec["body"]
+        key = (str(body.get("agent")), str(body.get("node")))
+        if body.get("status") == "working":
+            row = {
+                "agent": key[0],
+                "node": key[1],
+                "start_ms": rec["ts"],
+                "end_ms": None,
+                "potential": body.get("potential"),
+                "grasp": body.get("grasp"),
+            }
+            started[key] = row
+            rows.append(row)
+        elif body.get("status") == "done" and key in started:
+            started.pop(key)["end_ms"] = rec["ts"]
+        elif body.get("status") == "inactive" and key in started:
+            started.pop(key)["end_ms"] = None
+    return rows
+
+
+class RecorderAgent(Agent):
+    """Record the team's traffic to ``path`` (default ``runs/<team>.jsonl``)."""
+
+    kind = "recorder"
+
+    def __init__(self, *args: Any, path: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.path = Path(path or f"runs/{self.team}.jsonl")
+        self._file: TextIO | None = None
+        self.records: list[dict[str, Any]] = []
+        self._labels: dict[str, str] = {}
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        reader = spec_reader(spec, config)
+        path = reader.take("path", str, None, "a file path for the JSON-lines record")
+        reader.no_extras()
+        return {"path": path}
+
+    def factsheet(self) -> dict[str, Any]:
+        return {**super().factsheet(), "path": str(self.path)}
+
+    async def setup(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("w")
+        self.on_any(self._record)
+        self.log.info("recorder.writing", path=str(self.path))
+
+    async def _record(self, env: Envelope, topic: Topic) -> None:
+        record = {
+            "topic": str(topic),
+            "kind": env.kind,
+            "sender": env.sender,
+            "ts": env.ts,
+            "hlc": list(env.hlc),
+            "body": env.body,
+            "recorded_ms": time.time_ns() // 1_000_000,
+        }
+        if env.kind == "mission.tree" and isinstance(env.body, dict):
+            self._labels = tree_labels(env.body.get("tree"))[0]
+        try:
+            line = json.dumps(record, default=_jsonable)
+        except (TypeError, ValueError) as exc:
+            self.log.warning(
+                "recorder.unrecordable", kind=env.kind, sender=env.sender, error=str(exc)
+            )
+            return
+        self.records.append(record)
+        if self._file is not None:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    async def on_stop(self) -> None:
+        rows = behaviour_summary(self.records) + human_rows(self.records)
+        rows.sort(key=lambda r: r["start_ms"])
+        t0 = min((r["start_ms"] for r in rows), default=0)
+        for index, row in enumerate(rows, 1):
+            self.log.info(
+                "summary.behaviour",
+                n=index,
+                agent=row["agent"],
+                node=self._labels.get(row["node"], row["node"]),
+                start_s=round((row["start_ms"] - t0) / 1000, 2),
+                end_s=None if row["end_ms"] is None else round((row["end_ms"] - t0) / 1000, 2),
+                potential=None if row.get("potential") is None else round(row["potential"], 4),
+                grasp=None if row.get("grasp") is None else round(row["grasp"], 1),
+                person=row.get("human", False),
+            )
+        self.log.info("recorder.saved", path=str(self.path), messages=len(self.records))
+        if self._file is not None:
+            self._file.close()
+            self._file = None

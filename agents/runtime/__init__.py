@@ -1,0 +1,57 @@
+"""The agent runtime: Agent base, config, team view, kinds, launcher, request/reply.
+
+Every agent kind (and every driver) builds on this package; it imports no kind.
+"""
+
+from teamtree.agents.runtime.agent import Agent, AgentState
+from teamtree.agents.runtime.config import (
+    AgentSpec,
+    MissionSpec,
+    RuntimeSettings,
+    TeamConfig,
+    load_config,
+    parse_config,
+    spec_reader,
+)
+from teamtree.agents.runtime.echo import EchoAgent
+from teamtree.agents.runtime.hello import HelloAgent
+from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class, build_agent, validate_kinds
+from teamtree.agents.runtime.launcher import Launcher
+from teamtree.agents.runtime.log_setup import configure_logging
+from teamtree.agents.runtime.pending import PendingRequest, PendingRequests
+from teamtree.agents.runtime.registry import (
+    KindInfo,
+    KindRegistry,
+    UnknownKindError,
+    installed_kinds,
+)
+from teamtree.agents.runtime.team_view import Member, Presence, TeamView
+
+__all__ = [
+    "AGENT_KINDS",
+    "Agent",
+    "AgentSpec",
+    "AgentState",
+    "EchoAgent",
+    "HelloAgent",
+    "KindInfo",
+    "KindRegistry",
+    "Launcher",
+    "Member",
+    "MissionSpec",
+    "PendingRequest",
+    "PendingRequests",
+    "Presence",
+    "RuntimeSettings",
+    "TeamConfig",
+    "TeamView",
+    "UnknownKindError",
+    "agent_class",
+    "build_agent",
+    "configure_logging",
+    "installed_kinds",
+    "load_config",
+    "parse_config",
+    "spec_reader",
+    "validate_kinds",
+]

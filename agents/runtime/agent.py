@@ -1,0 +1,596 @@
+"""The Agent base: one process's presence, loops, handlers and request/reply.
+
+``async with Agent(...) as agent:`` connects (and keeps reconnecting), publishes
+presence and the factsheet after every connect, and runs the named loops
+``teamtree[<id>].connection``, ``.tick`` and ``.heartbeat``. Leaving the block
+publishes OFFLINE and disconnects cleanly, so the Last Will does not fire.
+
+Subclasses override small hooks (``setup``, ``on_connected``, ``on_presence``,
+``on_tick``, ``main``, ``on_stop``) and register handlers with ``on_team`` /
+``on_agents``. Handlers run one at a time in arrival order and must not wait for
+other messages; use ``spawn`` for work that does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import ssl
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ClassVar
+
+import structlog
+
+from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
+from teamtree.agents.runtime.pending import PendingRequests
+from teamtree.agents.runtime.team_view import Presence, TeamView
+from teamtree.broker import (
+    ConnectionLostError,
+    LifecycleError,
+    RequestTimeoutError,
+    TeamtreeError,
+    TooLargeError,
+    WireError,
+)
+from teamtree.broker.connection import Connection, Incoming, Outgoing
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import MAX_PAYLOAD, Envelope, decode, encode
+from teamtree.broker.hlc import HybridLogicalClock, wall_ms
+from teamtree.broker.topics import Topic, build, parse, pattern, validate_id
+
+Handler = Callable[[Envelope, Topic], Awaitable[None]]
+
+PRESENCE_CHANNEL = "connection"
+FACTSHEET_CHANNEL = "factsheet"
+HEARTBEAT_CHANNEL = "heartbeat"
+REPLY_CHANNEL = "reply"
+
+
+class AgentState(enum.Enum):
+    """Lifecycle of an Agent."""
+
+    UNSTARTED = "unstarted"  #: constructed; not entered yet
+    RUNNING = "running"  #: inside ``async with``; loops running
+    STOPPING = "stopping"  #: leaving: hooks, OFFLINE, disconnect
+    STOPPED = "stopped"  #: left; cannot be entered again
+
+
+class _DedupWindow:
+    """Recently seen (topic, header id) pairs, to drop at-least-once duplicates."""
+
+    def __init__(self, size: int = 4096):
+        self._order: deque[tuple[str, int]] = deque()
+        self._seen: set[tuple[str, int]] = set()
+        self._size = size
+
+    def add(self, topic: str, hid: int) -> bool:
+        """Record the pair; False when it was already seen."""
+        key = (topic, hid)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        self._order.append(key)
+        if len(self._order) > self._size:
+            self._seen.discard(self._order.popleft())
+        return True
+
+
+class Agent:
+    """Base of every teamtree agent process. See the module docstring."""
+
+    kind: ClassVar[str] = "agent"
+    #: config keys that ``teamtree run/agent --set KEY=VALUE`` may override
+    overridable: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(
+        self,
+        agent_id: str,
+        *,
+        team: str,
+        endpoint: Endpoint,
+        runtime: RuntimeSettings | None = None,
+        params: dict[str, Any] | None = None,
+        max_payload: int = MAX_PAYLOAD,
+        username: str | None = None,
+        password: str | None = None,
+        clean_session: bool = False,
+        tls_context: ssl.SSLContext | None = None,
+    ):
+        self.id = validate_id(agent_id, "agent id")
+        self.team = validate_id(team, "team")
+        self.endpoint = endpoint
+        self.runtime = runtime or RuntimeSettings()
+        self.params = dict(params or {})
+        self.session = uuid.uuid4().hex[:12]
+        self.clock = HybridLogicalClock(self.id)
+        self.team_view = TeamView(self.id)
+        self.stats: Counter[str] = Counter()
+        self.log = structlog.get_logger("teamtree.agent").bind(agent=self.id)
+        self.state = AgentState.UNSTARTED
+        self.exit_code = 0
+        self._max_payload = max_payload
+        self._hid_base = time.time_ns() // 1000  # restarts continue above old header ids
+        self._hids: dict[str, int] = {}
+        self._dedup = _DedupWindow()
+        self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
+        self._pending = PendingRequests()
+        self._filters: set[str] = set()
+        self._taps: list[Handler] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._spawned: set[asyncio.Task[Any]] = set()
+        self._stop_requested: asyncio.Event | None = None
+        self._started_ms = wall_ms()
+        self.connection = Connection(
+            endpoint,
+            client_id=f"teamtree-{self.team}-{self.id}",
+            on_message=self._receive,
+            on_connect=self._announce,
+            on_disconnect=self._on_connection_lost,
+            will=self._will,
+            keepalive=self.runtime.keepalive_s,
+            username=username,
+            password=password,
+            clean_session=clean_session,
+            tls_context=tls_context,
+        )
+
+    # -- hooks for subclasses ------------------------------------------------------
+
+    async def setup(self) -> None:
+        """Register handlers and state before the first connect."""
+
+    async def on_connected(self) -> None:
+        """After every (re)connect, once presence is published."""
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        """A teammate's presence changed."""
+
+    async def on_tick(self) -> None:
+        """Called `runtime.tick_hz` times a second."""
+
+    async def main(self) -> None:
+        """The agent's mission logic; when it returns, the agent stops. The default
+        waits until a stop is requested (a service)."""
+        await self.wait_stop_requested()
+
+    async def on_stop(self) -> None:
+        """Before OFFLINE is published on a graceful stop."""
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate the kind-specific keys of `spec`; returns constructor keyword
+        arguments. Raises ConfigError naming the key. The base accepts none."""
+        reader = spec_reader(spec, config)
+        reader.no_extras()
+        return {}
+
+    def factsheet(self) -> dict[str, Any]:
+        """What this agent is, published retained on its ``factsheet`` topic."""
+        return {"kind": self.kind, "session": self.session}
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Agent:
+        if self.state is not AgentState.UNSTARTED:
+            raise LifecycleError(
+                f"agent {self.id!r} is {self.state.value}; an Agent can be entered only once"
+            )
+        self.state = AgentState.RUNNING
+        self._stop_requested = asyncio.Event()
+        for channel in (PRESENCE_CHANNEL, FACTSHEET_CHANNEL):
+            await self.connection.subscribe(pattern(self.team, "+", channel))
+        await self.connection.subscribe(pattern(self.team, "+", REPLY_CHANNEL, self.id))
+        await self.setup()
+        self._tasks = [
+            asyncio.create_task(self.connection.run(), name=f"teamtree[{self.id}].connection"),
+            asyncio.create_task(self._tick_loop(), name=f"teamtree[{self.id}].tick"),
+            asyncio.create_task(self._heartbeat_loop(), name=f"teamtree[{self.id}].heartbeat"),
+        ]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop gracefully: ``on_stop``, OFFLINE presence, clean disconnect."""
+        if self.state is not AgentState.RUNNING:
+            return
+        self.state = AgentState.STOPPING
+        try:
+            await asyncio.wait_for(self.on_stop(), 5.0)
+        except Exception as exc:
+            self.log.warning("agent.on_stop_failed", error=repr(exc))
+        for task in [*self._tasks[1:], *self._spawned]:
+            task.cancel()
+        await asyncio.gather(*self._tasks[1:], *self._spawned, return_exceptions=True)
+        self._pending.fail_all(ConnectionLostError(f"agent {self.id!r} is stopping"))
+        await self.connection.close(final=[self._presence_message(Presence.OFFLINE)])
+        await asyncio.gather(*self._tasks[:1], return_exceptions=True)
+        self.state = AgentState.STOPPED
+        self.log.info("agent.stopped", exit_code=self.exit_code)
+
+    def request_stop(self, exit_code: int = 0) -> None:
+        """Ask ``run_until_stopped`` to return; safe from signal handlers."""
+        if exit_code and not self.exit_code:
+            self.exit_code = exit_code
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+
+    async def wait_stop_requested(self) -> None:
+        if self._stop_requested is None:
+            raise LifecycleError(f"agent {self.id!r} has not been started")
+        await self._stop_requested.wait()
+
+    async def run_until_stopped(self) -> int:
+        """Run ``main`` until it returns, fails, or a stop is requested; return the exit
+        code (0 on success)."""
+        main = asyncio.create_task(self.main(), name=f"teamtree[{self.id}].main")
+        stop = asyncio.create_task(self.wait_stop_requested())
+        done, _ = await asyncio.wait({main, stop}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (main, stop):
+            if task not in done:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if main in done and main.exception() is not None:
+            error = main.exception()
+            self.log.error("agent.failed", error=repr(error), error_type=type(error).__name__)
+            self.exit_code = self.exit_code or 1
+        return self.exit_code
+
+    async def wait_connected(self, timeout: float | None = None) -> None:
+        """Wait until connected; raises TimeoutError after `timeout` seconds."""
+        async with asyncio.timeout(timeout):
+            await self.connection.connected.wait()
+
+    def spawn(self, coro: Awaitable[Any], name: str = "task") -> asyncio.Task[Any]:
+        """Run `coro` in the background; cancelled on stop, errors logged."""
+        task = asyncio.ensure_future(coro)
+        task.set_name(f"teamtree[{self.id}].{name}")
+        self._spawned.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._spawned.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                self.stats["task_errors"] += 1
+                self.log.error("agent.task_failed", task=name, error=repr(t.exception()))
+
+        task.add_done_callback(done)
+        return task
+
+    # -- publishing ------------------------------------------------------------------
+
+    def topic(self, channel: str, recipient: str | None = None) -> str:
+        """This agent's own topic for `channel`."""
+        return build(self.team, self.id, channel, recipient)
+
+    def team_topic(self, channel: str) -> str:
+        """The team-wide topic for `channel`."""
+        return build(self.team, None, channel)
+
+    def envelope(self, kind: str, body: Any = None, topic: str = "", **fields: Any) -> Envelope:
+        """A stamped envelope from this agent (next header id for `topic`)."""
+        hid = self._hids.get(topic, self._hid_base) + 1
+        self._hids[topic] = hid
+        return Envelope(
+            kind=kind,
+            sender=self.id,
+            hid=hid,
+            ts=wall_ms(),
+            hlc=self.clock.now(),
+            body=body,
+            **fields,
+        )
+
+    async def publish(
+        self,
+        channel: str,
+        kind: str,
+        body: Any = None,
+        *,
+        team: bool = False,
+        recipient: str | None = None,
+        qos: int = 1,
+        retain: bool = False,
+        **fields: Any,
+    ) -> Envelope:
+        """Publish on this agent's `channel` (or the team channel with `team=True`).
+
+        Returns once the message is on its way, in order with this agent's other
+        messages; the broker's acknowledgement is awaited in the background (pipelined),
+        so a handler never waits a round trip. QoS 1 messages are queued while
+        disconnected and re-sent if the acknowledgement is lost with the session.
+        Raises TooLargeError, SchemaError or OutboxFullError; returns the envelope sent.
+        """
+        topic = self.team_topic(channel) if team else self.topic(channel, recipient)
+        envelope = self.envelope(kind, body, topic, **fields)
+        payload = encode(envelope, max_size=self._max_payload)
+        await self.connection.publish(Outgoing(topic, payload, qos, retain), wait=False)
+        self.stats["sent"] += 1
+        return envelope
+
+    async def reply(self, request: Envelope, kind: str, body: Any = None) -> None:
+        """Answer `request` on ``<self>/reply/<requester>`` with its correlation id."""
+        if request.reply_to is None or request.corr is None:
+            self.log.warning("reply.no_address", kind=request.kind, sender=request.sender)
+            return
+        await self.publish(REPLY_CHANNEL, kind, body, recipient=request.reply_to, corr=request.corr)
+
+    async def request(
+        self,
+        channel: str,
+        kind: str,
+        body: Any = None,
+        *,
+        to: str | None = None,
+        timeout: float | None = None,
+    ) -> Envelope:
+        """Send a request on the team channel and return the first reply (from `to`
+        when given). Raises RequestTimeoutError at the deadline ("not granted") and
+        ConnectionLostError if the connection drops meanwhile."""
+        replies = await self._exchange(
+            channel,
+            kind,
+            body,
+            to=to,
+            expect=None if to is None else [to],
+            first_only=True,
+            timeout=timeout,
+        )
+        if not replies:
+            raise RequestTimeoutError(
+                f"no reply to {kind!r}{f' from {to!r}' if to else ''} within the deadline",
+                kind=kind,
+            )
+        return next(iter(replies.values()))
+
+    async def gather(
+        self,
+        channel: str,
+        kind: str,
+        body: Any = None,
+        *,
+        expect: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Envelope]:
+        """Send a request on the team channel and collect replies until every agent in
+        `expect` has answered or the deadline passes; returns what arrived (by sender).
+        Raises ConnectionLostError if the connection drops meanwhile."""
+        return await self._exchange(
+            channel, kind, body, to=None, expect=expect, first_only=False, timeout=timeout
+        )
+
+    async def _exchange(
+        self,
+        channel: str,
+        kind: str,
+        body: Any,
+        *,
+        to: str | None,
+        expect: Iterable[str] | None,
+        first_only: bool,
+        timeout: float | None,
+    ) -> dict[str, Envelope]:
+        timeout = self.runtime.request_timeout_s if timeout is None else timeout
+        corr = uuid.uuid4().hex
+        pending = self._pending.open(
+            corr, kind, expect=None if expect is None else frozenset(expect), first_only=first_only
+        )
+        try:
+            await self.publish(
+                channel,
+                kind,
+                body,
+                team=True,
+                to=to,
+                corr=corr,
+                reply_to=self.id,
+                deadline=wall_ms() + int(timeout * 1000),
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pending.done), timeout)
+            if pending.done.done() and pending.done.exception() is not None:
+                raise pending.done.exception()  # type: ignore[misc]
+            return dict(pending.replies)
+        finally:
+            self._pending.close(corr)
+
+    # -- receiving -------------------------------------------------------------------
+
+    def on_team(
+        self, channel: str, handler: Handler, *, kind: str | None = None, share: str | None = None
+    ) -> None:
+        """Handle messages on the team channel `channel` (optionally only `kind`).
+
+        With `share`, subscribe as a member of the shared subscription
+        ``$share/<share>/...`` so replicas split the messages (mosquitto; a broker
+        without shared subscriptions, such as amqtt, delivers each to every replica)."""
+        topic_filter = pattern(self.team, None, channel)
+        if share is not None:
+            topic_filter = f"$share/{validate_id(share, 'share group')}/{topic_filter}"
+        self._register(("team", channel), handler, kind, topic_filter)
+
+    def on_agents(
+        self, channel: str, handler: Handler, *, kind: str | None = None, addressed: bool = False
+    ) -> None:
+        """Handle messages on every agent's own `channel` (optionally only `kind`).
+
+        With `addressed`, only messages sent to this agent on
+        ``<sender>/<channel>/<this id>`` (commands, directed messages)."""
+        recipient = self.id if addressed else None
+        self._register(
+            ("agents", channel), handler, kind, pattern(self.team, "+", channel, recipient)
+        )
+
+    def on_agent(
+        self, sender: str, channel: str, handler: Handler, *, kind: str | None = None
+    ) -> None:
+        """Handle messages on one agent's own `channel` only (e.g. a robot's driver's
+        observations): the broker sends nothing else, which matters at scale."""
+        self._register(
+            ("agents", channel), handler, kind, pattern(self.team, validate_id(sender), channel)
+        )
+
+    def on_any(self, handler: Handler) -> None:
+        """See every valid message of the team (recorders, monitors), before routing."""
+        self._taps.append(handler)
+        topic_filter = f"{pattern(self.team, '+', '+').rsplit('/', 2)[0]}/#"
+        if topic_filter not in self._filters:
+            self._filters.add(topic_filter)
+            self.spawn(self.connection.subscribe(topic_filter), "subscribe")
+
+    def _register(
+        self, key: tuple[str, str], handler: Handler, kind: str | None, topic_filter: str
+    ) -> None:
+        self._handlers.setdefault(key, []).append((kind, handler))
+        if topic_filter not in self._filters:
+            self._filters.add(topic_filter)
+            self.spawn(self.connection.subscribe(topic_filter), "subscribe")
+
+    def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
+        self.stats["dropped"] += 1
+        self.stats[f"dropped.{reason}"] += 1
+        self.log.warning(
+            "message.dropped", reason=reason, topic=topic, sender=sender, detail=detail
+        )
+
+    async def _receive(self, message: Incoming) -> None:
+        """Validate and dispatch one message; never raises (bad input is dropped)."""
+        self.stats["received"] += 1
+        try:
+            await self._dispatch(message)
+        except Exception as exc:  # a handler bug must not kill the agent
+            self.stats["handler_errors"] += 1
+            self.log.error("handler.failed", topic=message.topic, error=repr(exc), exc_info=True)
+
+    async def _dispatch(self, message: Incoming) -> None:
+        try:
+            topic = parse(message.topic)
+        except WireError as exc:
+            self._drop("topic", message.topic, None, exc.reason)
+            return
+        if topic.team != self.team:
+            self._drop("team", message.topic, topic.agent)
+            return
+        try:
+            env = decode(message.payload, max_size=self._max_payload, topic=message.topic)
+        except TooLargeError as exc:
+            self._drop("too_large", message.topic, topic.agent, exc.reason)
+            return
+        except WireError as exc:
+            self._drop("malformed", message.topic, exc.sender or topic.agent, exc.reason)
+            return
+        if topic.agent is not None and env.sender != topic.agent:
+            self._drop("sender_mismatch", message.topic, env.sender, f"topic says {topic.agent!r}")
+            return
+        if not self._dedup.add(message.topic, env.hid):
+            self.stats["duplicates"] += 1
+            return
+        for tap in self._taps:
+            await tap(env, topic)
+        if topic.recipient is not None and topic.recipient != self.id:
+            if not self._taps:
+                self._drop("not_for_me", message.topic, env.sender)
+            return
+        if env.sender == self.id:
+            return  # our own message, e.g. our retained presence
+        self.clock.update(env.hlc)
+        self.team_view.seen(env.sender, env.ts)
+        if topic.agent is not None and topic.channel == PRESENCE_CHANNEL:
+            await self._on_presence_message(env)
+            return
+        if topic.agent is not None and topic.channel == FACTSHEET_CHANNEL:
+            try:
+                self.team_view.apply_factsheet(env.sender, env.body)
+            except ValueError as exc:
+                self._drop("malformed", message.topic, env.sender, str(exc))
+            return
+        if topic.channel == REPLY_CHANNEL and topic.recipient == self.id:
+            self._pending.resolve(env)
+            return
+        if env.to is not None and env.to != self.id:
+            self.stats["not_addressed"] += 1
+            return
+        if env.deadline is not None and env.deadline < wall_ms():
+            self._drop("expired", message.topic, env.sender, f"deadline {env.deadline}")
+            return
+        key = ("team" if topic.agent is None else "agents", topic.channel)
+        for kind, handler in self._handlers.get(key, []):
+            if kind is None or kind == env.kind:
+                await handler(env, topic)
+
+    async def _on_presence_message(self, env: Envelope) -> None:
+        try:
+            change = self.team_view.apply_presence(env.sender, env.body, env.ts)
+        except ValueError as exc:
+            self._drop("malformed", self.topic(PRESENCE_CHANNEL), env.sender, str(exc))
+            return
+        if change is not None:
+            old, new = change
+            self.log.info("peer.presence", peer=env.sender, state=new.value, was=old.value)
+            await self.on_presence(env.sender, old, new)
+
+    # -- presence ----------------------------------------------------------------
+
+    def _presence_message(self, state: Presence) -> Outgoing:
+        topic = self.topic(PRESENCE_CHANNEL)
+        envelope = self.envelope(
+            "presence", {"state": state.value, "kind": self.kind, "session": self.session}, topic
+        )
+        return Outgoing(topic, encode(envelope), qos=1, retain=True)
+
+    def _will(self) -> Outgoing:
+        return self._presence_message(Presence.CONNECTION_BROKEN)
+
+    async def _announce(self) -> None:
+        await self.connection.publish_now(self._presence_message(Presence.ONLINE))
+        topic = self.topic(FACTSHEET_CHANNEL)
+        sheet = self.envelope("factsheet", self.factsheet(), topic)
+        await self.connection.publish_now(Outgoing(topic, encode(sheet), qos=1, retain=True))
+        self.log.info("agent.online", broker=str(self.endpoint), connects=self.connection.connects)
+        self.spawn(self._after_connect(), "on_connected")
+
+    async def _after_connect(self) -> None:
+        await self.on_connected()
+
+    def _on_connection_lost(self) -> None:
+        if self.state is AgentState.RUNNING:
+            self.log.warning("agent.disconnected", broker=str(self.endpoint))
+        self._pending.fail_all(
+            ConnectionLostError("connection to the broker was lost", endpoint=str(self.endpoint))
+        )
+
+    # -- loops -----------------------------------------------------------------------
+
+    async def _tick_loop(self) -> None:
+        period = 1.0 / self.runtime.tick_hz
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while True:
+            next_at += period
+            try:
+                await self.on_tick()
+            except TeamtreeError as exc:
+                self.log.warning("tick.failed", error=str(exc))
+            except Exception as exc:
+                self.stats["tick_errors"] += 1
+                self.log.error("tick.failed", error=repr(exc), exc_info=True)
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            next_at = max(next_at, loop.time() - period)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.runtime.heartbeat_s)
+            if self.connection.connected.is_set():
+                body = {
+                    "uptime_ms": wall_ms() - self._started_ms,
+                    "sent": self.stats["sent"],
+                    "received": self.stats["received"],
+                    "dropped": self.stats["dropped"],
+                }
+                with contextlib.suppress(TeamtreeError):
+                    await self.publish(HEARTBEAT_CHANNEL, "heartbeat", body, qos=0)

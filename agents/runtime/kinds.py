@@ -1,0 +1,65 @@
+"""The agent kinds a config can name, and how to build one from a config entry."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.registry import KindRegistry, UnknownKindError
+from teamtree.broker import ConfigError
+from teamtree.broker.endpoint import Endpoint
+
+#: kind -> class, from the entry points of group ``teamtree.agent_kinds`` (built-in kinds
+#: are declared in pyproject.toml like a plugin's); a kind's module is imported on lookup.
+AGENT_KINDS = KindRegistry()
+
+
+def agent_class(spec: AgentSpec, config: TeamConfig) -> type[Agent]:
+    """The class for `spec.kind`; raises ConfigError listing the known kinds."""
+    try:
+        return AGENT_KINDS[spec.kind]
+    except (UnknownKindError, LookupError) as exc:
+        index = config.agents.index(spec)
+        raise ConfigError(
+            str(exc),
+            path=str(config.path),
+            key=f"agents[{index}].kind",
+        ) from None
+
+
+def validate_kinds(config: TeamConfig) -> None:
+    """Check every entry's kind and kind-specific keys. Raises ConfigError."""
+    for spec in config.agents:
+        agent_class(spec, config).params_from_config(spec, config)
+
+
+def apply_overrides(config: TeamConfig, overrides: dict[str, Any]) -> TeamConfig:
+    """Set `overrides` (e.g. ``{"metric": "distance"}``) on every agent entry whose kind
+    declares the key overridable; other entries are left alone."""
+    if not overrides:
+        return config
+    agents = []
+    for spec in config.agents:
+        cls = AGENT_KINDS.get(spec.kind)
+        keys = {k: v for k, v in overrides.items() if cls is not None and k in cls.overridable}
+        agents.append(replace(spec, params={**spec.params, **keys}) if keys else spec)
+    return replace(config, agents=tuple(agents))
+
+
+def build_agent(
+    config: TeamConfig, agent_id: str, *, endpoint: Endpoint, team: str | None = None, **extra: Any
+) -> Agent:
+    """Construct the agent `agent_id` of `config`. Raises ConfigError."""
+    spec = config.agent(agent_id)
+    cls = agent_class(spec, config)
+    params = cls.params_from_config(spec, config)
+    return cls(
+        agent_id,
+        team=team or config.team,
+        endpoint=endpoint,
+        runtime=config.runtime,
+        **params,
+        **extra,
+    )

@@ -1,0 +1,258 @@
+"""`teamtree run`: a broker, the services and every member agent as child processes.
+
+Each child's output is prefixed with its name. The mission ends when every member
+has exited 0; services and the broker are then stopped. A child that fails (or a
+service that exits early) stops the run, which exits non-zero naming it. Ctrl-C or
+SIGTERM stops every child; children also get SIGTERM if the launcher itself dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from teamtree.agents.runtime.config import TeamConfig
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.local_broker import (
+    BrokerKind,
+    MosquittoBroker,
+    find_mosquitto,
+    free_port,
+    wait_for_port,
+)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: deliver SIGTERM to this child when the launcher dies (PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
+def _toml(value: object) -> str:
+    """A value as TOML text, so ``--set`` parses it back to the same type."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def child_command(*args: str) -> list[str]:
+    """The command line that runs ``teamtree <args>`` with this interpreter."""
+    return [sys.executable, "-m", "teamtree.agents", *args]
+
+
+@dataclass
+class Child:
+    """One child process of a run."""
+
+    name: str
+    role: str  # "broker", "service" or "member"
+    argv: list[str]
+    process: asyncio.subprocess.Process | None = None
+    pumps: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+
+class Launcher:
+    """Runs one team config as child processes; see the module docstring."""
+
+    def __init__(
+        self,
+        config: TeamConfig,
+        *,
+        broker: Endpoint | None = None,
+        broker_kind: BrokerKind | None = None,
+        timeout_s: float | None = None,
+        log_format: str = "plain",
+        log_level: str = "info",
+        out: TextIO | None = None,
+        overrides: dict[str, object] | None = None,
+    ):
+        self.config = config
+        self.broker = broker or config.broker
+        self.broker_kind = broker_kind or config.broker_kind
+        self.timeout_s = timeout_s or config.mission.timeout_s
+        self.log_format = log_format
+        self.log_level = log_level
+        self.out = out or sys.stdout
+        self.overrides = dict(overrides or {})
+        self.children: list[Child] = []
+        self._width = max([len(a.id) for a in config.agents] + [6])
+        self._mosquitto: MosquittoBroker | None = None
+        self._interrupted = asyncio.Event()
+
+    def say(self, line: str) -> None:
+        """A line from the launcher itself."""
+        self.out.write(f"{'run':<{self._width}} | {line}\n")
+        self.out.flush()
+
+    async def run(self) -> int:
+        """Run the mission; returns the exit code (0, 1, or 130 when interrupted)."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._interrupted.set)
+        started = time.monotonic()
+        try:
+            endpoint = await self._start_broker()
+            for spec in [*self.config.services, *self.config.members]:
+                argv = child_command(
+                    "agent",
+                    "--config", str(self.config.path),
+                    "--id", spec.id,
+                    "--broker", endpoint.url,
+                    "--team", self.config.team,
+                    "--log-format", self.log_format,
+                    "--log-level", self.log_level,
+                    *[a for k, v in self.overrides.items() for a in ("--set", f"{k}={_toml(v)}")],
+                )  # fmt: skip
+                await self._spawn(Child(spec.id, spec.role, argv))
+            code = await self._supervise()
+        finally:
+            await self._stop_all()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+        elapsed = time.monotonic() - started
+        if code == EXIT_OK:
+            self.say(
+                f"mission complete: {len(self.config.members)} member(s) done in {elapsed:.1f} s"
+            )
+        return code
+
+    async def _start_broker(self) -> Endpoint:
+        if self.broker is not None:
+            self.say(f"using broker {self.broker.url}")
+            return self.broker
+        kind = self.broker_kind
+        if kind is BrokerKind.AUTO:
+            kind = BrokerKind.MOSQUITTO if find_mosquitto() else BrokerKind.EMBEDDED
+        if kind is BrokerKind.MOSQUITTO:
+            self._mosquitto = MosquittoBroker()
+            endpoint = await self._mosquitto.start()
+            self.say(f"started mosquitto at {endpoint.url} (pid {self._mosquitto.pid})")
+            return endpoint
+        port = free_port()
+        argv = child_command("broker", "--kind", "embedded", "--port", str(port))
+        await self._spawn(Child("broker", "broker", argv))
+        await wait_for_port("127.0.0.1", port, timeout=20.0)
+        endpoint = Endpoint("127.0.0.1", port)
+        self.say(f"started the embedded broker (amqtt) at {endpoint.url}")
+        return endpoint
+
+    async def _spawn(self, child: Child) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        child.process = await asyncio.create_subprocess_exec(
+            *child.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        assert child.process.stdout is not None and child.process.stderr is not None
+        child.pumps = [
+            asyncio.create_task(self._pump(child.name, child.process.stdout)),
+            asyncio.create_task(self._pump(child.name, child.process.stderr)),
+        ]
+        self.children.append(child)
+        if child.role != "broker":
+            self.say(f"started {child.role} {child.name} (pid {child.process.pid})")
+
+    async def _pump(self, name: str, stream: asyncio.StreamReader) -> None:
+        prefix = f"{name:<{self._width}} | "
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # a line over the stream limit
+                line = (await stream.read(65536)) + b"\n"
+            if not line:
+                return
+            self.out.write(prefix + line.decode(errors="replace").rstrip("\n") + "\n")
+            self.out.flush()
+
+    async def _supervise(self) -> int:
+        members = [c for c in self.children if c.role == "member"]
+        waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
+        interrupted = asyncio.create_task(self._interrupted.wait())
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        try:
+            while True:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    running = [c.name for c in members if c.returncode is None]
+                    self.say(
+                        f"mission timed out after {self.timeout_s:.0f} s; still running: "
+                        f"{', '.join(running)} (raise [mission] timeout_s or --timeout)"
+                    )
+                    return EXIT_FAILED
+                pending = {t for t in waits if not t.done()}
+                done, _ = await asyncio.wait(
+                    [*pending, interrupted], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+                if interrupted in done:
+                    self.say("interrupted; stopping every child")
+                    return EXIT_INTERRUPTED
+                for task in done:
+                    child = waits[task]
+                    code = child.returncode
+                    if child.role == "member" and code == 0:
+                        continue
+                    if child.role == "member":
+                        self.say(f"agent {child.name!r} exited with code {code}; stopping the run")
+                    else:
+                        self.say(
+                            f"{child.role} {child.name!r} exited early (code {code}); stopping"
+                        )
+                    return EXIT_FAILED
+                if all(c.returncode == 0 for c in members):
+                    return EXIT_OK
+        finally:
+            interrupted.cancel()
+            for task in waits:
+                task.cancel()
+
+    async def _stop_all(self) -> None:
+        """SIGTERM every live child (members first, the broker last), SIGKILL after 5 s."""
+        # recorders go after the other services, so they still see those services' last words
+        recorders = {s.id for s in self.config.services if s.kind == "recorder"}
+        order = {"member": 0, "service": 1, "recorder": 2, "broker": 3}
+
+        def role_of(child: Child) -> str:
+            return "recorder" if child.name in recorders else child.role
+
+        for role in sorted(order, key=order.get):
+            group = [c for c in self.children if role_of(c) == role and c.returncode is None]
+            for child in group:
+                with contextlib.suppress(ProcessLookupError):
+                    child.process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+            for child in group:
+                try:
+                    await asyncio.wait_for(child.process.wait(), 5.0)  # type: ignore[union-attr]
+                except TimeoutError:
+                    self.say(f"{child.name} did not stop in 5 s; killing it")
+                    with contextlib.suppress(ProcessLookupError):
+                        child.process.kill()  # type: ignore[union-attr]
+                    await child.process.wait()  # type: ignore[union-attr]
+        for child in self.children:
+            for pump in child.pumps:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(pump, 2.0)
+        if self._mosquitto is not None:
+            await self._mosquitto.close()

@@ -1,0 +1,160 @@
+"""The agent-kind registry: every kind a config can name, built-in or from a plugin.
+
+Kinds are Python entry points in the group ``teamtree.agent_kinds`` (name = the kind,
+value = ``"module:Class"``). teamtree declares its own kinds the same way in its
+pyproject.toml, so a lab's package that declares, e.g.::
+
+    [project.entry-points."teamtree.agent_kinds"]
+    my_driver = "my_lab.driver:MyDriverAgent"
+
+is run from a config (``kind = "my_driver"``) once it is pip-installed, with no change
+to teamtree. Lookups are lazy: only the named kind's module is imported, so an agent
+process pays for its own imports (scipy, gurobipy, ...) and no other's, and this module
+imports no agent module itself.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from teamtree.agents.runtime.agent import Agent
+
+ENTRY_POINT_GROUP = "teamtree.agent_kinds"
+"""The entry-point group plugins register their agent kinds in."""
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "KindInfo",
+    "KindRegistry",
+    "UnknownKindError",
+    "installed_kinds",
+]
+
+
+class UnknownKindError(KeyError, LookupError):
+    """A config named a kind no installed package registers."""
+
+    def __init__(self, kind: str, installed: list[str]):
+        self.kind = kind
+        self.installed = installed
+        super().__init__(kind)
+
+    def __str__(self) -> str:
+        known = ", ".join(self.installed) or "(none)"
+        return (
+            f"unknown agent kind {self.kind!r}; installed kinds: {known}. A plugin kind "
+            f"is found once its package is pip-installed (entry-point group "
+            f"{ENTRY_POINT_GROUP!r}); after adding kinds to an editable install, run "
+            f"pip install -e again"
+        )
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """Where a kind comes from: its ``module:Class`` and the distribution declaring it."""
+
+    kind: str
+    target: str
+    distribution: str
+    version: str
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The group's entry points, one distribution of each name: the first on sys.path
+    that declares any. (A stale ``*.egg-info`` of an old install, e.g. in a source
+    checkout on sys.path, declares none and must not hide the installed metadata.)"""
+    seen: set[str] = set()
+    out = []
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in seen:
+            continue
+        eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+        if eps:
+            seen.add(name)
+            out.extend(eps)
+    return out
+
+
+def installed_kinds() -> dict[str, KindInfo]:
+    """Every kind registered in the environment, by name. Raises LookupError when two
+    distributions register the same kind (the config would be ambiguous)."""
+    out: dict[str, KindInfo] = {}
+    for ep in _entry_points():
+        dist = ep.dist
+        info = KindInfo(
+            ep.name,
+            ep.value,
+            dist.metadata["Name"] if dist is not None else "?",
+            dist.version if dist is not None else "?",
+        )
+        seen = out.get(ep.name)
+        if seen is not None and seen.target != info.target:
+            raise LookupError(
+                f"agent kind {ep.name!r} is registered twice: {seen.target} "
+                f"({seen.distribution}) and {info.target} ({info.distribution}); "
+                f"uninstall one of the two packages"
+            )
+        out[ep.name] = info
+    return out
+
+
+class KindRegistry(Mapping[str, "type[Agent]"]):
+    """The installed agent kinds; a class is imported on its first lookup.
+
+    ``registry[kind]`` raises UnknownKindError (a KeyError) naming the kind and the
+    installed ones, and LookupError when the class it names does not declare that kind.
+    """
+
+    def __init__(self, kinds: Mapping[str, KindInfo] | None = None):
+        self._fixed = None if kinds is None else dict(kinds)
+        self._found: dict[str, KindInfo] | None = None
+        self._loaded: dict[str, type[Agent]] = {}
+
+    @property
+    def infos(self) -> dict[str, KindInfo]:
+        """Every kind's origin (read from the environment once, on first use)."""
+        if self._found is None:
+            self._found = self._fixed if self._fixed is not None else installed_kinds()
+        return self._found
+
+    def refresh(self) -> None:
+        """Read the environment's entry points again (after a pip install)."""
+        self._found = None
+        self._loaded.clear()
+
+    def __getitem__(self, kind: str) -> type[Agent]:
+        cls = self._loaded.get(kind)
+        if cls is not None:
+            return cls
+        info = self.infos.get(kind)
+        if info is None:
+            raise UnknownKindError(kind, sorted(self.infos))
+        module, _, name = info.target.partition(":")
+        try:
+            obj = importlib.import_module(module)
+            for part in name.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise LookupError(
+                f"agent kind {kind!r} ({info.distribution}) names {info.target}, which "
+                f"cannot be imported: {exc}"
+            ) from exc
+        declared = getattr(obj, "kind", None)
+        if declared != kind:
+            raise LookupError(f"{info.target} declares kind {declared!r}, not {kind!r}")
+        self._loaded[kind] = obj  # type: ignore[assignment]
+        return obj  # type: ignore[return-value]
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self.infos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.infos))
+
+    def __len__(self) -> int:
+        return len(self.infos)

@@ -1,0 +1,76 @@
+"""Inbound peer-rule traffic for agents that run a ``TaskController``.
+
+The seed 000 robot and the seed 004 multitask robot take claims, claim replies, node
+transitions and snapshots from their peers the same way: decode the body, check that
+the claimant, replier or agent named in it is the envelope's sender (one robot cannot
+speak for another), drop and log anything else, and hand the event to ``feed``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.tasktree.peer_wire import (
+    claim_from_wire,
+    reply_from_wire,
+    snapshot_from_wire,
+    transition_from_wire,
+)
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+
+__all__ = ["PeerRuleMember"]
+
+
+class PeerRuleMember(Agent):
+    """An Agent whose ``feed(event)`` takes the peer rule's events (see module docstring).
+
+    ``subscribe_peer_rule`` registers the four handlers on the given channels.
+    """
+
+    async def feed(self, event: Any) -> None:
+        """Hand one event to the controller and carry out its actions (subclasses)."""
+        raise TypeError(f"{type(self).__name__} must define feed()")
+
+    def subscribe_peer_rule(
+        self,
+        *,
+        claims: str,
+        replies: str,
+        transitions: str,
+        snapshots: str,
+        kinds: str = "node",
+    ) -> None:
+        """Take claims on the team channel ``claims``, replies addressed to this agent on
+        ``replies``, and every agent's ``transitions`` and retained ``snapshots``, of
+        message kinds ``<kinds>.claim``, ``.claim_reply``, ``.transition``, ``.snapshot``."""
+        self.on_team(claims, self._on_peer_claim, kind=f"{kinds}.claim")
+        self.on_agents(replies, self._on_peer_reply, kind=f"{kinds}.claim_reply", addressed=True)
+        self.on_agents(transitions, self._on_peer_transition, kind=f"{kinds}.transition")
+        self.on_agents(snapshots, self._on_peer_snapshot, kind=f"{kinds}.snapshot")
+
+    async def _decoded(
+        self, env: Envelope, topic: Topic, what: str, decode: Any, field: str
+    ) -> None:
+        try:
+            event = decode(env.body)
+        except (KeyError, TypeError, ValueError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"{what}: {exc}")
+            return
+        if getattr(event, field) != env.sender:
+            self._drop("sender_mismatch", str(topic), env.sender, f"{field} is not the sender")
+            return
+        await self.feed(event)
+
+    async def _on_peer_claim(self, env: Envelope, topic: Topic) -> None:
+        await self._decoded(env, topic, "claim", claim_from_wire, "claimant")
+
+    async def _on_peer_reply(self, env: Envelope, topic: Topic) -> None:
+        await self._decoded(env, topic, "claim reply", reply_from_wire, "replier")
+
+    async def _on_peer_transition(self, env: Envelope, topic: Topic) -> None:
+        await self._decoded(env, topic, "transition", transition_from_wire, "agent")
+
+    async def _on_peer_snapshot(self, env: Envelope, topic: Topic) -> None:
+        await self._decoded(env, topic, "snapshot", snapshot_from_wire, "agent")

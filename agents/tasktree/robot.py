@@ -1,0 +1,746 @@
+"""The robot agent: its own copy of the team's task tree, coordinated with peers over
+the broker by the peer rule, acting through its driver (seed 000 §2.2-2.4, §3).
+
+Wire (see docs/protocol.md, "Task trees"):
+
+- ``_/claims``           ``node.claim``        a claim (to every peer, or ``to`` one)
+- ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
+- ``<me>/state``         ``node.transition``   working / done / inactive (released)
+- ``<me>/snapshot``      ``node.snapshot``     retained: what this robot knows
+- ``_/mission``          ``mission.tree``      retained: the tree with stable node ids
+- ``<me>/scores``        ``node.grasp_scores`` retained: this robot's grasp score per leaf
+- ``<me>/events``        ``node.claim_decided`` each claim won or lost, and why
+- ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume``
+- from the driver: ``<driver>/observation`` and ``<driver>/progress``
+- humans (seed 000 §2.3, Figs. 4-6; docs/humans.md): ``_/dialog`` ``dialog.ask``
+  (request to one human, answered ``dialog.answer``), ``<me>/dialog``
+  ``dialog.resolved``, ``<me>/belief/<human>`` ``tom.belief`` (retained)
+
+The planner (``TaskController``) decides; this class only feeds it facts (messages,
+presence, observations turned into activation potentials) and carries out its actions.
+
+Humans. For each human teammate the robot keeps a ``HumanModel`` (a simulated
+controller) updated only from the hand tracks in its driver's observations. In the
+``TaskController`` a human is a peer whose claim replies the robot answers itself,
+from the model ("peer checks against the model"): a leaf active in the model is
+reported ``working`` by the human, so a robot checking it concedes (Fig. 5 step 2).
+A leaf that becomes active in the model while this robot works on it is a conflict:
+the robot pauses and asks the human over the dialog channel (Fig. 5 step 5). "continue"
+(or no answer by the deadline): the robot cancels, lowers the leaf's activation and
+picks another (Fig. 5 steps 6-8). "concede": the robot resumes (Fig. 6) and the model
+no longer activates that leaf for the human.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from typing import Any, ClassVar
+
+import numpy as np
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.team_view import Presence
+from teamtree.agents.tasktree.peer_member import PeerRuleMember
+from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
+from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+from teamtree.hardware.profiles import arm_model, can_place
+from teamtree.hardware.profiles import profile as profile_spec
+from teamtree.planners.tasktree import (
+    AbortBehaviour,
+    ActivationMetric,
+    ArmModel,
+    BehaviourFinished,
+    Claim,
+    ClaimDecided,
+    ClaimReply,
+    ConnectionChanged,
+    GraspScorer,
+    HandSample,
+    HumanModel,
+    ModelUpdate,
+    NodeReport,
+    NodeStatus,
+    PauseBehaviour,
+    PeerState,
+    PotentialsChanged,
+    PresenceChanged,
+    PublishClaim,
+    PublishReply,
+    PublishSnapshot,
+    PublishTransition,
+    ResumeBehaviour,
+    ShapePrimitive,
+    Snapshot,
+    StartBehaviour,
+    TaskController,
+    TaskTree,
+    Tick,
+    Transition,
+    distance_scores,
+    render_unicode,
+    tree_from_dict,
+)
+
+CLAIMS = "claims"
+CLAIM_REPLY = "claim_reply"
+STATE = "state"
+SNAPSHOT = "snapshot"
+MISSION = "mission"
+COMMAND = "command"
+METRICS = ("distance", "distance+grasp")
+DIALOG = "dialog"
+BELIEF = "belief"
+ANSWERS = ("continue", "concede")
+HUMAN_KIND = "human"
+
+
+def mission_tree(config: TeamConfig) -> TaskTree:
+    """The task tree of a ``[mission] kind = "tasktree"`` config. Raises ConfigError."""
+    raw = config.mission.params.get("tree")
+    if raw is None:
+        raise ConfigError(
+            'is missing; give the task tree, e.g. tree = "THEN(cup, AND(sugar, tea_pot))"',
+            path=str(config.path),
+            key="mission.tree",
+        )
+    try:
+        return tree_from_dict(raw, where="mission.tree")
+    except SpecificationError as exc:
+        raise ConfigError(str(exc), path=str(config.path), key="mission.tree") from None
+
+
+class RobotAgent(PeerRuleMember):
+    """A robot that shares a THEN/AND/OR task with its peers (see module docstring).
+
+    Parameters (``[[agents]]`` keys): ``profile`` (robot body, e.g. "pr2"), ``driver``
+    (its driver agent's id; default ``<id>-driver``), ``metric`` ("distance" or
+    "distance+grasp"), ``w_d``, ``w_g``, ``rule`` ("earliest" or "potential"),
+    ``seed``, ``start_timeout_s`` (how long to wait for the config's other robots),
+    ``min_grasp`` (grasp scores below it count as 0: seed 000's tables round to whole
+    numbers, and an off-centre chord of a too-wide sphere scores a fraction of 1),
+    ``humans`` (extra human teammates' ids, e.g. ones at a terminal; every ``human``
+    agent of the config is one already), ``dialog_timeout_s`` (how long a question
+    waits for its answer; then the robot concedes).
+    """
+
+    kind = "robot"
+    overridable: ClassVar[frozenset[str]] = frozenset({"metric"})
+
+    def __init__(
+        self,
+        *args: Any,
+        tree: TaskTree,
+        profile: str,
+        driver: str,
+        metric: str = "distance+grasp",
+        w_d: float = 1.0,
+        w_g: float = 0.001,
+        rule: str = "earliest",
+        seed: int = 0,
+        expect_peers: list[str] | None = None,
+        start_timeout_s: float = 10.0,
+        min_grasp: float = 1.0,
+        humans: dict[str, str] | None = None,
+        dialog_timeout_s: float = 5.0,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.humans: dict[str, str] = dict(humans or {})  # human id -> hand name
+        self.dialog_timeout_s = dialog_timeout_s
+        self.models: dict[str, HumanModel] = {
+            h: HumanModel(tree, h, hand) for h, hand in self.humans.items()
+        }
+        self._human_stamp: dict[str, tuple[int, int, str]] = {}
+        self._dialogs: dict[str, asyncio.Task[None]] = {}
+        self._local: list[Any] = []
+        self.dialog_log: list[dict[str, Any]] = []
+        self.tree = tree
+        self.profile = profile
+        self.driver = driver
+        self.metric_name = metric
+        self.metric = ActivationMetric.named(metric, w_d=w_d, w_g=w_g)
+        self.rule = rule
+        self.expect_peers = sorted(set(expect_peers or []) - {self.id})
+        self.start_timeout_s = start_timeout_s
+        self.min_grasp = min_grasp
+        self.controller: TaskController | None = None
+        self.rng = np.random.default_rng(seed)
+        self.scorer = GraspScorer()
+        self.arm: ArmModel | None = None
+        self._base: tuple[float, ...] | None = None
+        self.arm_position: tuple[float, float, float] | None = None
+        self.objects: dict[str, ShapePrimitive] = {}
+        self.scores: dict[str, dict[str, float]] = {}
+        self._grasp_cache: dict[tuple[Any, ...], float] = {}
+        self._reach_cache: dict[tuple[Any, ...], bool] = {}
+        self._published_grasps: dict[str, float] = {}
+        self.goals: dict[str, tuple[float, ...]] = {}
+        # each leaf's object name (None: not a string), read once: the tree is fixed
+        self._leaf_objects: tuple[tuple[str, str | None], ...] = tuple(
+            (leaf, name if isinstance(name := tree[leaf].param_dict.get("object"), str) else None)
+            for leaf in tree.leaves
+        )
+        # per object: its last observed view, and the shape and goal made from it
+        self._shapes: dict[str, tuple[dict[str, Any], ShapePrimitive, Any]] = {}
+        # per object: (shape, goal, base) last checked and whether PLACE could reach it
+        self._reach_last: dict[str, tuple[Any, Any, Any, bool]] = {}
+        self._deferred: dict[str, float] | None = None
+        self.body = profile_spec(profile)
+        self._commands = itertools.count(1)
+        self._command_of: dict[str, str] = {}  # node -> command id
+        self._backlog: list[tuple[str, Any]] = []
+        self._mission_done = asyncio.Event()
+        self.executed: list[dict[str, Any]] = []
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate the robot's keys and read the mission tree. Raises ConfigError."""
+        reader = spec_reader(spec, config)
+        profile = reader.take("profile", str, None, "a robot profile name such as 'pr2'")
+        if profile is None:
+            raise reader.error("profile", "is missing; expected a robot profile such as 'pr2'")
+        driver = reader.take("driver", str, f"{spec.id}-driver", "the driver agent's id")
+        metric = reader.take("metric", str, "distance+grasp", "'distance' or 'distance+grasp'")
+        if metric not in METRICS:
+            raise reader.error("metric", f"is {metric!r}; expected 'distance' or 'distance+grasp'")
+        w_d = reader.take("w_d", (int, float), 1.0, "a number (distance weight)")
+        w_g = reader.take("w_g", (int, float), 0.001, "a number (grasp weight)")
+        rule = reader.take("rule", str, "earliest", "'earliest' or 'potential'")
+        if rule not in ("earliest", "potential"):
+            raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
+        seed = reader.take("seed", int, 0, "a whole number")
+        start_timeout = reader.take("start_timeout_s", (int, float), 10.0, "seconds")
+        min_grasp = reader.take("min_grasp", (int, float), 1.0, "a grasp score (0-100)")
+        extra = reader.take("humans", list, [], "a list of human agent ids")
+        dialog_timeout = reader.positive("dialog_timeout_s", 5.0, "a positive number of s")
+        reader.no_extras()
+        peers = [m.id for m in config.members if m.kind == cls.kind]
+        humans = {
+            a.id: str(a.params.get("hand", a.id)) for a in config.agents if a.kind == HUMAN_KIND
+        }
+        for h in extra:
+            if not isinstance(h, str) or not h:
+                raise reader.error("humans", f"has {h!r}; expected agent ids (strings)")
+            humans.setdefault(h, h)
+        return {
+            "tree": mission_tree(config),
+            "profile": profile,
+            "driver": driver,
+            "metric": metric,
+            "w_d": float(w_d),
+            "w_g": float(w_g),
+            "rule": rule,
+            "seed": seed,
+            "expect_peers": peers,
+            "start_timeout_s": float(start_timeout),
+            "min_grasp": float(min_grasp),
+            "humans": humans,
+            "dialog_timeout_s": dialog_timeout,
+        }
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "profile": self.profile,
+            "driver": self.driver,
+            "metric": self.metric_name,
+            "humans": sorted(self.humans),
+        }
+
+    # -- wiring ------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self.subscribe_peer_rule(
+            claims=CLAIMS, replies=CLAIM_REPLY, transitions=STATE, snapshots=SNAPSHOT
+        )
+        self.on_agent(self.driver, "observation", self._on_observation, kind="observation")
+        self.on_agent(self.driver, "progress", self._on_progress)
+
+    def _now(self) -> tuple[int, int, str]:
+        stamp = self.clock.now()
+        return (stamp.wall_ms, stamp.logical, stamp.node)
+
+    def robot_peers(self) -> set[str]:
+        return self.team_view.online(kind=self.kind)
+
+    async def feed(self, event: Any) -> None:
+        """Hand one event to the controller and carry out its actions."""
+        c = self.controller
+        if c is None:
+            if not isinstance(event, PotentialsChanged):  # potentials are recomputed
+                self._backlog.append(("event", event))
+            return
+        now = self._now()
+        if self._deferred is not None and self._reads_potentials():
+            c.handle(PotentialsChanged(self._deferred), now)  # the latest, before it selects
+            self._deferred = None
+        for action in c.handle(event, now):
+            await self._act(action)
+        while self._local:  # replies the human models give to our claims
+            await self.feed(self._local.pop(0))
+        if self.controller.mission_done and self.controller.my_working is None:
+            self._mission_done.set()
+
+    def _reads_potentials(self) -> bool:
+        """Whether the controller may read potentials now: when it can take more work
+        (it selects and claims by them) or is paused (its re-claim carries one). While
+        it works at capacity it reads none, so new ones wait (``_on_observation``):
+        handing them over would only make it spread activation again."""
+        c = self.controller
+        return c is not None and (len(c.mine) < c.capacity or c.paused)
+
+    async def _act(self, action: Any) -> None:
+        match action:
+            case PublishClaim(claim=claim, to=to):
+                if to is None or to not in self.humans:
+                    body = claim_to_wire(claim)
+                    await self.publish(CLAIMS, "node.claim", body, team=True, to=to)
+                for human in self.humans:
+                    if to in (None, human):
+                        self._local.append(self._model_reply(claim, human))
+            case PublishReply(reply=reply):
+                await self.publish(
+                    CLAIM_REPLY, "node.claim_reply", reply_to_wire(reply), recipient=reply.claimant
+                )
+            case PublishTransition(transition=t):
+                score = self.scores.get(t.node, {})
+                await self.publish(
+                    STATE,
+                    "node.transition",
+                    {
+                        "node": t.node,
+                        "agent": t.agent,
+                        "status": t.status.value,
+                        "stamp": list(t.stamp),
+                        "potential": score.get("potential"),
+                        "grasp": score.get("grasp"),
+                    },
+                )
+            case PublishSnapshot(snapshot=snap):
+                await self._publish_snapshot(snap)
+            case StartBehaviour(node=node):
+                await self._command("behaviour.execute", node)
+            case PauseBehaviour(node=node):
+                await self._command("behaviour.pause", node)
+            case ResumeBehaviour(node=node):
+                await self._command("behaviour.resume", node)
+            case AbortBehaviour(node=node, reason=reason):
+                self.log.warning("behaviour.aborted", node=node, reason=reason)
+                await self._command("behaviour.cancel", node)
+            case ClaimDecided(claim=claim, won=won, reason=reason):
+                latency = self._now()[0] - claim.stamp[0]
+                self.log.info(
+                    "node.claim_won" if won else "node.claim_lost",
+                    node=claim.node,
+                    label=self.tree[claim.node].label,
+                    potential=round(claim.potential, 4),
+                    latency_ms=latency,
+                    reason=reason,
+                )
+                body = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
+                await self.publish("events", "node.claim_decided", body | {"reason": reason})
+
+    async def _publish_snapshot(self, snap: Snapshot) -> None:
+        await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
+
+    async def _command(self, kind: str, node: str) -> None:
+        if kind == "behaviour.execute":
+            command_id = f"{self.id}-{self.session}-{next(self._commands)}"
+            self._command_of[node] = command_id
+            leaf = self.tree[node]
+            score = self.scores.setdefault(node, {})
+            name = leaf.param_dict.get("object")
+            if score.get("grasp") is None and self.arm is not None and name in self.objects:
+                score["grasp"] = self._grasp(name, self.objects[name])
+            self.log.info(
+                "behaviour.started",
+                node=node,
+                label=leaf.label,
+                potential=round(score.get("potential", 0.0), 4),
+                grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
+            )
+            body = {
+                "command_id": command_id,
+                "node": node,
+                "behaviour": leaf.behavior,
+                "params": leaf.param_dict,
+            }
+        else:
+            command_id = self._command_of.get(node)
+            if command_id is None:
+                return
+            body = {"command_id": command_id, "node": node}
+        await self.publish(COMMAND, kind, body, recipient=self.driver)
+
+    # -- inbound -----------------------------------------------------------------
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        member = self.team_view.get(agent_id)
+        if member is None or member.kind != self.kind:
+            return
+        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
+
+    async def on_connected(self) -> None:
+        if self.controller is not None and self.connection.connects > 1:
+            await self.feed(ConnectionChanged(True, frozenset(self.robot_peers())))
+            await self._publish_snapshot(self.controller.snapshot(self._now()))
+
+    def _on_connection_lost(self) -> None:
+        super()._on_connection_lost()
+        if self.controller is not None and self.state.value == "running":
+            self.spawn(self.feed(ConnectionChanged(False)), "connection_lost")
+
+    async def _on_progress(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.driver or not isinstance(env.body, dict):
+            return
+        node = env.body.get("node")
+        if not isinstance(node, str) or self._command_of.get(node) != env.body.get("command_id"):
+            return
+        if env.kind == "behaviour.finished":
+            self.log.info("behaviour.finished", node=node, label=self.tree[node].label)
+            self.executed.append({"node": node, "ok": True})
+            await self.feed(BehaviourFinished(node, True))
+        elif env.kind == "behaviour.failed":
+            reason = env.body.get("reason")
+            self.log.warning("behaviour.failed", node=node, reason=reason)
+            self.executed.append({"node": node, "ok": False, "reason": reason})
+            await self.feed(BehaviourFinished(node, False))
+
+    async def _on_observation(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.driver or not isinstance(env.body, dict):
+            return
+        try:
+            self._absorb_observation(env.body)
+            updates = self._observe_humans(env.body)
+        except (KeyError, TypeError, ValueError, IndexError, SpecificationError) as exc:
+            self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
+            return
+        potentials = self._potentials()
+        if self.controller is not None and not self._reads_potentials():
+            self._deferred = potentials  # handed over by feed() once it reads them again
+        else:
+            self._deferred = None
+            await self.feed(PotentialsChanged(potentials))
+        for human, update in updates:
+            await self._apply_model(human, update)
+        grasps = {
+            leaf: round(score["grasp"], 2)
+            for leaf, score in self.scores.items()
+            if score.get("grasp") is not None
+        }
+        if grasps != self._published_grasps:
+            self._published_grasps = grasps
+            await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
+
+    def _absorb_observation(self, body: dict[str, Any]) -> None:
+        robot = body["robot"]
+        self.arm_position = tuple(float(v) for v in robot["arm"])  # type: ignore[assignment]
+        base = (*(float(v) for v in robot.get("base", robot["arm"])), float(robot.get("yaw", 0.0)))
+        if self.arm is None or base != self._base:
+            self._base = base
+            self.arm = self._arm_model(base)
+        objects = {}
+        self.goals = {}
+        known, shapes = self._shapes, {}
+        for name, obj in body["objects"].items():
+            if obj.get("at_goal") or obj.get("held_by") not in (None, self.id):
+                continue
+            seen = known.get(name)
+            if seen is None or seen[0] != obj:  # most objects stand still: convert the rest
+                goal = None if obj.get("goal") is None else tuple(float(g) for g in obj["goal"])
+                if goal is not None:
+                    self.goals[name] = goal
+                shape = ShapePrimitive(
+                    str(obj["shape"]),
+                    tuple(float(d) for d in obj["dims"]),
+                    tuple(float(p) for p in obj["position"]),
+                    float(obj.get("yaw", 0.0)),
+                )
+                seen = (obj, shape, goal)
+            elif seen[2] is not None:
+                self.goals[name] = seen[2]
+            objects[name] = seen[1]
+            shapes[name] = seen
+        self._shapes = shapes
+        self.objects = objects
+
+    def _arm_model(self, base: tuple[float, ...]) -> ArmModel:
+        return arm_model(self.profile, base[:3], yaw=base[3])
+
+    def _grasp(self, name: str, shape: ShapePrimitive) -> float:
+        """Grasp score of `shape` for this arm (0-100; below `min_grasp` counts as 0),
+        cached per object pose and arm base: it does not change as the arm moves."""
+        assert self.arm is not None
+        key = (name, shape.position, shape.yaw, self.arm.base_position)
+        if key not in self._grasp_cache:
+            self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
+        grasp = self._grasp_cache[key]
+        return 0.0 if grasp < self.min_grasp else grasp  # tables round; a chord is no grasp
+
+    def _reachable(self, name: str, shape: ShapePrimitive) -> bool:
+        """Whether the world would accept PLACE(name) from here (cached per pose)."""
+        goal = self.goals.get(name)
+        if goal is None or self._base is None:
+            return True
+        last = self._reach_last.get(name)  # the same objects as last time: no hashing
+        if last is not None and last[0] is shape and last[1] is goal and last[2] is self._base:
+            return last[3]
+        key = (name, shape.position, goal, self._base)
+        if key not in self._reach_cache:
+            self._reach_cache[key] = can_place(
+                self.body, self._base[:3], self._base[3], shape.position, goal
+            )
+        self._reach_last[name] = (shape, goal, self._base, self._reach_cache[key])
+        return self._reach_cache[key]
+
+    def _potentials(self) -> dict[str, float]:
+        """Eq. 1 per leaf from the latest observation. Grasp scores are computed only
+        under distance+grasp (they cost the most CPU); distance-only runs score the
+        grasp of a behaviour when it starts, for the log."""
+        if self.arm is None or self.arm_position is None:
+            return {}
+        shapes = [
+            None if name is None else self.objects.get(name) for _, name in self._leaf_objects
+        ]
+        found = [shape.position for shape in shapes if shape is not None]
+        scores = iter(distance_scores(found, self.arm_position) if found else ())
+        out: dict[str, float] = {}
+        for (leaf, name), shape in zip(self._leaf_objects, shapes, strict=True):
+            if shape is None or name is None:
+                out[leaf] = 0.0
+                continue
+            distance = next(scores)
+            grasp = self._grasp(name, shape) if self.metric.use_grasp else None
+            potential = self.metric.from_distance_score(distance, grasp or 0.0)
+            if not self._reachable(name, shape):  # the world would answer "unreachable"
+                potential = 0.0
+            out[leaf] = potential
+            self.scores[leaf] = {"potential": potential, "grasp": grasp, "distance": distance}
+        return out
+
+    # -- humans: theory of mind and dialogs (seed 000 §2.3, Figs. 4-6) -------------
+
+    def _observe_humans(self, body: dict[str, Any]) -> list[tuple[str, ModelUpdate]]:
+        """Feed each human model the hand track in one observation."""
+        hands = body.get("hands") or {}
+        out = []
+        done = self.controller.done if self.controller is not None else set()
+        for human, hand in self.humans.items():
+            view = hands.get(hand)
+            if not isinstance(view, dict):
+                continue
+            samples = [
+                HandSample(float(r[0]), (float(r[1]), float(r[2]), float(r[3])))
+                for r in view.get("track") or []
+            ]
+            if not samples:
+                position = tuple(float(v) for v in view["position"])
+                samples = [HandSample(float(body["t"]), position)]  # type: ignore[arg-type]
+            model = self.models[human]
+            before = model.belief()
+            update = model.observe(
+                float(body["t"]), samples, body["objects"], view.get("holding"), done
+            )
+            if update or model.belief()["intent_object"] != before["intent_object"]:
+                out.append((human, update))
+        return out
+
+    def _model_reply(self, claim: Claim, human: str) -> ClaimReply:
+        """The simulated human controller's answer to our claim (Fig. 4/5 step 2)."""
+        model = self.models[human]
+        assert self.controller is not None
+        reports = []
+        others = sorted(self.controller.conflicts(claim.node) - {claim.node})
+        for node in [claim.node, *others]:
+            if node in model.done:
+                reports.append(NodeReport(node, PeerState.DONE))
+            elif node == model.active:
+                stamp = self._human_stamp.get(human) or self._now()
+                reports.append(NodeReport(node, PeerState.WORKING, agent=human, stamp=stamp))
+            elif node == claim.node:
+                reports.append(NodeReport(node, PeerState.NONE))
+        return ClaimReply(
+            claim.claim_id, claim.node, claim.claimant, human, tuple(reports), claim.round
+        )
+
+    async def _apply_model(self, human: str, update: ModelUpdate) -> None:
+        """Log and publish the belief; carry the model's changes into the controller."""
+        model = self.models[human]
+        belief = model.belief()
+        self.log.info("tom.belief", reason=update.reason or None, **belief)
+        await self.publish(BELIEF, "tom.belief", belief, recipient=human, retain=True)
+        if self.controller is None:
+            return
+        for node in update.done:
+            await self.feed(Transition(node, human, NodeStatus.DONE, self._now()))
+        await self._reconcile(human)
+
+    async def _reconcile(self, human: str) -> None:
+        """Make the controller's view of `human` match the model: release leaves the
+        human left, mark the active one worked on, or open a dialog on a conflict."""
+        c = self.controller
+        if c is None:
+            return
+        active = self.models[human].active
+        for node, (agent, _stamp) in list(c.working.items()):
+            if agent == human and node != active:
+                await self.feed(Transition(node, human, NodeStatus.INACTIVE, self._now()))
+        if active is None or active in c.done:
+            return
+        if active == c.my_working:
+            if active not in self._dialogs:
+                self._dialogs[active] = self.spawn(self._dialog(human, active), "dialog")
+            return
+        if active in self._dialogs or c.working.get(active, ("",))[0] == human:
+            return
+        stamp = self._now()
+        self._human_stamp[human] = stamp
+        if c.pending_claim is not None and c.pending_claim.node == active:
+            self.log.info("human.conflict_conceded", human=human, node=active)
+        await self.feed(Transition(active, human, NodeStatus.WORKING, stamp))
+
+    async def _dialog(self, human: str, node: str) -> None:
+        """Ask `human` whether they continue with `node` (Figs. 5, 6): the robot pauses
+        meanwhile; "continue" or no answer → the robot yields, "concede" → it resumes."""
+        leaf = self.tree[node]
+        obj = leaf.param_dict.get("object")
+        dialog_id = f"{self.id}-{uuid.uuid4().hex[:10]}"
+        body = {
+            "dialog_id": dialog_id,
+            "robot": self.id,
+            "human": human,
+            "node": node,
+            "label": leaf.label,
+            "object": obj,
+            "question": f"We both went for {leaf.label}. Do you want to continue with it?",
+            "options": list(ANSWERS),
+            "timeout_s": self.dialog_timeout_s,
+        }
+        try:
+            await self._command("behaviour.pause", node)
+            self.log.info("dialog.asked", human=human, node=node, label=leaf.label, id=dialog_id)
+            start = time.monotonic()
+            how = "answered"
+            try:
+                reply = await self.request(
+                    DIALOG, "dialog.ask", body, to=human, timeout=self.dialog_timeout_s
+                )
+                answer = reply.body.get("answer") if isinstance(reply.body, dict) else None
+                if answer not in ANSWERS:
+                    answer, how = "continue", "invalid"
+            except TeamtreeError:
+                answer, how = "continue", "timeout"
+            rtt_ms = round((time.monotonic() - start) * 1000, 1)
+            robot_continues = answer == "concede"
+            resolved = {
+                "dialog_id": dialog_id,
+                "robot": self.id,
+                "human": human,
+                "node": node,
+                "label": leaf.label,
+                "answer": answer,
+                "how": how,
+                "rtt_ms": rtt_ms,
+                "robot_continues": robot_continues,
+            }
+            self.dialog_log.append(resolved)
+            self.log.info("dialog.resolved", **{k: v for k, v in resolved.items() if k != "robot"})
+            await self.publish(DIALOG, "dialog.resolved", resolved)
+            c = self.controller
+            if c is None or c.my_working != node:
+                return  # finished or taken meanwhile
+            if robot_continues:
+                self.models[human].concede(node)
+                await self._command("behaviour.resume", node)
+                await self._reconcile(human)
+            else:
+                await self._command("behaviour.cancel", node)
+                await self.feed(BehaviourFinished(node, False))  # lowers its activation
+                stamp = self._now()
+                self._human_stamp[human] = stamp
+                await self.feed(Transition(node, human, NodeStatus.WORKING, stamp))
+                await self._reconcile(human)
+        finally:
+            self._dialogs.pop(node, None)
+
+    # -- the mission -------------------------------------------------------------
+
+    async def on_tick(self) -> None:
+        if self.controller is not None and not self._mission_done.is_set():
+            await self.feed(Tick())
+
+    async def main(self) -> None:
+        await self.wait_connected()
+        await self.publish(
+            MISSION,
+            "mission.tree",
+            {"kind": "tasktree", "tree": self.tree.to_dict(), "text": self.tree.to_string()},
+            team=True,
+            retain=True,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.start_timeout_s
+        await asyncio.sleep(0.3)  # retained presence and snapshots arrive first
+        while not set(self.expect_peers) <= self.robot_peers() and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        peers = self.robot_peers()
+        missing = sorted(set(self.expect_peers) - peers)
+        if missing:
+            self.log.warning("team.incomplete", missing=missing, online=sorted(peers))
+        self.controller = TaskController(
+            self.tree,
+            self.id,
+            online_peers=peers,
+            await_snapshots=True,
+            rule=self.rule,
+            default_potential=0.0,
+        )
+        self.log.info("mission.started", peers=sorted(peers), metric=self.metric_name)
+        await self._publish_snapshot(self.controller.snapshot(self._now()))
+        await self.feed(PotentialsChanged(self._potentials()))
+        backlog, self._backlog = self._backlog, []
+        for _, event in backlog:
+            await self.feed(event)
+        for member in peers:
+            await self.feed(PresenceChanged(member, True))
+        for human in self.humans:  # peers whose replies the models give
+            await self.feed(PresenceChanged(human, True))
+            await self._reconcile(human)
+        await self._mission_done.wait()
+        await self._publish_snapshot(self.controller.snapshot(self._now()))
+        done = [self.tree[e["node"]].label for e in self.executed if e["ok"]]
+        self.log.info("mission.done", executed=done)
+        self.log.info(
+            "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
+        )
+
+
+async def read_snapshots(
+    endpoint: Endpoint, team: str, wait_s: float = 1.0
+) -> dict[str, dict[str, Any]]:
+    """Connect as a viewer, collect the robots' retained snapshots for `wait_s` seconds.
+    Raises ConnectError when the broker cannot be reached."""
+    snapshots: dict[str, dict[str, Any]] = {}
+    viewer = Agent(f"viewer-{uuid.uuid4().hex[:6]}", team=team, endpoint=endpoint)
+
+    async def on_snapshot(env: Envelope, topic: Topic) -> None:
+        if isinstance(env.body, dict) and env.body.get("agent") == env.sender:
+            snapshots[env.sender] = env.body
+
+    viewer.on_agents(SNAPSHOT, on_snapshot, kind="node.snapshot")
+    async with viewer:
+        try:
+            await viewer.wait_connected(5.0)
+        except TimeoutError:
+            raise ConnectError(
+                f"cannot reach the broker at {endpoint.url}", endpoint=endpoint.url
+            ) from None
+        await asyncio.sleep(wait_s)
+    return snapshots

@@ -1,0 +1,344 @@
+"""The world service: the simulated robot SDK that stands in for real robots.
+
+Holds a ``hardware.World``, runs it on simulated time (wall time × ``time_factor``),
+and serves it over ZeroMQ (``drivers.sim_protocol``) on a ROUTER whose address is the
+``zmq`` field of its retained factsheet. On the broker it publishes:
+
+==================== ================= === ====== ====================================
+topic                kind              QoS retain body
+==================== ================= === ====== ====================================
+``<id>/state``       ``world.state``   1   yes    t, objects, robots, violations (count)
+``<id>/events``      ``world.violation`` 1 no     t, kind, object, robots, command_id,
+                                                  node, seq
+==================== ================= === ====== ====================================
+
+and handles ``_/world`` ``world.move_object`` {object, position, yaw?} (answered with
+``world.move_object.reply`` {ok, reason} when sent as a request).
+
+Config (``[[agents]]`` with ``kind = "world"``)::
+
+    time_factor = 10.0            # simulated seconds per wall second
+    zmq_host = "127.0.0.1"        # bind address; zmq_port = 0 picks a free port
+    zmq_advertise = "127.0.0.1"   # host put in the factsheet (default zmq_host)
+    [agents.objects.cup]  shape = "cylinder"  dims = [0.04, 0.10]
+                          position = [x, y, z]  goal = [x, y, z]  yaw = 0.0
+    [agents.robots.pr2]   profile = "pr2"  base = [x, y, z]  yaw = 0.0
+    [agents.hands.alice]  rest = [x, y, z]  speed = 0.3  noise = 0.005
+                          path_noise = 0.1  lift = 0.15  grasp_time = 0.5
+                          release_time = 0.3      # a human's hand (seed 000 §2.3)
+    seed = 0                      # hand path and tracking noise
+    hand_sample_s = 0.05          # simulated s between tracked hand samples
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.broker import SpecificationError, TeamtreeError, TopicError, WireError
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic, validate_id
+from teamtree.hardware import sim_protocol as proto
+from teamtree.hardware.profiles import PROFILES
+from teamtree.hardware.world import GOAL_TOLERANCE, HAND_SAMPLE_S, World
+
+WORLD_CHANNEL = "world"
+STATE_CHANNEL = "state"
+EVENTS_CHANNEL = "events"
+_SHAPES = {"box": 3, "cylinder": 2, "sphere": 1}
+_HAND_KEYS = ("speed", "noise", "path_noise", "lift", "grasp_time", "release_time")
+_LOOP_S = 0.02
+
+
+class WorldAgent(Agent):
+    """Serve the simulated world over ZeroMQ; publish its state (module docstring)."""
+
+    kind = "world"
+
+    def __init__(
+        self,
+        *args: Any,
+        objects: dict[str, dict[str, Any]],
+        robots: dict[str, dict[str, Any]],
+        time_factor: float = 1.0,
+        zmq_host: str = "127.0.0.1",
+        zmq_port: int = 0,
+        zmq_advertise: str | None = None,
+        state_period_s: float = 0.2,
+        goal_tolerance: float = GOAL_TOLERANCE,
+        hands: dict[str, dict[str, Any]] | None = None,
+        seed: int = 0,
+        hand_sample_s: float = HAND_SAMPLE_S,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.world = World.from_spec(
+            objects,
+            robots,
+            hands,
+            goal_tolerance=goal_tolerance,
+            seed=seed,
+            hand_sample_s=hand_sample_s,
+        )
+        self.time_factor = float(time_factor)
+        self.zmq_host = zmq_host
+        self.zmq_port = zmq_port
+        self.zmq_advertise = zmq_advertise or zmq_host
+        self.state_period_s = state_period_s
+        self.zmq_address: str | None = None
+        self._context: zmq.asyncio.Context | None = None
+        self._socket: zmq.asyncio.Socket | None = None
+        self._server: asyncio.Task[None] | None = None
+        self._t0 = time.monotonic()
+        self._published_violations = 0
+
+    # -- config --------------------------------------------------------------------
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate time_factor, objects, robots and the ZeroMQ keys. Raises
+        ConfigError naming the key."""
+        reader = spec_reader(spec, config)
+        time_factor = reader.positive("time_factor", 1.0, "a positive number (sim s per wall s)")
+        zmq_host = reader.take("zmq_host", str, "127.0.0.1", "an IP address to bind")
+        zmq_port = reader.take("zmq_port", int, 0, "a TCP port (0 = a free one)")
+        if not 0 <= zmq_port <= 65535:
+            raise reader.error("zmq_port", f"is {zmq_port}; expected 0-65535")
+        advertise = reader.take("zmq_advertise", str, None, "a host name drivers connect to")
+        period = reader.positive("state_period_s", 0.2, "a positive number of seconds")
+        tolerance = reader.positive("goal_tolerance", GOAL_TOLERANCE, "a positive distance (m)")
+        objects_raw = reader.take("objects", dict, None, "a table of objects")
+        robots_raw = reader.take("robots", dict, None, "a table of robots")
+        hands_raw = reader.take("hands", dict, {}, "a table of human hands")
+        seed = reader.take("seed", int, 0, "a whole number")
+        sample = reader.positive("hand_sample_s", HAND_SAMPLE_S, "a positive number of s")
+        if not objects_raw:
+            raise reader.error("objects", "is missing or empty; add [agents.objects.<name>]")
+        if not robots_raw:
+            raise reader.error("robots", "is missing or empty; add [agents.robots.<name>]")
+        reader.no_extras()
+        objects = {name: _object(reader, name, o) for name, o in objects_raw.items()}
+        robots = {name: _robot(reader, name, r) for name, r in robots_raw.items()}
+        hands = {name: _hand(reader, name, h) for name, h in hands_raw.items()}
+        try:
+            World.from_spec(objects, robots, hands)
+        except SpecificationError as exc:
+            raise reader.error("hands" if "hand" in str(exc) else "objects", str(exc)) from None
+        return {
+            "objects": objects,
+            "robots": robots,
+            "time_factor": time_factor,
+            "zmq_host": zmq_host,
+            "zmq_port": zmq_port,
+            "zmq_advertise": advertise,
+            "state_period_s": period,
+            "goal_tolerance": tolerance,
+            "hands": hands,
+            "seed": seed,
+            "hand_sample_s": sample,
+        }
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "zmq": self.zmq_address,
+            "protocol": proto.PROTOCOL_VERSION,
+            "time_factor": self.time_factor,
+            "robots": {name: body.spec.name for name, body in self.world.robots.items()},
+            "objects": sorted(self.world.objects),
+            "hands": sorted(self.world.hands),
+        }
+
+    # -- time ----------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Simulated seconds since the world started."""
+        return (time.monotonic() - self._t0) * self.time_factor
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self._context = zmq.asyncio.Context()
+        sock = self._context.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        if self.zmq_port:
+            sock.bind(f"tcp://{self.zmq_host}:{self.zmq_port}")
+            port = self.zmq_port
+        else:
+            port = sock.bind_to_random_port(f"tcp://{self.zmq_host}")
+        self._socket = sock
+        self.zmq_address = f"tcp://{self.zmq_advertise}:{port}"
+        self._t0 = time.monotonic()
+        self.on_team(WORLD_CHANNEL, self._on_move_object, kind="world.move_object")
+        self._server = self.spawn(self._serve(), "zmq")
+        self.spawn(self._state_loop(), "state")
+        self.log.info("world.serving", zmq=self.zmq_address, time_factor=self.time_factor)
+
+    async def _state_loop(self) -> None:
+        """Advance the world; publish violations, and the state on change (≤ 1 / period)."""
+        last_version, last_publish = -1, -1e9
+        while True:
+            self.world.advance(self.now())
+            await self._publish_violations()
+            wall = time.monotonic()
+            changed = self.world.version != last_version or self.world.moving
+            if changed and wall - last_publish >= self.state_period_s:
+                last_version, last_publish = self.world.version, wall
+                with contextlib.suppress(TeamtreeError):
+                    state = self.world.state(self.now(), shared=True)  # encoded at once
+                    await self.publish(STATE_CHANNEL, "world.state", state, retain=True)
+            await asyncio.sleep(_LOOP_S)
+
+    async def on_stop(self) -> None:
+        # the last state, so a recorder still listening sees how the world ended
+        self.world.advance(self.now())
+        with contextlib.suppress(TeamtreeError):
+            await self.publish(
+                STATE_CHANNEL, "world.state", self.world.state(self.now(), shared=True), retain=True
+            )
+        if self._server is not None:
+            self._server.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._server
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+        if self._context is not None:
+            self._context.destroy(linger=0)
+            self._context = None
+
+    # -- serving ---------------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        assert self._socket is not None
+        sock = self._socket
+        while True:
+            frames = await sock.recv_multipart()
+            if len(frames) < 2:
+                self.stats["zmq_malformed"] += 1
+                continue
+            try:
+                message = proto.decode(frames[-1])
+            except WireError as exc:
+                self.stats["zmq_malformed"] += 1
+                reply = {"rid": None, "ok": False, "reason": "bad_request", "detail": exc.reason}
+            else:
+                try:
+                    reply = proto.serve(
+                        self.world, message, self.now(), time_factor=self.time_factor
+                    )
+                except Exception as exc:  # a bug in the world must not stop the server
+                    self.log.error("world.request_failed", error=repr(exc), exc_info=True)
+                    reply = {"rid": message.get("rid"), "ok": False, "reason": "internal_error"}
+                if message.get("op") not in ("observe", "info", "state"):
+                    self.log.debug("world.request", op=message.get("op"), reply=reply)
+            self.stats["zmq_requests"] += 1
+            await sock.send_multipart([*frames[:-1], proto.encode(reply)])
+
+    async def _publish_violations(self) -> None:
+        while self._published_violations < len(self.world.violations):
+            violation = self.world.violations[self._published_violations]
+            self._published_violations += 1
+            self.log.warning("world.violation", **violation)
+            with contextlib.suppress(TeamtreeError):
+                await self.publish(EVENTS_CHANNEL, "world.violation", violation)
+
+    async def _on_move_object(self, env: Envelope, topic: Topic) -> None:
+        body = env.body if isinstance(env.body, dict) else {}
+        message = {"object": body.get("object"), "position": body.get("position")}
+        if body.get("yaw") is not None:
+            message["yaw"] = body["yaw"]
+        reply = proto.serve(self.world, {"op": "move_object", "rid": 0, **message}, self.now())
+        reply.pop("rid", None)
+        self.log.info("world.move_object", by=env.sender, **message, ok=reply["ok"])
+        if env.reply_to is not None:
+            await self.reply(env, "world.move_object.reply", reply)
+
+
+def _numbers(reader: Any, key: str, value: Any, n: int | None, what: str) -> list[float]:
+    if (
+        not isinstance(value, list)
+        or (n is not None and len(value) != n)
+        or not value
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    ):
+        raise reader.error(key, f"is {value!r}; expected {what}")
+    return [float(v) for v in value]
+
+
+def _entry(reader: Any, section: str, name: str, raw: Any, keys: Sequence[str]) -> str:
+    """Check one ``[agents.<section>.<name>]`` table: a valid name, a table, only
+    `keys`. Returns the key path for error messages. Raises ConfigError."""
+    where = f"{section}.{name}"
+    try:
+        validate_id(name, f"{section.rstrip('s')} name")
+    except TopicError as exc:
+        raise reader.error(where, exc.reason) from None
+    expected = ", ".join(keys)
+    if not isinstance(raw, dict):
+        raise reader.error(where, f"must be a table with {expected}")
+    unknown = sorted(set(raw) - set(keys))
+    if unknown:
+        raise reader.error(f"{where}.{unknown[0]}", f"unknown key; expected {expected}")
+    return where
+
+
+def _object(reader: Any, name: str, raw: Any) -> dict[str, Any]:
+    where = _entry(reader, "objects", name, raw, ("shape", "dims", "position", "goal", "yaw"))
+    shape = raw.get("shape")
+    if shape not in _SHAPES:
+        raise reader.error(f"{where}.shape", f"is {shape!r}; expected box, cylinder or sphere")
+    n = _SHAPES[shape]
+    dims = _numbers(reader, f"{where}.dims", raw.get("dims"), n, f"{n} positive number(s)")
+    if any(d <= 0 for d in dims):
+        raise reader.error(f"{where}.dims", f"is {dims}; dimensions must be > 0")
+    out: dict[str, Any] = {
+        "shape": shape,
+        "dims": dims,
+        "position": _numbers(reader, f"{where}.position", raw.get("position"), 3, "[x, y, z]"),
+        "goal": None,
+        "yaw": 0.0,
+    }
+    if raw.get("goal") is not None:
+        out["goal"] = _numbers(reader, f"{where}.goal", raw["goal"], 3, "[x, y, z]")
+    if "yaw" in raw:
+        out["yaw"] = _numbers(reader, f"{where}.yaw", [raw["yaw"]], 1, "radians")[0]
+    return out
+
+
+def _robot(reader: Any, name: str, raw: Any) -> dict[str, Any]:
+    where = _entry(reader, "robots", name, raw, ("profile", "base", "yaw"))
+    name_of_profile = raw.get("profile", name)
+    if name_of_profile not in PROFILES:
+        known = ", ".join(sorted(PROFILES))
+        raise reader.error(f"{where}.profile", f"is {name_of_profile!r}; expected one of {known}")
+    out = {
+        "profile": name_of_profile,
+        "base": _numbers(reader, f"{where}.base", raw.get("base"), 3, "[x, y, z]"),
+        "yaw": 0.0,
+    }
+    if "yaw" in raw:
+        out["yaw"] = _numbers(reader, f"{where}.yaw", [raw["yaw"]], 1, "radians")[0]
+    return out
+
+
+def _hand(reader: Any, name: str, raw: Any) -> dict[str, Any]:
+    where = _entry(reader, "hands", name, raw, ("rest", *_HAND_KEYS))
+    out: dict[str, Any] = {
+        "rest": _numbers(reader, f"{where}.rest", raw.get("rest"), 3, "[x, y, z]")
+    }
+    for key in _HAND_KEYS:
+        if key in raw:
+            value = _numbers(reader, f"{where}.{key}", [raw[key]], 1, "a number")[0]
+            if value < 0 or (key == "speed" and value == 0):
+                raise reader.error(f"{where}.{key}", f"is {value}; expected a positive number")
+            out[key] = value
+    return out

@@ -1,0 +1,652 @@
+"""The VDA 5050 driver agent (kind ``vda5050_driver``): master control for one AGV.
+
+Towards its robot agent it keeps the same contract as the simulated driver (see
+``teamtree.drivers.sim_driver``): ``behaviour.execute|cancel|pause|resume`` commands in
+on ``<robot>/command/<me>``, ``behaviour.started|paused|resumed|finished|failed`` out
+on ``<me>/progress`` and observations on ``<me>/observation``. Towards the AGV it
+speaks VDA 5050 v2 JSON on the AGV's own broker (see ``topics``):
+
+- execute -> an ``order`` (or an order update extending the last one, see ``order``);
+  the behaviour has ``started`` once a ``state`` carries the order, ``finished`` when
+  its nodes are passed and its actions FINISHED, ``failed`` with the AGV's error text
+  when it rejects the order or an action fails, or with ``agv_no_answer`` when no
+  state acknowledges it within ``ack_timeout_s``;
+- cancel -> instant action ``cancelOrder`` (the behaviour fails ``cancelled`` when the
+  AGV reports it done); pause / resume -> ``startPause`` / ``stopPause`` (``paused`` /
+  ``resumed`` once the state's ``paused`` flag shows it);
+- ``connection`` OFFLINE or CONNECTIONBROKEN (the AGV's Last Will) fails the running
+  behaviour (``connection_broken``) so the robot releases the node to a teammate by
+  the peer rule, and empties the observation's objects, so the robot's potentials drop
+  to 0 and it claims nothing until the AGV is ONLINE again. An order abandoned that way
+  is cancelled if the AGV comes back still running it: no behaviour runs on two bodies.
+- on ONLINE it sends ``factsheetRequest``; the factsheet's actions and limits are
+  published in this agent's own factsheet (``capabilities``) and a behaviour needing an
+  action the factsheet does not list fails ``unsupported_action`` without an order.
+
+Choice: VDA 5050 2.0.0's text names the instant actions array ``actions`` while its
+JSON schema (and vda-5050-lib, which validates against it) requires ``instantActions``;
+2.1.0 settled on ``actions``. For version 2.0.0 the driver sends both keys with the same
+list, so either reading finds it; for 2.1.0 only ``actions``.
+
+Every message it sends is first validated against the VDA 5050 JSON schemas when they
+are installed (``schema``): an invalid one is not sent and the behaviour fails with the
+schema error. Messages from the AGV are validated too and counted in ``stats``.
+
+Observations: the robot scores leaves by the distance from its "arm" to the leaf's
+object (seed 000 eq. 1), so the driver reports the AGV's position as ``arm``/``base``
+and each load (at its station, or held) and station as an object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import ssl
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiomqtt
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.team_view import Presence
+from teamtree.broker import TeamtreeError
+from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
+from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable
+from teamtree.drivers.vda5050.site import DROP, PICK, BehaviourError, Site, site_from_config
+from teamtree.drivers.vda5050.state import ACCEPTED, FINISHED, assess, error_text, new_errors
+from teamtree.drivers.vda5050.topics import VERSIONS, AgvAddress, Headers
+
+COMMAND_CHANNEL = "command"
+OBSERVATION_CHANNEL = "observation"
+PROGRESS_CHANNEL = "progress"
+COMMAND_KINDS = {
+    "behaviour.execute": "execute",
+    "behaviour.cancel": "cancel",
+    "behaviour.pause": "pause",
+    "behaviour.resume": "resume",
+}
+_QOS = {"order": 0, "instantActions": 0}
+
+
+@dataclass
+class _Running:
+    """The behaviour the AGV is carrying out for the robot."""
+
+    command_id: str
+    node: str | None
+    order: SentOrder
+    header_id: int
+    sent_at: float
+    started: bool = False
+    pause: str | None = None  # "pause"/"resume" requested, reported once the state shows it
+    cancel_action: str | None = None
+    loads: list[tuple[str, str, str]] = field(default_factory=list)  # (action, load, station)
+
+
+class Vda5050DriverAgent(Agent):
+    """Drive one VDA 5050 AGV for robot agent `agent` (see module docstring)."""
+
+    kind = "vda5050_driver"
+
+    def __init__(
+        self,
+        *args: Any,
+        agent: str,
+        manufacturer: str,
+        serial_number: str,
+        site: Site,
+        interface_name: str = "uagv",
+        version: str = "2.0.0",
+        agv_broker: str | None = None,
+        validate: bool | None = None,
+        schema_dir: str | None = None,
+        ack_timeout_s: float = 5.0,
+        observation_hz: float = 5.0,
+        request_factsheet: bool = True,
+        cancel_on_agent_loss: bool = True,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.agent = agent
+        self.address = AgvAddress(manufacturer, serial_number, interface_name, version)
+        self.headers = Headers(self.address)
+        self.site = site
+        self.agv_endpoint = parse_endpoint(agv_broker) if agv_broker else self.endpoint
+        # credentials for the AGV's broker come from the environment, never the config;
+        # on the team's own broker the driver's team credentials and TLS are reused
+        self.agv_username = os.environ.get("TEAMTREE_AGV_USERNAME") or None
+        self.agv_password = os.environ.get("TEAMTREE_AGV_PASSWORD") or None
+        self.agv_tls: ssl.SSLContext | None = None
+        if agv_broker is None and self.agv_password is None:
+            self.agv_username, self.agv_password = self.connection._auth
+            self.agv_tls = self.connection._tls
+        self.ack_timeout_s = ack_timeout_s
+        self.observation_period = 1.0 / observation_hz
+        self.request_factsheet = request_factsheet
+        self.cancel_on_agent_loss = cancel_on_agent_loss
+        self.schema: SchemaCheck | None = None
+        if validate is not False:
+            try:
+                self.schema = SchemaCheck(schema_dir)
+            except SchemasUnavailable:
+                if validate:
+                    raise
+        self.builder = OrderBuilder(f"{self.id}-{self.session}")
+        self.agv_state: dict[str, Any] | None = None
+        self.connection_state: str | None = None
+        self.agv_factsheet: dict[str, Any] | None = None
+        self.current: _Running | None = None
+        self.abandoned: set[str] = set()
+        self.timings: list[dict[str, float]] = []  # per order: sent -> acknowledged -> done
+        self._client: aiomqtt.Client | None = None
+        self._commands: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self._action_ids = itertools.count(1)
+        self._errors_seen: list[Any] = []
+        self._observe_now = asyncio.Event()
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate the AGV's identity, its broker, stations and loads."""
+        reader = spec_reader(spec, config)
+        drives = [
+            a.id
+            for a in config.agents
+            if a.id != spec.id and a.params.get("driver", f"{a.id}-driver") == spec.id
+        ]
+        agent = reader.ident("agent", drives[0] if len(drives) == 1 else None)
+        manufacturer = reader.take("manufacturer", str, None, "the AGV's manufacturer")
+        serial = reader.take("serial_number", str, None, "the AGV's serialNumber")
+        for key, value in (("manufacturer", manufacturer), ("serial_number", serial)):
+            if value is None:
+                raise reader.error(key, "is missing; expected the AGV's name in its topics")
+            if not value or any(c in value for c in "/#+"):
+                raise reader.error(key, f"is {value!r}; expected a non-empty name without /, #, +")
+        interface = reader.take("interface_name", str, "uagv", "the topic interface name")
+        version = reader.take("version", str, "2.0.0", "'2.0.0' or '2.1.0'")
+        if version not in VERSIONS:
+            raise reader.error("version", f"is {version!r}; expected one of {', '.join(VERSIONS)}")
+        agv_broker = reader.take("agv_broker", str, None, "the AGV broker's URL, mqtt://HOST:PORT")
+        if agv_broker is not None:
+            try:
+                parse_endpoint(agv_broker)
+            except TeamtreeError as exc:
+                raise reader.error("agv_broker", str(exc)) from None
+        stations = reader.take("stations", dict, {}, "a table of stations {x = .., y = ..}")
+        loads = reader.take("loads", dict, {}, 'a table of loads {at = "A", goal = "B"}')
+        action_params = reader.take("action_parameters", dict, {}, "a table of extra parameters")
+        try:
+            site = site_from_config(stations, loads, action_params)
+        except ValueError as exc:
+            raise reader.error("stations" if "station" in str(exc) else "loads", str(exc)) from None
+        clash = sorted(set(site.stations) & set(site.loads))
+        if clash:
+            raise reader.error("loads", f"{', '.join(clash)} name both a station and a load")
+        validate = reader.take("validate", bool, None, "true or false (default: if installed)")
+        params = {
+            "agent": agent,
+            "manufacturer": manufacturer,
+            "serial_number": serial,
+            "site": site,
+            "interface_name": interface,
+            "version": version,
+            "agv_broker": agv_broker,
+            "validate": validate,
+            "schema_dir": reader.take("schema_dir", str, None, "a folder of schema .json files"),
+            "ack_timeout_s": reader.positive("ack_timeout_s", 5.0, "a positive number of s"),
+            "observation_hz": reader.positive("observation_hz", 5.0, "a positive rate (Hz)"),
+            "request_factsheet": reader.take("request_factsheet", bool, True, "true or false"),
+            "cancel_on_agent_loss": reader.take(
+                "cancel_on_agent_loss", bool, True, "true or false"
+            ),
+        }
+        reader.no_extras()
+        if validate:
+            try:
+                SchemaCheck(params["schema_dir"])
+            except SchemasUnavailable as exc:
+                raise reader.error("validate", str(exc)) from None
+        return params
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "agent": self.agent,
+            "agv": {
+                "manufacturer": self.address.manufacturer,
+                "serial_number": self.address.serial_number,
+                "interface_name": self.address.interface_name,
+                "version": self.address.version,
+                "broker": self.agv_endpoint.url,
+                "connection": self.connection_state,
+            },
+            "capabilities": self.capabilities(),
+        }
+
+    def capabilities(self) -> dict[str, Any]:
+        """What the AGV's factsheet says it can do (actions and limits), if it sent one."""
+        fs = self.agv_factsheet or {}
+        actions = sorted(
+            {
+                a.get("actionType")
+                for a in (fs.get("protocolFeatures") or {}).get("agvActions") or []
+                if isinstance(a, dict) and isinstance(a.get("actionType"), str)
+            }
+        )
+        physical = fs.get("physicalParameters") or {}
+        limits = {
+            k: physical[k]
+            for k in ("speedMax", "accelerationMax", "heightMax", "heightMin")
+            if k in physical
+        }
+        load_spec = fs.get("loadSpecification") or {}
+        return {
+            "from_factsheet": bool(fs),
+            "actions": actions,
+            "limits": limits,
+            "load_sets": len(load_spec.get("loadSets") or []),
+            "behaviours": ["DROP", "MOVE", "PICK", "PLACE", "TRANSPORT"],
+        }
+
+    # -- teamtree side -------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self.on_agents(COMMAND_CHANNEL, self._on_command, addressed=True)
+
+    async def _on_command(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.agent or topic.recipient != self.id:
+            self.stats["commands_ignored"] += 1
+            return
+        op = COMMAND_KINDS.get(env.kind)
+        body = env.body if isinstance(env.body, dict) else None
+        if op is None or body is None:
+            self._drop("malformed", str(topic), env.sender, f"command {env.kind!r}")
+            return
+        self._commands.put_nowait((op, body))
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        if (
+            agent_id == self.agent
+            and self.cancel_on_agent_loss
+            and new in (Presence.CONNECTION_BROKEN, Presence.OFFLINE)
+        ):
+            self.log.info("driver.agent_lost", agent=agent_id, state=new.value)
+            self._commands.put_nowait(("cancel", {"command_id": None}))
+
+    async def _progress(self, kind: str, run: _Running | dict[str, Any], reason: str = "") -> None:
+        command_id = run.command_id if isinstance(run, _Running) else run.get("command_id")
+        node = run.node if isinstance(run, _Running) else run.get("node")
+        body = {
+            "command_id": command_id,
+            "node": node,
+            "robot": self.agent,
+            "ok": kind in ("started", "paused", "resumed", "finished"),
+            "reason": reason or None,
+            "t": time.time(),
+        }
+        self.log.info("driver.progress", kind=kind, command_id=command_id, reason=reason or None)
+        with contextlib.suppress(TeamtreeError):
+            await self.publish(PROGRESS_CHANNEL, f"behaviour.{kind}", body)
+
+    # -- main loops ----------------------------------------------------------------
+
+    async def main(self) -> None:
+        self.spawn(self._command_loop(), "commands")
+        self.spawn(self._observation_loop(), "observations")
+        backoff = 0.2
+        while True:
+            try:
+                await self._serve_agv()
+                backoff = 0.2
+            except aiomqtt.MqttError as exc:
+                self.log.warning(
+                    "driver.agv_broker_lost", broker=self.agv_endpoint.url, error=str(exc)
+                )
+            self._client = None
+            await self._on_connection("CONNECTIONBROKEN", why="the AGV's broker is unreachable")
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    async def _serve_agv(self) -> None:
+        ep = self.agv_endpoint
+        async with aiomqtt.Client(
+            ep.host,
+            ep.port,
+            identifier=f"teamtree-{self.team}-{self.id}-master",
+            keepalive=max(2, int(self.runtime.keepalive_s)),
+            transport=ep.transport,
+            websocket_path=ep.path,
+            tls_context=self.agv_tls or (ssl.create_default_context() if ep.tls else None),
+            username=self.agv_username,
+            password=self.agv_password,
+        ) as client:
+            for sub in ("connection", "state", "factsheet"):
+                await client.subscribe(self.address.topic(sub), qos=1 if sub == "connection" else 0)
+            self._client = client
+            self.log.info(
+                "driver.agv_broker_connected", broker=ep.url, agv=self.address.serial_number
+            )
+            async for message in client.messages:
+                sub = self.address.subtopic(str(message.topic))
+                if sub is None:
+                    continue
+                try:
+                    payload = json.loads(message.payload)  # type: ignore[arg-type]
+                    if not isinstance(payload, dict):
+                        raise ValueError("not a JSON object")
+                except (ValueError, TypeError) as exc:
+                    self._drop("malformed", str(message.topic), None, f"VDA 5050 {sub}: {exc}")
+                    continue
+                self._check_inbound(sub, payload)
+                try:
+                    await self._on_agv_message(sub, payload)
+                except Exception as exc:  # one odd message must not stop the driver
+                    self.stats["agv_message_errors"] += 1
+                    self.log.error("driver.agv_message_failed", subtopic=sub, error=repr(exc))
+
+    def _check_inbound(self, sub: str, payload: dict[str, Any]) -> None:
+        self.stats[f"agv_{sub}"] += 1
+        if self.schema is None:
+            return
+        errors = self.schema.errors(sub, payload)
+        if errors:
+            self.stats["schema_failed_in"] += 1
+            self.log.warning("driver.agv_message_invalid", subtopic=sub, errors=errors[:3])
+
+    async def _on_agv_message(self, sub: str, payload: dict[str, Any]) -> None:
+        if sub == "connection":
+            await self._on_connection(str(payload.get("connectionState")))
+        elif sub == "state":
+            await self._on_state(payload)
+        elif sub == "factsheet":
+            self.agv_factsheet = payload
+            self.log.info("driver.factsheet", capabilities=self.capabilities())
+            with contextlib.suppress(TeamtreeError):
+                await self.publish("factsheet", "factsheet", self.factsheet(), retain=True)
+
+    async def _on_connection(self, state: str, why: str = "") -> None:
+        old, self.connection_state = self.connection_state, state
+        if state == old:
+            return
+        self.log.info("driver.agv_connection", state=state, previous=old)
+        self._observe_now.set()
+        with contextlib.suppress(TeamtreeError):
+            await self.publish("factsheet", "factsheet", self.factsheet(), retain=True)
+        if state == "ONLINE":
+            if self.request_factsheet:
+                await self._instant("factsheetRequest")
+            return
+        run, self.current = self.current, None
+        self.builder.forget()
+        if run is not None:
+            self.abandoned.add(run.order.order_id)
+            text = why or f"AGV {self.address.serial_number} is {state}"
+            await self._progress("failed", run, f"connection_broken: {text}")
+
+    async def _on_state(self, state: dict[str, Any]) -> None:
+        self.agv_state = state
+        if self.connection_state is None:  # a state without a connection message: it is there
+            self.connection_state = "ONLINE"
+            self._observe_now.set()
+        for error in new_errors(self._errors_seen, state):
+            self.log.warning("driver.agv_error", error=error_text(error))
+        self._errors_seen = list(state.get("errors") or [])
+        order_id = state.get("orderId")
+        if order_id in self.abandoned and (state.get("nodeStates") or state.get("driving")):
+            self.abandoned.discard(order_id)  # still running what a teammate took over
+            self.log.warning("driver.cancel_abandoned", order_id=order_id)
+            await self._instant("cancelOrder")
+        run = self.current
+        if run is None:
+            return
+        if run.cancel_action is not None:
+            await self._check_cancel(run, state)
+            return
+        verdict = assess(run.order, state, run.header_id)
+        if verdict is None:
+            return
+        if not run.started and verdict.status in (ACCEPTED, FINISHED):
+            run.started = True
+            self.timings.append({"sent": run.sent_at, "ack": time.monotonic()})
+            await self._progress("started", run)
+        if verdict.status == ACCEPTED:
+            await self._check_pause(run, state)
+            return
+        self.current = None
+        if verdict.status == FINISHED:
+            for action, load, station in run.loads:
+                self.site.where[load] = station if action == DROP else "@agv"
+            self.timings[-1]["done"] = time.monotonic()
+            self._observe_now.set()
+            await self._progress("finished", run)
+        else:
+            self.builder.forget()
+            await self._progress("failed", run, f"agv_{verdict.status}: {verdict.reason}")
+
+    async def _check_pause(self, run: _Running, state: dict[str, Any]) -> None:
+        paused = bool(state.get("paused"))
+        if run.pause == "pause" and paused:
+            run.pause = None
+            await self._progress("paused", run)
+        elif run.pause == "resume" and not paused:
+            run.pause = None
+            await self._progress("resumed", run)
+
+    async def _check_cancel(self, run: _Running, state: dict[str, Any]) -> None:
+        for action in state.get("actionStates") or []:
+            if isinstance(action, dict) and action.get("actionId") == run.cancel_action:
+                status = action.get("actionStatus")
+                if status in ("FINISHED", "FAILED"):
+                    self.current = None
+                    self.builder.forget()
+                    detail = action.get("resultDescription") or status.lower()
+                    await self._progress("failed", run, f"cancelled ({detail})")
+                return
+
+    # -- commands ------------------------------------------------------------------
+
+    async def _command_loop(self) -> None:
+        while True:
+            op, body = await self._commands.get()
+            try:
+                await self._carry_out(op, body)
+            except Exception as exc:  # one bad command must not stop the driver
+                self.log.error("driver.command_failed", op=op, error=repr(exc), exc_info=True)
+
+    async def _carry_out(self, op: str, body: dict[str, Any]) -> None:
+        command_id = body.get("command_id")
+        if op == "execute":
+            if not isinstance(command_id, str):
+                self.log.warning("driver.bad_command", op=op, body=body)
+                return
+            await self._execute(body)
+            return
+        run = self.current
+        if run is None or (isinstance(command_id, str) and command_id != run.command_id):
+            self.log.info("driver.nothing_to_" + op, command_id=command_id)
+            return
+        if op == "cancel":
+            if run.cancel_action is None:
+                run.cancel_action = await self._instant("cancelOrder")
+                if run.cancel_action is None:  # could not send: nothing more will come
+                    self.current = None
+                    await self._progress("failed", run, "cancelled (AGV not reachable)")
+        elif op in ("pause", "resume"):
+            run.pause = op
+            await self._instant("startPause" if op == "pause" else "stopPause")
+
+    async def _execute(self, body: dict[str, Any]) -> None:
+        if self.current is not None:
+            await self._progress("failed", body, f"busy: running {self.current.command_id}")
+            return
+        if self.connection_state != "ONLINE" or self._client is None or self.agv_state is None:
+            state = self.connection_state or "not heard from"
+            await self._progress("failed", body, f"agv_offline: AGV is {state}")
+            return
+        params = body.get("params") if isinstance(body.get("params"), dict) else {}
+        try:
+            stops = self.site.stops(str(body.get("behaviour", "")), params)
+        except BehaviourError as exc:
+            await self._progress("failed", body, str(exc))
+            return
+        listed = self.capabilities()["actions"]
+        for stop in stops:
+            for kind, _ in stop.actions:
+                if self.agv_factsheet and kind not in listed:
+                    reason = f"unsupported_action: {kind} is not in the AGV's factsheet"
+                    await self._progress("failed", body, reason)
+                    return
+        state = self.agv_state
+        last = self.builder.last
+        extend = (
+            last is not None
+            and state.get("orderId") == last.order_id
+            and (state.get("lastNodeId"), state.get("lastNodeSequenceId")) == last.last_node
+            and not state.get("nodeStates")
+        )
+        position = state.get("agvPosition")
+        start_position = None
+        if isinstance(position, dict) and position.get("positionInitialized", True):
+            start_position = {
+                "x": position.get("x", 0.0),
+                "y": position.get("y", 0.0),
+                "mapId": position.get("mapId", "local"),
+            }
+        order = self.builder.build(
+            stops,
+            self.site,
+            command_id=str(body["command_id"]),
+            extend=extend,
+            start_node=str(state.get("lastNodeId") or "start"),
+            start_position=start_position,
+        )
+        message = self.headers.stamp("order", order.body)
+        run = _Running(
+            str(body["command_id"]),
+            body.get("node") if isinstance(body.get("node"), str) else None,
+            order,
+            message["headerId"],
+            time.monotonic(),
+            loads=[
+                (kind, stop.load, stop.station)
+                for stop in stops
+                for kind, _ in stop.actions
+                if stop.load is not None and kind in (PICK, DROP)
+            ],
+        )
+        problem = await self._send("order", message)
+        if problem:
+            self.builder.forget()
+            await self._progress("failed", run, problem)
+            return
+        self.current = run
+        self.log.info(
+            "driver.order_sent",
+            order_id=order.order_id,
+            update=order.order_update_id,
+            stations=list(order.stations),
+        )
+        self.spawn(self._ack_watch(run), "ack_watch")
+
+    async def _ack_watch(self, run: _Running) -> None:
+        await asyncio.sleep(self.ack_timeout_s)
+        if self.current is run and not run.started:
+            self.current = None
+            self.builder.forget()
+            self.abandoned.add(run.order.order_id)
+            reason = f"agv_no_answer: no state acknowledged order {run.order.order_id}"
+            await self._progress("failed", run, f"{reason} within {self.ack_timeout_s:g} s")
+
+    async def _instant(self, kind: str, **params: Any) -> str | None:
+        """Send one instant action; returns its actionId (None: not sent)."""
+        action_id = f"{self.id}-{self.session}-ia{next(self._action_ids)}-{kind}"
+        actions = [instant_action(kind, action_id, **params)]
+        body: dict[str, Any] = {"actions": actions}
+        if self.address.version == "2.0.0":
+            body["instantActions"] = actions  # the 2.0.0 JSON schema's name (see module doc)
+        message = self.headers.stamp("instantActions", body)
+        problem = await self._send("instantActions", message)
+        if problem:
+            self.log.warning("driver.instant_action_not_sent", kind=kind, reason=problem)
+            return None
+        self.log.info("driver.instant_action", kind=kind, action_id=action_id)
+        return action_id
+
+    async def _send(self, sub: str, message: dict[str, Any]) -> str:
+        """Validate and publish; returns "" when sent, else why not."""
+        if self.schema is not None:
+            errors = self.schema.errors(sub, message)
+            if errors:
+                self.stats["schema_failed_out"] += 1
+                self.log.error("driver.invalid_message", subtopic=sub, errors=errors[:3])
+                return f"schema: {sub} message invalid: {'; '.join(errors[:3])}"
+        client = self._client
+        if client is None:
+            return "agv_offline: the AGV's broker is not connected"
+        try:
+            await client.publish(self.address.topic(sub), json.dumps(message), qos=_QOS[sub])
+        except aiomqtt.MqttError as exc:
+            return f"agv_offline: {exc}"
+        self.stats[f"sent_{sub}"] += 1
+        return ""
+
+    # -- observations ----------------------------------------------------------------
+
+    def observation(self) -> dict[str, Any]:
+        """What the robot agent sees: the AGV as its "arm" and the loads and stations
+        as objects (none while the AGV is not ONLINE: the robot then claims nothing)."""
+        state = self.agv_state or {}
+        position = state.get("agvPosition") if isinstance(state.get("agvPosition"), dict) else {}
+        x, y = float(position.get("x", 0.0)), float(position.get("y", 0.0))
+        online = self.connection_state == "ONLINE" and bool(state)
+        objects: dict[str, Any] = {}
+        if online:
+            for name, station in self.site.stations.items():
+                objects[name] = {
+                    "shape": "box",
+                    "dims": [0.5, 0.5, 0.05],
+                    "position": [station.x, station.y, 0.0],
+                }
+            for name, load in self.site.loads.items():
+                where = self.site.where.get(name, load.station)
+                held = where == "@agv"
+                at = (x, y) if held else (self.site.stations[where].x, self.site.stations[where].y)
+                objects[name] = {
+                    "shape": "box",
+                    "dims": list(load.dims),
+                    "position": [at[0], at[1], 0.0],
+                    "held_by": self.agent if held else None,
+                    "at_goal": load.goal is not None and where == load.goal,
+                }
+        return {
+            "t": time.time(),
+            "robot": {
+                "name": self.agent,
+                "arm": [x, y, 0.0],
+                "base": [x, y, 0.0],
+                "yaw": float(position.get("theta", 0.0)),
+                "busy": self.current is not None,
+                "paused": bool(state.get("paused")),
+                "connection": self.connection_state,
+                "battery": (state.get("batteryState") or {}).get("batteryCharge"),
+                "operating_mode": state.get("operatingMode"),
+                "safety": state.get("safetyState"),
+            },
+            "objects": objects,
+        }
+
+    async def _observation_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TeamtreeError):
+                await self.publish(OBSERVATION_CHANNEL, "observation", self.observation(), qos=0)
+            self._observe_now.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.observation_period):
+                    await self._observe_now.wait()
