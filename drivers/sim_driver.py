@@ -8,7 +8,10 @@ waits until it is there, and then:
 topic                                   kind                  QoS body
 ======================================= ===================== === ======================
 in  ``<agent>/command/<me>``            ``behaviour.execute`` 1   command_id, node,
-                                                                  behaviour, params
+                                                                  behaviour, params,
+                                                                  lease_ms, token
+in  ``<agent>/command/<me>``            ``behaviour.renew``   1   command_id, lease_ms,
+                                                                  token
 in  ``<agent>/command/<me>``            ``behaviour.cancel``, 1   command_id (nil: the
                                         ``.pause``,                current one)
                                         ``.resume``
@@ -30,7 +33,9 @@ retried (``execute`` is idempotent per command_id) and then reported as failed w
 reason ``world_timeout`` (``no_world`` if no world turned up). Progress comes from the
 world's event log, so each event is published once. When the robot agent vanishes
 (Last Will or OFFLINE) the driver cancels its behaviour, putting down anything it
-holds, so a teammate can take the work over.
+holds, so a teammate can take the work over. Leases (``lease_ms``, ``token``) are
+passed to the world as they are: the body enforces them, not the driver, so a driver
+frozen with its robot cannot keep a body running (docs/protocol.md, "Leases").
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ COMMAND_KINDS = {
     "behaviour.cancel": "cancel",
     "behaviour.pause": "pause",
     "behaviour.resume": "resume",
+    "behaviour.renew": "renew",
 }
 _RETRIES = 3
 
@@ -307,13 +313,14 @@ class SimDriverAgent(Agent):
 
     async def _carry_out(self, op: str, body: dict[str, Any]) -> None:
         command_id = body.get("command_id")
-        if op == "execute" and not isinstance(command_id, str):
+        if op in ("execute", "renew") and not isinstance(command_id, str):
             self.log.warning("driver.bad_command", op=op, body=body)
             return
         client = await self._wait_client()
         if client is None:
             await self._fail_locally(op, body, "no_world")
             return
+        lease = body.get("lease_ms") if isinstance(body.get("lease_ms"), int) else None
         if op == "execute":
             call = lambda: client.execute(  # noqa: E731
                 self.robot,
@@ -321,7 +328,14 @@ class SimDriverAgent(Agent):
                 str(body.get("behaviour", "")),
                 body.get("params") if isinstance(body.get("params"), dict) else {},
                 node=body.get("node") if isinstance(body.get("node"), str) else None,
+                lease_ms=lease,
+                token=body.get("token") if lease is not None else None,
             )
+        elif op == "renew":
+            if lease is None:
+                self.log.warning("driver.bad_command", op=op, body=body)
+                return
+            call = lambda: client.renew(self.robot, command_id, lease, body.get("token"))  # type: ignore[arg-type]  # noqa: E731
         else:
             cid = command_id if isinstance(command_id, str) else None
             call = lambda: getattr(client, op)(self.robot, cid)  # noqa: E731
