@@ -12,13 +12,14 @@ node over at ``T + takeover_s``, where ``takeover_s = lease_s + margin_s``:
 - the deadline in that renewal is ``s + lease_s`` by the holder's clock; the body
   compares it with its own clock, so it stops by real time ``s + lease_s + skew``,
   where ``skew`` bounds how far the holder's clock runs ahead of the body's;
-- the peer starts no earlier than ``T + lease_s + margin_s >= s + lease_s + margin_s``
-  by its clock, which is real time minus at most ``skew`` again.
+- the peer measures ``takeover_s`` on its own clock from ``T``, a duration, so only
+  its clock *rate* matters: it starts no earlier than ``T + takeover_s * (1 - rho)``.
 
-So ``margin_s >= 2 * skew`` (plus the body's own reaction time) suffices. A renewal
-that arrives after its deadline is refused, and one with an older fencing token than
-the body's current one is refused, so a renewal delayed in a frozen driver's buffer
-cannot revive the lease. Pure: no clock reads; callers pass times.
+So ``margin_s >= skew + rho * takeover_s`` plus the body's reaction time suffices
+(NTP keeps ``skew`` to milliseconds; ``rho`` is ~1e-4). A renewal that arrives
+after its deadline is refused, and one with an older fencing token than the body's
+current one is refused, so a renewal delayed in a frozen driver's buffer cannot
+revive the lease. Pure: no clock reads; callers pass times.
 """
 
 from __future__ import annotations
