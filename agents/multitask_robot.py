@@ -29,6 +29,10 @@ next round starts when the step's last behaviour is done, as in ``simulate``. Th
 is no shared world: a unit released by a robot that died is redone from its first
 leaf, with its object where the mission put it.
 
+A unit whose holder's Last Will arrived is taken over only ``takeover_s`` (default
+4 s, the seed 000 robots' lease plus margin) later, never on presence alone: a robot
+whose network dropped may still be moving (docs/protocol.md, "Leases").
+
 With peers, ``lookahead`` and ``optimal`` fall back to greedy rounds (their plans
 assume the robot does every unit); alone they replay their plan.
 """
@@ -150,9 +154,11 @@ class MultitaskRobot(PeerRuleMember):
         bundle: bool = True,
         start_timeout_s: float = 10.0,
         max_expansions: int = 200_000,
+        takeover_s: float = 4.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        self.takeover_s = takeover_s
         if planner not in PLANNERS:
             raise ValueError(f"planner {planner!r}; expected one of {', '.join(PLANNERS)}")
         self.problem = problem
@@ -204,6 +210,9 @@ class MultitaskRobot(PeerRuleMember):
         if rule not in ("earliest", "potential"):
             raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
         bundle = reader.take("bundle", bool, True, "true or false")
+        takeover = reader.take("takeover_s", (int, float), 4.0, "seconds (0 or more)")
+        if takeover < 0:
+            raise reader.error("takeover_s", f"is {takeover}; expected 0 or more seconds")
         start = reader.take("start", list, None, "[x, y] in metres")
         if start is not None and (
             len(start) != 2
@@ -224,6 +233,7 @@ class MultitaskRobot(PeerRuleMember):
             "bundle": bundle,
             "start_timeout_s": start_timeout,
             "max_expansions": budget,
+            "takeover_s": float(takeover),
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -483,6 +493,7 @@ class MultitaskRobot(PeerRuleMember):
             rule=self.rule,
             capacity=max(1, len(self.unit_tree.leaves)),
             auto_select=False,
+            takeover_ms=round(self.takeover_s * 1000),
         )
         await self._act(PublishSnapshot(self.controller.snapshot(self._now())))
         backlog, self._backlog = self._backlog, []
