@@ -60,16 +60,19 @@ class AgentState(enum.Enum):
 
 
 class _DedupWindow:
-    """Recently seen (topic, header id) pairs, to drop at-least-once duplicates."""
+    """Recently seen (topic, sender, connection id, header id) keys, to drop
+    at-least-once duplicates. The sender and its random per-connection id are part of
+    the key, so nobody can make a receiver drop another sender's messages by sending
+    header ids ahead of it."""
 
     def __init__(self, size: int = 4096):
-        self._order: deque[tuple[str, int]] = deque()
-        self._seen: set[tuple[str, int]] = set()
+        self._order: deque[tuple[str, str, str | None, int]] = deque()
+        self._seen: set[tuple[str, str, str | None, int]] = set()
         self._size = size
 
-    def add(self, topic: str, hid: int) -> bool:
-        """Record the pair; False when it was already seen."""
-        key = (topic, hid)
+    def add(self, topic: str, hid: int, sender: str = "", sid: str | None = None) -> bool:
+        """Record the key; False when it was already seen."""
+        key = (topic, sender, sid, hid)
         if key in self._seen:
             return False
         self._seen.add(key)
@@ -106,6 +109,8 @@ class Agent:
         self.runtime = runtime or RuntimeSettings()
         self.params = dict(params or {})
         self.session = uuid.uuid4().hex[:12]
+        self.connection_sid = uuid.uuid4().hex[:16]
+        """Random id of the current connection, in every envelope (de-duplication)."""
         self.clock = HybridLogicalClock(self.id)
         self.team_view = TeamView(self.id)
         self.stats: Counter[str] = Counter()
@@ -283,6 +288,7 @@ class Agent:
             ts=wall_ms(),
             hlc=self.clock.now(),
             body=body,
+            sid=self.connection_sid,
             **fields,
         )
 
@@ -487,7 +493,7 @@ class Agent:
         if topic.agent is not None and env.sender != topic.agent:
             self._drop("sender_mismatch", message.topic, env.sender, f"topic says {topic.agent!r}")
             return
-        if not self._dedup.add(message.topic, env.hid):
+        if not self._dedup.add(message.topic, env.hid, env.sender, env.sid):
             self.stats["duplicates"] += 1
             return
         for tap in self._taps:
@@ -497,6 +503,8 @@ class Agent:
                 self._drop("not_for_me", message.topic, env.sender)
             return
         if env.sender == self.id:
+            if topic.channel == PRESENCE_CHANNEL and topic.agent == self.id:
+                self._check_own_presence(env)
             return  # our own message, e.g. our retained presence
         self.clock.update(env.hlc)
         self.team_view.seen(env.sender, env.ts)
@@ -536,6 +544,23 @@ class Agent:
 
     # -- presence ----------------------------------------------------------------
 
+    def _check_own_presence(self, env: Envelope) -> None:
+        """Someone (a forger, or the broker with a stale Will) says this running agent is
+        not online: say ONLINE again, so peers believe presence from the agent itself."""
+        body = env.body if isinstance(env.body, dict) else {}
+        if body.get("state") == Presence.ONLINE.value:
+            return
+        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+            return
+        self.stats["presence_reasserted"] += 1
+        self.log.warning(
+            "presence.reasserted", seen=body.get("state"), session=body.get("session")
+        )
+        self.spawn(
+            self.connection.publish(self._presence_message(Presence.ONLINE), wait=False),
+            "presence",
+        )
+
     def _presence_message(self, state: Presence) -> Outgoing:
         topic = self.topic(PRESENCE_CHANNEL)
         envelope = self.envelope(
@@ -547,6 +572,7 @@ class Agent:
         return self._presence_message(Presence.CONNECTION_BROKEN)
 
     async def _announce(self) -> None:
+        self.connection_sid = uuid.uuid4().hex[:16]
         await self.connection.publish_now(self._presence_message(Presence.ONLINE))
         topic = self.topic(FACTSHEET_CHANNEL)
         sheet = self.envelope("factsheet", self.factsheet(), topic)

@@ -155,9 +155,12 @@ class MultitaskRobot(PeerRuleMember):
         start_timeout_s: float = 10.0,
         max_expansions: int = 200_000,
         takeover_s: float = 4.0,
+        roster: list[str] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        if roster is not None:
+            self.roster = frozenset(roster) | {self.id}
         self.takeover_s = takeover_s
         if planner not in PLANNERS:
             raise ValueError(f"planner {planner!r}; expected one of {', '.join(PLANNERS)}")
@@ -234,6 +237,7 @@ class MultitaskRobot(PeerRuleMember):
             "start_timeout_s": start_timeout,
             "max_expansions": budget,
             "takeover_s": float(takeover),
+            "roster": [m.id for m in config.members],
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -262,8 +266,9 @@ class MultitaskRobot(PeerRuleMember):
         return (s.wall_ms, s.logical, s.node)
 
     def peers(self) -> set[str]:
-        """Multitask robots online now, other than this one."""
-        return self.team_view.online(kind=self.kind) - {self.id}
+        """Multitask robots of the roster online now, other than this one."""
+        online = self.team_view.online(kind=self.kind) - {self.id}
+        return {a for a in online if self.in_roster(a)}
 
     async def feed(self, event: Any) -> None:
         """Hand one event to the unit controller and carry out its actions."""
@@ -323,6 +328,8 @@ class MultitaskRobot(PeerRuleMember):
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         member = self.team_view.get(agent_id)
         if member is None or member.kind != self.kind or agent_id == self.id:
+            return
+        if not self.in_roster(agent_id):
             return
         await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
 

@@ -158,9 +158,13 @@ class RobotAgent(PeerRuleMember):
         humans: dict[str, str] | None = None,
         dialog_timeout_s: float = 5.0,
         lease: LeaseTerms | None = None,
+        roster: list[str] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        if roster is not None:
+            self.roster = frozenset(roster) | {self.id}
+        self._driver_lost_at: float | None = None
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
         self._renewed_at = 0.0
@@ -263,6 +267,7 @@ class RobotAgent(PeerRuleMember):
             "humans": humans,
             "dialog_timeout_s": dialog_timeout,
             "lease": lease,
+            "roster": sorted({m.id for m in config.members} | set(humans)),
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -288,7 +293,7 @@ class RobotAgent(PeerRuleMember):
         return (stamp.wall_ms, stamp.logical, stamp.node)
 
     def robot_peers(self) -> set[str]:
-        return self.team_view.online(kind=self.kind)
+        return {a for a in self.team_view.online(kind=self.kind) if self.in_roster(a)}
 
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions."""
@@ -390,6 +395,20 @@ class RobotAgent(PeerRuleMember):
             if node not in c.paused_leaves:
                 await self._command("behaviour.renew", node)
 
+    async def _check_driver(self) -> None:
+        """A driver gone longer than the lease cannot report: its body must have
+        stopped (its lease lapsed), so the behaviours it ran failed; give them back."""
+        c, lost = self.controller, self._driver_lost_at
+        if c is None or lost is None or not c.mine:
+            return
+        if time.monotonic() - lost < self.lease.takeover_s:
+            return
+        for node in list(c.mine):
+            self.log.warning("behaviour.failed", node=node, reason="driver_lost")
+            self.executed.append({"node": node, "ok": False, "reason": "driver_lost"})
+            self._command_of.pop(node, None)
+            await self.feed(BehaviourFinished(node, False))
+
     async def _publish_snapshot(self, snap: Snapshot) -> None:
         await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
 
@@ -441,8 +460,10 @@ class RobotAgent(PeerRuleMember):
     # -- inbound -----------------------------------------------------------------
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        if agent_id == self.driver:
+            self._driver_lost_at = None if new is Presence.ONLINE else time.monotonic()
         member = self.team_view.get(agent_id)
-        if member is None or member.kind != self.kind:
+        if member is None or member.kind != self.kind or not self.in_roster(agent_id):
             return
         await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
 
@@ -757,6 +778,7 @@ class RobotAgent(PeerRuleMember):
         if self.controller is not None and not self._mission_done.is_set():
             await self.feed(Tick())
             await self._renew_leases()
+            await self._check_driver()
 
     async def main(self) -> None:
         await self.wait_connected()
