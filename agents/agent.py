@@ -48,6 +48,8 @@ PRESENCE_CHANNEL = "connection"
 FACTSHEET_CHANNEL = "factsheet"
 HEARTBEAT_CHANNEL = "heartbeat"
 REPLY_CHANNEL = "reply"
+DROP_LOG_INTERVAL_S = 10.0
+"""Dropped messages are logged once per sender per interval, with counts by reason."""
 
 
 class AgentState(enum.Enum):
@@ -121,6 +123,8 @@ class Agent:
         self._hid_base = time.time_ns() // 1000  # restarts continue above old header ids
         self._hids: dict[str, int] = {}
         self._dedup = _DedupWindow()
+        # (sender, reason) -> (window start, drops since the logged one, last topic)
+        self._drop_windows: dict[tuple[str | None, str], tuple[float, int, str]] = {}
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
         self._pending = PendingRequests()
         self._filters: set[str] = set()
@@ -458,11 +462,48 @@ class Agent:
             self.spawn(self.connection.subscribe(topic_filter), "subscribe")
 
     def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
+        """Count a dropped message; log it when it is the first of its sender and
+        reason in ``DROP_LOG_INTERVAL_S``, else fold it into that pair's next summary
+        line (``more``: how many were dropped since), so a flood logs a line per
+        interval, not per message."""
         self.stats["dropped"] += 1
         self.stats[f"dropped.{reason}"] += 1
+        now = time.monotonic()
+        key = (sender, reason)
+        window = self._drop_windows.get(key)
+        if window is not None and now - window[0] < DROP_LOG_INTERVAL_S:
+            self._drop_windows[key] = (window[0], window[1] + 1, topic)
+            return
+        self._flush_drops(key)
+        self._drop_windows[key] = (now, 0, topic)
         self.log.warning(
             "message.dropped", reason=reason, topic=topic, sender=sender, detail=detail
         )
+
+    def _flush_drops(self, key: tuple[str | None, str] | None = None) -> None:
+        """Log the drops folded since the last line of `key` (None: of every pair whose
+        interval is over), one summary line each."""
+        now = time.monotonic()
+        keys = list(self._drop_windows) if key is None else [key]
+        for k in keys:
+            window = self._drop_windows.get(k)
+            if window is None or not window[1]:
+                continue
+            if key is None and now - window[0] < DROP_LOG_INTERVAL_S:
+                continue
+            self._drop_windows[k] = (window[0], 0, window[2])
+            self.log.warning(
+                "message.dropped",
+                sender=k[0],
+                reason=k[1],
+                more=window[1],
+                topic=window[2],
+                interval_s=DROP_LOG_INTERVAL_S,
+            )
+        if key is None and len(self._drop_windows) > 1024:  # forget quiet senders
+            for k, w in list(self._drop_windows.items()):
+                if not w[1] and now - w[0] >= DROP_LOG_INTERVAL_S:
+                    del self._drop_windows[k]
 
     async def _receive(self, message: Incoming) -> None:
         """Validate and dispatch one message; never raises (bad input is dropped)."""
@@ -611,6 +652,7 @@ class Agent:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.runtime.heartbeat_s)
+            self._flush_drops()
             if self.connection.connected.is_set():
                 body = {
                     "uptime_ms": wall_ms() - self._started_ms,
