@@ -113,6 +113,7 @@ class Agent:
         self.session = uuid.uuid4().hex[:12]
         self.connection_sid = uuid.uuid4().hex[:16]
         """Random id of the current connection, in every envelope (de-duplication)."""
+        self._my_sids = {self.connection_sid}
         self.clock = HybridLogicalClock(self.id)
         self.team_view = TeamView(self.id)
         self.stats: Counter[str] = Counter()
@@ -546,6 +547,8 @@ class Agent:
         if env.sender == self.id:
             if topic.channel == PRESENCE_CHANNEL and topic.agent == self.id:
                 self._check_own_presence(env)
+            elif topic.channel == FACTSHEET_CHANNEL and topic.agent == self.id:
+                self._check_own_factsheet(env)
             return  # our own message, e.g. our retained presence
         self.clock.update(env.hlc)
         self.team_view.seen(env.sender, env.ts)
@@ -585,6 +588,22 @@ class Agent:
 
     # -- presence ----------------------------------------------------------------
 
+    def _check_own_factsheet(self, env: Envelope) -> None:
+        """A factsheet under this agent's id that this process did not send (e.g. a
+        forged world address): publish the true one again, retained."""
+        if env.sid in self._my_sids or env.body == self.factsheet():
+            return
+        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+            return
+        self.stats["factsheet_reasserted"] += 1
+        self.log.warning("factsheet.reasserted", sid=env.sid)
+        topic = self.topic(FACTSHEET_CHANNEL)
+        sheet = self.envelope("factsheet", self.factsheet(), topic)
+        self.spawn(
+            self.connection.publish(Outgoing(topic, encode(sheet), qos=1, retain=True), wait=False),
+            "factsheet",
+        )
+
     def _check_own_presence(self, env: Envelope) -> None:
         """Someone (a forger, or the broker with a stale Will) says this running agent is
         not online: say ONLINE again, so peers believe presence from the agent itself."""
@@ -614,6 +633,7 @@ class Agent:
 
     async def _announce(self) -> None:
         self.connection_sid = uuid.uuid4().hex[:16]
+        self._my_sids.add(self.connection_sid)
         await self.connection.publish_now(self._presence_message(Presence.ONLINE))
         topic = self.topic(FACTSHEET_CHANNEL)
         sheet = self.envelope("factsheet", self.factsheet(), topic)

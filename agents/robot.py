@@ -135,7 +135,9 @@ class RobotAgent(PeerRuleMember):
     ``humans`` (extra human teammates' ids, e.g. ones at a terminal; every ``human``
     agent of the config is one already), ``dialog_timeout_s`` (how long a question
     waits for its answer; then the robot concedes), ``lease_s``, ``lease_renew_s``,
-    ``lease_margin_s`` (the body's lease, see ``LeaseTerms``).
+    ``lease_margin_s`` (the body's lease, see ``LeaseTerms``), ``service_timeout_s``
+    (how long the robot waits for a lost driver or world to come back before it ends
+    its mission with an error, exit code 2).
     """
 
     kind = "robot"
@@ -159,12 +161,15 @@ class RobotAgent(PeerRuleMember):
         dialog_timeout_s: float = 5.0,
         lease: LeaseTerms | None = None,
         roster: list[str] | None = None,
+        service_timeout_s: float = 30.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
         if roster is not None:
             self.roster = frozenset(roster) | {self.id}
         self._driver_lost_at: float | None = None
+        self._world_lost_at: float | None = None
+        self.service_timeout_s = service_timeout_s
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
         self._renewed_at = 0.0
@@ -236,6 +241,7 @@ class RobotAgent(PeerRuleMember):
         min_grasp = reader.take("min_grasp", (int, float), 1.0, "a grasp score (0-100)")
         extra = reader.take("humans", list, [], "a list of human agent ids")
         dialog_timeout = reader.positive("dialog_timeout_s", 5.0, "a positive number of s")
+        service_timeout = reader.positive("service_timeout_s", 30.0, "a positive number of s")
         lease_s = reader.positive("lease_s", 3.0, "a positive number of s")
         renew_s = reader.positive("lease_renew_s", 0.5, "a positive number of s")
         margin_s = reader.take("lease_margin_s", (int, float), 1.0, "seconds (0 or more)")
@@ -268,6 +274,7 @@ class RobotAgent(PeerRuleMember):
             "dialog_timeout_s": dialog_timeout,
             "lease": lease,
             "roster": sorted({m.id for m in config.members} | set(humans)),
+            "service_timeout_s": service_timeout,
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -399,6 +406,17 @@ class RobotAgent(PeerRuleMember):
         """A driver gone longer than the lease cannot report: its body must have
         stopped (its lease lapsed), so the behaviours it ran failed; give them back."""
         c, lost = self.controller, self._driver_lost_at
+        now = time.monotonic()
+        for what, since in ((f"driver {self.driver}", lost), ("world", self._world_lost_at)):
+            if since is not None and now - since > self.service_timeout_s:
+                self.log.error(
+                    "mission.failed",
+                    reason=f"{what} gone for {now - since:.0f} s and not back",
+                    fix="restart it; the robot resumes when it returns within "
+                    f"service_timeout_s ({self.service_timeout_s:g} s)",
+                )
+                self.request_stop(2)
+                return
         if c is None or lost is None or not c.mine:
             return
         if time.monotonic() - lost < self.lease.takeover_s:
@@ -463,6 +481,9 @@ class RobotAgent(PeerRuleMember):
         if agent_id == self.driver:
             self._driver_lost_at = None if new is Presence.ONLINE else time.monotonic()
         member = self.team_view.get(agent_id)
+        if member is not None and member.kind == "world":
+            gone = not self.team_view.online(kind="world")
+            self._world_lost_at = (self._world_lost_at or time.monotonic()) if gone else None
         if member is None or member.kind != self.kind or not self.in_roster(agent_id):
             return
         await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))

@@ -42,8 +42,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from typing import Any
+
+import zmq
 
 from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
@@ -65,6 +68,8 @@ COMMAND_KINDS = {
     "behaviour.renew": "renew",
 }
 _RETRIES = 3
+ZMQ_ADDRESS = re.compile(r"^(tcp|ipc|inproc)://\S+$")
+"""What a world's ``zmq`` factsheet field must look like."""
 
 
 class SimDriverAgent(Agent):
@@ -173,7 +178,7 @@ class SimDriverAgent(Agent):
             try:
                 async with SimClient(address, timeout=self.zmq_timeout_s) as client:
                     await self._serve_world(client, address, session)
-            except (TeamtreeError, KeyError, TypeError, ValueError) as exc:
+            except (TeamtreeError, KeyError, TypeError, ValueError, zmq.ZMQError) as exc:
                 self.log.error("driver.world_failed", world=address, error=repr(exc))
                 await asyncio.sleep(1.0)
 
@@ -186,8 +191,11 @@ class SimDriverAgent(Agent):
                     continue
                 member = self.team_view.get(member_id)
                 address = member.factsheet.get("zmq") if member is not None else None
-                if isinstance(address, str) and address:
-                    return address, member.session  # type: ignore[union-attr]
+                if member is None or not isinstance(address, str) or not ZMQ_ADDRESS.match(address):
+                    continue  # e.g. a forged factsheet: the world will publish its own again
+                if member.factsheet.get("session") not in (None, member.session):
+                    continue  # not from the process whose presence we believe
+                return address, member.session
             if not logged:
                 self.log.info("driver.waiting_for_world", world=self.world_id or "any")
                 logged = True

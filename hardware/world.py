@@ -40,7 +40,8 @@ would drive more than ``base_travel``), ``cancelled``, ``unknown_robot``,
 ``not_holding``, ``moved`` (the object left the place a hand reached for). Violations
 (a coordination error made visible): ``double_hold`` when a robot or hand reaches an
 object another robot or hand holds, ``placed_twice`` when an object is placed a second time without
-having been moved since.
+having been moved since, ``double_run`` when a robot starts a behaviour on an object
+another robot's unfinished command (running or paused) is about.
 """
 
 from __future__ import annotations
@@ -453,7 +454,14 @@ class World:
             self._emit("failed", robot, command_id, node, ok=False, reason=reason)
             self.version += 1
             return self._command_reply(command)
+        others = [
+            r.name
+            for r in self.robots.values()
+            if r.name != robot and r.job is not None and r.job.object == obj.name
+        ]
         job = _Job(command_id, node, obj.name, goal, lease=lease, token=token)
+        if others:  # two bodies on one object's behaviour at once
+            self._violation("double_run", obj.name, [*others, robot], job)
         if token is not None:
             self._fence[obj.name] = token
         job.legs = deque(self._plan_approach(body, obj.position, self.t) or ())

@@ -1,0 +1,46 @@
+"""Chaos suite (issue 14): a tea party under faults a deployment meets. Every scenario
+is repeated ``CHAOS_RUNS`` times and counted (completed, duplicates, false
+completions); each run must complete with no duplicate and no false completion."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import pytest
+
+from tests.chaos.conftest import RUNS, record
+from tests.chaos.harness import TeaParty
+from tests.conftest import eventually
+
+pytestmark = [pytest.mark.chaos, pytest.mark.integration]
+
+FREEZE_S = 9.0
+"""Longer than keepalive x 1.5 (1 s here) plus the lease and margin (3 + 1 s): the
+frozen robot's node is taken over while it is frozen."""
+
+
+async def _judge(party: TeaParty, scenario: str, timeout: float = 150.0) -> None:
+    codes = await party.wait_robots(timeout)
+    state = await party.final_state()
+    outcome = party.outcome(codes, state)
+    record(scenario, outcome)
+    assert outcome.duplicates == 0, outcome.detail + party.logs()
+    assert outcome.false_completions == 0, outcome.detail + party.logs()
+    assert outcome.completed, outcome.detail + party.logs()
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+async def test_robot_and_driver_frozen_past_keepalive(run, mosquitto, team, tmp_path) -> None:
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, time_factor=1.5)
+    try:
+        async with asyncio.timeout(240), party.observer:
+            party.start()
+            await eventually(lambda: party.working("pr2"), 90, what="pr2 to start a behaviour")
+            party.signal(("pr2", "pr2-driver"), signal.SIGSTOP)
+            await asyncio.sleep(FREEZE_S)
+            party.signal(("pr2", "pr2-driver"), signal.SIGCONT)
+            await _judge(party, "robot + driver SIGSTOPped 9 s (keepalive 1 s)")
+            assert "lease_expired" in party.procs.log("world") + party.procs.log("pr2-driver")
+    finally:
+        party.stop()
