@@ -106,6 +106,8 @@ class SimDriverAgent(Agent):
         self.observation: dict[str, Any] | None = None
         self._client_ready = asyncio.Event()
         self._commands: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self._running: tuple[str, str | None] | None = None
+        """(command_id, node) of the execute the world accepted and has not ended."""
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -221,6 +223,7 @@ class SimDriverAgent(Agent):
         if first is None:
             return
         since = int(first.get("seq", 0))  # events before we came are not ours to report
+        await self._reconcile(first)
         self.client = client
         self._client_ready.set()
         last_published, last_body = 0.0, None
@@ -261,6 +264,20 @@ class SimDriverAgent(Agent):
             self.client = None
         self.log.info("driver.world_gone", world=address)
 
+    async def _reconcile(self, obs: dict[str, Any]) -> None:
+        """After (re)connecting to a world: a command it accepted before and no longer
+        runs (the world restarted and forgot it) is reported failed, so the robot gives
+        the node back instead of waiting for it forever."""
+        running = self._running
+        robot = obs.get("robot") if isinstance(obs.get("robot"), dict) else {}
+        if running is None or robot.get("busy") == running[0]:
+            return
+        self.log.warning("driver.command_lost", command_id=running[0], reason="world_restarted")
+        self._running = None
+        event = {"kind": "failed", "command_id": running[0], "node": running[1], "ok": False,
+                 "reason": "world_restarted", "t": obs.get("t")}  # fmt: skip
+        await self._publish_progress(event)
+
     async def _adopt(self, robot_info: dict[str, Any], address: str) -> None:
         """Take the world's profile for our robot; republish the factsheet if it changed."""
         try:
@@ -289,6 +306,12 @@ class SimDriverAgent(Agent):
 
     async def _publish_progress(self, event: dict[str, Any]) -> None:
         kind = f"behaviour.{event['kind']}"
+        if (
+            self._running is not None
+            and event.get("command_id") == self._running[0]
+            and event["kind"] in ("finished", "failed")
+        ):
+            self._running = None
         body = {
             "command_id": event.get("command_id"),
             "node": event.get("node"),
@@ -351,6 +374,9 @@ class SimDriverAgent(Agent):
         if reply is None:
             await self._fail_locally(op, body, "world_timeout")
             return
+        if op == "execute" and reply.get("ok") and reply.get("status") in ("running", "paused"):
+            node = body.get("node") if isinstance(body.get("node"), str) else None
+            self._running = (command_id, node)  # type: ignore[assignment]
         if not reply.get("ok"):
             self.log.info("driver.refused", op=op, command_id=command_id, reason=reply["reason"])
         else:

@@ -187,3 +187,67 @@ def _overlaps(transitions: list[tuple[int, dict[str, Any]]]) -> int:
             if a != b and start_b < end_a:
                 count += 1
     return count
+
+
+def _env(kind: str, sender: str, hid: int, body: Any, sid: str = "forged") -> bytes:
+    from teamtree.broker import Envelope, HlcStamp, encode
+    from teamtree.broker.hlc import wall_ms
+
+    now = wall_ms()
+    return encode(Envelope(kind, sender, hid, now, HlcStamp(now, 0, sender), body, sid=sid))
+
+
+def forged_messages(team: str) -> list[tuple[str, bytes, bool]]:
+    """The forged-message attacks of issue 14, as (topic, payload, retain):
+    done transitions and a retained all-done snapshot from a made-up id (attack 3), a
+    retained OFFLINE for pr2 (attack 4), 600 claims from a stranger with predicted
+    header ids (attack 5), a world factsheet with a bad address (attack 6), and claim
+    replies with wrong field types in baxter's name (attack 7)."""
+    from teamtree.broker.topics import build
+    from teamtree.planners.tasktree import parse_tree
+
+    leaves = list(parse_tree(TREE).leaves)
+    out: list[tuple[str, bytes, bool]] = []
+    for hid, leaf in enumerate(leaves, 1):
+        body = {"node": leaf, "agent": "ghost", "status": "done", "stamp": [hid, 0, "ghost"]}
+        out.append(
+            (build(team, "ghost", "state"), _env("node.transition", "ghost", hid, body), False)
+        )
+    snap = {"agent": "ghost", "stamp": [1, 0, "ghost"], "done": leaves, "working": None}
+    out.append((build(team, "ghost", "snapshot"), _env("node.snapshot", "ghost", 99, snap), True))
+    offline = {"state": "OFFLINE", "kind": "robot", "session": "forged"}
+    out.append((build(team, "pr2", "connection"), _env("presence", "pr2", 1, offline), True))
+    base = 10**15
+    for i in range(600):
+        claim = {"claim_id": f"x{i}", "node": leaves[i % len(leaves)], "claimant": "ghost",
+                 "stamp": [1, 0, "ghost"], "potential": 9.0, "round": 0}  # fmt: skip
+        out.append(
+            (build(team, None, "claims"), _env("node.claim", "ghost", base + i, claim), False)
+        )
+    sheet = {"kind": "world", "zmq": "12345", "session": "forged"}
+    out.append((build(team, "world", "factsheet"), _env("factsheet", "world", 1, sheet), False))
+    for i in range(50):
+        bad = {"claim_id": 7, "node": ["x"], "claimant": "pr2", "replier": "baxter",
+               "round": "two", "reports": [{"node": None, "state": 3, "agent": [1]}]}  # fmt: skip
+        topic = build(team, "baxter", "claim_reply", "pr2")
+        out.append((topic, _env("node.claim_reply", "baxter", base + i, bad), False))
+    return out
+
+
+async def send_forged(
+    endpoint: Any, team: str, username: str | None = None, password: str | None = None
+) -> int:
+    """Publish ``forged_messages`` from a raw MQTT client; returns how many."""
+    import aiomqtt
+
+    messages = forged_messages(team)
+    async with aiomqtt.Client(
+        endpoint.host,
+        endpoint.port,
+        identifier=f"{team}-mallory",
+        username=username,
+        password=password,
+    ) as evil:
+        for topic, payload, retain in messages:
+            await evil.publish(topic, payload, qos=1, retain=retain)
+    return len(messages)

@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from tests.chaos.conftest import RUNS, record
-from tests.chaos.harness import TeaParty
+from tests.chaos.harness import ROBOTS, TeaParty, send_forged
 from tests.conftest import eventually
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -42,5 +42,57 @@ async def test_robot_and_driver_frozen_past_keepalive(run, mosquitto, team, tmp_
             party.signal(("pr2", "pr2-driver"), signal.SIGCONT)
             await _judge(party, "robot + driver SIGSTOPped 9 s (keepalive 1 s)")
             assert "lease_expired" in party.procs.log("world") + party.procs.log("pr2-driver")
+    finally:
+        party.stop()
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+async def test_forged_messages_without_access_control(run, mosquitto, team, tmp_path) -> None:
+    """Attacks 3-7 of issue 14 at the start of the mission and again mid-way."""
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
+    try:
+        async with asyncio.timeout(240), party.observer:
+            party.start()
+            await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
+                             what="a robot to start a behaviour")  # fmt: skip
+            await send_forged(mosquitto.endpoint, team)
+            await asyncio.sleep(3.0)
+            await send_forged(mosquitto.endpoint, team)
+            await _judge(party, "forged messages (no access control)")
+        for robot in ROBOTS:
+            assert "Traceback" not in party.procs.log(robot), party.procs.log(robot)[-3000:]
+    finally:
+        party.stop()
+
+
+@pytest.mark.parametrize("gap_s", [2.0, 10.0])
+async def test_broker_killed_and_restarted(gap_s, mosquitto, team, tmp_path) -> None:
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
+    try:
+        async with asyncio.timeout(300), party.observer:
+            party.start()
+            await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
+                             what="a robot to start a behaviour")  # fmt: skip
+            assert mosquitto.mosquitto is not None
+            await mosquitto.mosquitto.stop(kill=True)
+            await asyncio.sleep(gap_s)
+            await mosquitto.start()
+            await _judge(party, f"broker kill -9, back after {gap_s:g} s")
+    finally:
+        party.stop()
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+async def test_world_killed_and_restarted(run, mosquitto, team, tmp_path) -> None:
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
+    try:
+        async with asyncio.timeout(300), party.observer:
+            party.start()
+            await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
+                             what="a robot to start a behaviour")  # fmt: skip
+            party.procs.kill("world")
+            await asyncio.sleep(3.0)
+            party.procs.start("world")
+            await _judge(party, "world kill -9 and restart")
     finally:
         party.stop()
