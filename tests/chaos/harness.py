@@ -251,3 +251,27 @@ async def send_forged(
         for topic, payload, retain in messages:
             await evil.publish(topic, payload, qos=1, retain=retain)
     return len(messages)
+
+
+RUNS = int(os.environ.get("CHAOS_RUNS", "1"))
+"""How often each scenario runs (``CHAOS_RUNS``; 1 in CI)."""
+TABLE: dict[str, list[Outcome]] = {}
+
+
+def record(scenario: str, outcome: Outcome) -> None:
+    """Add one run's outcome to the session's chaos table."""
+    TABLE.setdefault(scenario, []).append(outcome)
+
+
+def chaos_table() -> str:
+    """The chaos table as markdown: scenario, runs, completed, duplicates, false completions."""
+    lines = [
+        "| scenario | runs | completed | duplicates | false completions |",
+        "|---|---|---|---|---|",
+    ]
+    for scenario, outcomes in TABLE.items():
+        lines.append(
+            f"| {scenario} | {len(outcomes)} | {sum(o.completed for o in outcomes)} | "
+            f"{sum(o.duplicates for o in outcomes)} | {sum(o.false_completions for o in outcomes)} |"
+        )
+    return "\n".join(lines)

@@ -9,8 +9,7 @@ import signal
 
 import pytest
 
-from tests.chaos.conftest import RUNS, record
-from tests.chaos.harness import ROBOTS, TeaParty, send_forged
+from tests.chaos.harness import ROBOTS, RUNS, TeaParty, record, send_forged
 from tests.conftest import eventually
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -65,8 +64,9 @@ async def test_forged_messages_without_access_control(run, mosquitto, team, tmp_
         party.stop()
 
 
+@pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize("gap_s", [2.0, 10.0])
-async def test_broker_killed_and_restarted(gap_s, mosquitto, team, tmp_path) -> None:
+async def test_broker_killed_and_restarted(gap_s, run, mosquitto, team, tmp_path) -> None:
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
     try:
         async with asyncio.timeout(300), party.observer:
