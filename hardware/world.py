@@ -425,6 +425,8 @@ class World:
         goal: Vec3 | None = None
         if body is None:
             reason = "unknown_robot"
+        elif lease is not None and lease <= self.t:
+            reason = "lease_expired"  # a command that waited out its lease is void
         elif body.job is not None:
             reason = "busy"
         elif str(behaviour).lower() not in BEHAVIOURS:
@@ -444,8 +446,6 @@ class World:
                     reason = "held"
                 elif reason is None and not self._reachable(body, obj.position, goal):
                     reason = "unreachable"
-                elif reason is None and lease is not None and lease <= self.t:
-                    reason = "lease_expired"
                 elif reason is None and not self._fence_ok(obj.name, token):
                     reason = "fenced"
         if reason is not None or body is None or obj is None or goal is None:
