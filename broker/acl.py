@@ -8,7 +8,10 @@ whole team::
     topic read  teamtree/v1/<team>/#
 
 Observers (``monitor`` by default) only read the team and the broker's ``$SYS``
-figures. Passwords come from ``TEAMTREE_PASSWORD_<ID>`` (the id upper-cased, ``-`` and
+figures. Watcher agents of a config (kinds in ``OBSERVER_KINDS``: recorder, monitor,
+web) read the team and write only their own presence, factsheet and heartbeat, so
+their credentials can neither speak on team channels nor publish node state.
+Passwords come from ``TEAMTREE_PASSWORD_<ID>`` (the id upper-cased, ``-`` and
 ``.`` as ``_``), else from an earlier run's ``credentials/<id>`` file, else are
 generated. The password file holds mosquitto 2's PBKDF2-SHA512 hashes
 (``$7$101$salt$hash``), made by ``mosquitto_passwd -U`` when it is installed and by
@@ -33,6 +36,7 @@ from teamtree.broker.mosquitto_conf import MosquittoSettings, render_mosquitto_c
 from teamtree.broker.topics import validate_id
 
 __all__ = [
+    "OBSERVER_KINDS",
     "AclUser",
     "BrokerFiles",
     "password_env_name",
@@ -47,6 +51,9 @@ PREFIX = "teamtree/v1"
 ITERATIONS = 101  # what mosquitto_passwd 2.0 writes
 SALT_BYTES = 12
 DEFAULT_OBSERVERS = ("monitor",)
+OBSERVER_KINDS = frozenset({"monitor", "recorder", "web"})
+"""Agent kinds that only watch a team (read-only rights but for their own presence)."""
+WATCHER_CHANNELS = ("connection", "factsheet", "heartbeat")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +123,11 @@ def team_users(
     observers: Iterable[str] = DEFAULT_OBSERVERS,
     env: Mapping[str, str] | None = None,
     credentials_dir: Path | None = None,
+    watchers: Iterable[str] = (),
 ) -> list[AclUser]:
-    """One user per agent of `team` (own topics + team channels) and one read-only user
-    per observer (the team and ``$SYS``). Raises ConfigError on a bad or doubled id,
+    """One user per agent of `team` (own topics + team channels), one read-only user
+    per observer (the team and ``$SYS``); agents in `watchers` write only their own
+    presence, factsheet and heartbeat. Raises ConfigError on a bad or doubled id,
     or two ids that map to the same password variable."""
     env = os.environ if env is None else env
     team = validate_id(team, "team")
@@ -137,14 +146,18 @@ def team_users(
             )
         seen[var] = name
 
+    watching = set(watchers)
     for agent_id in agent_ids:
         check(agent_id)
         password, source = _password(agent_id, env, credentials_dir)
+        write = (f"{base}/{agent_id}/#", f"{base}/_/#")
+        if agent_id in watching:
+            write = tuple(f"{base}/{agent_id}/{c}" for c in WATCHER_CHANNELS)
         users.append(
             AclUser(
                 agent_id,
                 password,
-                write=(f"{base}/{agent_id}/#", f"{base}/_/#"),
+                write=write,
                 read=(f"{base}/#",),
                 source=source,
             )

@@ -17,6 +17,8 @@ corr       str      optional: correlation id of a request and its replies
 deadline   int      optional: UTC ms after which a request is void
 to         str      optional: the one agent a team-channel message is for
 key        str      optional: idempotency key for commitments
+sid        str      optional: the sender's random id for this connection; receivers
+                    de-duplicate on (topic, sender, sid, hid)
 =========  =======  ==========================================================
 """
 
@@ -35,7 +37,7 @@ from teamtree.broker.topics import validate_id
 SCHEMA_VERSION = 1
 MAX_PAYLOAD = 256 * 1024
 _KIND = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
-_OPTIONAL_STR = ("reply_to", "corr", "to", "key")
+_OPTIONAL_STR = ("reply_to", "corr", "to", "key", "sid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class Envelope:
     deadline: int | None = None
     to: str | None = None
     key: str | None = None
+    sid: str | None = None
     v: int = field(default=SCHEMA_VERSION)
 
     def to_wire(self) -> dict[str, Any]:
@@ -65,7 +68,7 @@ class Envelope:
             "hlc": self.hlc.to_wire(),
             "body": self.body,
         }
-        for name in ("reply_to", "corr", "deadline", "to", "key"):
+        for name in ("reply_to", "corr", "deadline", "to", "key", "sid"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -152,4 +155,5 @@ def decode(data: bytes, *, max_size: int = MAX_PAYLOAD, topic: str | None = None
         deadline=deadline,
         to=raw.get("to"),
         key=raw.get("key"),
+        sid=raw.get("sid"),
     )

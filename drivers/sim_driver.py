@@ -8,7 +8,10 @@ waits until it is there, and then:
 topic                                   kind                  QoS body
 ======================================= ===================== === ======================
 in  ``<agent>/command/<me>``            ``behaviour.execute`` 1   command_id, node,
-                                                                  behaviour, params
+                                                                  behaviour, params,
+                                                                  lease_ms, token
+in  ``<agent>/command/<me>``            ``behaviour.renew``   1   command_id, lease_ms,
+                                                                  token
 in  ``<agent>/command/<me>``            ``behaviour.cancel``, 1   command_id (nil: the
                                         ``.pause``,                current one)
                                         ``.resume``
@@ -30,15 +33,20 @@ retried (``execute`` is idempotent per command_id) and then reported as failed w
 reason ``world_timeout`` (``no_world`` if no world turned up). Progress comes from the
 world's event log, so each event is published once. When the robot agent vanishes
 (Last Will or OFFLINE) the driver cancels its behaviour, putting down anything it
-holds, so a teammate can take the work over.
+holds, so a teammate can take the work over. Leases (``lease_ms``, ``token``) are
+passed to the world as they are: the body enforces them, not the driver, so a driver
+frozen with its robot cannot keep a body running (docs/protocol.md, "Leases").
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from typing import Any
+
+import zmq
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
@@ -57,8 +65,11 @@ COMMAND_KINDS = {
     "behaviour.cancel": "cancel",
     "behaviour.pause": "pause",
     "behaviour.resume": "resume",
+    "behaviour.renew": "renew",
 }
 _RETRIES = 3
+ZMQ_ADDRESS = re.compile(r"^(tcp|ipc|inproc)://\S+$")
+"""What a world's ``zmq`` factsheet field must look like."""
 
 
 class SimDriverAgent(Agent):
@@ -95,6 +106,8 @@ class SimDriverAgent(Agent):
         self.observation: dict[str, Any] | None = None
         self._client_ready = asyncio.Event()
         self._commands: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        self._running: tuple[str, str | None] | None = None
+        """(command_id, node) of the execute the world accepted and has not ended."""
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -167,7 +180,7 @@ class SimDriverAgent(Agent):
             try:
                 async with SimClient(address, timeout=self.zmq_timeout_s) as client:
                     await self._serve_world(client, address, session)
-            except (TeamtreeError, KeyError, TypeError, ValueError) as exc:
+            except (TeamtreeError, KeyError, TypeError, ValueError, zmq.ZMQError) as exc:
                 self.log.error("driver.world_failed", world=address, error=repr(exc))
                 await asyncio.sleep(1.0)
 
@@ -180,8 +193,11 @@ class SimDriverAgent(Agent):
                     continue
                 member = self.team_view.get(member_id)
                 address = member.factsheet.get("zmq") if member is not None else None
-                if isinstance(address, str) and address:
-                    return address, member.session  # type: ignore[union-attr]
+                if member is None or not isinstance(address, str) or not ZMQ_ADDRESS.match(address):
+                    continue  # e.g. a forged factsheet: the world will publish its own again
+                if member.factsheet.get("session") not in (None, member.session):
+                    continue  # not from the process whose presence we believe
+                return address, member.session
             if not logged:
                 self.log.info("driver.waiting_for_world", world=self.world_id or "any")
                 logged = True
@@ -207,6 +223,7 @@ class SimDriverAgent(Agent):
         if first is None:
             return
         since = int(first.get("seq", 0))  # events before we came are not ours to report
+        await self._reconcile(first)
         self.client = client
         self._client_ready.set()
         last_published, last_body = 0.0, None
@@ -247,6 +264,20 @@ class SimDriverAgent(Agent):
             self.client = None
         self.log.info("driver.world_gone", world=address)
 
+    async def _reconcile(self, obs: dict[str, Any]) -> None:
+        """After (re)connecting to a world: a command it accepted before and no longer
+        runs (the world restarted and forgot it) is reported failed, so the robot gives
+        the node back instead of waiting for it forever."""
+        running = self._running
+        robot = obs.get("robot") if isinstance(obs.get("robot"), dict) else {}
+        if running is None or robot.get("busy") == running[0]:
+            return
+        self.log.warning("driver.command_lost", command_id=running[0], reason="world_restarted")
+        self._running = None
+        event = {"kind": "failed", "command_id": running[0], "node": running[1], "ok": False,
+                 "reason": "world_restarted", "t": obs.get("t")}  # fmt: skip
+        await self._publish_progress(event)
+
     async def _adopt(self, robot_info: dict[str, Any], address: str) -> None:
         """Take the world's profile for our robot; republish the factsheet if it changed."""
         try:
@@ -275,6 +306,12 @@ class SimDriverAgent(Agent):
 
     async def _publish_progress(self, event: dict[str, Any]) -> None:
         kind = f"behaviour.{event['kind']}"
+        if (
+            self._running is not None
+            and event.get("command_id") == self._running[0]
+            and event["kind"] in ("finished", "failed")
+        ):
+            self._running = None
         body = {
             "command_id": event.get("command_id"),
             "node": event.get("node"),
@@ -307,13 +344,14 @@ class SimDriverAgent(Agent):
 
     async def _carry_out(self, op: str, body: dict[str, Any]) -> None:
         command_id = body.get("command_id")
-        if op == "execute" and not isinstance(command_id, str):
+        if op in ("execute", "renew") and not isinstance(command_id, str):
             self.log.warning("driver.bad_command", op=op, body=body)
             return
         client = await self._wait_client()
         if client is None:
             await self._fail_locally(op, body, "no_world")
             return
+        lease = body.get("lease_ms") if isinstance(body.get("lease_ms"), int) else None
         if op == "execute":
             call = lambda: client.execute(  # noqa: E731
                 self.robot,
@@ -321,7 +359,14 @@ class SimDriverAgent(Agent):
                 str(body.get("behaviour", "")),
                 body.get("params") if isinstance(body.get("params"), dict) else {},
                 node=body.get("node") if isinstance(body.get("node"), str) else None,
+                lease_ms=lease,
+                token=body.get("token") if lease is not None else None,
             )
+        elif op == "renew":
+            if lease is None:
+                self.log.warning("driver.bad_command", op=op, body=body)
+                return
+            call = lambda: client.renew(self.robot, command_id, lease, body.get("token"))  # type: ignore[arg-type]  # noqa: E731
         else:
             cid = command_id if isinstance(command_id, str) else None
             call = lambda: getattr(client, op)(self.robot, cid)  # noqa: E731
@@ -329,6 +374,9 @@ class SimDriverAgent(Agent):
         if reply is None:
             await self._fail_locally(op, body, "world_timeout")
             return
+        if op == "execute" and reply.get("ok") and reply.get("status") in ("running", "paused"):
+            node = body.get("node") if isinstance(body.get("node"), str) else None
+            self._running = (command_id, node)  # type: ignore[assignment]
         if not reply.get("ok"):
             self.log.info("driver.refused", op=op, command_id=command_id, reason=reply["reason"])
         else:

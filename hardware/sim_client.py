@@ -139,8 +139,12 @@ class SimClient:
         behaviour: str,
         params: Mapping[str, Any] | None = None,
         node: str | None = None,
+        lease_ms: int | None = None,
+        token: Any = None,
     ) -> dict[str, Any]:
-        """Start `behaviour` (``"place"``) on `robot`; idempotent per `command_id`."""
+        """Start `behaviour` (``"place"``) on `robot`; idempotent per `command_id`.
+        With `lease_ms` (UTC ms) the body stops by then unless renewed; `token` fences."""
+        lease = {} if lease_ms is None else {"lease_ms": lease_ms, "token": token}
         return await self.request(
             "execute",
             robot=robot,
@@ -148,6 +152,15 @@ class SimClient:
             node=node,
             behaviour=behaviour,
             params=dict(params or {}),
+            **lease,
+        )
+
+    async def renew(
+        self, robot: str, command_id: str, lease_ms: int, token: Any = None
+    ) -> dict[str, Any]:
+        """Move the lease of `command_id` on to `lease_ms` (UTC ms)."""
+        return await self.request(
+            "renew", robot=robot, command_id=command_id, lease_ms=lease_ms, token=token
         )
 
     async def cancel(self, robot: str, command_id: str | None = None) -> dict[str, Any]:

@@ -15,7 +15,9 @@ info                                                              robots, object
                                                                   time_factor, t
 observe     robot, since (event seq, default 0)                   t, robot, objects,
                                                                   events, seq
-execute     robot, command_id, node, behaviour, params            status, command_id
+execute     robot, command_id, node, behaviour, params,           status, command_id
+            lease_ms, token (optional: the lease)
+renew       robot, command_id, lease_ms, token                    status, command_id
 cancel      robot, command_id (or nil: the current one)           status, command_id
 pause       robot, command_id (or nil)                            status, command_id
 resume      robot, command_id (or nil)                            status, command_id
@@ -38,6 +40,12 @@ target, track: [[t, x, y, z], ...]}}`` — tracked, noisy positions (seed 000 §
 camera's view of a hand). The ``hand_*`` ops are the simulated person's body: the
 human agent (or ``teamtree human``) moves its hand with them; hand events appear in
 ``hand_observe`` under the hand's name.
+
+Leases (fencing at the body): ``lease_ms`` is a wall-clock deadline (UTC ms, the
+holder's clock) after which the body stops by itself unless ``renew`` moved it on;
+``token`` is the holder's claim stamp ``[wall_ms, logical, agent]``, and an older
+token than the newest one used on the object is refused ``fenced``. The world turns
+the deadline into simulated time with its own wall clock and ``time_factor``.
 
 Reply ``{"v": 1, "rid": int, "ok": bool, "reason": str | nil, ...}``. A malformed
 request gets ``ok = false, reason = "bad_request"`` and a ``detail``.
@@ -74,11 +82,12 @@ OPS = (
     "move_object",
     "observe",
     "pause",
+    "renew",
     "resume",
     "state",
 )
 
-_ROBOT_OPS = {"observe", "execute", "cancel", "pause", "resume"}
+_ROBOT_OPS = {"observe", "execute", "cancel", "pause", "renew", "resume"}
 _HAND_OPS = {"hand_cancel", "hand_move", "hand_observe", "hand_place", "hand_reach"}
 
 
@@ -128,11 +137,15 @@ def _position(message: dict[str, Any], key: str) -> list[float]:
     return [float(v) for v in value]
 
 
-def serve(world: World, message: dict[str, Any], t: float, **info: Any) -> dict[str, Any]:
+def serve(
+    world: World, message: dict[str, Any], t: float, *, now_ms: int | None = None, **info: Any
+) -> dict[str, Any]:
     """Answer one decoded request against `world` at simulated time `t` (the world
     agent's dispatcher; pure). `info` is merged into ``info`` replies. Never raises
     for a bad request: it answers ``bad_request``. ``observe`` and ``state`` replies
-    share the world's views of objects nobody holds: encode them, do not change them."""
+    share the world's views of objects nobody holds: encode them, do not change them.
+    `now_ms` (wall clock, UTC ms, with ``info["time_factor"]``) turns lease deadlines
+    into simulated time; without it a request with a lease is a ``bad_request``."""
     rid = message.get("rid")
     try:
         op = message.get("op")
@@ -144,6 +157,8 @@ def serve(world: World, message: dict[str, Any], t: float, **info: Any) -> dict[
         if op in _HAND_OPS:
             robot = _text(message, "hand")
         handler = _HANDLERS[op]
+        if op in ("execute", "renew"):
+            message = {**message, "_lease": _lease(message, t, now_ms, info)}
         reply = handler(world, message, robot, t)
         if op == "info":
             reply.update(info)
@@ -200,6 +215,37 @@ def _hand_observe(world: World, m: dict[str, Any], hand: Any, t: float) -> dict[
     return world.observe_hand(hand, t, _since(m))
 
 
+def _lease(
+    m: dict[str, Any], t: float, now_ms: int | None, info: dict[str, Any]
+) -> tuple[float | None, Any]:
+    """(deadline in simulated time, fencing token) of a request; (None, None) without."""
+    lease_ms, token = m.get("lease_ms"), m.get("token")
+    if lease_ms is None:
+        if m.get("op") == "renew":
+            raise SchemaError("'lease_ms' must be an integer (UTC ms)")
+        return None, None
+    if not isinstance(lease_ms, int) or isinstance(lease_ms, bool):
+        raise SchemaError("'lease_ms' must be an integer (UTC ms)")
+    if token is not None:
+        if not (
+            isinstance(token, list | tuple)
+            and len(token) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in token[:2])
+            and isinstance(token[2], str)
+        ):
+            raise SchemaError("'token' must be [wall_ms, logical, agent] or nil")
+        token = (token[0], token[1], token[2])
+    if now_ms is None:
+        raise SchemaError("this world keeps no wall clock; send no 'lease_ms'")
+    factor = float(info.get("time_factor", 1.0))
+    return t + (lease_ms - now_ms) / 1000.0 * factor, token
+
+
+def _renew(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, Any]:
+    lease, token = m["_lease"]
+    return world.renew(robot, _text(m, "command_id"), lease, t, token)  # type: ignore[arg-type]
+
+
 def _execute(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str, Any]:
     command_id = _text(m, "command_id")
     behaviour = _text(m, "behaviour")
@@ -209,7 +255,8 @@ def _execute(world: World, m: dict[str, Any], robot: Any, t: float) -> dict[str,
     params = m.get("params") or {}
     if not isinstance(params, dict):
         raise SchemaError("'params' must be a map")
-    return world.execute(robot, command_id, node, behaviour, params, t)  # type: ignore[arg-type]
+    lease, token = m.get("_lease") or (None, None)
+    return world.execute(robot, command_id, node, behaviour, params, t, lease=lease, token=token)  # type: ignore[arg-type]
 
 
 def _control(name: str) -> Callable[[World, dict[str, Any], Any, float], dict[str, Any]]:
@@ -249,6 +296,7 @@ _HANDLERS: dict[str, Callable[[World, dict[str, Any], Any, float], dict[str, Any
     "move_object": _move,
     "observe": _observe,
     "pause": _control("pause"),
+    "renew": _renew,
     "resume": _control("resume"),
     "state": _state,
 }

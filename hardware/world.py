@@ -24,6 +24,15 @@ samples every hand every ``hand_sample_s`` simulated seconds with Gaussian track
 noise (``noise``, metres) — what a camera tracking the hand would report — and
 observations carry the recent track.
 
+Leases (fencing at the body, docs/protocol.md "Leases"): ``execute`` may carry a
+``lease`` (simulated time by which the body stops unless renewed) and a fencing
+``token`` (the holder's claim stamp, any ordered value). ``renew`` moves the deadline
+of the running command on. When a deadline passes the body stops by itself, puts
+down what it holds where the gripper is, and fails the command ``lease_expired`` (the
+event says where the object was left). The world remembers the highest token used per
+object: an ``execute`` or ``renew`` with an older token is refused ``fenced``; one whose
+deadline already passed is refused ``lease_expired``.
+
 Failure reasons: ``busy`` (another command runs), ``held`` (another robot holds the
 object), ``unreachable`` (a fixed base cannot reach object or goal, or a mobile base
 would drive more than ``base_travel``), ``cancelled``, ``unknown_robot``,
@@ -31,7 +40,8 @@ would drive more than ``base_travel``), ``cancelled``, ``unknown_robot``,
 ``not_holding``, ``moved`` (the object left the place a hand reached for). Violations
 (a coordination error made visible): ``double_hold`` when a robot or hand reaches an
 object another robot or hand holds, ``placed_twice`` when an object is placed a second time without
-having been moved since.
+having been moved since, ``double_run`` when a robot starts a behaviour on an object
+another robot's unfinished command (running or paused) is about.
 """
 
 from __future__ import annotations
@@ -151,6 +161,8 @@ class _Job:
     legs: deque[_Leg] = field(default_factory=deque)
     paused_at: float | None = None
     holding: bool = False
+    lease: float | None = None  #: simulated time the body stops at unless renewed
+    token: Any = None  #: the holder's fencing token
 
 
 @dataclass(slots=True)
@@ -286,6 +298,7 @@ class World:
         self._events: deque[dict[str, Any]] = deque(maxlen=_EVENT_LOG)
         self._seq = 0
         self._commands: dict[tuple[str, str], _Command] = {}
+        self._fence: dict[str, Any] = {}  # object -> highest fencing token accepted
         # object name -> (the fields its view was made from, the view)
         self._views: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
 
@@ -347,14 +360,21 @@ class World:
                 for r in self.robots.values()
                 if r.job is not None and r.job.paused_at is None and r.job.legs
             ] + [(h.job.legs[0].end, h.name) for h in self.hands.values() if h.job and h.job.legs]
-            if not due:
+            leases = [
+                (r.job.lease, r.name)
+                for r in self.robots.values()
+                if r.job is not None and r.job.lease is not None
+            ]
+            if not due and not leases:
                 break
-            end, name = min(due)
+            end, name = min(due + leases)
             if end > t:
                 break
             self._sample_hands(end)
             self.t = max(self.t, end)
-            if name in self.hands:
+            if (end, name) in leases and (end, name) not in due:
+                self._lapse(self.robots[name], end)
+            elif name in self.hands:
                 self._finish_hand_leg(self.hands[name], end)
             else:
                 self._finish_leg(self.robots[name], end)
@@ -378,9 +398,14 @@ class World:
         behaviour: str,
         params: Mapping[str, Any] | None,
         t: float,
+        *,
+        lease: float | None = None,
+        token: Any = None,
     ) -> dict[str, Any]:
         """Start `behaviour` on `robot`. Idempotent per (robot, command_id): a repeat
-        returns the first answer's ``ok`` with the command's current status."""
+        returns the first answer's ``ok`` with the command's current status. With
+        `lease` the body stops at that simulated time unless renewed; `token` fences
+        the object (see the module docstring)."""
         self.advance(t)
         key = (robot, command_id)
         known = self._commands.get(key)
@@ -400,6 +425,8 @@ class World:
         goal: Vec3 | None = None
         if body is None:
             reason = "unknown_robot"
+        elif lease is not None and lease <= self.t:
+            reason = "lease_expired"  # a command that waited out its lease is void
         elif body.job is not None:
             reason = "busy"
         elif str(behaviour).lower() not in BEHAVIOURS:
@@ -419,13 +446,24 @@ class World:
                     reason = "held"
                 elif reason is None and not self._reachable(body, obj.position, goal):
                     reason = "unreachable"
+                elif reason is None and not self._fence_ok(obj.name, token):
+                    reason = "fenced"
         if reason is not None or body is None or obj is None or goal is None:
             command = _Command(robot, command_id, node, False, CommandStatus.FAILED, reason)
             self._commands[key] = command
             self._emit("failed", robot, command_id, node, ok=False, reason=reason)
             self.version += 1
             return self._command_reply(command)
-        job = _Job(command_id, node, obj.name, goal)
+        others = [
+            r.name
+            for r in self.robots.values()
+            if r.name != robot and r.job is not None and r.job.object == obj.name
+        ]
+        job = _Job(command_id, node, obj.name, goal, lease=lease, token=token)
+        if others:  # two bodies on one object's behaviour at once
+            self._violation("double_run", obj.name, [*others, robot], job)
+        if token is not None:
+            self._fence[obj.name] = token
         job.legs = deque(self._plan_approach(body, obj.position, self.t) or ())
         body.job = job
         self._commands[key] = _Command(robot, command_id, node, True, CommandStatus.RUNNING)
@@ -456,6 +494,47 @@ class World:
         if body.job is not None and body.job.command_id == command_id:
             self._end_job(body, CommandStatus.CANCELLED, "cancelled")
         return self._command_reply(known, ok=True)
+
+    def renew(
+        self, robot: str, command_id: str, lease: float, t: float, token: Any = None
+    ) -> dict[str, Any]:
+        """Move the lease of `robot`'s running `command_id` on to `lease` (simulated
+        time). Refused ``not_running`` (the command ended, e.g. its lease lapsed),
+        ``lease_expired`` (`lease` already passed) or ``fenced`` (an older token)."""
+        self.advance(t)
+        body, reply = self._current(robot, command_id)
+        if body is None or body.job is None:
+            return reply
+        job = body.job
+        if lease <= self.t:
+            return {**_reply(False, "lease_expired"), "command_id": command_id}
+        if token is not None and not self._fence_ok(job.object, token):
+            return {**_reply(False, "fenced"), "command_id": command_id}
+        if token is not None:
+            job.token = self._fence[job.object] = token
+        job.lease = max(job.lease or lease, lease)
+        return self._command_reply(self._commands[(robot, job.command_id)], ok=True)
+
+    def _fence_ok(self, obj: str, token: Any) -> bool:
+        """True when `token` is not older than the newest one used on `obj`."""
+        if token is None or obj not in self._fence:
+            return True
+        try:
+            return not token < self._fence[obj]
+        except TypeError:  # tokens of another shape: compare as text
+            return not str(token) < str(self._fence[obj])
+
+    def _lapse(self, body: RobotBody, at: float) -> None:
+        """The lease of `body`'s job passed: stop where it is, put the object down."""
+        job = body.job
+        assert job is not None
+        if job.paused_at is None and job.legs:
+            # freeze the running leg at `at` so the body stops where it is then
+            job.paused_at = at
+        self._end_job(body, CommandStatus.FAILED, "lease_expired")
+        # say where the object was left, so the team knows where to pick it up
+        self._events[-1]["object"] = job.object
+        self._events[-1]["left_at"] = _out(self.objects[job.object].position)
 
     def pause(self, robot: str, command_id: str | None, t: float) -> dict[str, Any]:
         """Freeze `robot`'s running job (must be `command_id` when given). Idempotent."""

@@ -190,3 +190,54 @@ def test_crash_of_a_multitasking_robot_keeps_the_guarantees(
         assert all(e.end is not None for e in r0), res.summary()
         last = max(e.end for e in r0 if e.end is not None)
         event(f"r0 crashed running {sum(e.aborted and e.end == last for e in r0)}")
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(
+    text=st.one_of(wide_tree_texts(), tree_texts()),
+    n_robots=st.integers(2, 4),
+    seed=st.integers(0, 2**32 - 1),
+    on_start=st.integers(1, 3),
+    fraction=st.floats(0.05, 0.95),
+    max_delay=st.sampled_from([0.001, 0.02, 0.1]),
+    duplicate_p=st.sampled_from([0.0, 0.3]),
+    reorder=st.booleans(),
+    lease=st.sampled_from([0.2, 0.5, 1.5]),
+    capacity=st.integers(1, 2),
+)
+def test_frozen_holder_with_leases_keeps_the_guarantees(
+    text: str,
+    n_robots: int,
+    seed: int,
+    on_start: int,
+    fraction: float,
+    max_delay: float,
+    duplicate_p: float,
+    reorder: bool,
+    lease: float,
+    capacity: int,
+) -> None:
+    """r0 freezes with its driver mid-behaviour; its body runs on until its lease
+    lapses. Peers wait lease + margin after the Will (margin 0.1 s covers the 50 ms
+    clock skew), so no leaf runs on two bodies and the mission completes."""
+    cfg = SimConfig(
+        robots=tuple(f"r{i}" for i in range(n_robots)),
+        seed=seed,
+        network=NetworkModel(max_delay=max_delay, duplicate_p=duplicate_p, reorder=reorder),
+        freezes=(CrashSpec("r0", on_start=on_start, fraction=fraction),),
+        duration=(0.2, 2.0),
+        lease=lease,
+        lease_margin=0.1,
+        clock_skew_ms=50,
+        time_limit=600.0,
+        capacity=capacity,
+    )
+    res = _simulate_and_check(text, cfg)
+    if res.crashed:  # each body of r0 stopped by its lease at the latest
+        event(f"r0 froze; lease {lease}")
+        assert all(e.end is not None for e in res.executions if e.robot == "r0"), res.summary()

@@ -212,10 +212,11 @@ def test_two_robots_reaching_one_object_is_a_violation() -> None:
     assert [e["t"] for e in w.events_since(0, "pr2") if e["kind"] == "failed"] == [
         pytest.approx(t_pr2, abs=1e-3)
     ]
-    (v,) = w.violations
+    run, v = w.violations  # both bodies were sent for the cup, then both reached it
+    assert run["kind"] == "double_run" and run["robots"] == ["pr2", "baxter"]
     assert v["kind"] == "double_hold" and v["object"] == "cup" and v["robots"] == ["baxter", "pr2"]
     assert v["command_id"] == "p1" and v["node"] == "cup"
-    assert w.state(100.0)["violations"] == 1
+    assert w.state(100.0)["violations"] == 2
 
 
 def test_placing_twice_is_a_violation_unless_moved_between() -> None:

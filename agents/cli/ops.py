@@ -35,7 +35,7 @@ from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
-from teamtree.broker.acl import team_users, write_broker_files
+from teamtree.broker.acl import OBSERVER_KINDS, team_users, write_broker_files
 from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.envelope import Envelope
@@ -356,6 +356,7 @@ async def run_acl(args: argparse.Namespace) -> int:
         ids,
         observers=args.observer or ("monitor",),
         credentials_dir=out / "credentials",
+        watchers=[spec.id for spec in config.agents if spec.kind in OBSERVER_KINDS],
     )
     settings = None
     if args.conf:

@@ -29,6 +29,10 @@ next round starts when the step's last behaviour is done, as in ``simulate``. Th
 is no shared world: a unit released by a robot that died is redone from its first
 leaf, with its object where the mission put it.
 
+A unit whose holder's Last Will arrived is taken over only ``takeover_s`` (default
+4 s, the seed 000 robots' lease plus margin) later, never on presence alone: a robot
+whose network dropped may still be moving (docs/protocol.md, "Leases").
+
 With peers, ``lookahead`` and ``optimal`` fall back to greedy rounds (their plans
 assume the robot does every unit); alone they replay their plan.
 """
@@ -150,9 +154,14 @@ class MultitaskRobot(PeerRuleMember):
         bundle: bool = True,
         start_timeout_s: float = 10.0,
         max_expansions: int = 200_000,
+        takeover_s: float = 4.0,
+        roster: list[str] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        if roster is not None:
+            self.roster = frozenset(roster) | {self.id}
+        self.takeover_s = takeover_s
         if planner not in PLANNERS:
             raise ValueError(f"planner {planner!r}; expected one of {', '.join(PLANNERS)}")
         self.problem = problem
@@ -204,6 +213,9 @@ class MultitaskRobot(PeerRuleMember):
         if rule not in ("earliest", "potential"):
             raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
         bundle = reader.take("bundle", bool, True, "true or false")
+        takeover = reader.take("takeover_s", (int, float), 4.0, "seconds (0 or more)")
+        if takeover < 0:
+            raise reader.error("takeover_s", f"is {takeover}; expected 0 or more seconds")
         start = reader.take("start", list, None, "[x, y] in metres")
         if start is not None and (
             len(start) != 2
@@ -224,6 +236,8 @@ class MultitaskRobot(PeerRuleMember):
             "bundle": bundle,
             "start_timeout_s": start_timeout,
             "max_expansions": budget,
+            "takeover_s": float(takeover),
+            "roster": [m.id for m in config.members],
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -252,8 +266,9 @@ class MultitaskRobot(PeerRuleMember):
         return (s.wall_ms, s.logical, s.node)
 
     def peers(self) -> set[str]:
-        """Multitask robots online now, other than this one."""
-        return self.team_view.online(kind=self.kind) - {self.id}
+        """Multitask robots of the roster online now, other than this one."""
+        online = self.team_view.online(kind=self.kind) - {self.id}
+        return {a for a in online if self.in_roster(a)}
 
     async def feed(self, event: Any) -> None:
         """Hand one event to the unit controller and carry out its actions."""
@@ -313,6 +328,8 @@ class MultitaskRobot(PeerRuleMember):
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         member = self.team_view.get(agent_id)
         if member is None or member.kind != self.kind or agent_id == self.id:
+            return
+        if not self.in_roster(agent_id):
             return
         await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
 
@@ -483,6 +500,7 @@ class MultitaskRobot(PeerRuleMember):
             rule=self.rule,
             capacity=max(1, len(self.unit_tree.leaves)),
             auto_select=False,
+            takeover_ms=round(self.takeover_s * 1000),
         )
         await self._act(PublishSnapshot(self.controller.snapshot(self._now())))
         backlog, self._backlog = self._backlog, []

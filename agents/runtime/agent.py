@@ -48,6 +48,8 @@ PRESENCE_CHANNEL = "connection"
 FACTSHEET_CHANNEL = "factsheet"
 HEARTBEAT_CHANNEL = "heartbeat"
 REPLY_CHANNEL = "reply"
+DROP_LOG_INTERVAL_S = 10.0
+"""Dropped messages are logged once per sender per interval, with counts by reason."""
 
 
 class AgentState(enum.Enum):
@@ -60,16 +62,19 @@ class AgentState(enum.Enum):
 
 
 class _DedupWindow:
-    """Recently seen (topic, header id) pairs, to drop at-least-once duplicates."""
+    """Recently seen (topic, sender, connection id, header id) keys, to drop
+    at-least-once duplicates. The sender and its random per-connection id are part of
+    the key, so nobody can make a receiver drop another sender's messages by sending
+    header ids ahead of it."""
 
     def __init__(self, size: int = 4096):
-        self._order: deque[tuple[str, int]] = deque()
-        self._seen: set[tuple[str, int]] = set()
+        self._order: deque[tuple[str, str, str | None, int]] = deque()
+        self._seen: set[tuple[str, str, str | None, int]] = set()
         self._size = size
 
-    def add(self, topic: str, hid: int) -> bool:
-        """Record the pair; False when it was already seen."""
-        key = (topic, hid)
+    def add(self, topic: str, hid: int, sender: str = "", sid: str | None = None) -> bool:
+        """Record the key; False when it was already seen."""
+        key = (topic, sender, sid, hid)
         if key in self._seen:
             return False
         self._seen.add(key)
@@ -106,6 +111,9 @@ class Agent:
         self.runtime = runtime or RuntimeSettings()
         self.params = dict(params or {})
         self.session = uuid.uuid4().hex[:12]
+        self.connection_sid = uuid.uuid4().hex[:16]
+        """Random id of the current connection, in every envelope (de-duplication)."""
+        self._my_sids = {self.connection_sid}
         self.clock = HybridLogicalClock(self.id)
         self.team_view = TeamView(self.id)
         self.stats: Counter[str] = Counter()
@@ -116,6 +124,8 @@ class Agent:
         self._hid_base = time.time_ns() // 1000  # restarts continue above old header ids
         self._hids: dict[str, int] = {}
         self._dedup = _DedupWindow()
+        # (sender, reason) -> (window start, drops since the logged one, last topic)
+        self._drop_windows: dict[tuple[str | None, str], tuple[float, int, str]] = {}
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
         self._pending = PendingRequests()
         self._filters: set[str] = set()
@@ -283,6 +293,7 @@ class Agent:
             ts=wall_ms(),
             hlc=self.clock.now(),
             body=body,
+            sid=self.connection_sid,
             **fields,
         )
 
@@ -452,11 +463,48 @@ class Agent:
             self.spawn(self.connection.subscribe(topic_filter), "subscribe")
 
     def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
+        """Count a dropped message; log it when it is the first of its sender and
+        reason in ``DROP_LOG_INTERVAL_S``, else fold it into that pair's next summary
+        line (``more``: how many were dropped since), so a flood logs a line per
+        interval, not per message."""
         self.stats["dropped"] += 1
         self.stats[f"dropped.{reason}"] += 1
+        now = time.monotonic()
+        key = (sender, reason)
+        window = self._drop_windows.get(key)
+        if window is not None and now - window[0] < DROP_LOG_INTERVAL_S:
+            self._drop_windows[key] = (window[0], window[1] + 1, topic)
+            return
+        self._flush_drops(key)
+        self._drop_windows[key] = (now, 0, topic)
         self.log.warning(
             "message.dropped", reason=reason, topic=topic, sender=sender, detail=detail
         )
+
+    def _flush_drops(self, key: tuple[str | None, str] | None = None) -> None:
+        """Log the drops folded since the last line of `key` (None: of every pair whose
+        interval is over), one summary line each."""
+        now = time.monotonic()
+        keys = list(self._drop_windows) if key is None else [key]
+        for k in keys:
+            window = self._drop_windows.get(k)
+            if window is None or not window[1]:
+                continue
+            if key is None and now - window[0] < DROP_LOG_INTERVAL_S:
+                continue
+            self._drop_windows[k] = (window[0], 0, window[2])
+            self.log.warning(
+                "message.dropped",
+                sender=k[0],
+                reason=k[1],
+                more=window[1],
+                topic=window[2],
+                interval_s=DROP_LOG_INTERVAL_S,
+            )
+        if key is None and len(self._drop_windows) > 1024:  # forget quiet senders
+            for k, w in list(self._drop_windows.items()):
+                if not w[1] and now - w[0] >= DROP_LOG_INTERVAL_S:
+                    del self._drop_windows[k]
 
     async def _receive(self, message: Incoming) -> None:
         """Validate and dispatch one message; never raises (bad input is dropped)."""
@@ -487,7 +535,7 @@ class Agent:
         if topic.agent is not None and env.sender != topic.agent:
             self._drop("sender_mismatch", message.topic, env.sender, f"topic says {topic.agent!r}")
             return
-        if not self._dedup.add(message.topic, env.hid):
+        if not self._dedup.add(message.topic, env.hid, env.sender, env.sid):
             self.stats["duplicates"] += 1
             return
         for tap in self._taps:
@@ -497,6 +545,10 @@ class Agent:
                 self._drop("not_for_me", message.topic, env.sender)
             return
         if env.sender == self.id:
+            if topic.channel == PRESENCE_CHANNEL and topic.agent == self.id:
+                self._check_own_presence(env)
+            elif topic.channel == FACTSHEET_CHANNEL and topic.agent == self.id:
+                self._check_own_factsheet(env)
             return  # our own message, e.g. our retained presence
         self.clock.update(env.hlc)
         self.team_view.seen(env.sender, env.ts)
@@ -536,6 +588,39 @@ class Agent:
 
     # -- presence ----------------------------------------------------------------
 
+    def _check_own_factsheet(self, env: Envelope) -> None:
+        """A factsheet under this agent's id that this process did not send (e.g. a
+        forged world address): publish the true one again, retained."""
+        if env.sid in self._my_sids or env.body == self.factsheet():
+            return
+        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+            return
+        self.stats["factsheet_reasserted"] += 1
+        self.log.warning("factsheet.reasserted", sid=env.sid)
+        topic = self.topic(FACTSHEET_CHANNEL)
+        sheet = self.envelope("factsheet", self.factsheet(), topic)
+        self.spawn(
+            self.connection.publish(Outgoing(topic, encode(sheet), qos=1, retain=True), wait=False),
+            "factsheet",
+        )
+
+    def _check_own_presence(self, env: Envelope) -> None:
+        """Someone (a forger, or the broker with a stale Will) says this running agent is
+        not online: say ONLINE again, so peers believe presence from the agent itself."""
+        body = env.body if isinstance(env.body, dict) else {}
+        if body.get("state") == Presence.ONLINE.value:
+            return
+        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+            return
+        self.stats["presence_reasserted"] += 1
+        self.log.warning(
+            "presence.reasserted", seen=body.get("state"), session=body.get("session")
+        )
+        self.spawn(
+            self.connection.publish(self._presence_message(Presence.ONLINE), wait=False),
+            "presence",
+        )
+
     def _presence_message(self, state: Presence) -> Outgoing:
         topic = self.topic(PRESENCE_CHANNEL)
         envelope = self.envelope(
@@ -547,6 +632,8 @@ class Agent:
         return self._presence_message(Presence.CONNECTION_BROKEN)
 
     async def _announce(self) -> None:
+        self.connection_sid = uuid.uuid4().hex[:16]
+        self._my_sids.add(self.connection_sid)
         await self.connection.publish_now(self._presence_message(Presence.ONLINE))
         topic = self.topic(FACTSHEET_CHANNEL)
         sheet = self.envelope("factsheet", self.factsheet(), topic)
@@ -585,6 +672,7 @@ class Agent:
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.runtime.heartbeat_s)
+            self._flush_drops()
             if self.connection.connected.is_set():
                 body = {
                     "uptime_ms": wall_ms() - self._started_ms,

@@ -124,6 +124,13 @@ class _Reader:
             raise self.error(name, f"is {value!r}; expected {what}")
         return float(value)
 
+    def whole(self, name: str, default: int, minimum: int, what: str) -> int:
+        """An integer >= `minimum` (a float with a fraction is refused, not truncated)."""
+        value = self.take(name, (int, float), default, what)
+        if (isinstance(value, float) and not value.is_integer()) or value < minimum:
+            raise self.error(name, f"is {value!r}; expected {what}")
+        return int(value)
+
     def ident(self, name: str, default: Any = None) -> str:
         value = self.take(name, str, _REQUIRED if default is None else default, "an id string")
         try:
@@ -203,7 +210,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
     runtime = RuntimeSettings(
         tick_hz=rt.positive("tick_hz", 10.0, "a positive number of ticks per second"),
         heartbeat_s=rt.positive("heartbeat_s", 1.0, "a positive number of seconds"),
-        keepalive_s=int(rt.positive("keepalive_s", 5, "a positive whole number of seconds")),
+        keepalive_s=_keepalive(rt),
         request_timeout_s=rt.positive("request_timeout_s", 5.0, "a positive number of seconds"),
     )
     rt.no_extras()
@@ -234,3 +241,11 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
             raise reader.error("role", f"is {role!r}; expected 'member' or 'service'")
         agents.append(AgentSpec(agent_id, kind, role, reader.table))
     return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents))
+
+
+def _keepalive(rt: _Reader) -> int:
+    """MQTT keepalive: whole seconds, at least 1 (0 would turn the Last Will off: a
+    crash would never be noticed)."""
+    return rt.whole(
+        "keepalive_s", 5, 1, "a whole number of seconds, 1 or more (MQTT counts whole seconds)"
+    )

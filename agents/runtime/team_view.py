@@ -61,6 +61,14 @@ class TeamView:
             raise ValueError(f"not a presence body: {body!r}")
         member = self.member(agent_id)
         old, new = member.presence, Presence(body["state"])
+        if (
+            old is Presence.OFFLINE
+            and new is Presence.CONNECTION_BROKEN
+            and body.get("session") == member.session
+        ):
+            # a Will after a clean stop of the same process (amqtt publishes it in a
+            # race with DISCONNECT): the agent said goodbye, it did not crash
+            return None
         member.presence = new
         member.last_seen_ms = max(member.last_seen_ms, ts_ms)
         if isinstance(body.get("kind"), str):

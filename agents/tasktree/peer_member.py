@@ -4,6 +4,10 @@ The seed 000 robot and the seed 004 multitask robot take claims, claim replies, 
 transitions and snapshots from their peers the same way: decode the body, check that
 the claimant, replier or agent named in it is the envelope's sender (one robot cannot
 speak for another), drop and log anything else, and hand the event to ``feed``.
+
+Only the mission's roster speaks for the tree: with ``roster`` set (the config's
+members and humans), claims, replies, transitions and snapshots from anyone else
+(observers, strangers, made-up ids) are dropped and counted as ``not_member``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,14 @@ class PeerRuleMember(Agent):
     """An Agent whose ``feed(event)`` takes the peer rule's events (see module docstring).
 
     ``subscribe_peer_rule`` registers the four handlers on the given channels.
+    ``roster``: the ids whose peer-rule messages count (None: anyone's, for tests).
     """
+
+    roster: frozenset[str] | None = None
+
+    def in_roster(self, agent_id: str) -> bool:
+        """Whether `agent_id` may speak for the tree (always, without a roster)."""
+        return self.roster is None or agent_id in self.roster
 
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions (subclasses)."""
@@ -53,9 +64,12 @@ class PeerRuleMember(Agent):
     async def _decoded(
         self, env: Envelope, topic: Topic, what: str, decode: Any, field: str
     ) -> None:
+        if not self.in_roster(env.sender):
+            self._drop("not_member", str(topic), env.sender, f"{what} from outside the roster")
+            return
         try:
             event = decode(env.body)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self._drop("malformed", str(topic), env.sender, f"{what}: {exc}")
             return
         if getattr(event, field) != env.sender:

@@ -10,7 +10,11 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``_/mission``          ``mission.tree``      retained: the tree with stable node ids
 - ``<me>/scores``        ``node.grasp_scores`` retained: this robot's grasp score per leaf
 - ``<me>/events``        ``node.claim_decided`` each claim won or lost, and why
-- ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume``
+- ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume|renew``: execute
+  carries a lease (``lease_ms`` deadline, ``token`` = the stamp the node was won at),
+  renewed every ``lease_renew_s`` (QoS 0, never queued) while the robot holds the node;
+  the body stops by itself when it lapses. Peers take a node over only
+  ``lease_s + lease_margin_s`` after its holder's Last Will (docs/protocol.md "Leases").
 - from the driver: ``<driver>/observation`` and ``<driver>/progress``
 - humans (seed 000 §2.3, Figs. 4-6; docs/humans.md): ``_/dialog`` ``dialog.ask``
   (request to one human, answered ``dialog.answer``), ``<me>/dialog``
@@ -49,6 +53,7 @@ from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, sna
 from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope
+from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
 from teamtree.hardware.profiles import arm_model, can_place
 from teamtree.hardware.profiles import profile as profile_spec
@@ -61,9 +66,11 @@ from teamtree.planners.tasktree import (
     ClaimDecided,
     ClaimReply,
     ConnectionChanged,
+    EffectConfirmed,
     GraspScorer,
     HandSample,
     HumanModel,
+    LeaseTerms,
     ModelUpdate,
     NodeReport,
     NodeStatus,
@@ -127,7 +134,10 @@ class RobotAgent(PeerRuleMember):
     numbers, and an off-centre chord of a too-wide sphere scores a fraction of 1),
     ``humans`` (extra human teammates' ids, e.g. ones at a terminal; every ``human``
     agent of the config is one already), ``dialog_timeout_s`` (how long a question
-    waits for its answer; then the robot concedes).
+    waits for its answer; then the robot concedes), ``lease_s``, ``lease_renew_s``,
+    ``lease_margin_s`` (the body's lease, see ``LeaseTerms``), ``service_timeout_s``
+    (how long the robot waits for a lost driver or world to come back before it ends
+    its mission with an error, exit code 2).
     """
 
     kind = "robot"
@@ -149,9 +159,20 @@ class RobotAgent(PeerRuleMember):
         min_grasp: float = 1.0,
         humans: dict[str, str] | None = None,
         dialog_timeout_s: float = 5.0,
+        lease: LeaseTerms | None = None,
+        roster: list[str] | None = None,
+        service_timeout_s: float = 30.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        if roster is not None:
+            self.roster = frozenset(roster) | {self.id}
+        self._driver_lost_at: float | None = None
+        self._world_lost_at: float | None = None
+        self.service_timeout_s = service_timeout_s
+        self.lease = lease or LeaseTerms()
+        self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
+        self._renewed_at = 0.0
         self.humans: dict[str, str] = dict(humans or {})  # human id -> hand name
         self.dialog_timeout_s = dialog_timeout_s
         self.models: dict[str, HumanModel] = {
@@ -220,6 +241,14 @@ class RobotAgent(PeerRuleMember):
         min_grasp = reader.take("min_grasp", (int, float), 1.0, "a grasp score (0-100)")
         extra = reader.take("humans", list, [], "a list of human agent ids")
         dialog_timeout = reader.positive("dialog_timeout_s", 5.0, "a positive number of s")
+        service_timeout = reader.positive("service_timeout_s", 30.0, "a positive number of s")
+        lease_s = reader.positive("lease_s", 3.0, "a positive number of s")
+        renew_s = reader.positive("lease_renew_s", 0.5, "a positive number of s")
+        margin_s = reader.take("lease_margin_s", (int, float), 1.0, "seconds (0 or more)")
+        try:
+            lease = LeaseTerms(float(lease_s), float(renew_s), float(margin_s))
+        except ValueError as exc:
+            raise reader.error("lease_renew_s", str(exc)) from None
         reader.no_extras()
         peers = [m.id for m in config.members if m.kind == cls.kind]
         humans = {
@@ -243,6 +272,9 @@ class RobotAgent(PeerRuleMember):
             "min_grasp": float(min_grasp),
             "humans": humans,
             "dialog_timeout_s": dialog_timeout,
+            "lease": lease,
+            "roster": sorted({m.id for m in config.members} | set(humans)),
+            "service_timeout_s": service_timeout,
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -268,7 +300,7 @@ class RobotAgent(PeerRuleMember):
         return (stamp.wall_ms, stamp.logical, stamp.node)
 
     def robot_peers(self) -> set[str]:
-        return self.team_view.online(kind=self.kind)
+        return {a for a in self.team_view.online(kind=self.kind) if self.in_roster(a)}
 
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions."""
@@ -331,6 +363,7 @@ class RobotAgent(PeerRuleMember):
                 await self._command("behaviour.pause", node)
             case ResumeBehaviour(node=node):
                 await self._command("behaviour.resume", node)
+                await self._command("behaviour.renew", node)  # with the new token
             case AbortBehaviour(node=node, reason=reason):
                 self.log.warning("behaviour.aborted", node=node, reason=reason)
                 await self._command("behaviour.cancel", node)
@@ -346,6 +379,53 @@ class RobotAgent(PeerRuleMember):
                 )
                 body = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
                 await self.publish("events", "node.claim_decided", body | {"reason": reason})
+
+    def _token(self, node: str) -> list[Any]:
+        """The fencing token for ``node``: the stamp this robot won it at (a re-claim
+        after a reconnect wins a newer one)."""
+        c = self.controller
+        held = None if c is None else c.working.get(node)
+        if held is not None and held[0] == self.id:
+            self._token_of[node] = list(held[1])
+        return self._token_of.get(node) or list(self._now())
+
+    async def _renew_leases(self) -> None:
+        """Renew the body's lease of every node this robot holds, while connected."""
+        c = self.controller
+        now = time.monotonic()
+        if c is None or now - self._renewed_at < self.lease.renew_s:
+            return
+        self._renewed_at = now
+        if not c.connected or not self.connection.connected.is_set():
+            return
+        for node in list(c.mine):
+            if node not in c.paused_leaves:
+                await self._command("behaviour.renew", node)
+
+    async def _check_driver(self) -> None:
+        """A driver gone longer than the lease cannot report: its body must have
+        stopped (its lease lapsed), so the behaviours it ran failed; give them back."""
+        c, lost = self.controller, self._driver_lost_at
+        now = time.monotonic()
+        for what, since in ((f"driver {self.driver}", lost), ("world", self._world_lost_at)):
+            if since is not None and now - since > self.service_timeout_s:
+                self.log.error(
+                    "mission.failed",
+                    reason=f"{what} gone for {now - since:.0f} s and not back",
+                    fix="restart it; the robot resumes when it returns within "
+                    f"service_timeout_s ({self.service_timeout_s:g} s)",
+                )
+                self.request_stop(2)
+                return
+        if c is None or lost is None or not c.mine:
+            return
+        if time.monotonic() - lost < self.lease.takeover_s:
+            return
+        for node in list(c.mine):
+            self.log.warning("behaviour.failed", node=node, reason="driver_lost")
+            self.executed.append({"node": node, "ok": False, "reason": "driver_lost"})
+            self._command_of.pop(node, None)
+            await self.feed(BehaviourFinished(node, False))
 
     async def _publish_snapshot(self, snap: Snapshot) -> None:
         await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
@@ -366,12 +446,28 @@ class RobotAgent(PeerRuleMember):
                 potential=round(score.get("potential", 0.0), 4),
                 grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
             )
+            token = self._token(node)
             body = {
                 "command_id": command_id,
                 "node": node,
                 "behaviour": leaf.behavior,
                 "params": leaf.param_dict,
+                "lease_ms": self.lease.deadline_ms(wall_ms()),
+                "token": token,
             }
+        elif kind == "behaviour.renew":
+            command_id = self._command_of.get(node)
+            if command_id is None:
+                return
+            body = {
+                "command_id": command_id,
+                "node": node,
+                "lease_ms": self.lease.deadline_ms(wall_ms()),
+                "token": self._token(node),
+            }
+            # QoS 0: a renewal is never queued while disconnected and sent late
+            await self.publish(COMMAND, kind, body, recipient=self.driver, qos=0)
+            return
         else:
             command_id = self._command_of.get(node)
             if command_id is None:
@@ -382,8 +478,13 @@ class RobotAgent(PeerRuleMember):
     # -- inbound -----------------------------------------------------------------
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        if agent_id == self.driver:
+            self._driver_lost_at = None if new is Presence.ONLINE else time.monotonic()
         member = self.team_view.get(agent_id)
-        if member is None or member.kind != self.kind:
+        if member is not None and member.kind == "world":
+            gone = not self.team_view.online(kind="world")
+            self._world_lost_at = (self._world_lost_at or time.monotonic()) if gone else None
+        if member is None or member.kind != self.kind or not self.in_roster(agent_id):
             return
         await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
 
@@ -422,6 +523,8 @@ class RobotAgent(PeerRuleMember):
         except (KeyError, TypeError, ValueError, IndexError, SpecificationError) as exc:
             self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
             return
+        for leaf in self._confirmed(env.body):
+            await self.feed(EffectConfirmed(leaf))
         potentials = self._potentials()
         if self.controller is not None and not self._reads_potentials():
             self._deferred = potentials  # handed over by feed() once it reads them again
@@ -438,6 +541,26 @@ class RobotAgent(PeerRuleMember):
         if grasps != self._published_grasps:
             self._published_grasps = grasps
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
+
+    def _confirmed(self, body: dict[str, Any]) -> list[str]:
+        """Leaves not yet done whose object the world shows at its goal ("done means
+        done": whoever put it there, e.g. a behaviour cancelled during its release).
+        Only leaves without a ``goal`` parameter of their own: the world's ``at_goal``
+        is about the object's configured goal."""
+        c = self.controller
+        if c is None:
+            return []
+        objects = body.get("objects")
+        if not isinstance(objects, dict):
+            return []
+        out = []
+        for leaf, name in self._leaf_objects:
+            if name is None or leaf in c.done or "goal" in self.tree[leaf].param_dict:
+                continue
+            obj = objects.get(name)
+            if isinstance(obj, dict) and obj.get("at_goal") is True:
+                out.append(leaf)
+        return out
 
     def _absorb_observation(self, body: dict[str, Any]) -> None:
         robot = body["robot"]
@@ -675,6 +798,8 @@ class RobotAgent(PeerRuleMember):
     async def on_tick(self) -> None:
         if self.controller is not None and not self._mission_done.is_set():
             await self.feed(Tick())
+            await self._renew_leases()
+            await self._check_driver()
 
     async def main(self) -> None:
         await self.wait_connected()
@@ -701,6 +826,7 @@ class RobotAgent(PeerRuleMember):
             await_snapshots=True,
             rule=self.rule,
             default_potential=0.0,
+            takeover_ms=self.lease.takeover_ms,
         )
         self.log.info("mission.started", peers=sorted(peers), metric=self.metric_name)
         await self._publish_snapshot(self.controller.snapshot(self._now()))

@@ -233,7 +233,11 @@ class WorldAgent(Agent):
             else:
                 try:
                     reply = proto.serve(
-                        self.world, message, self.now(), time_factor=self.time_factor
+                        self.world,
+                        message,
+                        self.now(),
+                        now_ms=time.time_ns() // 1_000_000,
+                        time_factor=self.time_factor,
                     )
                 except Exception as exc:  # a bug in the world must not stop the server
                     self.log.error("world.request_failed", error=repr(exc), exc_info=True)

@@ -13,6 +13,7 @@ from teamtree.planners.tasktree.activation import (
     select_behaviour,
     spread_activation,
 )
+from teamtree.planners.tasktree.lease import LeaseTerms
 from teamtree.planners.tasktree.metrics import (
     ActivationMetric,
     ArmModel,
@@ -36,6 +37,7 @@ from teamtree.planners.tasktree.peer import (
     ClaimReply,
     ClaimRule,
     ConnectionChanged,
+    EffectConfirmed,
     Event,
     NodeReport,
     PauseBehaviour,
@@ -98,6 +100,7 @@ __all__ = [
     "ClaimRule",
     "ConnectionChanged",
     "CrashSpec",
+    "EffectConfirmed",
     "Event",
     "Execution",
     "GraspCandidate",
@@ -111,6 +114,7 @@ __all__ = [
     "IntentTracker",
     "JoinSpec",
     "LeafScore",
+    "LeaseTerms",
     "ModelUpdate",
     "NetworkModel",
     "NodeActivation",

@@ -7,7 +7,8 @@ agent must carry out (publish, start, pause...); it does no I/O and reads no clo
 ``(wall_ms, logical, agent_id)``.
 
 Events: ``Tick``, ``Want``, ``Claim``, ``ClaimReply``, ``Transition``, ``Snapshot``,
-``PresenceChanged``, ``PotentialsChanged``, ``BehaviourFinished``, ``ConnectionChanged``.
+``PresenceChanged``, ``PotentialsChanged``, ``BehaviourFinished``, ``ConnectionChanged``,
+``EffectConfirmed`` (the world shows a leaf's effect: done, whoever did it).
 Actions: ``PublishClaim``, ``PublishReply``, ``PublishTransition``, ``PublishSnapshot``,
 ``StartBehaviour``, ``PauseBehaviour``, ``ResumeBehaviour``, ``AbortBehaviour``,
 ``ClaimDecided`` (informational: for logs and claim-latency figures).
@@ -32,9 +33,13 @@ branches of every OR above N, since an OR may run only one child):
    idempotent per claim id and round; duplicates change nothing.
 5. The loser lowers its activation for N for ``inhibit_ticks`` ticks (Fig. 8 step 5).
 6. A peer going offline (Last Will) releases the leaf it was working on; another
-   member completes it. A late joiner (``await_snapshots=True``) or a reconnecting
-   member adopts every online peer's snapshot before it claims; a member that lost
-   the broker pauses its behaviour and re-claims it before resuming (fencing).
+   member completes it. With ``takeover_ms`` (``LeaseTerms.takeover_ms``: lease plus
+   margin) the leaf stays taken that long after the Will, until the holder's body
+   must have stopped by itself (its lease lapsed): presence alone never hands a node
+   over while a silent holder's body may still run it (docs/protocol.md, "Leases").
+   A late joiner (``await_snapshots=True``) or a reconnecting member adopts every
+   online peer's snapshot before it claims; a member that lost the broker pauses
+   its behaviour and re-claims it before resuming (fencing).
 
 Readings where the paper is silent: one claim at a time per member, and none while it
 works (one behaviour at a time, §3.1); a claim that nobody answers is re-published
@@ -73,6 +78,7 @@ __all__ = [
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "EffectConfirmed",
     "Event",
     "NodeReport",
     "PauseBehaviour",
@@ -249,6 +255,14 @@ class ConnectionChanged:
     online_peers: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class EffectConfirmed:
+    """The world (the driver's observation) shows ``node``'s effect, e.g. its object at
+    its goal: the leaf is done whoever brought it there ("done means done")."""
+
+    node: str
+
+
 Event = (
     Tick
     | Want
@@ -260,6 +274,7 @@ Event = (
     | PotentialsChanged
     | BehaviourFinished
     | ConnectionChanged
+    | EffectConfirmed
 )
 
 # ------------------------------------------------------------------ actions
@@ -399,12 +414,16 @@ class TaskController:
         dedup_window: int = 4096,
         capacity: int = 1,
         auto_select: bool = True,
+        takeover_ms: int = 0,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity {capacity}; expected 1 or more")
         self.tree = tree
         self.capacity = capacity
         self.auto_select = auto_select
+        self.takeover_ms = takeover_ms
+        self._lapsing: dict[str, int] = {}
+        """Offline holders -> wall ms after which their leaves may be taken over."""
         self.me = me
         self.rule = ClaimRule(rule)
         self.default_potential = default_potential
@@ -442,6 +461,11 @@ class TaskController:
     def paused(self) -> bool:
         """True while this member's behaviours are paused (broker lost, not re-claimed)."""
         return bool(self._paused)
+
+    @property
+    def paused_leaves(self) -> frozenset[str]:
+        """The leaves whose behaviours are paused (broker lost, not re-claimed)."""
+        return frozenset(self._paused)
 
     @property
     def synced(self) -> bool:
@@ -525,6 +549,8 @@ class TaskController:
                 self._on_finished(event, now, out)
             case ConnectionChanged():
                 self._on_connection(event, now, out)
+            case EffectConfirmed():
+                self._on_effect(event, now, out)
             case _:
                 raise TypeError(f"TaskController cannot handle {type(event).__name__}")
         return out
@@ -532,6 +558,8 @@ class TaskController:
     # ----------------------------------------------------------- handlers
 
     def _on_tick(self, now: Stamp, out: list[Action]) -> None:
+        if self._lapsing:
+            self._release_lapsed(now)
         for node in list(self._inhibited):
             self._inhibited[node] -= 1
             if self._inhibited[node] <= 0:
@@ -765,15 +793,23 @@ class TaskController:
         self._decide(now, out)
 
     def _mark_done(self, node: str, now: Stamp, out: list[Action]) -> None:
-        if node in self.done:
+        """A peer says ``node`` is done. Not believed for a leaf this member works on:
+        its own body (``BehaviourFinished``) or the world (``EffectConfirmed``) decides
+        that ("done means done"; a forged or mistaken report aborts nothing). A paused
+        leaf (this member lost the broker meanwhile) is the exception: a peer may have
+        taken it over and finished it, so it is aborted rather than resumed."""
+        if node in self.done or (node in self.mine and node not in self._paused):
             return
-        self.done.add(node)
-        self.working.pop(node, None)
-        self._inhibited.pop(node, None)
-        if node in self.mine:  # someone else finished what we were doing
+        self._set_done(node)
+        if node in self.mine:
             del self.mine[node]
             self._paused.discard(node)
             out.append(AbortBehaviour(node, "done by a peer"))
+
+    def _set_done(self, node: str) -> None:
+        self.done.add(node)
+        self.working.pop(node, None)
+        self._inhibited.pop(node, None)
 
     def _on_transition(self, t: Transition, now: Stamp, out: list[Action]) -> None:
         if t.agent == self.me or t.node not in self.tree.nodes:
@@ -824,6 +860,7 @@ class TaskController:
         if ev.agent == self.me:
             return
         if ev.online:
+            self._lapsing.pop(ev.agent, None)
             if ev.agent not in self.peers_online:
                 self.peers_online.add(ev.agent)
                 if self._pending is not None:  # it never saw our claim: ask it too
@@ -831,9 +868,31 @@ class TaskController:
             return
         self.peers_online.discard(ev.agent)
         self._awaiting.discard(ev.agent)
-        for node, (agent, _s) in list(self.working.items()):
-            if agent == ev.agent:  # Last Will: release its work so another completes it
-                del self.working[node]
+        # Last Will: release its work so another completes it, once its lease lapsed
+        self._lapsing.setdefault(ev.agent, now[0] + self.takeover_ms)
+        self._release_lapsed(now)
+        self._decide(now, out)
+
+    def _release_lapsed(self, now: Stamp) -> None:
+        """Release the leaves of offline holders whose lease must have lapsed."""
+        for agent, at in list(self._lapsing.items()):
+            if agent in self.peers_online:
+                del self._lapsing[agent]
+            elif at <= now[0]:
+                del self._lapsing[agent]
+                for node, (holder, _s) in list(self.working.items()):
+                    if holder == agent:
+                        del self.working[node]
+
+    def _on_effect(self, ev: EffectConfirmed, now: Stamp, out: list[Action]) -> None:
+        if ev.node not in self.tree.nodes or ev.node in self.done:
+            return
+        if ev.node in self.mine:  # done while ours runs: stop the body, count it done
+            self._on_finished(BehaviourFinished(ev.node, True), now, out)
+            out.append(AbortBehaviour(ev.node, "the world shows it done"))
+            return
+        self._set_done(ev.node)  # no transition: this member did not do it
+        out.append(PublishSnapshot(self.snapshot(now)))
         self._decide(now, out)
 
     def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[Action]) -> None:
@@ -870,9 +929,10 @@ class TaskController:
         self.connected = True
         self.peers_online = set(ev.online_peers) - {self.me}
         self._awaiting = set(self.peers_online)
-        for node, (agent, _s) in list(self.working.items()):
+        for agent, _s in list(self.working.values()):
             if agent != self.me and agent not in self.peers_online:
-                del self.working[node]
+                self._lapsing.setdefault(agent, now[0] + self.takeover_ms)
+        self._release_lapsed(now)
 
 
 _ZERO: Stamp = (-(2**63), 0, "")

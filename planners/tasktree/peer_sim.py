@@ -14,6 +14,15 @@ drawn independently. Two things hold as with a real broker and TCP links:
 Each robot runs up to ``SimConfig.capacity`` behaviours at once (default 1, as seed
 000's robots do; more for multitasking robots); a crash ends all of them.
 
+A *freeze* (``SimConfig.freezes``) stops a robot together with its driver, as a hung
+onboard computer or a dead Wi-Fi link does: its controller hears and says nothing
+more, but its body runs on. With ``SimConfig.lease`` every body runs a behaviour only
+until the lease its robot last renewed (at each tick, by the robot's own skewed clock)
+lapses, and peers take a frozen holder's leaves over only ``lease + lease_margin``
+after its Will (``TaskController(takeover_ms=...)``); without a lease a frozen body
+runs its behaviour to the end. ``takeover`` overrides the peers' wait, to show what
+presence alone would allow.
+
 Used by the property tests and the benchmark; ``check_invariants`` lists every
 violated guarantee of docs/protocol.md (safety, ordering, OR exclusivity, completion).
 """
@@ -122,6 +131,14 @@ class SimConfig:
     inhibit_ticks: int = 10
     capacity: int = 1
     """Behaviours each robot may run at once (``TaskController(capacity=...)``)."""
+    freezes: tuple[CrashSpec, ...] = ()
+    """Robots frozen with their drivers (their bodies run on, see the module docstring)."""
+    lease: float | None = None
+    """Seconds a body runs after its robot's last renewal; None: no leases."""
+    lease_margin: float = 0.1
+    """Seconds peers wait beyond the lease after a Will (must cover clock skew)."""
+    takeover: float | None = None
+    """Seconds peers wait after a Will; None: ``lease + lease_margin`` (0 without lease)."""
 
 
 @dataclass
@@ -178,6 +195,8 @@ class _Robot:
     alive: bool = True
     starts: int = 0
     current: dict[str, int] = field(default_factory=dict)  # node -> index into executions
+    frozen: bool = False
+    lease_until: dict[str, float] = field(default_factory=dict)  # node -> body stops at
 
 
 class _Sim:
@@ -221,6 +240,19 @@ class _Sim:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, payload))
 
+    def takeover(self) -> float:
+        c = self.cfg
+        if c.takeover is not None:
+            return c.takeover
+        return 0.0 if c.lease is None else c.lease + c.lease_margin
+
+    def renew(self, r: _Robot) -> None:
+        """The robot renews its bodies' leases: deadline = its clock now + lease, which
+        the body (clock without skew) reaches at real time t + skew + lease."""
+        if self.cfg.lease is not None:
+            for node in r.current:
+                r.lease_until[node] = self.t + r.skew / 1000 + self.cfg.lease
+
     def delay(self) -> float:
         n = self.cfg.network
         return float(self.rng.uniform(n.min_delay, n.max_delay))
@@ -258,6 +290,7 @@ class _Sim:
             rule=self.cfg.rule,
             inhibit_ticks=self.cfg.inhibit_ticks,
             capacity=self.cfg.capacity,
+            takeover_ms=round(self.takeover() * 1000),
         )
         self.robots[rid] = r
         self.broker_online.add(rid)
@@ -344,9 +377,13 @@ class _Sim:
         # execution open, so check_invariants reports the overlap
         idx = r.current[node] = len(self.executions) - 1
         self.push(self.t + dur, "finish", (r.rid, idx))
+        self.renew(r)
         for c in self.cfg.crashes:
             if c.robot == r.rid and c.on_start == r.starts:
                 self.push(self.t + c.fraction * dur, "crash", r.rid)
+        for c in self.cfg.freezes:
+            if c.robot == r.rid and c.on_start == r.starts:
+                self.push(self.t + c.fraction * dur, "freeze", r.rid)
 
     def stop(self, r: _Robot, node: str) -> None:
         """End ``r``'s execution of ``node`` (aborted or paused), if it runs one."""
@@ -376,6 +413,7 @@ class _Sim:
                 if r.ctl.mission_done and not r.current and r.ctl.pending_claim is None:
                     continue
                 self.feed(r, Tick())
+                self.renew(r)
                 self.push(t + self.cfg.tick, "tick", payload)
             elif kind == "broker":
                 self.at_broker(*payload)
@@ -390,6 +428,11 @@ class _Sim:
                 rid, idx = payload
                 r = self.robots[rid]
                 ex = self.executions[idx]
+                if r.frozen and r.current.get(ex.node) == idx:  # the body ran on
+                    ex.end, ex.completed = t, True
+                    del r.current[ex.node]
+                    self.done_leaves.add(ex.node)
+                    continue
                 if not r.alive or r.current.get(ex.node) != idx:
                     continue
                 ex.end, ex.completed = t, True
@@ -399,6 +442,13 @@ class _Sim:
                 self.feed(r, BehaviourFinished(ex.node))
             elif kind == "crash":
                 self.crash(payload)
+            elif kind == "freeze":
+                self.freeze(payload)
+            elif kind == "lapse":
+                rid, node, idx = payload
+                r = self.robots[rid]
+                if r.current.get(node) == idx:
+                    self.stop(r, node)
             elif kind == "will":
                 self.will(payload)
             elif kind == "join":
@@ -429,6 +479,20 @@ class _Sim:
         self.crashed.append(rid)
         for node in list(r.current):
             self.stop(r, node)
+        self.push(self.t + self.cfg.will_delay, "will", rid)
+
+    def freeze(self, rid: str) -> None:
+        """``rid`` and its driver hang: no more messages either way; each body runs on
+        until it finishes or (with leases) its last renewed lease lapses."""
+        r = self.robots[rid]
+        if not r.alive:
+            return
+        r.alive = False
+        r.frozen = True
+        self.crashed.append(rid)
+        if self.cfg.lease is not None:
+            for node, idx in r.current.items():
+                self.push(max(self.t, r.lease_until[node]), "lapse", (rid, node, idx))
         self.push(self.t + self.cfg.will_delay, "will", rid)
 
     def will(self, rid: str) -> None:
