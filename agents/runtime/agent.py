@@ -613,9 +613,7 @@ class Agent:
         if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
             return
         self.stats["presence_reasserted"] += 1
-        self.log.warning(
-            "presence.reasserted", seen=body.get("state"), session=body.get("session")
-        )
+        self.log.warning("presence.reasserted", seen=body.get("state"), session=body.get("session"))
         self.spawn(
             self.connection.publish(self._presence_message(Presence.ONLINE), wait=False),
             "presence",
