@@ -43,7 +43,6 @@ import numpy as np
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
-from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
@@ -60,7 +59,6 @@ from teamtree.planners.tasktree import (
     Claim,
     ClaimDecided,
     ClaimReply,
-    ConnectionChanged,
     GraspScorer,
     HandSample,
     HumanModel,
@@ -267,9 +265,6 @@ class RobotAgent(PeerRuleMember):
         stamp = self.clock.now()
         return (stamp.wall_ms, stamp.logical, stamp.node)
 
-    def robot_peers(self) -> set[str]:
-        return self.team_view.online(kind=self.kind)
-
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions."""
         c = self.controller
@@ -381,21 +376,9 @@ class RobotAgent(PeerRuleMember):
 
     # -- inbound -----------------------------------------------------------------
 
-    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
-        member = self.team_view.get(agent_id)
-        if member is None or member.kind != self.kind:
-            return
-        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
-
-    async def on_connected(self) -> None:
-        if self.controller is not None and self.connection.connects > 1:
-            await self.feed(ConnectionChanged(True, frozenset(self.robot_peers())))
+    async def publish_controller_snapshot(self) -> None:
+        if self.controller is not None:
             await self._publish_snapshot(self.controller.snapshot(self._now()))
-
-    def _on_connection_lost(self) -> None:
-        super()._on_connection_lost()
-        if self.controller is not None and self.state.value == "running":
-            self.spawn(self.feed(ConnectionChanged(False)), "connection_lost")
 
     async def _on_progress(self, env: Envelope, topic: Topic) -> None:
         if env.sender != self.driver or not isinstance(env.body, dict):
@@ -688,9 +671,9 @@ class RobotAgent(PeerRuleMember):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.start_timeout_s
         await asyncio.sleep(0.3)  # retained presence and snapshots arrive first
-        while not set(self.expect_peers) <= self.robot_peers() and loop.time() < deadline:
+        while not set(self.expect_peers) <= self.peer_rule_peers() and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        peers = self.robot_peers()
+        peers = self.peer_rule_peers()
         missing = sorted(set(self.expect_peers) - peers)
         if missing:
             self.log.warning("team.incomplete", missing=missing, online=sorted(peers))
