@@ -231,7 +231,8 @@ class RoleChanged:
     requester: str | None = None
 
 
-Action = Send | Selected | SelectionFailed | HelperLost | RoleChanged
+FavorAction = Send | Selected | SelectionFailed | HelperLost | RoleChanged
+"""What a favor requester or responder asks its agent to do (send, report a selection)."""
 
 
 def is_idle(battery: float, has_job: bool, threshold: float = IDLE_BATTERY_THRESHOLD) -> bool:
@@ -305,7 +306,7 @@ class FavorRequester:
         """Leases currently ACCEPTED (the helpers working for this job)."""
         return [x for x in self.leases.values() if x.state == LeaseState.ACCEPTED]
 
-    def _new_round(self, now: float, neighbours: Sequence[str]) -> list[Action]:
+    def _new_round(self, now: float, neighbours: Sequence[str]) -> list[FavorAction]:
         self.round += 1
         self.request_id = f"{self.prefix}#{self.round}"
         self.deadline = now + self.window
@@ -318,7 +319,7 @@ class FavorRequester:
             self.deadline,
             (self.agent.robot_id,),
         )
-        out: list[Action] = []
+        out: list[FavorAction] = []
         helping = {x.helper for x in self.accepted()}
         for nb in sorted(set(neighbours)):
             if nb == self.agent.robot_id or nb in self.lost or nb in helping:
@@ -329,13 +330,13 @@ class FavorRequester:
         return out
 
     # events ------------------------------------------------------------------
-    def start(self, now: float, neighbours: Sequence[str]) -> list[Action]:
+    def start(self, now: float, neighbours: Sequence[str]) -> list[FavorAction]:
         """The job arrived: spread the request to ``neighbours`` (idle, in range)."""
         if self.state != RequesterState.UNSTARTED:
             return []
         return [RoleChanged(self.agent.robot_id, "busy"), *self._new_round(now, neighbours)]
 
-    def on_message(self, msg: Message, now: float) -> list[Action]:
+    def on_message(self, msg: Message, now: float) -> list[FavorAction]:
         """A message addressed to this requester."""
         if getattr(msg, "requester", None) != self.agent.robot_id:
             return []
@@ -369,7 +370,7 @@ class FavorRequester:
             return self._lose(lease, now, msg.reason or "revoked", LeaseState.REVOKED)
         return []
 
-    def _on_grant(self, msg: FavorGrant, now: float) -> list[Action]:
+    def _on_grant(self, msg: FavorGrant, now: float) -> list[FavorAction]:
         lease = self._lease(msg.request_id, msg.helper, now)
         if (
             msg.request_id != self.request_id
@@ -390,9 +391,9 @@ class FavorRequester:
             lease.offer = msg.offer
         return []
 
-    def tick(self, now: float) -> list[Action]:
+    def tick(self, now: float) -> list[FavorAction]:
         """Advance time: close the collection at the deadline, watch helpers' heartbeats."""
-        out: list[Action] = []
+        out: list[FavorAction] = []
         if self.state == RequesterState.COLLECTING and now >= self.deadline:
             out.extend(self._select(now))
         if self.state == RequesterState.WORKING:
@@ -402,7 +403,7 @@ class FavorRequester:
                     break
         return out
 
-    def lose_helper(self, helper: str, now: float, reason: str = "gone") -> list[Action]:
+    def lose_helper(self, helper: str, now: float, reason: str = "gone") -> list[FavorAction]:
         """An accepted helper vanished (e.g. its Last Will): expire its lease and seek
         another, as a silent helper. Does nothing for a robot that is not helping."""
         for lease in self.accepted():
@@ -410,9 +411,9 @@ class FavorRequester:
                 return self._lose(lease, now, reason, LeaseState.EXPIRED)
         return []
 
-    def finish(self, now: float) -> list[Action]:
+    def finish(self, now: float) -> list[FavorAction]:
         """The job is done: release every helper."""
-        out: list[Action] = []
+        out: list[FavorAction] = []
         for lease in self.accepted():
             lease.move(LeaseState.RELEASED, now, "done")
             out.append(
@@ -426,8 +427,8 @@ class FavorRequester:
         return out
 
     # decisions ---------------------------------------------------------------
-    def _select(self, now: float) -> list[Action]:
-        out: list[Action] = []
+    def _select(self, now: float) -> list[FavorAction]:
+        out: list[FavorAction] = []
         grants: list[Lease] = []
         for lease in self.leases.values():
             if lease.request_id != self.request_id:
@@ -509,10 +510,10 @@ class FavorRequester:
         out.append(Selected(selection, self.round))
         return out
 
-    def _lose(self, lease: Lease, now: float, reason: str, to: LeaseState) -> list[Action]:
+    def _lose(self, lease: Lease, now: float, reason: str, to: LeaseState) -> list[FavorAction]:
         lease.move(to, now, reason)
         self.lost.add(lease.helper)
-        out: list[Action] = [HelperLost(lease.helper, reason)]
+        out: list[FavorAction] = [HelperLost(lease.helper, reason)]
         if to == LeaseState.EXPIRED:
             out.append(
                 Send(
@@ -566,7 +567,9 @@ class FavorResponder:
             return "helping"
         return "busy" if self.has_job else "idle"
 
-    def on_request(self, req: FavorRequest, now: float, neighbours: Sequence[str]) -> list[Action]:
+    def on_request(
+        self, req: FavorRequest, now: float, neighbours: Sequence[str]
+    ) -> list[FavorAction]:
         """Grant, forward, or both (method 2); duplicates and own requests do nothing."""
         for rid, until in list(self.seen.items()):
             if until < now:
@@ -583,7 +586,7 @@ class FavorResponder:
             # the requester started a new round: its release of the old grant was lost
             held.move(LeaseState.REJECTED, now, "superseded")
         self.seen[req.request_id] = req.deadline + self.hold
-        out: list[Action] = []
+        out: list[FavorAction] = []
         granted = False
         if self.idle and now <= req.deadline:
             offer = self.matcher.answer(req.query, self.profile)
@@ -614,7 +617,7 @@ class FavorResponder:
             and self.lease.requester == msg.requester
         )
 
-    def on_message(self, msg: Message, now: float) -> list[Action]:
+    def on_message(self, msg: Message, now: float) -> list[FavorAction]:
         """Acceptance, release (or decline) from a requester."""
         if getattr(msg, "helper", None) != self.robot_id:
             return []
@@ -629,7 +632,7 @@ class FavorResponder:
             self.lease.move(LeaseState.REJECTED, now, msg.reason)
         return []
 
-    def _on_accept(self, msg: FavorAccept, now: float) -> list[Action]:
+    def _on_accept(self, msg: FavorAccept, now: float) -> list[FavorAction]:
         status = HelperStatus(msg.request_id, msg.requester, self.robot_id, self.battery)
         if self._mine(msg):
             assert self.lease is not None
@@ -657,7 +660,7 @@ class FavorResponder:
             )
         ]
 
-    def requester_gone(self, requester: str, now: float) -> list[Action]:
+    def requester_gone(self, requester: str, now: float) -> list[FavorAction]:
         """The requester vanished (e.g. its Last Will): end a favor held for it."""
         lease = self.lease
         if lease is None or lease.requester != requester or not lease.active:
@@ -666,7 +669,7 @@ class FavorResponder:
         lease.move(LeaseState.EXPIRED, now, "requester gone")
         return [RoleChanged(self.robot_id, self.role)] if was_helping else []
 
-    def tick(self, now: float, battery: float | None = None) -> list[Action]:
+    def tick(self, now: float, battery: float | None = None) -> list[FavorAction]:
         """Advance time (and battery): lapse holds, heartbeat, withdraw on low battery."""
         if battery is not None:
             self.battery = battery

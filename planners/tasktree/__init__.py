@@ -29,13 +29,13 @@ from teamtree.planners.tasktree.metrics import (
 )
 from teamtree.planners.tasktree.peer import (
     AbortBehaviour,
-    Action,
     BehaviourFinished,
     Claim,
     ClaimDecided,
     ClaimReply,
     ClaimRule,
     ConnectionChanged,
+    ControllerAction,
     Event,
     NodeReport,
     PauseBehaviour,
@@ -88,7 +88,6 @@ from teamtree.planners.tasktree.tree import (
 
 __all__ = [
     "AbortBehaviour",
-    "Action",
     "ActivationMetric",
     "ArmModel",
     "BehaviourFinished",
@@ -97,6 +96,7 @@ __all__ = [
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "ControllerAction",
     "CrashSpec",
     "Event",
     "Execution",

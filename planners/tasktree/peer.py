@@ -66,13 +66,13 @@ from teamtree.planners.tasktree.tree import NodeKind, TaskTree
 
 __all__ = [
     "AbortBehaviour",
-    "Action",
     "BehaviourFinished",
     "Claim",
     "ClaimDecided",
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "ControllerAction",
     "Event",
     "NodeReport",
     "PauseBehaviour",
@@ -332,7 +332,7 @@ class ClaimDecided:
     reason: str
 
 
-Action = (
+ControllerAction = (
     PublishClaim
     | PublishReply
     | PublishTransition
@@ -343,6 +343,8 @@ Action = (
     | AbortBehaviour
     | ClaimDecided
 )
+"""What a ``TaskController`` asks its agent to do: publish, drive a behaviour, or
+report how a claim was decided."""
 
 
 def conflict_set(tree: TaskTree, leaf: str) -> frozenset[str]:
@@ -500,10 +502,10 @@ class TaskController:
 
     # ----------------------------------------------------------- the one entry point
 
-    def handle(self, event: Event, now: Stamp) -> list[Action]:
+    def handle(self, event: Event, now: Stamp) -> list[ControllerAction]:
         """Consume one event at HLC reading ``now``; return the actions to carry out."""
         self._last_stamp = now
-        out: list[Action] = []
+        out: list[ControllerAction] = []
         match event:
             case Tick():
                 self._on_tick(now, out)
@@ -531,7 +533,7 @@ class TaskController:
 
     # ----------------------------------------------------------- handlers
 
-    def _on_tick(self, now: Stamp, out: list[Action]) -> None:
+    def _on_tick(self, now: Stamp, out: list[ControllerAction]) -> None:
         for node in list(self._inhibited):
             self._inhibited[node] -= 1
             if self._inhibited[node] <= 0:
@@ -557,7 +559,7 @@ class TaskController:
         if leaf is not None:
             self._start_claim(leaf, now, out)
 
-    def _on_want(self, want: Want, now: Stamp, out: list[Action]) -> None:
+    def _on_want(self, want: Want, now: Stamp, out: list[ControllerAction]) -> None:
         reason = ""
         if want.node not in self.tree.nodes or not self.tree[want.node].is_leaf:
             reason = "not a leaf of this tree"
@@ -583,7 +585,7 @@ class TaskController:
         self,
         leaf: str,
         now: Stamp,
-        out: list[Action],
+        out: list[ControllerAction],
         reclaim: bool = False,
         potential: float | None = None,
     ) -> None:
@@ -627,7 +629,7 @@ class TaskController:
             if n != leaf
         )
 
-    def _decide(self, now: Stamp, out: list[Action]) -> None:
+    def _decide(self, now: Stamp, out: list[ControllerAction]) -> None:
         p = self._pending
         if p is None:
             return
@@ -659,7 +661,7 @@ class TaskController:
         out.append(PublishTransition(Transition(leaf, self.me, NodeStatus.WORKING, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
 
-    def _abort_mine(self, leaf: str, reason: str, now: Stamp, out: list[Action]) -> None:
+    def _abort_mine(self, leaf: str, reason: str, now: Stamp, out: list[ControllerAction]) -> None:
         self.mine.pop(leaf, None)
         self._paused.discard(leaf)
         if self.working.get(leaf, ("",))[0] == self.me:
@@ -668,7 +670,7 @@ class TaskController:
         out.append(PublishTransition(Transition(leaf, self.me, NodeStatus.INACTIVE, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
 
-    def _on_claim(self, claim: Claim, now: Stamp, out: list[Action]) -> None:
+    def _on_claim(self, claim: Claim, now: Stamp, out: list[ControllerAction]) -> None:
         if claim.claimant == self.me or claim.node not in self.tree.nodes:
             return
         if not self.tree[claim.node].is_leaf:
@@ -724,7 +726,7 @@ class TaskController:
             )
         return NodeReport(node, PeerState.NONE)
 
-    def _on_reply(self, reply: ClaimReply, now: Stamp, out: list[Action]) -> None:
+    def _on_reply(self, reply: ClaimReply, now: Stamp, out: list[ControllerAction]) -> None:
         if reply.replier == self.me:
             return
         p = self._pending
@@ -764,7 +766,7 @@ class TaskController:
             p.replies[reply.replier] = max(p.replies.get(reply.replier, -1), reply.round)
         self._decide(now, out)
 
-    def _mark_done(self, node: str, now: Stamp, out: list[Action]) -> None:
+    def _mark_done(self, node: str, now: Stamp, out: list[ControllerAction]) -> None:
         if node in self.done:
             return
         self.done.add(node)
@@ -775,7 +777,7 @@ class TaskController:
             self._paused.discard(node)
             out.append(AbortBehaviour(node, "done by a peer"))
 
-    def _on_transition(self, t: Transition, now: Stamp, out: list[Action]) -> None:
+    def _on_transition(self, t: Transition, now: Stamp, out: list[ControllerAction]) -> None:
         if t.agent == self.me or t.node not in self.tree.nodes:
             return
         key = (t.agent, t.node)
@@ -793,7 +795,7 @@ class TaskController:
             del self.working[t.node]
         self._decide(now, out)
 
-    def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[Action]) -> None:
+    def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[ControllerAction]) -> None:
         if s.agent == self.me:
             return
         for node in s.done:
@@ -820,7 +822,7 @@ class TaskController:
         self._awaiting.discard(s.agent)
         self._decide(now, out)
 
-    def _on_presence(self, ev: PresenceChanged, now: Stamp, out: list[Action]) -> None:
+    def _on_presence(self, ev: PresenceChanged, now: Stamp, out: list[ControllerAction]) -> None:
         if ev.agent == self.me:
             return
         if ev.online:
@@ -836,7 +838,7 @@ class TaskController:
                 del self.working[node]
         self._decide(now, out)
 
-    def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[Action]) -> None:
+    def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[ControllerAction]) -> None:
         if ev.node not in self.mine:
             return
         del self.mine[ev.node]
@@ -855,7 +857,9 @@ class TaskController:
         out.append(PublishTransition(Transition(ev.node, self.me, status, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
 
-    def _on_connection(self, ev: ConnectionChanged, now: Stamp, out: list[Action]) -> None:
+    def _on_connection(
+        self, ev: ConnectionChanged, now: Stamp, out: list[ControllerAction]
+    ) -> None:
         if not ev.connected:
             self.connected = False
             p = self._pending
