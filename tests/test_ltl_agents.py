@@ -7,10 +7,13 @@ import argparse
 import asyncio
 from pathlib import Path
 
+import py_trees
 import pytest
+from py_trees.common import Status
 
 from teamtree.agents import AGENT_KINDS, load_config, parse_config, validate_kinds
 from teamtree.agents.cli.disturb import register
+from teamtree.agents.ltl.behaviours import CheckAtRate, Recovery, RunCoroutine, render_tree
 from teamtree.agents.ltl.planner import (
     LtlPlannerAgent,
     ltl_mission,
@@ -18,39 +21,69 @@ from teamtree.agents.ltl.planner import (
     plan_from_wire,
     plan_to_wire,
 )
-from teamtree.agents.ltl.robot import (
-    Action,
-    BTStatus,
-    Condition,
-    Fallback,
-    LtlRobotAgent,
-    ReactiveSequence,
-    Sequence_,
-)
+from teamtree.agents.ltl.robot import LtlRobotAgent
 from teamtree.broker import ConfigError
 from teamtree.planners.ltl import TSState, check_trace, plan_segments
 from tests.conftest import REPO
 
-S, F, R = BTStatus.SUCCESS, BTStatus.FAILURE, BTStatus.RUNNING
+S, F, R, INVALID = Status.SUCCESS, Status.FAILURE, Status.RUNNING, Status.INVALID
 
 
-# -- behaviour tree -----------------------------------------------------------------------
+# -- behaviour tree (py_trees: tiny trees ticked, the expected status per tick) ------------
 
 
-def test_condition_is_checked_at_its_rate() -> None:
-    value = {"ok": True}
-    cond = Condition("c", lambda: value["ok"], rate_hz=10.0)
+class Clock:
+    """A hand-moved clock for checks at a rate."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Scripted(py_trees.behaviour.Behaviour):
+    """Returns the statuses it is given, one per tick; records how it was stopped."""
+
+    def __init__(self, name: str, script: list[Status]):
+        super().__init__(name)
+        self.script = list(script)
+        self.stops: list[Status] = []
+
+    def update(self) -> Status:
+        return self.script.pop(0)
+
+    def terminate(self, new_status: Status) -> None:
+        self.stops.append(new_status)
+
+
+def statuses(root: py_trees.behaviour.Behaviour, ticks: int) -> list[Status]:
+    out = []
+    for _ in range(ticks):
+        root.tick_once()
+        out.append(root.status)
+    return out
+
+
+def test_check_is_made_at_its_rate() -> None:
+    value, clock = {"ok": True}, Clock()
+    check = CheckAtRate("c", lambda: value["ok"], rate_hz=10.0, clock=clock)
     table = [(0.00, True, S), (0.05, False, S), (0.10, False, F), (0.15, True, F), (0.2, True, S)]
     for now, ok, expected in table:
-        value["ok"] = ok
-        assert cond.tick(now) is expected, now
-    assert cond.evaluations == 3
+        clock.now, value["ok"] = now, ok
+        check.tick_once()
+        assert check.status is expected, now
+    assert check.evaluations == 3
     value["ok"] = False
-    cond.halt()  # forgets the cached result
-    assert cond.tick(0.21) is F
+    check.stop(INVALID)  # a parent stopping it keeps the result: the rate holds
+    check.tick_once()
+    assert check.status is S and check.evaluations == 3
+    check.forget()  # an interruption: the next tick checks afresh
+    check.tick_once()
+    assert check.status is F and check.evaluations == 4
 
 
-async def test_action_runs_a_task_and_halt_cancels_it() -> None:
+async def test_run_coroutine_runs_a_task_and_stop_cancels_it() -> None:
     spawned: list[asyncio.Task] = []
 
     def spawn(coro, name):
@@ -63,58 +96,72 @@ async def test_action_runs_a_task_and_halt_cancels_it() -> None:
         await gate.wait()
         return True
 
-    action = Action("a", work, spawn)
-    assert action.tick(0) is R
-    assert action.tick(0) is R
+    action = RunCoroutine("a", work, spawn)
+    assert statuses(action, 2) == [R, R]
     gate.set()
     await asyncio.sleep(0)
     await asyncio.sleep(0)
-    assert action.tick(0) is S
+    assert statuses(action, 1) == [S]
     gate.clear()
-    assert action.tick(0) is R
-    action.halt()
+    assert statuses(action, 1) == [R]  # a fresh run
+    action.stop(INVALID)
     await asyncio.sleep(0)
-    assert spawned[-1].cancelled()
+    assert spawned[-1].cancelled() and len(spawned) == 2
 
 
-class Leaf(Condition):
-    """A scripted leaf: returns the statuses it is given, one per tick; records halts."""
+async def test_run_coroutine_fails_on_false_or_an_exception() -> None:
+    async def no() -> bool:
+        return False
 
-    def __init__(self, name: str, script: list[BTStatus]):
-        super().__init__(name, lambda: True)
-        self.script = list(script)
-        self.halts = 0
+    async def boom() -> bool:
+        raise RuntimeError("motor")
 
-    def update(self, now: float) -> BTStatus:
-        return self.script.pop(0)
-
-    def halt(self) -> None:
-        self.halts += 1
-        self.status = None
+    for start in (no, boom):
+        action = RunCoroutine("a", start, lambda coro, name: asyncio.ensure_future(coro))
+        action.tick_once()
+        await asyncio.sleep(0)
+        assert statuses(action, 1) == [F]
 
 
-def test_sequence_with_memory_skips_finished_children() -> None:
-    pre, act = Leaf("pre", [S, S]), Leaf("act", [R, R, S, R])
-    seq = Sequence_("s", [pre, act])
-    assert [seq.tick(t) for t in range(4)] == [R, R, S, R]
-    assert pre.script == []  # checked once per run: at tick 0 and tick 3
+def test_sequence_with_memory_checks_its_precondition_once_per_run() -> None:
+    pre = CheckAtRate("pre", lambda: True)
+    act = Scripted("act", [R, R, S, R])
+    seq = py_trees.composites.Sequence("s", memory=True, children=[pre, act])
+    assert statuses(seq, 4) == [R, R, S, R]
+    assert pre.evaluations == 2  # at tick 0 and tick 3 only
     assert act.script == []
 
 
-def test_reactive_sequence_halts_running_child_when_a_check_fails() -> None:
-    check, act = Leaf("check", [S, S, F]), Leaf("act", [R, R])
-    seq = ReactiveSequence("r", [check, act])
-    assert [seq.tick(t) for t in range(3)] == [R, R, F]
-    assert act.halts == 1
+def test_sequence_without_memory_stops_the_running_child_when_a_check_fails() -> None:
+    check, act = Scripted("check", [S, S, F]), Scripted("act", [R, R])
+    seq = py_trees.composites.Sequence("r", memory=False, children=[check, act])
+    assert statuses(seq, 3) == [R, R, F]
+    assert act.stops == [INVALID]
+    assert act.status is INVALID
 
 
-def test_fallback_runs_recovery_and_then_rechecks() -> None:
-    cond, fix = Leaf("cond", [F, F, S]), Leaf("fix", [R, S])
-    fb = Fallback("f", [cond, fix])
-    assert fb.tick(0) is R
-    assert fb.tick(1) is S
-    assert cond.halts == 1 and fix.halts == 1  # reset after the recovery finished
-    assert fb.tick(2) is S
+def test_recovery_rechecks_its_condition_after_the_recovery_succeeded() -> None:
+    value, clock = {"ok": False}, Clock()
+    cond = CheckAtRate("cond", lambda: value["ok"], rate_hz=1.0, clock=clock)
+    fix = Scripted("fix", [R, S, R])
+    fallback = Recovery("f", [cond, fix])
+    assert statuses(fallback, 2) == [R, S]  # the check failed once; the fix ran and ended
+    assert cond.evaluations == 1 and fix.stops == [S, INVALID]
+    value["ok"] = True  # the fix worked; within the check's period, it is asked again
+    assert statuses(fallback, 1) == [S]
+    assert cond.evaluations == 2 and fix.script == [R]  # no second fix
+
+
+def test_recovery_stops_a_running_recovery_when_its_condition_holds_again() -> None:
+    value, clock = {"ok": False}, Clock()
+    cond = CheckAtRate("cond", lambda: value["ok"], rate_hz=10.0, clock=clock)
+    fix = Scripted("fix", [R, R, R])
+    fallback = Recovery("f", [cond, fix])
+    table = [(0.0, False, R), (0.05, True, R), (0.1, True, S)]
+    for now, ok, expected in table:
+        clock.now, value["ok"] = now, ok
+        assert statuses(fallback, 1) == [expected], now
+    assert fix.stops == [INVALID] and fix.script == [R]
 
 
 def test_robot_tree_has_r1_only_for_legged_robots() -> None:
@@ -123,7 +170,7 @@ def test_robot_tree_has_r1_only_for_legged_robots() -> None:
     for robot in ("DR", "A1", "Wassi"):
         params = LtlRobotAgent.params_from_config(config.agent(robot), config)
         agent = LtlRobotAgent(robot, team="t", endpoint=config.broker or _endpoint(), **params)
-        trees[robot] = agent.bt.render()
+        trees[robot] = render_tree(agent.bt)
     assert "R1 recovery stand" in trees["A1"]
     assert "R1" not in trees["DR"] and "R1" not in trees["Wassi"]
     for tree in trees.values():

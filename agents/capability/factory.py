@@ -52,10 +52,10 @@ from teamtree.hardware import (
 )
 from teamtree.planners.capability import (
     JOBS,
-    Action,
     ActiveMatcher,
     ControlGraph,
     FavorAccept,
+    FavorAction,
     FavorGrant,
     FavorQuery,
     FavorReject,
@@ -278,7 +278,7 @@ def _team_default(config: TeamConfig, name: str) -> Any:
 
 
 @dataclass
-class _Job:
+class _OwnedJob:
     """A job this robot owns (it is the agent)."""
 
     job_id: str
@@ -388,7 +388,7 @@ class FactoryRobot(Agent):
             heartbeat=status_s,
         )
         self.requester: FavorRequester | None = None
-        self.job: _Job | None = None
+        self.job: _OwnedJob | None = None
         self.led = "idle"
         self._available = self._is_available()
         self._last_tick: float | None = None
@@ -621,7 +621,7 @@ class FactoryRobot(Agent):
                 await self._report("job.declined", body)
                 return
             work_s = float(body.get("work_s", 1.0))
-            self.job = _Job(job_id, JOBS[name], env.sender, work_s, now, wall_ms())
+            self.job = _OwnedJob(job_id, JOBS[name], env.sender, work_s, now, wall_ms())
             self.responder.has_job = True
             self.requester = FavorRequester(
                 self.profile.with_battery(self.battery),
@@ -660,7 +660,7 @@ class FactoryRobot(Agent):
             return
         now = time.monotonic()
         async with self._lock:
-            actions: list[Action] = []
+            actions: list[FavorAction] = []
             if self.requester is not None:
                 actions += self.requester.lose_helper(agent_id, now, f"presence {new.value}")
             actions += self.responder.requester_gone(agent_id, now)
@@ -696,7 +696,7 @@ class FactoryRobot(Agent):
 
     # -- actions ---------------------------------------------------------------------
 
-    async def _apply(self, actions: list[Action], now: float) -> None:
+    async def _apply(self, actions: list[FavorAction], now: float) -> None:
         """Publish Sends (requests grouped into one broadcast each) and handle outcomes."""
         requests: dict[int, tuple[FavorRequest, list[str]]] = {}
         for act in actions:

@@ -7,35 +7,45 @@ action of weight ``w`` takes ``w / time_factor`` wall seconds (weights are secon
 simulated time). An interrupted action is not done: the robot is still in the state
 it was leaving. Wire: docs/ltl.md.
 
-Behaviour tree (our own, py_trees-like; py_trees does not install here)::
+Behaviour tree (py_trees; our leaves in ``behaviours``), ticked at ``bt_hz``::
 
     Repeat (until the planner's verdict)
-    └── Sequence
+    └── Sequence (memory)
         ├── ? has plan                      (LTL precondition: once per step)
-        └── ReactiveSequence                (every tick)
-            ├── Fallback  ? upright @20 Hz          → R1 recovery stand  (legged only)
-            ├── Fallback  ? operational @10 Hz      → R2 request global reallocation
-            ├── Fallback  ? on planned state @10 Hz → R3 request local (else global)
-            ├── Fallback  ? environment known @5 Hz → R4 request local (else global)
-            └── Sequence
-                ├── ? teammates I wait for are done
+        └── Sequence (no memory)            (every tick)
+            ├── Recovery  ? upright @20 Hz          → R1 recovery stand  (legged only)
+            ├── Recovery  ? operational @10 Hz      → R2 request global reallocation
+            ├── Recovery  ? on planned state @10 Hz → R3 request local (else global)
+            ├── Recovery  ? environment known @5 Hz → R4 request local (else global)
+            └── Sequence (memory)
+                ├── ? not held, ? teammates I wait for are done
                 └── ! execute next plan action (or report the plan done)
+
+Disturbances (how they are checked and what they set) are in ``disturbances``.
 """
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import contextlib
-import enum
 import itertools
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import py_trees
+from py_trees.common import Status
+
+from teamtree.agents.ltl.behaviours import (
+    CheckAtRate,
+    Recovery,
+    RunCoroutine,
+    forget_checks,
+    render_tree,
+)
+from teamtree.agents.ltl.disturbances import DisturbanceHandling
 from teamtree.agents.ltl.planner import (
     DISTURB,
-    DISTURBANCES,
     EVENT,
     MAP,
     PLAN,
@@ -57,171 +67,10 @@ from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.ltl import ROBOT_TYPES, RobotPlan, TSState
 
-__all__ = [
-    "Action",
-    "BTStatus",
-    "Condition",
-    "Fallback",
-    "LtlRobotAgent",
-    "ReactiveSequence",
-    "Sequence_",
-]
+__all__ = ["LtlRobotAgent"]
 
 # condition check rates (Hz); the LTL precondition is checked once per step
 RATES = {"upright": 20.0, "operational": 10.0, "on_plan": 10.0, "environment": 5.0}
-
-
-# -- a small behaviour tree ----------------------------------------------------------
-
-
-class BTStatus(enum.Enum):
-    """Result of ticking a node (py_trees' names)."""
-
-    SUCCESS = "success"  #: the node's goal holds / its action finished well
-    FAILURE = "failure"  #: the condition is false / the action failed or was cut off
-    RUNNING = "running"  #: an action is under way; tick again
-
-
-class Node(abc.ABC):
-    """A behaviour-tree node: ``tick(now)`` returns a status; ``halt`` stops running work."""
-
-    def __init__(self, name: str, children: Sequence[Node] = ()):
-        self.name = name
-        self.children = list(children)
-        self.status: BTStatus | None = None
-
-    def tick(self, now: float) -> BTStatus:
-        self.status = self.update(now)
-        return self.status
-
-    @abc.abstractmethod
-    def update(self, now: float) -> BTStatus:
-        """One tick of this node's own logic (py_trees' ``update``)."""
-
-    def halt(self) -> None:
-        for child in self.children:
-            child.halt()
-        self.status = None
-
-    def render(self, depth: int = 0) -> str:
-        mark = {None: " ", BTStatus.SUCCESS: "✓", BTStatus.FAILURE: "✗", BTStatus.RUNNING: "…"}
-        lines = [f"{'    ' * depth}{mark[self.status]} {type(self).__name__} {self.name}"]
-        lines += [c.render(depth + 1) for c in self.children]
-        return "\n".join(lines)
-
-
-class Condition(Node):
-    """A check evaluated at most ``rate_hz`` times a second (None: every tick); between
-    checks the last result stands. ``halt`` forgets it, forcing a fresh check."""
-
-    def __init__(self, name: str, check: Callable[[], bool], rate_hz: float | None = None):
-        super().__init__(name)
-        self.check = check
-        self.period = 0.0 if rate_hz is None else 1.0 / rate_hz
-        self._last: tuple[float, bool] | None = None
-        self.evaluations = 0
-
-    def update(self, now: float) -> BTStatus:
-        if self._last is None or now - self._last[0] >= self.period:
-            self.evaluations += 1
-            self._last = (now, bool(self.check()))
-        return BTStatus.SUCCESS if self._last[1] else BTStatus.FAILURE
-
-    def halt(self) -> None:
-        self._last = None
-        self.status = None
-
-
-class Action(Node):
-    """Runs ``start()`` (a coroutine returning True for success) as a task: RUNNING
-    until it ends; ``halt`` cancels it."""
-
-    def __init__(
-        self,
-        name: str,
-        start: Callable[[], Awaitable[bool]],
-        spawn: Callable[[Awaitable[Any], str], asyncio.Task[Any]],
-    ):
-        super().__init__(name)
-        self.start = start
-        self.spawn = spawn
-        self.task: asyncio.Task[Any] | None = None
-
-    def update(self, now: float) -> BTStatus:
-        if self.task is None:
-            self.task = self.spawn(self.start(), self.name)
-            return BTStatus.RUNNING
-        if not self.task.done():
-            return BTStatus.RUNNING
-        task, self.task = self.task, None
-        if task.cancelled() or task.exception() is not None or task.result() is False:
-            return BTStatus.FAILURE
-        return BTStatus.SUCCESS
-
-    def halt(self) -> None:
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        self.task = None
-        self.status = None
-
-
-class Sequence_(Node):
-    """Children in order, with memory: a RUNNING child is resumed without re-ticking the
-    ones before it (so a precondition there is checked once per run)."""
-
-    def __init__(self, name: str, children: Sequence[Node]):
-        super().__init__(name, children)
-        self._at = 0
-
-    def update(self, now: float) -> BTStatus:
-        while self._at < len(self.children):
-            status = self.children[self._at].tick(now)
-            if status is BTStatus.RUNNING:
-                return status
-            if status is BTStatus.FAILURE:
-                self._at = 0
-                return status
-            self._at += 1
-        self._at = 0
-        return BTStatus.SUCCESS
-
-    def halt(self) -> None:
-        self._at = 0
-        super().halt()
-
-
-class ReactiveSequence(Node):
-    """Children in order from the first on every tick; when an earlier child stops
-    succeeding, a later RUNNING child is halted."""
-
-    def update(self, now: float) -> BTStatus:
-        for i, child in enumerate(self.children):
-            status = child.tick(now)
-            if status is not BTStatus.SUCCESS:
-                for later in self.children[i + 1 :]:
-                    if later.status is BTStatus.RUNNING:
-                        later.halt()
-                return status
-        return BTStatus.SUCCESS
-
-
-class Fallback(Node):
-    """Reactive fallback: the first child that does not fail decides. When a recovery
-    child finishes, every child is reset so the condition is checked afresh."""
-
-    def update(self, now: float) -> BTStatus:
-        for i, child in enumerate(self.children):
-            status = child.tick(now)
-            if status is BTStatus.FAILURE:
-                continue
-            for later in self.children[i + 1 :]:
-                if later.status is BTStatus.RUNNING:
-                    later.halt()
-            if status is BTStatus.SUCCESS and i > 0:
-                for c in self.children:
-                    c.halt()
-            return status
-        return BTStatus.FAILURE
 
 
 # -- the agent ------------------------------------------------------------------------
@@ -232,7 +81,7 @@ def _state(raw: Any) -> TSState:
     return TSState(str(region), str(mode))
 
 
-class LtlRobotAgent(Agent):
+class LtlRobotAgent(DisturbanceHandling, Agent):
     """One robot of an LTL mission. ``main`` ticks the behaviour tree until the planner's
     verdict; exit 0 when the mission is satisfied, 1 when it is not or is impossible."""
 
@@ -312,34 +161,38 @@ class LtlRobotAgent(Agent):
 
     # -- the tree ----------------------------------------------------------------------
 
-    def _build_tree(self) -> Node:
-        def act(name: str, start: Callable[[], Awaitable[bool]]) -> Action:
-            return Action(name, start, lambda c, n: self.spawn(c, n))
+    def _build_tree(self) -> py_trees.behaviour.Behaviour:
+        def act(name: str, start: Callable[[], Awaitable[bool]]) -> RunCoroutine:
+            return RunCoroutine(name, start, lambda c, n: self.spawn(c, n))
 
-        self._work = Sequence_(
+        def check(name: str, fn: Callable[[], bool], rate: float | None = None) -> CheckAtRate:
+            return CheckAtRate(name, fn, rate)
+
+        self._work = py_trees.composites.Sequence(
             "work",
-            [
-                Condition("not held", lambda: self.hold_epoch is None),
-                Condition("teammates done", self._waits_done),
+            memory=True,
+            children=[
+                check("not held", lambda: self.hold_epoch is None),
+                check("teammates done", self._waits_done),
                 act("execute next action", self._execute_step),
             ],
         )
-        reactive: list[Node] = []
+        reactive: list[py_trees.behaviour.Behaviour] = []
         if self.spec.legged:
             reactive.append(
-                Fallback(
+                Recovery(
                     "locomotion",
                     [
-                        Condition("upright", lambda: not self.fallen, RATES["upright"]),
+                        check("upright", lambda: not self.fallen, RATES["upright"]),
                         act("R1 recovery stand", self._recover),
                     ],
                 )
             )
         reactive += [
-            Fallback(
+            Recovery(
                 "critical failure",
                 [
-                    Condition(
+                    check(
                         "operational",
                         lambda: not self.failed or self.failure_acked,
                         RATES["operational"],
@@ -347,39 +200,36 @@ class LtlRobotAgent(Agent):
                     act("R2 global reallocation", lambda: self._request("R2")),
                 ],
             ),
-            Fallback(
+            Recovery(
                 "state change",
                 [
-                    Condition("on planned state", self._on_planned_state, RATES["on_plan"]),
+                    check("on planned state", self._on_planned_state, RATES["on_plan"]),
                     act("R3 local reallocation", lambda: self._request("R3")),
                 ],
             ),
-            Fallback(
+            Recovery(
                 "environment change",
                 [
-                    Condition(
-                        "environment known", lambda: not self.unreported, RATES["environment"]
-                    ),
+                    check("environment known", lambda: not self.unreported, RATES["environment"]),
                     act("R4 local reallocation", lambda: self._request("R4")),
                 ],
             ),
             self._work,
         ]
-        return Sequence_(
+        return py_trees.composites.Sequence(
             "mission",
-            [Condition("has plan", self._has_plan), ReactiveSequence("reactive", reactive)],
+            memory=True,
+            children=[
+                check("has plan", self._has_plan),
+                py_trees.composites.Sequence("reactive", memory=False, children=reactive),
+            ],
         )
 
     def _interrupt(self) -> None:
-        """Cut off the running plan action and force every condition to be checked
-        afresh; running strategies (R1-R4) go on."""
-        self._work.halt()
-        stack = [self.bt]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, Condition):
-                node.halt()
-            stack.extend(node.children)
+        """Cut off the running plan action and force every check to be made afresh;
+        running strategies (R1-R4) go on."""
+        self._work.stop(Status.INVALID)
+        forget_checks(self.bt)
 
     def _has_plan(self) -> bool:
         return self.plan is not None and self.hold_epoch is None
@@ -405,15 +255,14 @@ class LtlRobotAgent(Agent):
         self.on_team(SYNC, self._on_sync, kind="ltl.sync")
         self.on_team(DISTURB, self._on_disturb, kind="ltl.disturb")
         self.on_team(MAP, self._on_map, kind="ltl.map")
-        self.log.debug("ltl.robot_tree", type=self.spec.type, tree="\n" + self.bt.render())
+        self.log.debug("ltl.robot_tree", type=self.spec.type, tree="\n" + render_tree(self.bt))
 
     async def main(self) -> None:
         period = 1.0 / self.bt_hz
-        loop = asyncio.get_running_loop()
         while self.verdict is None:
-            self.bt.tick(loop.time())
+            self.bt.tick_once()
             await asyncio.sleep(period)
-        self.bt.halt()
+        self.bt.stop(Status.INVALID)
         ok = bool(self.verdict.get("satisfied"))
         self.log.info(
             "ltl.robot_finished",
@@ -701,98 +550,3 @@ class LtlRobotAgent(Agent):
         self.log.warning("ltl.replan_refused", strategy=strategy, detail=result.get("detail"))
         await asyncio.sleep(0.2)
         return False
-
-    # -- disturbances ----------------------------------------------------------------
-
-    async def _on_disturb(self, env: Envelope, topic: Topic) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
-        ok, detail = self._check_disturbance(body)
-        if ok and (self.plan is None or self.hold_epoch is not None):
-            self.deferred.append(body)
-            detail = f"deferred until the next plan arrives ({detail})"
-        elif ok:
-            detail = await self._apply_disturbance(body)
-        (self.log.info if ok else self.log.warning)(
-            "ltl.disturbance", kind=body.get("kind"), accepted=ok, detail=detail
-        )
-        await self.reply(env, "ltl.disturb_ack", {"accepted": ok, "detail": detail})
-
-    def _check_disturbance(self, body: dict[str, Any]) -> tuple[bool, str]:
-        kind = body.get("kind")
-        if kind not in DISTURBANCES:
-            return False, f"unknown disturbance {kind!r}; expected one of {list(DISTURBANCES)}"
-        if kind == "fall" and not self.spec.legged:
-            return False, (
-                f"{self.id} is a wheeled {self.spec.type}; falls (R1) apply to legged robots only"
-            )
-        if kind == "state_change":
-            if self.plan_finished:
-                return False, f"{self.id} has finished its plan; nothing to reallocate"
-            try:
-                target = self._state_change_target(body)
-            except ValueError as exc:
-                return False, str(exc)
-            return True, f"state change to {tuple(target)}"
-        if kind == "blocked_edge":
-            try:
-                edge = self._blocked_edge(body)
-            except ValueError as exc:
-                return False, str(exc)
-            return True, f"edge {edge[0]}-{edge[1]} blocked"
-        if kind == "critical" and self.failed:
-            return False, f"{self.id} has already failed"
-        return True, kind
-
-    def _state_change_target(self, body: dict[str, Any]) -> TSState:
-        modes = ROBOT_TYPES[self.spec.type][1]
-        mode = body.get("mode")
-        if mode is None:  # the load falls off / the training stops / a load is put on
-            others = [m for m in modes if m != self.current.mode]
-            mode = "standby" if self.current.mode != "standby" else others[0]
-        region = body.get("region") or self.current.region
-        target = TSState(str(region), str(mode))
-        if target not in self.ts.succ:
-            raise ValueError(f"{tuple(target)} is not a state of {self.id} (modes {list(modes)})")
-        if target == self.current:
-            raise ValueError(f"{self.id} is already in {tuple(target)}")
-        return target
-
-    def _blocked_edge(self, body: dict[str, Any]) -> tuple[str, str]:
-        raw = body.get("edge")
-        if raw:
-            a, b = str(raw[0]), str(raw[1])
-        else:
-            if self.plan is None:
-                raise ValueError(f"{self.id} has no plan yet; give the edge (--edge A,B)")
-            moves = self._moves_ahead()
-            if not moves:
-                raise ValueError(f"{self.id} has no move left on its plan; give --edge A,B")
-            a, b = moves[0]
-        if not any((s.region, t.region) in ((a, b), (b, a)) for s, t in self.ts.edges() if s != t):
-            raise ValueError(f"{a}-{b} is not an edge of the map")
-        return a, b
-
-    async def _apply_disturbance(self, body: dict[str, Any]) -> str:
-        kind = body["kind"]
-        if kind == "fall":
-            self.fallen = True  # detected by the 'upright' check at its rate
-            return "fallen; R1 recovery stand follows"
-        if kind == "critical":
-            self.failed = True
-            self._interrupt()  # motors stop at once
-            return "critical failure; R2 global reallocation follows"
-        if kind == "state_change":
-            try:
-                target = self._state_change_target(body)
-            except ValueError as exc:
-                return f"ignored: {exc}"
-            self._interrupt()  # the running action is cut off
-            await self._record(target, "state_change")
-            return f"state changed to {tuple(target)}; R3 follows"
-        a, b = self._blocked_edge(body)
-        self.blocked |= {(a, b), (b, a)}  # a blocked corridor is blocked both ways
-        self.unreported |= {(a, b)}
-        if body.get("scope") == "robot":  # only for this robot (too narrow for it, say)
-            self.private_edges |= {(a, b)}
-            return f"edge {a}-{b} blocked for {self.id} only; R4 follows"
-        return f"edge {a}-{b} blocked; R4 follows"

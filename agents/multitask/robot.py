@@ -25,7 +25,8 @@ Wire (see docs/multitask.md):
 The body is simulated inside the agent (the world service only knows PLACE): a
 behaviour takes the planner's ``Durations`` in simulated seconds, slept for
 ``time_factor`` wall seconds each. One step = the behaviours granted together; the
-next round starts when the step's last behaviour is done, as in ``simulate``. There
+next round starts when the step's last behaviour is done: the agent drives the
+planner's ``RoundStepper``, the same loop ``simulate`` runs. There
 is no shared world: a unit released by a robot that died is redone from its first
 leaf, with its object where the mission put it.
 
@@ -46,7 +47,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
-from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.broker import ConfigError, PlanningError, SpecificationError
@@ -56,17 +56,14 @@ from teamtree.planners.multitask import (
     MultitaskProblem,
     MultitaskState,
     Request,
+    RoundStepper,
     RunResult,
-    Step,
     adopt_peer_unit,
-    check_state,
     co_located_units,
-    distance,
     exhaustive_plan,
     lookahead_plan,
     plan_policy,
     problem_from_mission,
-    round_duration,
     simulate,
     unit_of,
     unit_tree,
@@ -75,7 +72,6 @@ from teamtree.planners.tasktree import (
     AbortBehaviour,
     BehaviourFinished,
     ClaimDecided,
-    ConnectionChanged,
     PauseBehaviour,
     PresenceChanged,
     PublishClaim,
@@ -175,7 +171,8 @@ class MultitaskRobot(PeerRuleMember):
         self.max_expansions = max_expansions
         mode = Mode.SEQUENTIAL if planner == "sequential" else Mode.MULTITASK
         self.allocator = MultitaskAllocator(problem, mode=mode)
-        self.task_state = self.allocator.initial_state()
+        self.stepper = RoundStepper(self.allocator, strict=True)
+        """The planner's round loop; this agent drives it in wall time."""
         self.units = unit_of(problem.tree)
         """Each leaf's unit (the node peers claim)."""
         self.unit_tree = unit_tree(problem.tree)
@@ -265,11 +262,6 @@ class MultitaskRobot(PeerRuleMember):
         s = self.clock.now()
         return (s.wall_ms, s.logical, s.node)
 
-    def peers(self) -> set[str]:
-        """Multitask robots of the roster online now, other than this one."""
-        online = self.team_view.online(kind=self.kind) - {self.id}
-        return {a for a in online if self.in_roster(a)}
-
     async def feed(self, event: Any) -> None:
         """Hand one event to the unit controller and carry out its actions."""
         if self.controller is None:
@@ -325,23 +317,9 @@ class MultitaskRobot(PeerRuleMember):
                 if fut is not None and not fut.done():
                     fut.set_result((won, reason))
 
-    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
-        member = self.team_view.get(agent_id)
-        if member is None or member.kind != self.kind or agent_id == self.id:
-            return
-        if not self.in_roster(agent_id):
-            return
-        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
-
-    async def on_connected(self) -> None:
-        if self.controller is not None and self.connection.connects > 1:
-            await self.feed(ConnectionChanged(True, frozenset(self.peers())))
+    async def publish_controller_snapshot(self) -> None:
+        if self.controller is not None:
             await self._act(PublishSnapshot(self.controller.snapshot(self._now())))
-
-    def _on_connection_lost(self) -> None:
-        super()._on_connection_lost()
-        if self.controller is not None and self.state.value == "running":
-            self.spawn(self.feed(ConnectionChanged(False)), "connection_lost")
 
     async def on_tick(self) -> None:
         if self.controller is not None:
@@ -411,7 +389,7 @@ class MultitaskRobot(PeerRuleMember):
             if unit in self.units_done:
                 continue  # this robot's own
             leaves = self.problem.tree.leaf_ids(unit)
-            self.task_state = adopt_peer_unit(self.allocator, self.task_state, leaves)
+            self.stepper.set_state(adopt_peer_unit(self.allocator, self.task_state, leaves))
             self.units_done[unit] = "peer"
             self.log.info("unit.done_by_peer", unit=unit)
 
@@ -422,6 +400,11 @@ class MultitaskRobot(PeerRuleMember):
             if self.allocator.satisfied(self.task_state, unit):
                 self.units_done[unit] = self.id
                 await self.feed(BehaviourFinished(unit))
+
+    @property
+    def task_state(self) -> MultitaskState:
+        """The tree's state now (the stepper's)."""
+        return self.stepper.state
 
     # -- publishing --------------------------------------------------------------
 
@@ -491,7 +474,7 @@ class MultitaskRobot(PeerRuleMember):
             self.log.warning("team.incomplete", missing=missing)
 
     async def _start_controller(self) -> None:
-        peers = self.peers()
+        peers = self.peer_rule_peers()
         self.controller = TaskController(
             self.unit_tree,
             self.id,
@@ -553,7 +536,7 @@ class MultitaskRobot(PeerRuleMember):
             time_factor=self.time_factor,
             leaves=len(tree.leaves),
             units=len(self.unit_tree.leaves),
-            peers=sorted(self.peers()),
+            peers=sorted(self.peer_rule_peers()),
         )
         await self._publish_snapshot()
         await self._publish_state(0, 0.0)
@@ -589,7 +572,7 @@ class MultitaskRobot(PeerRuleMember):
                 unit = self.units[r.leaf]
                 potential[unit] = max(potential.get(unit, r.potential), r.potential)
             if await self._claim_units(potential, potential):
-                if self.bundle and self.peers():
+                if self.bundle and self.peer_rule_peers():
                     for r in granted:
                         extra = co_located_units(alloc, self.task_state, r, self._free_units())
                         if extra:
@@ -626,44 +609,36 @@ class MultitaskRobot(PeerRuleMember):
         return c is not None and any(agent != self.id for agent, _ in c.working.values())
 
     async def _execute(self, policy: Policy, wall0: float) -> RunResult:
-        """Run rounds until the tree is done (see ``simulate.run_policy``, of which this
-        is the timed, published twin). Raises PlanningError when nothing can run."""
+        """Run rounds until the tree is done, driving the planner's ``RoundStepper`` (the
+        loop ``simulate.run_policy`` drives too) in wall time: each behaviour ends at its
+        simulated end time, and every transition is published. Raises PlanningError when
+        nothing can run or an invariant breaks."""
         alloc = self.allocator
+        stepper = self.stepper
         loop = asyncio.get_running_loop()
-        steps: list[Step] = []
-        clock = 0.0
-        travelled = 0.0
-        limit = 4 * len(alloc.tree.leaves) + 8
         while True:
             granted = await self._next_round(policy)
-            if alloc.is_complete(self.task_state):
+            if stepper.complete:
                 break
-            if len(steps) >= limit:
-                raise PlanningError(f"the tree is not done after {limit} steps")
+            if stepper.exhausted:
+                raise PlanningError(f"the tree is not done after {stepper.max_steps} steps")
+            clock = stepper.clock
             if not granted:
                 trailing = alloc.allocate(self.task_state, self._blocked()).trailing
                 if trailing and await self._claim_units(self.units[leaf] for leaf in trailing):
                     for leaf in trailing:
                         await self._transition(
-                            leaf, "skipped", step=len(steps), sim_s=round(clock, 3)
+                            leaf, "skipped", step=len(stepper.rounds), sim_s=round(clock, 3)
                         )
-                    self.task_state = alloc.start(self.task_state, (), trailing)
+                    stepper.skip_trailing(trailing)
                     await self._units_finished()
                     continue
-                clock = await self._wait_for_team(clock, wall0)
+                stepper.idle_until(await self._wait_for_team(clock, wall0))
                 continue
-            leaves = tuple(r.leaf for r in granted)
-            finished = set(leaves) & self.task_state.finished
-            if finished:
-                raise PlanningError(f"granted leaves already finished: {sorted(finished)}")
-            skips = tuple(dict.fromkeys(s for r in granted for s in r.skips))
-            took = {leaf: round_duration(alloc, self.task_state, [leaf]) for leaf in leaves}
-            start_pos = self.task_state.world.robot
-            index = len(steps)
-            for leaf in skips:
+            opened = stepper.start_round(granted)
+            index, leaves = opened.index, opened.behaviours
+            for leaf in opened.skipped:
                 await self._transition(leaf, "skipped", step=index, sim_s=round(clock, 3))
-            self.task_state = alloc.start(self.task_state, granted, skips)
-            self._check(index, "start")
             for r in granted:
                 owned = [x.name for x in self.task_state.resources if r.leaf in x.owners]
                 await self._transition(
@@ -673,7 +648,7 @@ class MultitaskRobot(PeerRuleMember):
                     grasp=None,
                     step=index,
                     sim_s=round(clock, 3),
-                    duration_s=round(took[r.leaf], 3),
+                    duration_s=round(opened.durations[r.leaf], 3),
                     resources=owned,
                     together=[x for x in leaves if x != r.leaf],
                     unit=self.units[r.leaf],
@@ -682,35 +657,18 @@ class MultitaskRobot(PeerRuleMember):
                 "step.started",
                 step=index,
                 behaviours=list(leaves),
-                skipped=list(skips),
+                skipped=list(opened.skipped),
                 sim_s=round(clock, 1),
             )
             await self._publish_state(index, clock)
-            for leaf in sorted(leaves, key=lambda x: (took[x], leaves.index(x))):
-                end = clock + took[leaf]
+            for leaf in opened.finish_order:
+                end = opened.end_s(leaf)
                 await asyncio.sleep(max(0.0, wall0 + end * self.time_factor - loop.time()))
-                self.task_state = alloc.finish(self.task_state, leaf)
+                stepper.finish(leaf)
                 await self._transition(leaf, "done", step=index, sim_s=round(end, 3))
-            self._check(index, "finish")
             await self._units_finished()
-            dt = max(took.values())
-            travelled += distance(start_pos, self.task_state.world.robot)
-            steps.append(Step(index, leaves, skips, clock, dt))
-            clock += dt
-            await self._publish_state(index, clock)
-        return RunResult(
-            planner=self.planner,
-            steps=tuple(steps),
-            completed=True,
-            time_s=clock,
-            distance_m=travelled,
-            final=self.task_state,
-        )
-
-    def _check(self, step: int, when: str) -> None:
-        broken = check_state(self.allocator, self.task_state)
-        if broken:
-            raise PlanningError(f"step {step} {when}: {'; '.join(broken)}")
+            await self._publish_state(index, stepper.clock)
+        return stepper.result(self.planner)
 
     async def _summarise(self, run: RunResult, wall_s: float) -> None:
         """One log event per figure, the one-at-a-time comparison, and one event message."""
@@ -728,7 +686,7 @@ class MultitaskRobot(PeerRuleMember):
             wall_s=round(wall_s, 2),
             distance_m=round(run.distance_m, 2),
         )
-        team = bool(by_peers or self.expect_peers or self.peers())
+        team = bool(by_peers or self.expect_peers or self.peer_rule_peers())
         if team:
             alone = "sequential" if self.planner == "sequential" else "greedy"
             solo = simulate(self.problem, alone)

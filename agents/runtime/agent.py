@@ -8,7 +8,8 @@ publishes OFFLINE and disconnects cleanly, so the Last Will does not fire.
 Subclasses override small hooks (``setup``, ``on_connected``, ``on_presence``,
 ``on_tick``, ``main``, ``on_stop``) and register handlers with ``on_team`` /
 ``on_agents``. Handlers run one at a time in arrival order and must not wait for
-other messages; use ``spawn`` for work that does.
+other messages; use ``spawn`` for work that does. ``on_connection_lost`` and
+``on_connection_regained`` tell a subclass when the broker goes and comes back.
 """
 
 from __future__ import annotations
@@ -155,6 +156,13 @@ class Agent:
 
     async def on_connected(self) -> None:
         """After every (re)connect, once presence is published."""
+
+    async def on_connection_lost(self) -> None:
+        """The broker connection dropped while running (it is being re-established);
+        requests in flight have already failed with ConnectionLostError."""
+
+    async def on_connection_regained(self) -> None:
+        """After every reconnect (not the first connect), once ``on_connected`` ran."""
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         """A teammate's presence changed."""
@@ -641,6 +649,8 @@ class Agent:
 
     async def _after_connect(self) -> None:
         await self.on_connected()
+        if self.connection.connects > 1:
+            await self.on_connection_regained()
 
     def _on_connection_lost(self) -> None:
         if self.state is AgentState.RUNNING:
@@ -648,6 +658,8 @@ class Agent:
         self._pending.fail_all(
             ConnectionLostError("connection to the broker was lost", endpoint=str(self.endpoint))
         )
+        if self.state is AgentState.RUNNING:
+            self.spawn(self.on_connection_lost(), "on_connection_lost")
 
     # -- loops -----------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Inbound peer-rule traffic for agents that run a ``TaskController``.
+"""The peer rule's glue for agents that run a ``TaskController``, written once.
 
 The seed 000 robot and the seed 004 multitask robot take claims, claim replies, node
 transitions and snapshots from their peers the same way: decode the body, check that
@@ -8,13 +8,19 @@ speak for another), drop and log anything else, and hand the event to ``feed``.
 Only the mission's roster speaks for the tree: with ``roster`` set (the config's
 members and humans), claims, replies, transitions and snapshots from anyone else
 (observers, strangers, made-up ids) are dropped and counted as ``not_member``.
+
+They also tell their controller about the team the same way: the peers are the
+ONLINE agents of the same kind (``peer_rule_peers``); a peer's presence change is a
+``PresenceChanged``; losing the broker is ``ConnectionChanged(False)``; regaining it is
+``ConnectionChanged(True, peers)`` followed by a fresh snapshot.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.agent import Agent, AgentState
+from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.peer_wire import (
     claim_from_wire,
     reply_from_wire,
@@ -23,6 +29,7 @@ from teamtree.agents.tasktree.peer_wire import (
 )
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
+from teamtree.planners.tasktree import ConnectionChanged, PresenceChanged, TaskController
 
 __all__ = ["PeerRuleMember"]
 
@@ -30,10 +37,12 @@ __all__ = ["PeerRuleMember"]
 class PeerRuleMember(Agent):
     """An Agent whose ``feed(event)`` takes the peer rule's events (see module docstring).
 
-    ``subscribe_peer_rule`` registers the four handlers on the given channels.
+    ``subscribe_peer_rule`` registers the four handlers on the given channels. Until a
+    subclass sets ``controller``, presence and connection changes are not fed.
     ``roster``: the ids whose peer-rule messages count (None: anyone's, for tests).
     """
 
+    controller: TaskController | None = None
     roster: frozenset[str] | None = None
 
     def in_roster(self, agent_id: str) -> bool:
@@ -43,6 +52,32 @@ class PeerRuleMember(Agent):
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions (subclasses)."""
         raise TypeError(f"{type(self).__name__} must define feed()")
+
+    async def publish_controller_snapshot(self) -> None:
+        """Publish the controller's snapshot (subclasses; sent after a reconnect)."""
+        raise TypeError(f"{type(self).__name__} must define publish_controller_snapshot()")
+
+    def peer_rule_peers(self) -> set[str]:
+        """Agents of this kind ONLINE now, other than this one: the peers whose replies
+        a claim waits for."""
+        return {a for a in self.team_view.online(kind=self.kind) - {self.id} if self.in_roster(a)}
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        member = self.team_view.get(agent_id)
+        if member is None or member.kind != self.kind or agent_id == self.id:
+            return
+        if not self.in_roster(agent_id):
+            return
+        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
+
+    async def on_connection_lost(self) -> None:
+        if self.controller is not None and self.state is AgentState.RUNNING:
+            await self.feed(ConnectionChanged(False))
+
+    async def on_connection_regained(self) -> None:
+        if self.controller is not None:
+            await self.feed(ConnectionChanged(True, frozenset(self.peer_rule_peers())))
+            await self.publish_controller_snapshot()
 
     def subscribe_peer_rule(
         self,

@@ -65,7 +65,6 @@ from teamtree.planners.tasktree import (
     Claim,
     ClaimDecided,
     ClaimReply,
-    ConnectionChanged,
     EffectConfirmed,
     GraspScorer,
     HandSample,
@@ -299,9 +298,6 @@ class RobotAgent(PeerRuleMember):
         stamp = self.clock.now()
         return (stamp.wall_ms, stamp.logical, stamp.node)
 
-    def robot_peers(self) -> set[str]:
-        return {a for a in self.team_view.online(kind=self.kind) if self.in_roster(a)}
-
     async def feed(self, event: Any) -> None:
         """Hand one event to the controller and carry out its actions."""
         c = self.controller
@@ -484,19 +480,11 @@ class RobotAgent(PeerRuleMember):
         if member is not None and member.kind == "world":
             gone = not self.team_view.online(kind="world")
             self._world_lost_at = (self._world_lost_at or time.monotonic()) if gone else None
-        if member is None or member.kind != self.kind or not self.in_roster(agent_id):
-            return
-        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
+        await super().on_presence(agent_id, old, new)
 
-    async def on_connected(self) -> None:
-        if self.controller is not None and self.connection.connects > 1:
-            await self.feed(ConnectionChanged(True, frozenset(self.robot_peers())))
+    async def publish_controller_snapshot(self) -> None:
+        if self.controller is not None:
             await self._publish_snapshot(self.controller.snapshot(self._now()))
-
-    def _on_connection_lost(self) -> None:
-        super()._on_connection_lost()
-        if self.controller is not None and self.state.value == "running":
-            self.spawn(self.feed(ConnectionChanged(False)), "connection_lost")
 
     async def _on_progress(self, env: Envelope, topic: Topic) -> None:
         if env.sender != self.driver or not isinstance(env.body, dict):
@@ -813,9 +801,9 @@ class RobotAgent(PeerRuleMember):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.start_timeout_s
         await asyncio.sleep(0.3)  # retained presence and snapshots arrive first
-        while not set(self.expect_peers) <= self.robot_peers() and loop.time() < deadline:
+        while not set(self.expect_peers) <= self.peer_rule_peers() and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        peers = self.robot_peers()
+        peers = self.peer_rule_peers()
         missing = sorted(set(self.expect_peers) - peers)
         if missing:
             self.log.warning("team.incomplete", missing=missing, online=sorted(peers))

@@ -94,12 +94,13 @@ class RobotAction(enum.Enum):
     R6 = "reject a task assigned by the human"
 
 
-Action = HumanAction | RobotAction
+KittingAction = HumanAction | RobotAction
+"""A human's or the robot's action in the kitting subtask's state machine (Table II)."""
 _S = SubtaskState
 _H = HumanAction
 _R = RobotAction
 
-TRANSITIONS: Mapping[tuple[SubtaskState, Action, bool], SubtaskState] = {
+TRANSITIONS: Mapping[tuple[SubtaskState, KittingAction, bool], SubtaskState] = {
     (_S.INITIAL, _H.H1, True): _S.PLACED_CORRECTLY,
     (_S.INITIAL, _H.H1, False): _S.MISPLACED,
     (_S.INITIAL, _H.H2, True): _S.ASSIGNED_TO_ROBOT_CORRECTLY,
@@ -125,7 +126,7 @@ the robot may assign it (R2); H3 may also take a correctly placed block away.
 """
 
 
-def next_state(state: SubtaskState, action: Action, correct: bool = True) -> SubtaskState:
+def next_state(state: SubtaskState, action: KittingAction, correct: bool = True) -> SubtaskState:
     """The state after ``action`` (Fig. 6); raises ``SpecificationError`` if not allowed."""
     try:
         return TRANSITIONS[state, action, correct]

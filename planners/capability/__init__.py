@@ -15,8 +15,8 @@ from teamtree.planners.capability.control_graph import (
     component_node,
 )
 from teamtree.planners.capability.favor import (
-    Action,
     FavorAccept,
+    FavorAction,
     FavorGrant,
     FavorReject,
     FavorRelease,
@@ -94,11 +94,11 @@ from teamtree.planners.capability.verification import (
 
 __all__ = [
     "JOBS",
-    "Action",
     "ActiveMatcher",
     "ControlGraph",
     "ControlRoute",
     "FavorAccept",
+    "FavorAction",
     "FavorGrant",
     "FavorQuery",
     "FavorReject",

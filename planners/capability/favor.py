@@ -241,7 +241,8 @@ class RoleChanged:
     requester: str | None = None
 
 
-Action = Send | Selected | SelectionFailed | HelperLost | RoleChanged
+FavorAction = Send | Selected | SelectionFailed | HelperLost | RoleChanged
+"""What a favor requester or responder asks its agent to do (send, report a selection)."""
 
 
 def is_idle(battery: float, has_job: bool, threshold: float = IDLE_BATTERY_THRESHOLD) -> bool:
@@ -326,7 +327,7 @@ class FavorRequester:
 
     def _new_round(
         self, now: float, neighbours: Sequence[str], expect: Sequence[str] | None = None
-    ) -> list[Action]:
+    ) -> list[FavorAction]:
         self.round += 1
         self.request_id = f"{self.prefix}#{self.round}"
         self.deadline = now + self.window
@@ -339,7 +340,7 @@ class FavorRequester:
             self.deadline,
             (self.agent.robot_id,),
         )
-        out: list[Action] = []
+        out: list[FavorAction] = []
         helping = {x.helper for x in self.accepted()}
         self.answered = set()
         if expect is not None:
@@ -357,7 +358,7 @@ class FavorRequester:
     # events ------------------------------------------------------------------
     def start(
         self, now: float, neighbours: Sequence[str], expect: Sequence[str] | None = None
-    ) -> list[Action]:
+    ) -> list[FavorAction]:
         """The job arrived: spread the request to ``neighbours`` (idle, in range).
 
         ``expect``: the robots that will grant or decline (the window closes when all
@@ -373,13 +374,13 @@ class FavorRequester:
         """Every expected robot has granted or declined in the current round."""
         return self.expect is not None and self.expect <= self.answered
 
-    def _close_if_answered(self, now: float) -> list[Action]:
+    def _close_if_answered(self, now: float) -> list[FavorAction]:
         if self.state == RequesterState.COLLECTING and self.all_answered():
             self.closed_by = "all answered"
             return self._select(now)
         return []
 
-    def on_message(self, msg: Message, now: float) -> list[Action]:
+    def on_message(self, msg: Message, now: float) -> list[FavorAction]:
         """A message addressed to this requester."""
         if getattr(msg, "requester", None) != self.agent.robot_id:
             return []
@@ -415,7 +416,7 @@ class FavorRequester:
             return self._lose(lease, now, msg.reason or "revoked", LeaseState.REVOKED)
         return []
 
-    def _on_grant(self, msg: FavorGrant, now: float) -> list[Action]:
+    def _on_grant(self, msg: FavorGrant, now: float) -> list[FavorAction]:
         lease = self._lease(msg.request_id, msg.helper, now)
         if (
             msg.request_id != self.request_id
@@ -446,11 +447,11 @@ class FavorRequester:
         now: float,
         neighbours: Sequence[str] | None = None,
         expect: Sequence[str] | None = None,
-    ) -> list[Action]:
+    ) -> list[FavorAction]:
         """Advance time: close the collection at the deadline, start a due retry round
         (with ``neighbours`` and ``expect`` when given, else the last ones), watch
         helpers' heartbeats."""
-        out: list[Action] = []
+        out: list[FavorAction] = []
         if self.round_due(now):
             nbs = self._neighbours if neighbours is None else neighbours
             out.extend(self._new_round(now, nbs, expect))
@@ -467,7 +468,7 @@ class FavorRequester:
                     break
         return out
 
-    def lose_helper(self, helper: str, now: float, reason: str = "gone") -> list[Action]:
+    def lose_helper(self, helper: str, now: float, reason: str = "gone") -> list[FavorAction]:
         """An accepted helper vanished (e.g. its Last Will): expire its lease and seek
         another, as a silent helper. Does nothing for a robot that is not helping."""
         for lease in self.accepted():
@@ -475,9 +476,9 @@ class FavorRequester:
                 return self._lose(lease, now, reason, LeaseState.EXPIRED)
         return []
 
-    def finish(self, now: float) -> list[Action]:
+    def finish(self, now: float) -> list[FavorAction]:
         """The job is done: release every helper."""
-        out: list[Action] = []
+        out: list[FavorAction] = []
         for lease in self.accepted():
             lease.move(LeaseState.RELEASED, now, "done")
             out.append(
@@ -491,8 +492,8 @@ class FavorRequester:
         return out
 
     # decisions ---------------------------------------------------------------
-    def _select(self, now: float) -> list[Action]:
-        out: list[Action] = []
+    def _select(self, now: float) -> list[FavorAction]:
+        out: list[FavorAction] = []
         grants: list[Lease] = []
         for lease in self.leases.values():
             if lease.request_id != self.request_id:
@@ -582,10 +583,10 @@ class FavorRequester:
         out.append(Selected(selection, self.round))
         return out
 
-    def _lose(self, lease: Lease, now: float, reason: str, to: LeaseState) -> list[Action]:
+    def _lose(self, lease: Lease, now: float, reason: str, to: LeaseState) -> list[FavorAction]:
         lease.move(to, now, reason)
         self.lost.add(lease.helper)
-        out: list[Action] = [HelperLost(lease.helper, reason)]
+        out: list[FavorAction] = [HelperLost(lease.helper, reason)]
         if to == LeaseState.EXPIRED:
             out.append(
                 Send(
@@ -639,7 +640,9 @@ class FavorResponder:
             return "helping"
         return "busy" if self.has_job else "idle"
 
-    def on_request(self, req: FavorRequest, now: float, neighbours: Sequence[str]) -> list[Action]:
+    def on_request(
+        self, req: FavorRequest, now: float, neighbours: Sequence[str]
+    ) -> list[FavorAction]:
         """Grant, forward, or both (method 2); duplicates and own requests do nothing."""
         for rid, until in list(self.seen.items()):
             if until < now:
@@ -656,7 +659,7 @@ class FavorResponder:
             # the requester started a new round: its release of the old grant was lost
             held.move(LeaseState.REJECTED, now, "superseded")
         self.seen[req.request_id] = req.deadline + self.hold
-        out: list[Action] = []
+        out: list[FavorAction] = []
         granted = False
         if now <= req.deadline:
             offer = self.matcher.answer(req.query, self.profile)
@@ -691,7 +694,7 @@ class FavorResponder:
             and self.lease.requester == msg.requester
         )
 
-    def on_message(self, msg: Message, now: float) -> list[Action]:
+    def on_message(self, msg: Message, now: float) -> list[FavorAction]:
         """Acceptance, release (or decline) from a requester."""
         if getattr(msg, "helper", None) != self.robot_id:
             return []
@@ -706,7 +709,7 @@ class FavorResponder:
             self.lease.move(LeaseState.REJECTED, now, msg.reason)
         return []
 
-    def _on_accept(self, msg: FavorAccept, now: float) -> list[Action]:
+    def _on_accept(self, msg: FavorAccept, now: float) -> list[FavorAction]:
         status = HelperStatus(msg.request_id, msg.requester, self.robot_id, self.battery)
         if self._mine(msg):
             assert self.lease is not None
@@ -734,7 +737,7 @@ class FavorResponder:
             )
         ]
 
-    def requester_gone(self, requester: str, now: float) -> list[Action]:
+    def requester_gone(self, requester: str, now: float) -> list[FavorAction]:
         """The requester vanished (e.g. its Last Will): end a favor held for it."""
         lease = self.lease
         if lease is None or lease.requester != requester or not lease.active:
@@ -743,7 +746,7 @@ class FavorResponder:
         lease.move(LeaseState.EXPIRED, now, "requester gone")
         return [RoleChanged(self.robot_id, self.role)] if was_helping else []
 
-    def tick(self, now: float, battery: float | None = None) -> list[Action]:
+    def tick(self, now: float, battery: float | None = None) -> list[FavorAction]:
         """Advance time (and battery): lapse holds, heartbeat, withdraw on low battery."""
         if battery is not None:
             self.battery = battery

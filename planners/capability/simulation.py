@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from teamtree.hardware import RobotProfile
 from teamtree.planners.capability.favor import (
-    Action,
+    FavorAction,
     FavorRequest,
     FavorRequester,
     FavorResponder,
@@ -35,7 +35,7 @@ class SimEvent:
 
     time: float
     robot: str
-    action: Action
+    action: FavorAction
 
 
 @dataclass
@@ -110,7 +110,7 @@ class FavorSimulation:
         """Change a robot's battery (its responder notices on the next tick)."""
         self.responders[rid].battery = battery
 
-    def _apply(self, rid: str, actions: list[Action]) -> None:
+    def _apply(self, rid: str, actions: list[FavorAction]) -> None:
         for act in actions:
             if isinstance(act, Send):
                 self.sent += 1

@@ -1,6 +1,7 @@
 """LTL missions for robot teams (seed 003, Zhou et al.): parsing, translation to an
 automaton by progression, transition systems, product and team automata, offline
-allocation, local and global reallocation, and a joint-trace checker. Pure.
+allocation, local and global reallocation (every search on one Dijkstra, ``shortest``),
+and a joint-trace checker. Pure.
 """
 
 from teamtree.planners.ltl.automaton import Automaton, Progression
@@ -33,6 +34,7 @@ from teamtree.planners.ltl.realloc import (
     reallocate_global,
     reallocate_state_change,
 )
+from teamtree.planners.ltl.shortest import PathStep, shortest_path
 from teamtree.planners.ltl.syntax import Formula, LTLSyntaxError, evaluate, parse
 from teamtree.planners.ltl.team import (
     Mission,
@@ -56,6 +58,7 @@ __all__ = [
     "Mission",
     "ModeAction",
     "PAState",
+    "PathStep",
     "ProductAutomaton",
     "Progression",
     "RegionMap",
@@ -83,4 +86,5 @@ __all__ = [
     "reallocate_state_change",
     "replicated_team",
     "search_team",
+    "shortest_path",
 ]

@@ -9,13 +9,13 @@ per action, ``stay`` included.
 
 from __future__ import annotations
 
-import heapq
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from teamtree.broker import InfeasibleError, PlanningError, SpecificationError
 from teamtree.planners.ltl.model import PAState, ProductAutomaton, Transition, TSState
+from teamtree.planners.ltl.shortest import shortest_path
 from teamtree.planners.ltl.team import Mission, RobotPlan, TeamPlan, decomposition_set
 
 __all__ = [
@@ -116,37 +116,19 @@ def find_path(pa: ProductAutomaton, start: PAState, target_q: int, robot: str) -
     def goal(q: int) -> bool:
         return q == target_q or (any_final and q in aut.accepting)
 
-    tie = itertools.count()
-    dist = {start: 0.0}
-    parent: dict[PAState, tuple[PAState, str, float]] = {}
-    done: set[PAState] = set()
-    heap = [(0.0, next(tie), start)]
-    while heap:
-        d, _, node = heapq.heappop(heap)
-        if node in done:
-            continue
-        done.add(node)
-        if goal(node.q):
-            steps = []
-            cur = node
-            while cur != start:
-                prev, action, w = parent[cur]
-                steps.append((cur, action, w))
-                cur = prev
-            steps.reverse()
-            return RobotPlan(
-                robot,
-                (start.s, *(n.s for n, _, _ in steps)),
-                tuple(a for _, a, _ in steps),
-                tuple(w for _, _, w in steps),
-                (start.q, *(n.q for n, _, _ in steps)),
-            )
+    def successors(node: PAState) -> Iterator[tuple[PAState, str, float]]:
         for nxt, t in pa.successors(node):
-            nd = d + t.weight
-            if nxt not in done and nd < dist.get(nxt, float("inf")):
-                dist[nxt] = nd
-                parent[nxt] = (node, t.action, t.weight)
-                heapq.heappush(heap, (nd, next(tie), nxt))
+            yield nxt, t.action, t.weight
+
+    steps, _ = shortest_path(start, successors, lambda node: goal(node.q))
+    if steps is not None:
+        return RobotPlan(
+            robot,
+            (start.s, *(n.s for n, _, _ in steps)),
+            tuple(a for _, a, _ in steps),
+            tuple(w for _, _, w in steps),
+            (start.q, *(n.q for n, _, _ in steps)),
+        )
     err = InfeasibleError(
         f"{robot} cannot finish its sub-task from {tuple(start.s)}: no path in its product "
         f"automaton reaches its sub-task's end (still to do there: "

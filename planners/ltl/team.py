@@ -23,6 +23,7 @@ from teamtree.planners.ltl.model import (
     RobotModel,
     TSState,
 )
+from teamtree.planners.ltl.shortest import PathStep, shortest_path
 from teamtree.planners.ltl.syntax import Formula
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Mission",
     "RobotPlan",
     "TeamAutomaton",
+    "TeamPathStep",
     "TeamPlan",
     "decomposition_set",
     "search_team",
@@ -176,12 +178,12 @@ class TeamAutomaton:
         return node[1] in self.automaton.accepting
 
 
-Step = tuple[TeamState, str, float]  # (state reached, action taken to reach it, weight)
+TeamPathStep = PathStep[TeamState]  # (state reached, action taken to reach it, weight)
 
 
 def search_team(
     team: TeamAutomaton, objective: str = "sum", *, max_states: int | None = None
-) -> tuple[list[Step], int]:
+) -> tuple[list[TeamPathStep], int]:
     """Cheapest path from the initial team state to an accepting one.
 
     ``sum`` (the authors' objective): Dijkstra on the total action weight.
@@ -204,42 +206,17 @@ def search_team(
     return _makespan(team, max_states)
 
 
-def _dijkstra(team: TeamAutomaton, max_states: int | None) -> tuple[list[Step], int]:
+def _dijkstra(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
     start = team.initial
-    dist: dict[TeamState, float] = {start: 0.0}
-    parent: dict[TeamState, tuple[TeamState, str, float]] = {}
-    done: set[TeamState] = set()
-    tie = itertools.count()
-    heap: list[tuple[float, int, TeamState]] = [(0.0, next(tie), start)]
-    while heap:
-        d, _, node = heapq.heappop(heap)
-        if node in done:
-            continue
-        done.add(node)
-        if team.is_accepting(node):
-            path: list[Step] = []
-            cur = node
-            while cur != start:
-                prev, action, w = parent[cur]
-                path.append((cur, action, w))
-                cur = prev
-            path.append((start, "", 0.0))
-            path.reverse()
-            return path, len(done)
-        if max_states is not None and len(done) >= max_states:
-            raise SolverLimitError(
-                f"team search stopped after {len(done)} states (max_states={max_states})"
-            )
-        for nxt, action, w in team.successors(node):
-            nd = d + w
-            if nxt not in done and nd < dist.get(nxt, float("inf")):
-                dist[nxt] = nd
-                parent[nxt] = (node, action, w)
-                heapq.heappush(heap, (nd, next(tie), nxt))
-    raise _no_path(team, len(done))
+    path, expanded = shortest_path(
+        start, team.successors, team.is_accepting, max_states=max_states, what="team search"
+    )
+    if path is None:
+        raise _no_path(team, expanded)
+    return [(start, "", 0.0), *path], expanded
 
 
-def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[Step], int]:
+def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
     start = team.initial
     # label: (finished max, current robot cost, total, node, parent label index, action, w)
     labels: list[tuple[float, float, float, TeamState, int, str, float]] = []
@@ -266,7 +243,7 @@ def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[Step], 
         pareto.append((m, c))
         expanded += 1
         if team.is_accepting(node):
-            path: list[Step] = []
+            path: list[TeamPathStep] = []
             cur = li
             while cur >= 0:
                 _, _, _, nd, par, act, w = labels[cur]
@@ -438,7 +415,7 @@ class Mission:
 
 def project(
     mission: Mission,
-    path: list[Step],
+    path: list[TeamPathStep],
     names: list[str],
     team: TeamAutomaton,
     objective: str,

@@ -1,9 +1,10 @@
 """Single-robot multitasking by dynamic resource allocation over task trees (seed 004).
 
 Pure: the pick-and-place world and behaviours (``model``), the tree mechanics with
-FindCompatible, skips and hand-offs (``allocator``), a discrete simulator with the
-one-at-a-time baseline (``simulate``), and exhaustive and lookahead planners over
-orderings (``search``). Resources and robot profiles are in
+FindCompatible, skips and hand-offs (``allocator``), the one round loop as a stepper
+(``rounds``, driven by the simulator and by the multitask agent), a discrete simulator
+with the one-at-a-time baseline (``simulate``), and exhaustive and lookahead planners
+over orderings (``search``). Resources and robot profiles are in
 ``teamtree.hardware.resources``.
 """
 
@@ -30,6 +31,14 @@ from teamtree.planners.multitask.model import (
     pick_and_place_tree,
     problem_from_mission,
 )
+from teamtree.planners.multitask.rounds import (
+    OpenRound,
+    Round,
+    RoundStepper,
+    RunResult,
+    check_state,
+    round_duration,
+)
 from teamtree.planners.multitask.search import (
     Plan,
     exhaustive_plan,
@@ -39,15 +48,7 @@ from teamtree.planners.multitask.search import (
     plan_policy,
     transition,
 )
-from teamtree.planners.multitask.simulate import (
-    RoundPolicy,
-    RunResult,
-    Step,
-    check_state,
-    round_duration,
-    run_policy,
-    simulate,
-)
+from teamtree.planners.multitask.simulate import RoundPolicy, run_policy, simulate
 from teamtree.planners.multitask.units import (
     UNIT_BEHAVIOR,
     adopt_peer_unit,
@@ -69,12 +70,14 @@ __all__ = [
     "MultitaskProblem",
     "MultitaskState",
     "ObjectSpec",
+    "OpenRound",
     "Plan",
     "Point",
     "Request",
+    "Round",
     "RoundPolicy",
+    "RoundStepper",
     "RunResult",
-    "Step",
     "World",
     "adopt_peer_unit",
     "check_state",

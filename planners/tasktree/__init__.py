@@ -30,13 +30,13 @@ from teamtree.planners.tasktree.metrics import (
 )
 from teamtree.planners.tasktree.peer import (
     AbortBehaviour,
-    Action,
     BehaviourFinished,
     Claim,
     ClaimDecided,
     ClaimReply,
     ClaimRule,
     ConnectionChanged,
+    ControllerAction,
     EffectConfirmed,
     Event,
     NodeReport,
@@ -90,7 +90,6 @@ from teamtree.planners.tasktree.tree import (
 
 __all__ = [
     "AbortBehaviour",
-    "Action",
     "ActivationMetric",
     "ArmModel",
     "BehaviourFinished",
@@ -99,6 +98,7 @@ __all__ = [
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "ControllerAction",
     "CrashSpec",
     "EffectConfirmed",
     "Event",

@@ -71,13 +71,13 @@ from teamtree.planners.tasktree.tree import NodeKind, TaskTree
 
 __all__ = [
     "AbortBehaviour",
-    "Action",
     "BehaviourFinished",
     "Claim",
     "ClaimDecided",
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "ControllerAction",
     "EffectConfirmed",
     "Event",
     "NodeReport",
@@ -347,7 +347,7 @@ class ClaimDecided:
     reason: str
 
 
-Action = (
+ControllerAction = (
     PublishClaim
     | PublishReply
     | PublishTransition
@@ -358,6 +358,8 @@ Action = (
     | AbortBehaviour
     | ClaimDecided
 )
+"""What a ``TaskController`` asks its agent to do: publish, drive a behaviour, or
+report how a claim was decided."""
 
 
 def conflict_set(tree: TaskTree, leaf: str) -> frozenset[str]:
@@ -524,10 +526,10 @@ class TaskController:
 
     # ----------------------------------------------------------- the one entry point
 
-    def handle(self, event: Event, now: Stamp) -> list[Action]:
+    def handle(self, event: Event, now: Stamp) -> list[ControllerAction]:
         """Consume one event at HLC reading ``now``; return the actions to carry out."""
         self._last_stamp = now
-        out: list[Action] = []
+        out: list[ControllerAction] = []
         match event:
             case Tick():
                 self._on_tick(now, out)
@@ -557,7 +559,7 @@ class TaskController:
 
     # ----------------------------------------------------------- handlers
 
-    def _on_tick(self, now: Stamp, out: list[Action]) -> None:
+    def _on_tick(self, now: Stamp, out: list[ControllerAction]) -> None:
         if self._lapsing:
             self._release_lapsed(now)
         for node in list(self._inhibited):
@@ -585,7 +587,7 @@ class TaskController:
         if leaf is not None:
             self._start_claim(leaf, now, out)
 
-    def _on_want(self, want: Want, now: Stamp, out: list[Action]) -> None:
+    def _on_want(self, want: Want, now: Stamp, out: list[ControllerAction]) -> None:
         reason = ""
         if want.node not in self.tree.nodes or not self.tree[want.node].is_leaf:
             reason = "not a leaf of this tree"
@@ -611,7 +613,7 @@ class TaskController:
         self,
         leaf: str,
         now: Stamp,
-        out: list[Action],
+        out: list[ControllerAction],
         reclaim: bool = False,
         potential: float | None = None,
     ) -> None:
@@ -655,7 +657,7 @@ class TaskController:
             if n != leaf
         )
 
-    def _decide(self, now: Stamp, out: list[Action]) -> None:
+    def _decide(self, now: Stamp, out: list[ControllerAction]) -> None:
         p = self._pending
         if p is None:
             return
@@ -687,7 +689,7 @@ class TaskController:
         out.append(PublishTransition(Transition(leaf, self.me, NodeStatus.WORKING, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
 
-    def _abort_mine(self, leaf: str, reason: str, now: Stamp, out: list[Action]) -> None:
+    def _abort_mine(self, leaf: str, reason: str, now: Stamp, out: list[ControllerAction]) -> None:
         self.mine.pop(leaf, None)
         self._paused.discard(leaf)
         if self.working.get(leaf, ("",))[0] == self.me:
@@ -696,7 +698,7 @@ class TaskController:
         out.append(PublishTransition(Transition(leaf, self.me, NodeStatus.INACTIVE, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
 
-    def _on_claim(self, claim: Claim, now: Stamp, out: list[Action]) -> None:
+    def _on_claim(self, claim: Claim, now: Stamp, out: list[ControllerAction]) -> None:
         if claim.claimant == self.me or claim.node not in self.tree.nodes:
             return
         if not self.tree[claim.node].is_leaf:
@@ -752,7 +754,7 @@ class TaskController:
             )
         return NodeReport(node, PeerState.NONE)
 
-    def _on_reply(self, reply: ClaimReply, now: Stamp, out: list[Action]) -> None:
+    def _on_reply(self, reply: ClaimReply, now: Stamp, out: list[ControllerAction]) -> None:
         if reply.replier == self.me:
             return
         p = self._pending
@@ -792,7 +794,7 @@ class TaskController:
             p.replies[reply.replier] = max(p.replies.get(reply.replier, -1), reply.round)
         self._decide(now, out)
 
-    def _mark_done(self, node: str, now: Stamp, out: list[Action]) -> None:
+    def _mark_done(self, node: str, now: Stamp, out: list[ControllerAction]) -> None:
         """A peer says ``node`` is done. Not believed for a leaf this member works on:
         its own body (``BehaviourFinished``) or the world (``EffectConfirmed``) decides
         that ("done means done"; a forged or mistaken report aborts nothing). A paused
@@ -811,7 +813,7 @@ class TaskController:
         self.working.pop(node, None)
         self._inhibited.pop(node, None)
 
-    def _on_transition(self, t: Transition, now: Stamp, out: list[Action]) -> None:
+    def _on_transition(self, t: Transition, now: Stamp, out: list[ControllerAction]) -> None:
         if t.agent == self.me or t.node not in self.tree.nodes:
             return
         key = (t.agent, t.node)
@@ -829,7 +831,7 @@ class TaskController:
             del self.working[t.node]
         self._decide(now, out)
 
-    def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[Action]) -> None:
+    def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[ControllerAction]) -> None:
         if s.agent == self.me:
             return
         for node in s.done:
@@ -856,7 +858,7 @@ class TaskController:
         self._awaiting.discard(s.agent)
         self._decide(now, out)
 
-    def _on_presence(self, ev: PresenceChanged, now: Stamp, out: list[Action]) -> None:
+    def _on_presence(self, ev: PresenceChanged, now: Stamp, out: list[ControllerAction]) -> None:
         if ev.agent == self.me:
             return
         if ev.online:
@@ -884,7 +886,7 @@ class TaskController:
                     if holder == agent:
                         del self.working[node]
 
-    def _on_effect(self, ev: EffectConfirmed, now: Stamp, out: list[Action]) -> None:
+    def _on_effect(self, ev: EffectConfirmed, now: Stamp, out: list[ControllerAction]) -> None:
         if ev.node not in self.tree.nodes or ev.node in self.done:
             return
         if ev.node in self.mine:  # done while ours runs: stop the body, count it done
@@ -895,7 +897,7 @@ class TaskController:
         out.append(PublishSnapshot(self.snapshot(now)))
         self._decide(now, out)
 
-    def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[Action]) -> None:
+    def _on_finished(self, ev: BehaviourFinished, now: Stamp, out: list[ControllerAction]) -> None:
         if ev.node not in self.mine:
             return
         del self.mine[ev.node]
@@ -914,7 +916,9 @@ class TaskController:
         out.append(PublishTransition(Transition(ev.node, self.me, status, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
 
-    def _on_connection(self, ev: ConnectionChanged, now: Stamp, out: list[Action]) -> None:
+    def _on_connection(
+        self, ev: ConnectionChanged, now: Stamp, out: list[ControllerAction]
+    ) -> None:
         if not ev.connected:
             self.connected = False
             p = self._pending
