@@ -28,8 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from teamtree.agents.allocation.params import AllocatorParams
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import (
     InfeasibleError,
     NoCapableAgentError,
@@ -646,26 +648,7 @@ class AllocatorAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate ``shared``, ``group``, ``workers``, ``cache_size``, ``margin_ms``."""
-        reader = spec_reader(spec, config)
-        shared = reader.take("shared", bool, False, "true (join the shared subscription) or false")
-        group = reader.ident("group", "allocators")
-        workers = reader.take("workers", int, 1, "a whole number of solver threads (1-16)")
-        if not 1 <= workers <= 16:
-            raise reader.error("workers", f"is {workers}; expected 1-16 solver threads")
-        cache = reader.take("cache_size", int, 512, "a whole number of remembered answers")
-        if cache < 0:
-            raise reader.error("cache_size", f"is {cache}; expected 0 or more")
-        margin = reader.take("margin_ms", int, 30, "milliseconds kept for the reply")
-        if margin < 0:
-            raise reader.error("margin_ms", f"is {margin}; expected 0 or more")
-        reader.no_extras()
-        return {
-            "shared": shared,
-            "group": group,
-            "workers": workers,
-            "cache_size": cache,
-            "margin_ms": margin,
-        }
+        return params_dict(decode_params(spec, config, AllocatorParams))
 
     def factsheet(self) -> dict[str, Any]:
         return {

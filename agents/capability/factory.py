@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from teamtree.agents.capability.params import FactoryRobotParams, JobSourceParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import ConfigError, PlanningError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
@@ -390,41 +392,13 @@ class FactoryRobot(Agent):
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate ``type``, ``position``, ``battery`` and the favor settings (each may
         default from ``[mission]``, see TEAM_DEFAULTS). Raises ConfigError naming the key."""
-        reader = spec_reader(spec, config)
-        rtype = reader.take("type", str, None, f"a robot type, one of {sorted(ROBOT_TYPES)}")
-        if rtype not in ROBOT_TYPES:
-            raise reader.error("type", f"is {rtype!r}; expected one of {sorted(ROBOT_TYPES)}")
-        position = reader.take("position", list, [0.0, 0.0], "[x, y] in position units")
-        if not _valid_position(position):
-            raise reader.error("position", f"is {position!r}; expected [x, y] (two numbers)")
-        battery = reader.take("battery", (int, float), 1.0, "a charge in [0, 1]")
-        if not 0 <= battery <= 1:
-            raise reader.error("battery", f"is {battery!r}; expected a charge in [0, 1]")
-        out: dict[str, Any] = {
-            "robot_type": rtype,
-            "position": (float(position[0]), float(position[1])),
-            "battery": float(battery),
-        }
-        for name, (_, what) in TEAM_DEFAULTS.items():
-            default = _team_default(config, name)
-            value = reader.take(name, (int, float), default, what)
-            out[name] = value
-        for name in ("ttl", "max_rounds"):
-            if not isinstance(out[name], int) or out[name] < 1:
-                raise reader.error(name, f"is {out[name]!r}; expected {TEAM_DEFAULTS[name][1]}")
-        if out["method"] not in (1, 2):
-            raise reader.error("method", f"is {out['method']!r}; expected 1 or 2")
-        for name in ("comm_range", "window_s", "hold_s", "status_s", "silence_s"):
-            if out[name] <= 0:
-                raise reader.error(name, f"is {out[name]!r}; expected {TEAM_DEFAULTS[name][1]}")
-        if out["drain_per_s"] < 0:
-            raise reader.error("drain_per_s", "must be >= 0")
-        if not 0 <= out["favor_loss"] < 1:
-            raise reader.error("favor_loss", f"is {out['favor_loss']!r}; expected [0, 1)")
-        if out["loss_seed"] is not None and not isinstance(out["loss_seed"], int):
-            raise reader.error("loss_seed", "expected an integer")
-        reader.no_extras()
-        return out
+        defaults = {name: _team_default(config, name) for name in TEAM_DEFAULTS}
+        params = decode_params(spec, config, FactoryRobotParams, **defaults)
+        if params.robot_type not in ROBOT_TYPES:
+            raise spec_reader(spec, config).error(
+                "type", f"is {params.robot_type!r}; expected one of {sorted(ROBOT_TYPES)}"
+            )
+        return params_dict(params)
 
     def factsheet(self) -> dict[str, Any]:
         """Kind, robot type and profile (C^self), position, range, LED and battery."""
@@ -867,75 +841,41 @@ class JobSource(Agent):
         ``concurrency``, ``work_s``, ``summary_path`` and the timeouts. The robots are
         the config's ``factory_robot`` entries. Raises ConfigError naming the key."""
         reader = spec_reader(spec, config)
-        prefix = reader.prefix
         robots = [s.id for s in config.agents if s.kind == FactoryRobot.kind]
         if not robots:
             raise reader.error("kind", "needs at least one factory_robot agent in the config")
-        work_s = reader.positive("work_s", 1.0, "seconds of work per job (solo)")
-        seed = reader.take("seed", int, None, "an integer seed")
-        if seed is None:
-            seed = random.randrange(1 << 31)
+        params = decode_params(spec, config, JobSourceParams)
+        seed = params.seed if params.seed is not None else random.randrange(1 << 31)
         rng = random.Random(seed)
-        entries = reader.take("jobs", list, [], "a list of {job, robot, work_s} tables")
         orders: list[JobOrder] = []
-        for i, entry in enumerate(entries):
-            key = f"{prefix}.jobs[{i}]"
-            if not isinstance(entry, dict):
-                raise ConfigError("must be a table", path=str(config.path), key=key)
-            unknown = sorted(set(entry) - {"job", "robot", "work_s"})
-            if unknown:
-                raise ConfigError(
-                    f"unknown key(s) {unknown}; use job, robot, work_s",
-                    path=str(config.path),
-                    key=f"{key}.{unknown[0]}",
+        for i, entry in enumerate(params.jobs):
+            if entry.job not in JOBS:
+                raise reader.error(
+                    f"jobs[{i}].job", f"is {entry.job!r}; expected one of {sorted(JOBS)}"
                 )
-            name = entry.get("job")
-            if name not in JOBS:
-                raise ConfigError(
-                    f"is {name!r}; expected one of {sorted(JOBS)}",
-                    path=str(config.path),
-                    key=f"{key}.job",
+            if entry.robot is not None and entry.robot not in robots:
+                raise reader.error(
+                    f"jobs[{i}].robot",
+                    f"is {entry.robot!r}; expected a factory_robot id ({', '.join(robots)})",
                 )
-            robot = entry.get("robot")
-            if robot is not None and robot not in robots:
-                raise ConfigError(
-                    f"is {robot!r}; expected a factory_robot id ({', '.join(robots)})",
-                    path=str(config.path),
-                    key=f"{key}.robot",
-                )
-            w = entry.get("work_s", work_s)
-            if isinstance(w, bool) or not isinstance(w, int | float) or w <= 0:
-                raise ConfigError(
-                    f"is {w!r}; expected positive seconds",
-                    path=str(config.path),
-                    key=f"{key}.work_s",
-                )
-            orders.append(JobOrder(f"j{i + 1}", name, robot, float(w)))
-        n_random = reader.take("random_jobs", int, 0, "a number of random jobs (>= 0)")
-        if n_random < 0:
-            raise reader.error("random_jobs", f"is {n_random}; expected >= 0")
+            work_s = entry.work_s if entry.work_s is not None else params.work_s
+            orders.append(JobOrder(f"j{i + 1}", entry.job, entry.robot, work_s))
         names = sorted(JOBS)
-        for _ in range(n_random):
-            orders.append(JobOrder(f"j{len(orders) + 1}", rng.choice(names), None, work_s))
+        for _ in range(params.random_jobs):
+            orders.append(JobOrder(f"j{len(orders) + 1}", rng.choice(names), None, params.work_s))
         if not orders:
             raise reader.error("jobs", "no jobs: give jobs = [...] or random_jobs > 0")
-        concurrency = reader.take("concurrency", int, 1, "jobs in flight at once (>= 1)")
-        if concurrency < 1:
-            raise reader.error("concurrency", f"is {concurrency}; expected >= 1")
-        summary = reader.take("summary_path", str, None, "a path for the JSON summary")
-        out = {
+        return {
             "robots": robots,
             "orders": orders,
-            "concurrency": concurrency,
+            "concurrency": params.concurrency,
             "seed": seed,
-            "summary_path": summary,
-            "start_timeout_s": reader.positive("start_timeout_s", 30.0),
-            "accept_timeout_s": reader.positive("accept_timeout_s", 3.0),
-            "job_timeout_s": reader.positive("job_timeout_s", 60.0),
-            "settle_s": reader.take("settle_s", (int, float), 0.1, "seconds (>= 0)"),
+            "summary_path": params.summary_path,
+            "start_timeout_s": params.start_timeout_s,
+            "accept_timeout_s": params.accept_timeout_s,
+            "job_timeout_s": params.job_timeout_s,
+            "settle_s": params.settle_s,
         }
-        reader.no_extras()
-        return out
 
     async def setup(self) -> None:
         self.on_agents(REPORT_CHANNEL, self._on_report)

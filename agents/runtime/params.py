@@ -26,6 +26,7 @@ S = TypeVar("S", bound=msgspec.Struct)
 #: "Expected `int`, got `str` - at `$.rounds`" -> message, path
 _AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]+)`$")
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 
 #: Meta(extra=ID) marks a field whose value must be a valid agent id.
@@ -44,7 +45,9 @@ class FieldInfo(typing.NamedTuple):
 def field_infos(params_type: type[msgspec.Struct]) -> dict[str, FieldInfo]:
     """Config key -> FieldInfo for every field of `params_type` (by its encoded name)."""
     hints = typing.get_type_hints(params_type, include_extras=True)
-    encoded = dict(zip(params_type.__struct_fields__, params_type.__struct_encode_fields__))
+    encoded = dict(
+        zip(params_type.__struct_fields__, params_type.__struct_encode_fields__, strict=True)
+    )
     out: dict[str, FieldInfo] = {}
     for attr, key in encoded.items():
         description, is_id = None, False
@@ -74,8 +77,11 @@ def convert_error(
     assert match is not None
     message, path = match["message"], match["path"] or ""
     missing = _MISSING.match(message)
-    if missing:
-        path = f"{path}.{missing['name']}"
+    unknown = _UNKNOWN.match(message)
+    if missing or unknown:
+        path = f"{path}.{(missing or unknown)['name']}"  # type: ignore[index]
+    if unknown:
+        return prefix + path, "is not a known key; remove or correct it"
     key = prefix + path
     top = _STEP.match(path)
     info = field_infos(params_type).get(top.group(1)) if top and top.group(1) else None
@@ -87,12 +93,13 @@ def convert_error(
     nested = path.count(".") + path.count("[") > 1
     if info and info.description and not nested:
         return key, f"{shown}expected {info.description}"
-    return key, f"{shown}{message[:1].lower()}{message[1:]}"
+    detail = f"{message[:1].lower()}{message[1:]}"
+    if info and info.description:
+        detail += f" (in {info.description})"
+    return key, f"{shown}{detail}"
 
 
-def decode_params(
-    spec: AgentSpec, config: TeamConfig, params_type: type[S], **defaults: Any
-) -> S:
+def decode_params(spec: AgentSpec, config: TeamConfig, params_type: type[S], **defaults: Any) -> S:
     """`spec`'s kind-specific keys as a `params_type`; `defaults` fill keys the entry
     leaves out (for defaults that depend on the rest of the config). Raises ConfigError
     naming the file and key."""
