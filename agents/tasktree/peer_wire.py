@@ -2,13 +2,18 @@
 
 Encoders and decoders for claims, claim replies, node transitions and snapshots,
 shared by every agent that runs a ``TaskController`` (the seed 000 robot and the
-seed 004 multitask robot). Decoders raise ``KeyError``, ``TypeError`` or
-``ValueError`` on a malformed body; callers drop the message and log it.
+seed 004 multitask robot). Each body is a declared msgspec Struct (ClaimWire,
+ReplyWire, TransitionWire, SnapshotWire): decoders check every field's type and raise
+PeerWireError (a ``ValueError`` naming the field's path) on a malformed body; callers
+drop the message and log it. Encoders write the same keys and msgpack shapes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import Struct
 
 from teamtree.planners.tasktree import (
     Claim,
@@ -22,6 +27,12 @@ from teamtree.planners.tasktree import (
 )
 
 __all__ = [
+    "ClaimWire",
+    "PeerWireError",
+    "ReplyWire",
+    "ReportWire",
+    "SnapshotWire",
+    "TransitionWire",
     "claim_from_wire",
     "claim_to_wire",
     "reply_from_wire",
@@ -32,6 +43,75 @@ __all__ = [
     "transition_from_wire",
     "working_leaves",
 ]
+
+
+T = TypeVar("T")
+
+#: ``[wall_ms, logical, agent]``
+StampWire = tuple[int, int, str]
+
+
+class PeerWireError(ValueError):
+    """A peer-rule body that does not match its declared type."""
+
+
+class ClaimWire(Struct, frozen=True):
+    """The ``node.claim`` body."""
+
+    claim_id: str
+    node: str
+    claimant: str
+    stamp: StampWire
+    potential: float = 0.0
+    round: int = 0
+
+
+class ReportWire(Struct, frozen=True):
+    """One node's state in a claim reply."""
+
+    node: str
+    state: PeerState
+    agent: str | None = None
+    stamp: StampWire | None = None
+    potential: float = 0.0
+
+
+class ReplyWire(Struct, frozen=True):
+    """The ``node.claim_reply`` body."""
+
+    claim_id: str
+    node: str
+    claimant: str
+    replier: str
+    reports: list[ReportWire]
+    round: int = 0
+
+
+class TransitionWire(Struct, frozen=True):
+    """The ``node.transition`` body (extra keys are ignored)."""
+
+    node: str
+    agent: str
+    status: NodeStatus
+    stamp: StampWire
+
+
+class SnapshotWire(Struct, frozen=True):
+    """The ``node.snapshot`` body; ``working`` is null, one leaf id or a list of them."""
+
+    agent: str
+    stamp: StampWire
+    done: list[str]
+    working: str | list[str] | None = None
+
+
+def _decode(body: Any, typ: type[T]) -> T:
+    try:
+        return msgspec.convert(body, typ, strict=True)
+    except msgspec.ValidationError as exc:
+        raise PeerWireError(
+            f"bad {typ.__name__.removesuffix('Wire').lower()} body: {exc}"
+        ) from None
 
 
 def stamp_from_wire(value: Any) -> Stamp:
@@ -60,15 +140,9 @@ def claim_to_wire(claim: Claim) -> dict[str, Any]:
 
 
 def claim_from_wire(body: Any) -> Claim:
-    """A ``node.claim`` body as a Claim."""
-    return Claim(
-        claim_id=str(body["claim_id"]),
-        node=str(body["node"]),
-        claimant=str(body["claimant"]),
-        stamp=stamp_from_wire(body["stamp"]),
-        potential=float(body.get("potential", 0.0)),
-        round=int(body.get("round", 0)),
-    )
+    """A ``node.claim`` body as a Claim; raises PeerWireError."""
+    w = _decode(body, ClaimWire)
+    return Claim(w.claim_id, w.node, w.claimant, w.stamp, w.potential, w.round)
 
 
 def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
@@ -93,34 +167,25 @@ def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
 
 
 def reply_from_wire(body: Any) -> ClaimReply:
-    """A ``node.claim_reply`` body as a ClaimReply."""
+    """A ``node.claim_reply`` body as a ClaimReply; raises PeerWireError."""
+    w = _decode(body, ReplyWire)
     return ClaimReply(
-        claim_id=str(body["claim_id"]),
-        node=str(body["node"]),
-        claimant=str(body["claimant"]),
-        replier=str(body["replier"]),
-        round=int(body.get("round", 0)),
+        claim_id=w.claim_id,
+        node=w.node,
+        claimant=w.claimant,
+        replier=w.replier,
+        round=w.round,
         reports=tuple(
-            NodeReport(
-                node=str(r["node"]),
-                state=PeerState(r["state"]),
-                agent=r.get("agent"),
-                stamp=stamp_from_wire(r["stamp"]) if r.get("stamp") is not None else None,
-                potential=float(r.get("potential", 0.0)),
-            )
-            for r in body["reports"]
+            NodeReport(r.node, r.state, r.agent, r.stamp, r.potential) for r in w.reports
         ),
     )
 
 
 def transition_from_wire(body: Any) -> Transition:
-    """A ``node.transition`` body (extra keys ignored) as a Transition."""
-    return Transition(
-        node=str(body["node"]),
-        agent=str(body["agent"]),
-        status=NodeStatus(body["status"]),
-        stamp=stamp_from_wire(body["stamp"]),
-    )
+    """A ``node.transition`` body (extra keys ignored) as a Transition; raises
+    PeerWireError."""
+    w = _decode(body, TransitionWire)
+    return Transition(node=w.node, agent=w.agent, status=w.status, stamp=w.stamp)
 
 
 def working_leaves(value: Any) -> tuple[str, ...]:
@@ -147,10 +212,8 @@ def snapshot_to_wire(snap: Snapshot) -> dict[str, Any]:
 
 
 def snapshot_from_wire(body: Any) -> Snapshot:
-    """A ``node.snapshot`` body as a Snapshot."""
+    """A ``node.snapshot`` body as a Snapshot; raises PeerWireError."""
+    w = _decode(body, SnapshotWire)
     return Snapshot(
-        agent=str(body["agent"]),
-        stamp=stamp_from_wire(body["stamp"]),
-        done=tuple(str(n) for n in body["done"]),
-        working=working_leaves(body.get("working")),
+        agent=w.agent, stamp=w.stamp, done=tuple(w.done), working=working_leaves(w.working)
     )
