@@ -88,12 +88,15 @@ class ReplyWire(Struct, frozen=True):
 
 
 class TransitionWire(Struct, frozen=True):
-    """The ``node.transition`` body (extra keys are ignored)."""
+    """The ``node.transition`` body; ``potential`` and ``grasp`` are for observers (the
+    peer rule does not use them), other extra keys are ignored."""
 
     node: str
     agent: str
     status: NodeStatus
     stamp: StampWire
+    potential: float | None = None
+    grasp: float | None = None
 
 
 class SnapshotWire(Struct, frozen=True):
