@@ -235,7 +235,13 @@ def request_to_wire(req: FavorRequest, targets: Sequence[str], deadline_ms: int)
 def request_from_wire(body: Any, now: float, now_ms: int) -> tuple[FavorRequest, list[str]]:
     """A request and its targets; the wall deadline becomes one on the local monotonic
     clock (``now`` is the local clock at ``now_ms``). Raises FavorWireError."""
-    wire = decode(body, RequestWire, "favor request")
+    return request_from_typed(decode(body, RequestWire, "favor request"), now, now_ms)
+
+
+def request_from_typed(
+    wire: RequestWire, now: float, now_ms: int
+) -> tuple[FavorRequest, list[str]]:
+    """A decoded ``favor.request`` body as the planner's request and its targets."""
     deadline = now + (wire.deadline_ms - now_ms) / 1000.0
     req = FavorRequest(
         wire.request_id, wire.requester, _query(wire.query), wire.ttl, deadline, tuple(wire.hops)
