@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from teamtree.agents.allocation.wire import AllocationResult, ScheduleResult
 from teamtree.agents.capability.favor_wire import (
     LEASE_BODIES,
     CapabilityWire,
@@ -130,3 +131,11 @@ def test_favors_md_lease_bodies_match_the_types() -> None:
 def test_the_checker_sees_a_mismatch() -> None:
     """The parser is strict enough to notice a key that is not declared."""
     assert set(keys(braces("`{node, agent, colour: red}`"))) != fields(TransitionWire)
+
+
+def test_allocation_md_result_bodies_match_the_types() -> None:
+    text = (DOCS / "allocation.md").read_text()
+    start = text.index("`allocation` = `{")
+    assert set(keys(braces(text, start))) == fields(AllocationResult)
+    start = text.index("`schedule` = `{", start)
+    assert set(keys(braces(text, start))) == fields(ScheduleResult)
