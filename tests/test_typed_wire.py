@@ -164,6 +164,8 @@ MESSAGES: dict[str, tuple[type, dict[str, Any], Callable[[Any], Any], type[Excep
 
 
 def _may_accept(info: mi.Type, value: Any) -> bool:
+    if isinstance(info, mi.Metadata):
+        return _may_accept(info.type, value)
     if isinstance(info, mi.AnyType):
         return True
     if isinstance(info, mi.UnionType):
