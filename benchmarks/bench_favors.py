@@ -7,11 +7,20 @@ job3b to L1, job4 to B1, job5 to L1) ``--repeats`` times, one at a time on a set
 team. Per cell:
 
 - ``select``: the agent's own monotonic time from ``job.assign`` receipt to member
-  selection (verification, request, grants, selection, decision); it includes the
-  grant-collection window (``--window``, the request's deadline), which dominates;
+  selection (verification, request, grants, selection, decision);
 - ``grants``: when the last grant arrived (the broker round trip of the request and
-  every answer); the window could be shortened to about this;
-- ``over``: ``select`` minus the window (tick granularity plus the selection itself).
+  every answer);
+- ``early``: how many windows closed because every capable robot had answered (the
+  rest waited for the deadline);
+- ``done`` / ``imposs.`` / ``other``: how the jobs ended (impossible: no team of the
+  agent and the robots in reach exists under this method, e.g. 3(c) and 5 under
+  method 1, whose eq. 18 selects one helper).
+
+Each cell runs twice in the same invocation: the baseline (``--window``, 0.1 s by
+default, and the window always waits for its deadline, as before the early close) and
+the early close (the window closes once every capable robot in reach has granted or
+declined; ``--deadline``, 1 s by default, bounds it). ``ratio`` is early / baseline
+selection p50.
 
 Modes: ``procs`` runs one OS process per robot through ``teamtree run`` (as a team is
 deployed); ``inproc`` runs every robot in this process, each with its own MQTT client
@@ -20,9 +29,10 @@ simulation, Phase 1 time) are printed alongside: 0.17 s for method 1 at 8 and 24
 robots, 0.18 s and 2.53 s for method 2.
 
     python benchmarks/bench_favors.py [--sizes 8 24 100] [--repeats 3] [--window 0.1]
+                                      [--deadline 1.0]
 
-Prints figures only, and every job that did not end done with its reason (method 1
-cannot do job 5: one helper at most); nothing is asserted.
+Prints figures only, and every job that did not end done or impossible with its
+reason; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -57,7 +67,9 @@ def team(n: int) -> list[RobotProfile]:
     return [make_robot(k, i) for k, i in zip(kinds, ids, strict=True)]
 
 
-def write_config(path: Path, n: int, method: int, repeats: int, window: float) -> Path:
+def write_config(
+    path: Path, n: int, method: int, repeats: int, window: float, close_early: int = 0
+) -> Path:
     """A factory of ``n`` robots, every one in range, and the paper jobs ``repeats`` times."""
     jobs = ", ".join(
         f'{{ job = "{job}", robot = "{robot}" }}'
@@ -68,7 +80,7 @@ def write_config(path: Path, n: int, method: int, repeats: int, window: float) -
         f'[team]\nname = "bench-{uuid.uuid4().hex[:6]}"',
         "[runtime]\ntick_hz = 50\nheartbeat_s = 2.0\nkeepalive_s = 5",
         f'[mission]\nkind = "factory"\ntimeout_s = 600\nmethod = {method}\nttl = 1\n'
-        f"window_s = {window}\nmax_rounds = 1",
+        f"window_s = {window}\nclose_early = {close_early}\nmax_rounds = 1",
         f'[[agents]]\nid = "jobs"\nkind = "job_source"\nwork_s = 0.05\nsettle_s = 0.2\n'
         f'start_timeout_s = 300\nsummary_path = "{path.parent / "summary.json"}"\njobs = [{jobs}]',
     ]
@@ -87,7 +99,8 @@ def run_procs(config: Path, broker: MosquittoBroker) -> list[dict]:
         [sys.executable, "-m", "teamtree.agents", "run", str(config), "--broker", broker.endpoint.url],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
-    if out.returncode != 0:
+    summary = config.parent / "summary.json"
+    if out.returncode != 0 and not summary.exists():  # 3: a possible job did not complete
         raise RuntimeError(f"run failed: {out.stdout[-3000:]}{out.stderr[-2000:]}")
     return json.loads((config.parent / "summary.json").read_text())["jobs"]
 
@@ -107,16 +120,23 @@ async def run_inproc(config_path: Path, broker: MosquittoBroker) -> list[dict]:
     return json.loads((config_path.parent / "summary.json").read_text())["jobs"]
 
 
-def cell(rows: list[dict], window: float) -> dict[str, float]:
+def cell(rows: list[dict]) -> dict[str, float]:
     sel = [r["selection_ms"] for r in rows if r.get("selection_ms") is not None]
     grants = [max(r["grants_ms"]) for r in rows if r.get("grants_ms")]
+    early = sum(
+        1
+        for r in rows
+        if r.get("selections") and r["selections"][0].get("closed_by") == "all answered"
+    )
     return {
         "n": len(sel),
         "select": statistics.median(sel) if sel else float("nan"),
         "select_max": max(sel) if sel else float("nan"),
         "grants": statistics.median(grants) if grants else float("nan"),
-        "over": statistics.median(sel) - window * 1000 if sel else float("nan"),
-        "failed": sum(r["status"] != "done" for r in rows),
+        "early": early,
+        "done": sum(r["status"] == "done" for r in rows),
+        "impossible": sum(r["status"] == "impossible" for r in rows),
+        "other": sum(r["status"] not in ("done", "impossible") for r in rows),
     }
 
 
@@ -125,7 +145,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 24, 100])
     parser.add_argument("--methods", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--window", type=float, default=0.1, help="grant window, seconds")
+    parser.add_argument("--window", type=float, default=0.1, help="baseline window, seconds")
+    parser.add_argument(
+        "--deadline", type=float, default=1.0, help="deadline of the early-closing window, s"
+    )
     parser.add_argument(
         "--mode", choices=["auto", "procs", "inproc"], default="auto",
         help="auto: processes up to 24 robots, in-process above",
@@ -135,39 +158,61 @@ def main() -> None:
     if find_mosquitto() is None:
         sys.exit("mosquitto is not installed (apt-get install -y mosquitto)")
     print(
-        f"{'robots':>6} {'method':>6} {'mode':>6} {'jobs':>4} {'select p50':>10} "
-        f"{'max':>7} {'grants':>7} {'over':>6} {'failed':>6} {'wall':>6}  paper"
+        f"{'robots':>6} {'method':>6} {'mode':>6} {'window':>15} {'jobs':>4} {'select p50':>10} "
+        f"{'max':>7} {'grants':>7} {'early':>5} {'done':>4} {'imposs.':>7} {'other':>5} "
+        f"{'wall':>5} {'ratio':>5}  paper"
     )
+    variants = [(f"deadline {args.window:g} s", args.window, 0),
+                (f"early, <= {args.deadline:g} s", args.deadline, 1)]  # fmt: skip
     for n in args.sizes:
         for method in args.methods:
-            mode = args.mode if args.mode != "auto" else ("procs" if n <= 24 else "inproc")
-            with tempfile.TemporaryDirectory() as tmp:
-                config = write_config(Path(tmp) / "f.toml", n, method, args.repeats, args.window)
-                broker = MosquittoBroker()
+            baseline = float("nan")
+            for label, window, close_early in variants:
+                mode = args.mode if args.mode != "auto" else ("procs" if n <= 24 else "inproc")
+                baseline = run_cell(args, n, method, mode, label, window, close_early, baseline)
 
-                async def go(cfg: Path = config, b: MosquittoBroker = broker, m: str = mode):
-                    await b.start()
-                    try:
-                        if m == "procs":
-                            return await asyncio.to_thread(run_procs, cfg, b)
-                        return await run_inproc(cfg, b)
-                    finally:
-                        await b.close()
 
-                t0 = time.monotonic()
-                rows = asyncio.run(go())
-                wall = time.monotonic() - t0
-            c = cell(rows, args.window)
-            print(
-                f"{n:>6} {method:>6} {mode:>6} {c['n']:>4} {c['select']:>8.1f}ms "
-                f"{c['select_max']:>5.0f}ms {c['grants']:>5.1f}ms {c['over']:>4.0f}ms "
-                f"{c['failed']:>6} {wall:>5.0f}s  {PAPER.get((method, n), '-')}",
-                flush=True,
-            )
-            for r in rows:
-                if r["status"] != "done":
-                    print(f"{'':>13} {r['job_id']} {r['job']} by {r['agent']}: {r['status']},"
-                          f" {r['reason'] or 'no reason'}", flush=True)  # fmt: skip
+def run_cell(
+    args: argparse.Namespace,
+    n: int,
+    method: int,
+    mode: str,
+    label: str,
+    window: float,
+    close_early: int,
+    baseline: float,
+) -> float:
+    """One row; returns its selection p50 (the next row's baseline when it is one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = write_config(Path(tmp) / "f.toml", n, method, args.repeats, window, close_early)
+        broker = MosquittoBroker()
+
+        async def go(cfg: Path = config, b: MosquittoBroker = broker, m: str = mode):
+            await b.start()
+            try:
+                if m == "procs":
+                    return await asyncio.to_thread(run_procs, cfg, b)
+                return await run_inproc(cfg, b)
+            finally:
+                await b.close()
+
+        t0 = time.monotonic()
+        rows = asyncio.run(go())
+        wall = time.monotonic() - t0
+    c = cell(rows)
+    ratio = c["select"] / baseline if close_early else float("nan")
+    print(
+        f"{n:>6} {method:>6} {mode:>6} {label:>15} {c['n']:>4} {c['select']:>8.1f}ms "
+        f"{c['select_max']:>5.0f}ms {c['grants']:>5.1f}ms {c['early']:>5} "
+        f"{c['done']:>4} {c['impossible']:>7} {c['other']:>5} {wall:>4.0f}s "
+        f"{ratio:>5.2f}  {PAPER.get((method, n), '-')}",
+        flush=True,
+    )
+    for r in rows:
+        if r["status"] not in ("done", "impossible"):
+            print(f"{'':>13} {r['job_id']} {r['job']} by {r['agent']}: {r['status']},"
+                  f" {r['reason'] or 'no reason'}", flush=True)  # fmt: skip
+    return c["select"]
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install what the tests need and run them: mosquitto and Node/npm (Debian packages, when
-# root and missing), the virtual VDA 5050 AGV (npm ci), the project with its test and
-# vda5050 extras, then pytest. Used by README and .ci/run.
+# Install what the tests need and run them: mosquitto, Node/npm, chromium and
+# chromium-driver (Debian packages, when root and missing), the virtual VDA 5050 AGV
+# (npm ci), the project with its test and vda5050 extras, then pytest. Used by README
+# and .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,16 @@ fi
 if command -v npm >/dev/null 2>&1; then
   echo "== installing the virtual VDA 5050 AGV (npm ci in tests/vda5050)"
   (cd tests/vda5050 && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+# The web view's browser tests drive Debian's headless chromium (never a downloaded one).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing chromium and chromium-driver (apt-get) for the browser tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "== chromium or chromedriver missing and this is not root: browser tests will be skipped" >&2
+  fi
 fi
 # The tests start their own brokers on free ports; a packaged service is not needed.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi

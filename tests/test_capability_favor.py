@@ -10,6 +10,7 @@ from teamtree.planners.capability import (
     JOBS,
     FavorAccept,
     FavorGrant,
+    FavorReject,
     FavorRelease,
     FavorRequest,
     FavorRequester,
@@ -73,10 +74,14 @@ def test_busy_or_low_battery_robot_does_not_grant():
     m = PassiveMatcher()
     req = FavorRequester(make_robot("M", "m1"), JOBS["job1"], m)
     msg = next(a.message for a in req.start(0.0, ["o1"]) if isinstance(a, Send))
-    low = FavorResponder(make_robot("O1", "o1"), m, battery=0.3)
-    assert low.on_request(msg, 0.0, []) == []
-    busy = FavorResponder(make_robot("O1", "o1"), m, has_job=True)
-    assert busy.on_request(msg, 0.0, []) == []
+    # a capable robot that is not idle declines at once (so the window can close early)
+    for robot in (
+        FavorResponder(make_robot("O1", "o1"), m, battery=0.3),
+        FavorResponder(make_robot("O1", "o1"), m, has_job=True),
+    ):
+        out = robot.on_request(msg, 0.0, [])
+        assert [type(a.message) for a in out] == [FavorReject] and robot.lease is None
+        assert out[0].message.reason == "not idle"
 
 
 def test_no_answer_by_deadline_means_rejection_then_failure():

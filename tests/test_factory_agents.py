@@ -12,6 +12,7 @@ from teamtree.agents import AGENT_KINDS, load_config, parse_config, validate_kin
 from teamtree.agents.capability.factory import (
     FactoryRobot,
     FavorWireError,
+    JobOrder,
     JobSource,
     control_summary,
     lease_id,
@@ -153,6 +154,8 @@ kind = "factory_robot"
         ("method = 3", "", "", "agents[1].method"),
         ("favor_loss = 1.5", "", "", "agents[1].favor_loss"),
         ("ttl = 0", "", "", "agents[1].ttl"),
+        ("close_early = 2", "", "", "agents[1].close_early"),
+        ("retry_s = 0", "", "", "agents[1].retry_s"),
         ("battery = 2", "", "", "agents[1].battery"),
         ("colour = 1", "", "", "agents[1]"),
         ("", "", 'method = "two"', "mission.method"),
@@ -317,4 +320,28 @@ def test_a_new_round_of_the_same_requester_supersedes_a_held_grant():
     assert [type(a.message) for a in out] == [FavorGrant]
     assert helper.lease.request_id == "m1:job1#2"
     other = FavorRequest("m2:job1#1", "m2", first.query, 1, 0.3, ("m2",))
-    assert helper.on_request(other, 0.16, []) == []  # still held for m1
+    out = helper.on_request(other, 0.16, [])  # still held for m1: declines m2
+    assert [(type(a.message), a.to) for a in out] == [(FavorReject, "m2")]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "ok"),
+    [
+        (["done", "impossible"], True),
+        (["done", "failed"], False),
+        (["done", "timeout"], False),
+    ],
+)
+def test_summary_is_ok_only_when_every_possible_job_is_done(tmp_path, statuses, ok):
+    """The job source exits 3 (``teamtree run`` fails) when a possible job did not end
+    done; a job reported impossible does not count against the run."""
+    orders = [JobOrder(f"j{i + 1}", "job2", "m1") for i in range(len(statuses))]
+    source = JobSource(
+        "jobs", team="t", endpoint=Endpoint("127.0.0.1", 1), robots=["m1"], orders=orders,
+        summary_path=str(tmp_path / "summary.json"),
+    )  # fmt: skip
+    for order, status in zip(orders, statuses, strict=True):
+        source.results[order.job_id] = {"job": "job2", "status": status, "reason": ""}
+    assert source._summarise(1.0) is ok
+    doc = (tmp_path / "summary.json").read_text()
+    assert '"impossible"' in doc

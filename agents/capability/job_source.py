@@ -42,6 +42,7 @@ class JobOrder:
     work_s: float = 1.0
     attempts: int = 0
     not_before: float = 0.0
+    failures: int = 0
 
 
 @dataclass
@@ -85,6 +86,7 @@ class JobSource(Agent):
         self.job_timeout_s = job_timeout_s
         self.settle_s = settle_s
         self.max_attempts = 50
+        self.failure_retries = 3  #: a possible job that failed is handed out again this often
         self.flights: dict[str, _Flight] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self._changed = asyncio.Event()
@@ -159,6 +161,8 @@ class JobSource(Agent):
             flight.accepted = True
         elif env.kind == "job.declined":
             flight.result = {"declined": body.get("reason", "")}
+        elif env.kind == "job.failed" and body.get("impossible"):
+            flight.result = {**body, "status": "impossible"}
         elif env.kind in ("job.done", "job.failed"):
             flight.result = {**body, "status": env.kind.removeprefix("job.")}
         elif env.kind == "job.selected":
@@ -198,7 +202,8 @@ class JobSource(Agent):
                 await asyncio.wait_for(self._changed.wait(), 0.05)
             self._collect(queue, loop.time())
         elapsed = loop.time() - t0
-        self._summarise(elapsed)
+        if not self._summarise(elapsed):
+            self.exit_code = self.exit_code or 3
         await self.publish(FACTORY_CHANNEL, "factory.done", {"jobs": len(self.results)}, team=True)
         await asyncio.sleep(0.2)  # let the broker deliver before OFFLINE
 
@@ -241,6 +246,14 @@ class JobSource(Agent):
             retry = ""
             if result is not None and "declined" in result:
                 retry = f"declined: {result['declined']}"
+            elif (
+                result is not None
+                and result.get("status") == "failed"
+                and order.failures < self.failure_retries
+            ):
+                # possible, but no capable helper was idle: hand the job out again later
+                order.failures += 1
+                retry = f"failed: {result.get('reason', '')}"
             elif result is not None:
                 self.results[job_id] = {"job": order.job, "assigned_to": flight.robot, **result}
             elif gone:
@@ -271,7 +284,8 @@ class JobSource(Agent):
                         "reason": retry,
                     }
 
-    def _summarise(self, elapsed: float) -> None:
+    def _summarise(self, elapsed: float) -> bool:
+        """Log and write the summary; True when every job is done or impossible."""
         rows = []
         for order in self.orders:
             res = self.results.get(order.job_id, {"status": "lost", "reason": "no result"})
@@ -302,10 +316,12 @@ class JobSource(Agent):
                 lost=row["lost"],
                 reason=row["reason"] or None,
             )
-        counts = {s: sum(r["status"] == s for r in rows) for s in ("done", "failed", "lost")}
+        statuses = ("done", "impossible", "failed", "lost", "timeout")
+        counts = {s: sum(r["status"] == s for r in rows) for s in statuses}
         self.log.info("summary.total", jobs=len(rows), elapsed_s=round(elapsed, 2), **counts)
         if self.summary_path:
             path = Path(self.summary_path)
             path.parent.mkdir(parents=True, exist_ok=True)
             doc = {"seed": self.seed, "elapsed_s": elapsed, "jobs": rows, **counts}
             path.write_text(json.dumps(doc, indent=1))
+        return counts["done"] + counts["impossible"] == len(rows)

@@ -27,7 +27,16 @@ class FactoryRobotParams(Struct, frozen=True, forbid_unknown_fields=True):
         float, Meta(gt=0, description="a positive communication range (position units)")
     ] = 1e9
     ttl: Annotated[int, Meta(ge=1, description="a hop limit >= 1")] = 2
-    window_s: Annotated[float, _seconds("seconds to collect grants (the request's deadline)")] = 0.1
+    window_s: Annotated[
+        float, _seconds("seconds to collect grants at most (the request's deadline)")
+    ] = 1.0
+    close_early: Annotated[
+        Literal[0, 1],
+        Meta(description="0 or 1 (1: close the window once every capable robot answered)"),
+    ] = 1
+    retry_s: Annotated[
+        float, _seconds("seconds before asking again when every robot answered and none fit")
+    ] = 0.3
     hold_s: Annotated[float, _seconds("seconds a granting helper waits for the acceptance")] = 0.2
     status_s: Annotated[float, _seconds("seconds between a helper's favor.status heartbeats")] = 0.2
     silence_s: Annotated[float, _seconds("seconds of helper silence before its lease expires")] = (

@@ -9,7 +9,7 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -43,6 +43,7 @@ from teamtree.hardware import (
     IDLE_BATTERY_THRESHOLD,
     ROBOT_TYPES,
     AssembledTeam,
+    RobotProfile,
     make_robot,
 )
 from teamtree.planners.capability import (
@@ -61,12 +62,16 @@ from teamtree.planners.capability import (
     LeaseState,
     Message,
     Method,
+    Offer,
     PassiveMatcher,
+    Peer,
     RequesterState,
     Selected,
     SelectionFailed,
     Send,
     WorkingMode,
+    feasibility,
+    replay,
 )
 
 #: factory_robot keys that may also be set once in [mission] for the whole team
@@ -74,7 +79,9 @@ TEAM_DEFAULTS: dict[str, tuple[Any, str]] = {
     "method": (1, "1 (passive, §IV) or 2 (active, §V)"),
     "comm_range": (1e9, "a positive communication range (position units)"),
     "ttl": (2, "a hop limit >= 1"),
-    "window_s": (0.1, "seconds to collect grants (the request's deadline)"),
+    "window_s": (1.0, "seconds to collect grants at most (the request's deadline)"),
+    "close_early": (1, "1: close the window once every capable robot answered; 0: never"),
+    "retry_s": (0.3, "seconds before asking again when every robot answered and none fit"),
     "hold_s": (0.2, "seconds a granting helper waits for the acceptance"),
     "status_s": (0.2, "seconds between a helper's favor.status heartbeats"),
     "silence_s": (1.0, "seconds of helper silence before its lease expires"),
@@ -164,7 +171,9 @@ class FactoryRobot(Agent):
         comm_range: float = 1e9,
         method: int = 1,
         ttl: int = 2,
-        window_s: float = 0.1,
+        window_s: float = 1.0,
+        close_early: int = 1,
+        retry_s: float = 0.3,
         hold_s: float = 0.2,
         status_s: float = 0.2,
         silence_s: float = 1.0,
@@ -186,6 +195,9 @@ class FactoryRobot(Agent):
         }
         self.ttl = ttl
         self.window_s = window_s
+        self.close_early = bool(close_early)
+        self.retry_s = retry_s
+        self._profiles: dict[tuple[str, str], RobotProfile] = {}
         self.silence_s = silence_s
         self.max_rounds = max_rounds
         self.battery = float(battery)
@@ -285,6 +297,42 @@ class FactoryRobot(Agent):
             out.append(member.id)
         return sorted(out)
 
+    def peers(self) -> dict[str, Peer]:
+        """Every online factory robot but this one, as its factsheet describes it."""
+        out: dict[str, Peer] = {}
+        for member in self.team_view.members.values():
+            sheet = member.factsheet
+            if member.id == self.id or not member.online or sheet.get("kind") != self.kind:
+                continue
+            pos, rng = sheet.get("position"), sheet.get("comm_range")
+            if not _valid_position(pos) or not isinstance(rng, int | float):
+                continue
+            key = (member.id, str(sheet.get("session")))
+            profile = self._profiles.get(key)
+            if profile is None:
+                try:
+                    profile = RobotProfile.from_dict(sheet.get("profile"))
+                except (ConfigError, TypeError, KeyError, AttributeError, ValueError):
+                    continue
+                self._profiles[key] = profile
+            idle = sheet.get("led") == "idle" and bool(sheet.get("available", True))
+            out[member.id] = Peer(profile, (float(pos[0]), float(pos[1])), float(rng), idle)
+        return out
+
+    def _expected(
+        self,
+        req: FavorRequester,
+        peers: Mapping[str, Peer],
+        answers: dict[str, Offer | None] | None = None,
+    ) -> list[str] | None:
+        """The capable robots the request reaches (they grant or decline), or None
+        when the window should wait for its deadline."""
+        if not self.close_early:
+            return None
+        me = Peer(self.profile, self.position, self.comm_range)
+        reach = replay(me, peers, req.query, req.matcher, self.ttl, answers=answers)
+        return sorted(reach.answerers)
+
     # -- inbound ---------------------------------------------------------------------
 
     def _lost_in_transit(self) -> bool:
@@ -379,17 +427,28 @@ class FactoryRobot(Agent):
                 ttl=self.ttl,
                 silence_timeout=self.silence_s,
                 max_rounds=self.max_rounds,
+                retry_s=self.retry_s,
             )
+            peers = self.peers()
+            me = Peer(self.profile, self.position, self.comm_range)
+            answers: dict[str, Offer | None] = {}
+            matcher = self.matchers[self.method]
+            feas = feasibility(me, peers, JOBS[name], matcher, self.ttl, answers)
+            self.requester.impossible = feas.reason
+            expect = self._expected(self.requester, peers, answers)
             self.log.info(
                 "job.received",
                 job_id=job_id,
                 job=name,
                 capable=self.requester.query.agent_capable,
                 method=int(self.method),
+                expect=None if expect is None else len(expect),
+                possible=feas.possible,
             )
             await self._report("job.accepted", {"job_id": job_id, "job": name})
             neighbours = self.neighbours(idle_only=True)
-            await self._apply(self.requester.start(now, neighbours), now)
+            now = time.monotonic()  # the deadline counts from the request, not the receipt
+            await self._apply(self.requester.start(now, neighbours, expect), now)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         if new is Presence.ONLINE or new is Presence.UNKNOWN:
@@ -413,7 +472,12 @@ class FactoryRobot(Agent):
                 self.battery = max(0.0, self.battery - self.drain_per_s * dt)
             await self._apply(self.responder.tick(now, self.battery), now)
             if self.requester is not None:
-                await self._apply(self.requester.tick(now), now)
+                if self.requester.round_due(now):
+                    fresh = self.neighbours(idle_only=True)
+                    expect = self._expected(self.requester, self.peers())
+                    await self._apply(self.requester.tick(now, fresh, expect), now)
+                else:
+                    await self._apply(self.requester.tick(now), now)
             job, req = self.job, self.requester
             if job is not None and req is not None and req.state == RequesterState.WORKING:
                 rate = 1.0
@@ -481,6 +545,7 @@ class FactoryRobot(Agent):
             "tower": list(sel.team.ids) if sel.team is not None else [],
             "round": act.round,
             "method": int(sel.method),
+            "closed_by": self.requester.closed_by if self.requester is not None else "",
             "at_ms": int((now - self.job.received) * 1000),
         }
         if sel.team is not None:
@@ -523,6 +588,7 @@ class FactoryRobot(Agent):
             "job": job.spec.name,
             "agent": self.id,
             "reason": act.reason,
+            "impossible": act.impossible,
             "rounds": self.requester.round if self.requester is not None else 0,
             "done_ms": int((now - job.received) * 1000),
             "lost": job.lost,
@@ -542,7 +608,7 @@ class FactoryRobot(Agent):
             "rounds": req.round,
             "lost": job.lost,
             "selections": [
-                {k: s[k] for k in ("mode", "helpers", "tower", "round", "at_ms")}
+                {k: s[k] for k in ("mode", "helpers", "tower", "round", "at_ms", "closed_by")}
                 for s in job.selections
             ],
             "battery": round(self.battery, 3),

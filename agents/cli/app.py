@@ -25,6 +25,7 @@ from teamtree.agents.cli.kinds import register as register_kinds
 from teamtree.agents.cli.ops import register as register_ops
 from teamtree.agents.cli.study import register as register_study
 from teamtree.agents.observers.timeline import draw_timeline, load_records
+from teamtree.agents.observers.web.cli import register as register_web
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
@@ -235,7 +236,14 @@ async def _timeline(args: argparse.Namespace) -> int:
 
 
 #: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
-EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human, register_kinds]
+EXTRA_COMMANDS = [
+    register_disturb,
+    register_study,
+    register_ops,
+    register_human,
+    register_kinds,
+    register_web,
+]
 
 COMMANDS = {
     "run": _run,

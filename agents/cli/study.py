@@ -40,6 +40,7 @@ from teamtree.planners.allocation import (
     TableRow,
     format_table,
     run_case,
+    side_by_side,
     study_cases,
     study_tables,
 )
@@ -328,6 +329,9 @@ async def _study(args: argparse.Namespace) -> int:
     for metric, title in TABLES:
         print(f"\n{title} (mean of {args.runs} run(s))")
         print(format_table(rows, metric))
+    for metric in ("wrong_human_actions", "robot_to_human"):  # next to the paper's
+        print()
+        print(side_by_side(records, metric))
     failed = [r for r in records if not r.pattern_correct]
     print(f"\n{len(records) - len(failed)}/{len(records)} runs ended with the correct pattern")
     write_csv(args.out / "runs.csv", records)

@@ -1,16 +1,21 @@
-"""Observers: read a team from the broker without joining it (monitor, recorder, timeline)."""
+"""Observers: read a team from the broker without joining it (monitor, recorder, timeline,
+the people's work; the web view is the ``web`` subpackage)."""
 
+from teamtree.agents.observers.human_work import HumanWork, WorkEvent, human_rows
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.observers.monitor import MonitorState, TeamObserver, render_text
 from teamtree.agents.observers.recorder import RecorderAgent, behaviour_summary
 from teamtree.agents.observers.timeline import draw_timeline, load_records, node_intervals
 
 __all__ = [
+    "HumanWork",
     "MonitorState",
     "RecorderAgent",
     "TeamObserver",
+    "WorkEvent",
     "behaviour_summary",
     "draw_timeline",
+    "human_rows",
     "load_records",
     "node_intervals",
     "render_text",

@@ -14,6 +14,7 @@ from typing import Annotated, Any, TextIO
 
 import msgspec
 
+from teamtree.agents.observers.human_work import human_rows
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
@@ -114,7 +115,8 @@ class RecorderAgent(Agent):
             self._file.flush()
 
     async def on_stop(self) -> None:
-        rows = behaviour_summary(self.records)
+        rows = behaviour_summary(self.records) + human_rows(self.records)
+        rows.sort(key=lambda r: r["start_ms"])
         t0 = min((r["start_ms"] for r in rows), default=0)
         for index, row in enumerate(rows, 1):
             self.log.info(
@@ -124,8 +126,9 @@ class RecorderAgent(Agent):
                 node=self._labels.get(row["node"], row["node"]),
                 start_s=round((row["start_ms"] - t0) / 1000, 2),
                 end_s=None if row["end_ms"] is None else round((row["end_ms"] - t0) / 1000, 2),
-                potential=None if row["potential"] is None else round(row["potential"], 4),
-                grasp=None if row["grasp"] is None else round(row["grasp"], 1),
+                potential=None if row.get("potential") is None else round(row["potential"], 4),
+                grasp=None if row.get("grasp") is None else round(row["grasp"], 1),
+                person=row.get("human", False),
             )
         self.log.info("recorder.saved", path=str(self.path), messages=len(self.records))
         if self._file is not None:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from teamtree.agents.observers.human_work import human_rows
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.broker import ConfigError
 
@@ -56,6 +57,7 @@ def node_intervals(
     its working / done / released transitions follow; a done by any robot makes the
     leaf done in every copy (the trees agree once the transition arrives), and so does
     a skip (seed 004: its goal already held) in every copy but the skipper's.
+    Each person gets a panel ``<id> (person)`` of their own work (``human_rows``).
     """
     labels: dict[str, str] = {}
     robots: list[str] = []
@@ -82,9 +84,11 @@ def node_intervals(
             continue
         if kind.startswith("node.") and rec["sender"] not in robots:
             robots.append(rec["sender"])
-    if not events:
+    people = human_rows(records)
+    if not events and not people:
         return {}, labels
-    t0, t_end = events[0][0], max(r["ts"] for r in records)
+    t0 = min([e[0] for e in events[:1]] + [r["start_ms"] for r in people[:1]])
+    t_end = max(r["ts"] for r in records)
     state: dict[str, dict[str, tuple[str, int]]] = {r: {} for r in robots}
     spans: dict[str, dict[str, list[tuple[float, float, str]]]] = {
         r: defaultdict(list) for r in robots
@@ -113,6 +117,12 @@ def node_intervals(
         for node, (status, since) in state[robot].items():
             if status != "inactive":
                 spans[robot][node].append(((since - t0) / 1000, (t_end - t0) / 1000, status))
+    for row in people:
+        panel = spans.setdefault(f"{row['agent']} (person)", defaultdict(list))
+        start, stop = row["start_ms"], row["stop_ms"] or t_end
+        panel[row["node"]].append(((start - t0) / 1000, (stop - t0) / 1000, "working"))
+        if row["end_ms"] is not None:
+            panel[row["node"]].append(((stop - t0) / 1000, (t_end - t0) / 1000, "done"))
     return {r: dict(v) for r, v in spans.items()}, labels
 
 

@@ -56,7 +56,8 @@ class TeamView:
     ) -> tuple[Presence, Presence] | None:
         """Apply a presence body; returns (old, new) when the state changed.
         Raises ValueError on a malformed body."""
-        if not isinstance(body, dict) or body.get("state") not in Presence.__members__:
+        state = body.get("state") if isinstance(body, dict) else None
+        if not isinstance(state, str) or state not in Presence.__members__:
             raise ValueError(f"not a presence body: {body!r}")
         member = self.member(agent_id)
         old, new = member.presence, Presence(body["state"])

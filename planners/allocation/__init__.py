@@ -50,6 +50,12 @@ from teamtree.planners.allocation.model import (
     SolveStatus,
     Variable,
 )
+from teamtree.planners.allocation.paper_tables import (
+    PAPER,
+    Cell,
+    compare,
+    side_by_side,
+)
 from teamtree.planners.allocation.planner import Plan, plan
 from teamtree.planners.allocation.scheduling import (
     Schedule,
@@ -102,6 +108,7 @@ __all__ = [
     "DEFAULT_PATTERN",
     "GUROBI_SIZE_LIMIT",
     "HUMAN",
+    "PAPER",
     "PAPER_RUNS",
     "P_ERROR_GRID",
     "P_FOLLOW_GRID",
@@ -112,6 +119,7 @@ __all__ = [
     "AllocationProblem",
     "Belief",
     "BeliefConfig",
+    "Cell",
     "CobotConfig",
     "Colour",
     "EpisodeResult",
@@ -151,6 +159,7 @@ __all__ = [
     "build_allocation_model",
     "build_schedule_model",
     "check_schedule",
+    "compare",
     "critical_path_length",
     "decide_human",
     "default_pool",
@@ -170,6 +179,7 @@ __all__ = [
     "robot_pick",
     "run_case",
     "run_study",
+    "side_by_side",
     "simulate_episode",
     "solve_allocation",
     "solve_model",

@@ -3,8 +3,8 @@
 A simulated human follows (does a task from its tray) with probability P_follow, else leads:
 assigns a task to the robot with probability 0.3636·P_f² − 1.356·P_f + 0.9982 (far
 workspaces W2, W3 twice as likely), else does an unassigned task (near W1, W4 twice as
-likely). Each leading action is wrong with probability P_error: a wrong colour, or (half of
-the wrong placements, when possible) a block on a spot out of order. The cobot runs
+likely). Each leading action is wrong with probability P_error: a wrong colour (on the
+next spot, or on the robot's tray). The cobot runs
 Algorithm 1: it sees each human action when it ends, detects errors, updates the task and
 its beliefs, re-plans (allocation + schedule MILPs, in-process) when the task changed, and
 starts the first robot task of the schedule that it can start, assignments first
@@ -21,8 +21,21 @@ and the human acting at t = 0, the tray was empty so often that a human with P_f
 0.9 led half of its actions; at P_error = 0.8 that gave 20-31 wrong actions per run where
 Table III has 1.3-10.9.)
 
-Choices: time advances event by event (no clock reads); the human's H2 takes half of t_h
-(fetching the block; the robot's tray is at hand); an assigned task the human ignores counts
+Step by step against the authors' simulated human (their public simulation code,
+``Human.action_selection``): (1) with its tray stocked it does a tray task with
+probability P_follow, inherently correct; (2) else, when it has an unassigned task, it
+leads: assigns (probability above, and only while more than one task is free or its tray
+holds one) or does one itself; (3) else a tray task; (4) else it waits. Same here, with
+these differences, two of them fixed to follow the authors: an H2 takes the human no time
+(they drop the block on the robot's tray, which is at hand, and walk nowhere; this module
+had it take half of t_h), and every error is a wrong colour on the next spot of a
+workspace (this module also put half of the wrong placements on a spot out of order,
+which their human never does; ``out_of_order_share`` keeps that variant). Left as they
+are: their human, with nothing else to do, takes back a task it gave the robot (H5 then
+H1); here it waits. Their erring human may also fill the spot after its own misplaced
+block; here an error needs a free spot whose predecessor is placed.
+
+Choices: time advances event by event (no clock reads); an assigned task the human ignores counts
 as F3 only when one was waiting on the tray; follow evidence and error evidence are taken
 when the action ends; the simulated human never uses H3, H5 or H6 (nor did the authors').
 """
@@ -73,8 +86,8 @@ class SimulatedHuman:
     far_workspaces: tuple[int, ...] = (2, 3)
     near_workspaces: tuple[int, ...] = (1, 4)
     preference_weight: int = 2
-    out_of_order_share: float = 0.5
-    assign_time_fraction: float = 0.5
+    out_of_order_share: float = 0.0
+    assign_time_fraction: float = 0.0
 
     @property
     def p_assign(self) -> float:

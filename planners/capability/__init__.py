@@ -65,6 +65,13 @@ from teamtree.planners.capability.modes import (
     decide_mode,
     make_matcher,
 )
+from teamtree.planners.capability.reach import (
+    Feasibility,
+    Peer,
+    Reach,
+    feasibility,
+    replay,
+)
 from teamtree.planners.capability.selection import (
     best,
     condense,
@@ -101,6 +108,7 @@ __all__ = [
     "FavorResponder",
     "FavorRevoke",
     "FavorSimulation",
+    "Feasibility",
     "HelperLost",
     "HelperStatus",
     "JobSpec",
@@ -112,6 +120,8 @@ __all__ = [
     "Method",
     "Offer",
     "PassiveMatcher",
+    "Peer",
+    "Reach",
     "Relation",
     "RequesterState",
     "RoleChanged",
@@ -134,6 +144,7 @@ __all__ = [
     "component_node",
     "condense",
     "decide_mode",
+    "feasibility",
     "grid_positions",
     "is_idle",
     "job_1",
@@ -144,6 +155,7 @@ __all__ = [
     "laplacian",
     "make_matcher",
     "relu",
+    "replay",
     "theta",
     "theta_hat",
     "verify_strength",

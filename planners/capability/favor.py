@@ -19,6 +19,15 @@ method 1 a neighbour that grants does not forward; in method 2 idle robots reply
 forward. A helper holds itself for one requester at a time. A selection that finds
 nobody is retried in a new round (new request id) up to ``max_rounds`` times; a lost
 helper starts a new round in which the helpers still committed compete with new offers.
+
+Closing the window early: the agent may name the robots it expects to answer
+(``expect``, the capable robots in reach, see ``reach.py``). A robot that could help
+but is not idle declines at once (``FavorReject``, reason "not idle"), so the window
+closes as soon as every expected robot has granted or declined; the deadline bounds
+the wait for lost messages. A round that closed early without a selection is retried
+after ``retry_s`` (helpers may become idle), not at once. A job the agent knows to be
+impossible (``impossible`` set from its factsheet replay) fails at its first fruitless
+round with ``SelectionFailed.impossible``.
 """
 
 from __future__ import annotations
@@ -208,10 +217,11 @@ class Selected:
 
 @dataclass(frozen=True)
 class SelectionFailed:
-    """No mode works after every round."""
+    """No mode works after every round (``impossible``: not with every robot idle either)."""
 
     job: str
     reason: str
+    impossible: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +257,7 @@ class RequesterState(enum.StrEnum):
 
     UNSTARTED = "unstarted"
     COLLECTING = "collecting"
+    WAITING = "waiting"
     WORKING = "working"
     FAILED = "failed"
     DONE = "done"
@@ -273,6 +284,8 @@ class FavorRequester:
         silence_timeout: float = 1.0,
         max_rounds: int = 3,
         idle_threshold: float = IDLE_BATTERY_THRESHOLD,
+        retry_s: float = 0.3,
+        impossible: str = "",
     ) -> None:
         self.agent = agent
         self.job = job
@@ -283,6 +296,12 @@ class FavorRequester:
         self.silence_timeout = silence_timeout
         self.max_rounds = max_rounds
         self.idle_threshold = idle_threshold
+        self.retry_s = retry_s
+        self.impossible = impossible
+        self.expect: frozenset[str] | None = None
+        self.answered: set[str] = set()
+        self.closed_by = ""
+        self.retry_at = 0.0
         self.state = RequesterState.UNSTARTED
         self.round = 0
         self.failed_rounds = 0
@@ -305,7 +324,9 @@ class FavorRequester:
         """Leases currently ACCEPTED (the helpers working for this job)."""
         return [x for x in self.leases.values() if x.state == LeaseState.ACCEPTED]
 
-    def _new_round(self, now: float, neighbours: Sequence[str]) -> list[Action]:
+    def _new_round(
+        self, now: float, neighbours: Sequence[str], expect: Sequence[str] | None = None
+    ) -> list[Action]:
         self.round += 1
         self.request_id = f"{self.prefix}#{self.round}"
         self.deadline = now + self.window
@@ -320,6 +341,11 @@ class FavorRequester:
         )
         out: list[Action] = []
         helping = {x.helper for x in self.accepted()}
+        self.answered = set()
+        if expect is not None:
+            self.expect = frozenset(expect) - self.lost - helping - {self.agent.robot_id}
+        elif self.expect is not None:
+            self.expect = self.expect - self.lost - helping
         for nb in sorted(set(neighbours)):
             if nb == self.agent.robot_id or nb in self.lost or nb in helping:
                 continue
@@ -329,26 +355,46 @@ class FavorRequester:
         return out
 
     # events ------------------------------------------------------------------
-    def start(self, now: float, neighbours: Sequence[str]) -> list[Action]:
-        """The job arrived: spread the request to ``neighbours`` (idle, in range)."""
+    def start(
+        self, now: float, neighbours: Sequence[str], expect: Sequence[str] | None = None
+    ) -> list[Action]:
+        """The job arrived: spread the request to ``neighbours`` (idle, in range).
+
+        ``expect``: the robots that will grant or decline (the window closes when all
+        have); None waits for the deadline every round."""
         if self.state != RequesterState.UNSTARTED:
             return []
-        return [RoleChanged(self.agent.robot_id, "busy"), *self._new_round(now, neighbours)]
+        return [
+            RoleChanged(self.agent.robot_id, "busy"),
+            *self._new_round(now, neighbours, expect),
+        ]
+
+    def all_answered(self) -> bool:
+        """Every expected robot has granted or declined in the current round."""
+        return self.expect is not None and self.expect <= self.answered
+
+    def _close_if_answered(self, now: float) -> list[Action]:
+        if self.state == RequesterState.COLLECTING and self.all_answered():
+            self.closed_by = "all answered"
+            return self._select(now)
+        return []
 
     def on_message(self, msg: Message, now: float) -> list[Action]:
         """A message addressed to this requester."""
         if getattr(msg, "requester", None) != self.agent.robot_id:
             return []
         if isinstance(msg, FavorGrant):
-            return self._on_grant(msg, now)
+            return self._on_grant(msg, now) + self._close_if_answered(now)
         if isinstance(msg, FavorReject):
+            if msg.request_id == self.request_id:
+                self.answered.add(msg.helper)
             lease = self.leases.get((msg.request_id, msg.helper))
             if lease is None:
-                return []
+                return self._close_if_answered(now)
             if lease.state == LeaseState.ACCEPTED:
                 return self._lose(lease, now, f"refused: {msg.reason}", LeaseState.REVOKED)
             lease.move(LeaseState.REJECTED, now, msg.reason)
-            return []
+            return self._close_if_answered(now)
         if isinstance(msg, HelperStatus):
             lease = self.leases.get((msg.request_id, msg.helper))
             if lease is None:
@@ -386,14 +432,33 @@ class FavorRequester:
                     )
                 ]
             return []
+        self.answered.add(msg.helper)
         if lease.move(LeaseState.GRANTED, now):
             lease.offer = msg.offer
         return []
 
-    def tick(self, now: float) -> list[Action]:
-        """Advance time: close the collection at the deadline, watch helpers' heartbeats."""
+    def round_due(self, now: float) -> bool:
+        """A retry round is waiting and its time has come (pass fresh neighbours to tick)."""
+        return self.state == RequesterState.WAITING and now >= self.retry_at
+
+    def tick(
+        self,
+        now: float,
+        neighbours: Sequence[str] | None = None,
+        expect: Sequence[str] | None = None,
+    ) -> list[Action]:
+        """Advance time: close the collection at the deadline, start a due retry round
+        (with ``neighbours`` and ``expect`` when given, else the last ones), watch
+        helpers' heartbeats."""
         out: list[Action] = []
-        if self.state == RequesterState.COLLECTING and now >= self.deadline:
+        if self.round_due(now):
+            nbs = self._neighbours if neighbours is None else neighbours
+            out.extend(self._new_round(now, nbs, expect))
+        if self.state == RequesterState.COLLECTING and self.all_answered():
+            self.closed_by = "all answered"  # e.g. nobody was expected
+            out.extend(self._select(now))
+        elif self.state == RequesterState.COLLECTING and now >= self.deadline:
+            self.closed_by = "deadline"
             out.extend(self._select(now))
         if self.state == RequesterState.WORKING:
             for lease in self.accepted():
@@ -452,7 +517,12 @@ class FavorRequester:
                     )
                 )
             self.failed_rounds += 1
-            if self.failed_rounds < self.max_rounds:
+            if self.failed_rounds < self.max_rounds and not self.impossible:
+                if self.closed_by == "all answered":
+                    # everyone answered: wait for helpers to become idle, then ask again
+                    self.state = RequesterState.WAITING
+                    self.retry_at = now + self.retry_s
+                    return out
                 return out + self._new_round(now, self._neighbours)
             for lease in committed:
                 lease.move(LeaseState.RELEASED, now, "job abandoned")
@@ -465,7 +535,10 @@ class FavorRequester:
                     )
                 )
             self.state = RequesterState.FAILED
-            out.append(SelectionFailed(self.job.name, str(exc)))
+            if self.impossible:
+                out.append(SelectionFailed(self.job.name, self.impossible, impossible=True))
+            else:
+                out.append(SelectionFailed(self.job.name, str(exc)))
             out.append(RoleChanged(self.agent.robot_id, "idle"))
             return out
         self.failed_rounds = 0
@@ -585,9 +658,13 @@ class FavorResponder:
         self.seen[req.request_id] = req.deadline + self.hold
         out: list[Action] = []
         granted = False
-        if self.idle and now <= req.deadline:
+        if now <= req.deadline:
             offer = self.matcher.answer(req.query, self.profile)
-            if offer is not None:
+            if offer is not None and not self.idle:
+                # could help but cannot now: say so, so the requester need not wait
+                reject = FavorReject(req.request_id, req.requester, self.robot_id, "not idle")
+                out.append(Send(req.requester, reject))
+            elif offer is not None:
                 granted = True
                 self.lease = Lease(req.request_id, req.requester, self.robot_id, since=now)
                 self.lease.move(LeaseState.GRANTED, now)

@@ -1,0 +1,16 @@
+"""The web view (``teamtree web``): a live team page for operators and a page per
+person in the team, served by starlette + uvicorn over websockets."""
+
+from teamtree.agents.observers.web.person import HumanSessions, WebHuman
+from teamtree.agents.observers.web.server import STATIC, WebServer
+from teamtree.agents.observers.web.state import MAX_ALERTS, MAX_SPANS, WebState
+
+__all__ = [
+    "MAX_ALERTS",
+    "MAX_SPANS",
+    "STATIC",
+    "HumanSessions",
+    "WebHuman",
+    "WebServer",
+    "WebState",
+]

@@ -1,0 +1,104 @@
+"""``teamtree web --broker URL --team T [--port 8080]``: serve the team page and the
+people's pages.
+
+Exit codes: 0 stopped, 1 the broker cannot be reached or the port is taken, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from teamtree.agents.cli.args import DEFAULT_BROKER
+from teamtree.agents.cli.args import broker_url as _url
+from teamtree.agents.cli.args import ident as _ident
+from teamtree.agents.cli.args import port as _port
+from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.broker import ConnectError
+from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.tls import TlsSettings, client_context
+
+__all__ = ["register", "run_web"]
+
+Handler = Callable[[argparse.Namespace], Awaitable[int]]
+
+
+def register(subparsers: Any) -> dict[str, Handler]:
+    """Add the ``web`` subcommand to `subparsers`; returns ``{"web": handler}``."""
+    p = subparsers.add_parser(
+        "web",
+        help="serve a live web view of a team, and pages for the people in it",
+        description="Serve the team page (agents, presence, the task tree as a tree, a "
+        "live timeline with the people's work, alerts, broker health) at / and a "
+        "person's page at /human/<id> (their subtasks, start / finish taps, the robots' "
+        "questions with a countdown). Reads the team from the broker alone and does not "
+        "join it; a person's page joins as that person (kind human).",
+    )
+    p.add_argument(
+        "--broker", type=_url, default=os.environ.get("TEAMTREE_BROKER", DEFAULT_BROKER),
+        help="broker URL (default: $TEAMTREE_BROKER or mqtt://127.0.0.1:1883)",
+    )  # fmt: skip
+    p.add_argument(
+        "--team", type=_ident, required="TEAMTREE_TEAM" not in os.environ,
+        default=os.environ.get("TEAMTREE_TEAM"), help="team id (default: $TEAMTREE_TEAM)",
+    )  # fmt: skip
+    p.add_argument("--port", type=_port, default=8080, help="HTTP port (default 8080)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--username", help="broker user of the team view (default: the monitor user's "
+        "credentials from the environment, if any)",
+    )  # fmt: skip
+    p.add_argument("--password", help="its broker password (or set TEAMTREE_PASSWORD_<USERNAME>)")
+    p.add_argument(
+        "--any-person", action="store_true",
+        help="let /human/<id> join any id (default: only people the team's robots model, "
+        "as listed in their factsheets)",
+    )  # fmt: skip
+    p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    return {"web": run_web}
+
+
+def _credentials(args: argparse.Namespace) -> dict[str, str]:
+    if args.username is not None:
+        if args.password is not None:
+            return {"username": args.username, "password": args.password}
+        return agent_credentials(args.username) or {"username": args.username}
+    return agent_credentials("monitor")
+
+
+async def run_web(args: argparse.Namespace) -> int:
+    """The ``web`` handler: connect to the broker, then serve until Ctrl-C."""
+    if args.password is not None and args.username is None:
+        print("teamtree web: --password needs --username", file=sys.stderr)
+        return 2
+    from teamtree.agents.observers.web.server import WebServer
+
+    settings = TlsSettings.from_env()
+    tls = client_context(settings) if settings is not None else None
+    web = WebServer(
+        parse_endpoint(args.broker),
+        args.team,
+        tls_context=tls,
+        any_person=args.any_person,
+        **_credentials(args),
+    )
+    try:
+        async with web:
+            await web.observer.wait_connected(10.0)
+
+            def ready(url: str) -> None:
+                print(f"web view of team {args.team} at {url} (people: {url}human/<id>)",
+                      flush=True)  # fmt: skip
+
+            await web.serve(args.host, args.port, ready=ready)
+    except ConnectError as exc:
+        print(f"teamtree web: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except OSError as exc:
+        print(f"teamtree web: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0

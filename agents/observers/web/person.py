@@ -1,0 +1,299 @@
+"""A person in the team through their browser (seed 000 §2.3): the ``/human/<id>``
+page's agent, kept by the web server.
+
+``WebHuman`` is ``TerminalHuman`` (the same wire: kind ``human``, no task-tree state,
+the hand moved in the simulated world, dialog answers) driven by taps instead of
+typed lines, plus what a screen can show and a terminal could not: the subtasks open
+to the person and their state, who works on the others (from the robots' node
+transitions), and each open question with its deadline. The agent lives in the
+server, not in the page, so a reload or a lost connection loses nothing; it stays
+in the team until the person taps "leave" or the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from teamtree.agents.humans.human import find_world, leaf_objects
+from teamtree.agents.humans.terminal import TerminalHuman
+from teamtree.agents.runtime.config import RuntimeSettings
+from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.hlc import wall_ms
+from teamtree.broker.topics import Topic, validate_id
+from teamtree.hardware.sim_client import SimClient
+from teamtree.planners.tasktree import spread_activation
+
+__all__ = ["HumanSessions", "WebHuman"]
+
+#: lines of the person's log kept for the page
+LOG_LINES = 40
+#: seconds a new person's page waits for their agent to join the team
+CONNECT_WAIT_S = 10.0
+
+
+class WebHuman(TerminalHuman):
+    """A person's agent driven from a web page (module docstring)."""
+
+    def __init__(self, *args: Any, on_change: Callable[[], None] | None = None, **kwargs: Any):
+        self.lines: deque[dict[str, Any]] = deque(maxlen=LOG_LINES)
+        self.in_hand = False
+        self._on_change = on_change or (lambda: None)
+        super().__init__(
+            *args, reader=asyncio.StreamReader(), write=self._line, exit_when_done=False, **kwargs
+        )
+        self.workers: dict[str, str] = {}  # leaf -> robot working on it now
+        self.finished_by: dict[str, str] = {}  # leaf -> robot that reported it done
+        self.mine: list[str] = []  # leaves this person placed
+        self.target: str | None = None
+        self.resolved: deque[dict[str, Any]] = deque(maxlen=10)
+        self.version = 0
+
+    def factsheet(self) -> dict[str, Any]:
+        return {**super().factsheet(), "interface": "web"}
+
+    async def setup(self) -> None:
+        await super().setup()
+        self.on_agents("state", self._on_transition, kind="node.transition")
+
+    def _line(self, text: str) -> None:
+        tag = text.split(" ", 1)[0]
+        if tag == "placed" and self.target is not None:
+            self.mine.append(self.target)
+            self.target = None
+        # the hand holds the object only once its reach has finished (not mid-grasp)
+        self.in_hand = tag == "holding" or (self.in_hand and tag not in ("placed", "started"))
+        self.lines.append({"ts": wall_ms(), "tag": tag, "text": text})
+        self.changed()
+
+    def changed(self) -> None:
+        """Something the page shows changed: bump the version and tell the server."""
+        self.version += 1
+        self._on_change()
+
+    async def _on_transition(self, env: Envelope, topic: Topic) -> None:
+        body = env.body if isinstance(env.body, dict) else {}
+        node, status = body.get("node"), body.get("status")
+        if not isinstance(node, str):
+            return
+        if status == "working":
+            self.workers[node] = env.sender
+        elif status in ("done", "skipped"):
+            self.workers.pop(node, None)
+            self.finished_by.setdefault(node, env.sender)
+        elif status == "inactive" and self.workers.get(node) == env.sender:
+            del self.workers[node]
+        self.changed()
+
+    async def _on_resolved(self, env: Envelope, topic: Topic) -> None:
+        body = env.body if isinstance(env.body, dict) else {}
+        if body.get("human") == self.id:
+            self.resolved.append(
+                {
+                    "robot": env.sender,
+                    "label": body.get("label"),
+                    "answer": body.get("answer"),
+                    "how": body.get("how"),
+                    "robot_continues": bool(body.get("robot_continues")),
+                }
+            )
+        await super()._on_resolved(env, topic)
+
+    async def main(self) -> None:
+        """Find the team's simulated world (waiting for it as long as it takes: the page
+        may be opened before the team starts), then serve taps until stopped."""
+        await self.wait_connected()
+        self.write(f"ready {self.id} team={self.team}")
+        try:
+            waiting = False
+            while self.use_world and self.client is None:
+                try:
+                    address = await find_world(self, self.world_id, timeout=5.0)
+                except TimeoutError:
+                    if not waiting:
+                        self.write("waiting for the team's simulated world (taps only tell)")
+                        waiting = True
+                    continue
+                client = SimClient(address, timeout=1.0)
+                client.connect()
+                self.client = client
+                if (await self._call("hand_observe", since=0) or {}).get("ok"):
+                    self.spawn(self._watch_world(), "world")
+                    self.write(f"world found: your hand {self.hand} moves in it")
+                else:
+                    self.write(f"error the world has no hand {self.hand!r}")
+                    self.client = None
+                    await client.close()
+                    break
+            await self.wait_stop_requested()
+        finally:
+            if self.client is not None:
+                client, self.client = self.client, None
+                await client.close()
+
+    # -- taps ----------------------------------------------------------------------
+
+    async def start(self, leaf: str) -> None:
+        """The person starts the subtask `leaf` (the hand reaches for its object)."""
+        await self.handle(f"start {leaf}")
+        if self.lines and self.lines[-1]["tag"] == "started":
+            self.target = self._leaf(leaf)
+        self.changed()
+
+    async def finish(self) -> None:
+        """The person places what they hold at its goal."""
+        await self.handle("finish")
+        self.changed()
+
+    async def answer(self, dialog_id: str, keep: bool) -> None:
+        """Answer the question `dialog_id`: keep the subtask ("continue") or let the
+        robot take it ("concede"). Unknown or closed questions say so in the log."""
+        match = [q for q in self.questions if q.body.get("dialog_id") == dialog_id]
+        if not match:
+            self._line(f"error the question {dialog_id} is closed")
+            return
+        self.questions.remove(match[0])
+        self.questions.insert(0, match[0])
+        await self.handle("yes" if keep else "no")
+        if not keep and self.target == match[0].body.get("node") and not self.holding:
+            self.target = None
+        self.changed()
+
+    # -- what the page shows -------------------------------------------------------
+
+    def view(self) -> dict[str, Any]:
+        """The page's state as JSON-ready data."""
+        tree = self.tree
+        subtasks = []
+        if tree is not None:
+            done = set(self._done)
+            acts = spread_activation(tree, done, (), default_potential=1.0)
+            objects = leaf_objects(tree)
+            for leaf in tree.leaves:
+                if leaf in done:
+                    by = "you" if leaf in self.mine else self.finished_by.get(leaf, "someone")
+                    state = "done"
+                elif leaf == self.target:
+                    state, by = ("holding" if self.in_hand else "reaching"), "you"
+                elif leaf in self.workers:
+                    state, by = "robot", self.workers[leaf]
+                elif acts[leaf].level > 0:
+                    state, by = "open", None
+                else:
+                    state, by = "waiting", None
+                subtasks.append(
+                    {
+                        "node": leaf,
+                        "label": tree[leaf].label,
+                        "object": objects.get(leaf),
+                        "state": state,
+                        "by": by,
+                        "enabled": leaf not in done and acts[leaf].level > 0,
+                    }
+                )
+        now = wall_ms()
+        questions = [
+            {
+                "dialog_id": q.body.get("dialog_id"),
+                "robot": q.sender,
+                "node": q.body.get("node"),
+                "label": q.body.get("label"),
+                "object": q.body.get("object"),
+                "question": q.body.get("question"),
+                "deadline_ms": q.deadline,
+                "timeout_s": q.body.get("timeout_s"),
+            }
+            for q in self.questions
+            if q.deadline is None or q.deadline > now - 1000
+        ]
+        return {
+            "id": self.id,
+            "team": self.team,
+            "hand": self.hand,
+            "world": self.client is not None,
+            "connected": self.connection.connected.is_set(),
+            "holding": self.holding if self.in_hand else None,
+            "target": self.target,
+            "subtasks": subtasks,
+            "questions": questions,
+            "resolved": list(self.resolved),
+            "log": list(self.lines),
+            "complete": self.task_done(),
+            "server_ms": now,
+            "version": self.version,
+        }
+
+
+class HumanSessions:
+    """The people's agents hosted by one web server, one per id, started on first use."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        team: str,
+        *,
+        runtime: RuntimeSettings | None = None,
+        tls_context: Any = None,
+        credentials: Callable[[str], dict[str, str]] = agent_credentials,
+        is_taken: Callable[[str], bool] = lambda agent_id: False,
+    ):
+        self.endpoint = endpoint
+        self.team = team
+        self.runtime = runtime or RuntimeSettings(heartbeat_s=1.0, keepalive_s=2)
+        self.tls_context = tls_context
+        self.credentials = credentials
+        self.is_taken = is_taken
+        self.agents: dict[str, WebHuman] = {}
+        self.changed = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    async def get(self, agent_id: str) -> WebHuman:
+        """The running agent for `agent_id`, started (and connected) if needed.
+        Raises ValueError when the id is invalid or already online as another
+        process (joining would take over its session)."""
+        agent_id = validate_id(agent_id, "human id")
+        async with self._lock:
+            agent = self.agents.get(agent_id)
+            if agent is not None:
+                return agent
+            if self.is_taken(agent_id):
+                raise ValueError(
+                    f"{agent_id!r} is already online in team {self.team!r} (another process "
+                    "is this person); stop it first, or open /human/<another id>"
+                )
+            agent = WebHuman(
+                agent_id,
+                team=self.team,
+                endpoint=self.endpoint,
+                runtime=self.runtime,
+                tls_context=self.tls_context,
+                on_change=self.changed.set,
+                **self.credentials(agent_id),
+            )
+            await agent.__aenter__()
+            agent.spawn(agent.run_until_stopped(), "main")
+            self.agents[agent_id] = agent
+        # the page shows the person once they are in the team; and an Agent stopped
+        # before its first connect waits a long time for its goodbye (see ``leave``)
+        with contextlib.suppress(TimeoutError):
+            await agent.wait_connected(CONNECT_WAIT_S)
+        return agent
+
+    async def leave(self, agent_id: str) -> None:
+        """Stop `agent_id`'s agent (it leaves the team, OFFLINE)."""
+        agent = self.agents.pop(agent_id, None)
+        if agent is not None:
+            with contextlib.suppress(TimeoutError):
+                await agent.wait_connected(CONNECT_WAIT_S)
+            await agent.stop()
+
+    async def close(self) -> None:
+        """Stop every person's agent."""
+        for agent_id in list(self.agents):
+            with contextlib.suppress(Exception):
+                await self.leave(agent_id)

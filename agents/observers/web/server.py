@@ -1,0 +1,303 @@
+"""The web server: a starlette app served by uvicorn, reading the team through a
+passive broker client (``TeamObserver``: no presence, never a team member) and
+pushing JSON to the pages over websockets.
+
+Routes::
+
+    GET /                     the team page (static/team.html)
+    GET /human/<id>           a person's page (static/human.html)
+    WS  /ws                   team snapshots (``WebState.snapshot``), on change, ≥ 1/s
+    WS  /human/<id>/ws        the person's view (``WebHuman.view``) and their taps
+    GET /api/state            the team snapshot as JSON (scripts, health checks)
+    GET /api/human/<id>       a hosted person's view as JSON (404 when not hosted)
+    GET /healthz              200 once the broker is connected, else 503
+    GET /static/...           the page's own JS and CSS (nothing from a CDN)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.observers.web.person import HumanSessions
+from teamtree.agents.observers.web.state import WebState
+from teamtree.broker import TopicError
+from teamtree.broker.connection import Incoming
+from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic, validate_id
+
+__all__ = ["STATIC", "WebServer"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+#: seconds between checks for news to push; a page also gets a push at least every second
+PUSH_S = 0.2
+SEND_TIMEOUT_S = 5.0
+log = structlog.get_logger("teamtree.web")
+
+
+class WebServer:
+    """The web view of one team. ``async with WebServer(...) as web:`` connects to the
+    broker; ``web.app`` is the ASGI app; ``await web.serve(host, port)`` serves it
+    until the process is told to stop (SIGINT / SIGTERM)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        team: str,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        tls_context: Any = None,
+        sessions: HumanSessions | None = None,
+        any_person: bool = False,
+    ):
+        self.team = validate_id(team, "team")
+        self.endpoint = endpoint
+        self.any_person = any_person
+        self.state = WebState(self.team)
+        self.observer = TeamObserver(
+            endpoint,
+            self.team,
+            username=username,
+            password=password,
+            tls_context=tls_context,
+            on_message=self._on_message,
+            client_prefix="web",
+        )
+        self.observer.state = self.state.monitor  # one view, fed once
+        self.sessions = sessions or HumanSessions(
+            endpoint, self.team, tls_context=tls_context, is_taken=self._taken
+        )
+        self._cache: tuple[tuple[int, int], str] | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/", self._team_page),
+                Route("/human/{agent_id}", self._human_page),
+                WebSocketRoute("/ws", self._team_ws),
+                WebSocketRoute("/human/{agent_id}/ws", self._human_ws),
+                Route("/api/state", self._api_state),
+                Route("/api/human/{agent_id}", self._api_human),
+                Route("/healthz", self._health),
+                Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+            ]
+        )
+
+    async def __aenter__(self) -> WebServer:
+        await self.observer.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.sessions.close()
+        await self.observer.__aexit__(*exc)
+
+    def _on_message(self, env: Envelope, topic: Topic, message: Incoming) -> None:
+        self.state.interpret(env, topic)
+
+    def _taken(self, agent_id: str) -> bool:
+        row = self.state.monitor.agents.get(agent_id)
+        return row is not None and row.presence == "ONLINE"
+
+    def snapshot_text(self) -> str:
+        """The team snapshot as JSON text, computed at most once per change and second."""
+        key = (self.state.version, int(time.time()))
+        if self._cache is None or self._cache[0] != key:
+            snap = self.state.snapshot()
+            snap["connected"] = self.observer.connection.connected.is_set()
+            self._cache = (key, json.dumps(snap, default=str))
+        return self._cache[1]
+
+    # -- pages -----------------------------------------------------------------------
+
+    async def _team_page(self, request: Request) -> Response:
+        return FileResponse(STATIC / "team.html")
+
+    async def _human_page(self, request: Request) -> Response:
+        try:
+            validate_id(request.path_params["agent_id"], "human id")
+        except TopicError as exc:
+            return HTMLResponse(f"<p>bad person id: {_escape(exc.reason)}</p>", status_code=400)
+        return FileResponse(STATIC / "human.html")
+
+    async def _api_state(self, request: Request) -> Response:
+        return Response(self.snapshot_text(), media_type="application/json")
+
+    async def _api_human(self, request: Request) -> Response:
+        agent = self.sessions.agents.get(request.path_params["agent_id"])
+        if agent is None:
+            return JSONResponse({"error": "no such person on this server"}, status_code=404)
+        return JSONResponse(json.loads(json.dumps(agent.view(), default=str)))
+
+    async def _health(self, request: Request) -> Response:
+        ok = self.observer.connection.connected.is_set()
+        return JSONResponse({"broker": ok, "team": self.team}, status_code=200 if ok else 503)
+
+    # -- websockets --------------------------------------------------------------------
+
+    async def _team_ws(self, ws: WebSocket) -> None:
+        await ws.accept()
+        last, sent_at = "", 0.0
+        try:
+            while True:
+                text = self.snapshot_text()
+                now = time.monotonic()
+                if text != last or now - sent_at >= 1.0:
+                    await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
+                    last, sent_at = text, now
+                await asyncio.sleep(PUSH_S)
+        except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
+            return
+
+    def expected_by(self, person: str) -> list[str]:
+        """The robots whose factsheet names `person` among the humans they model."""
+        return sorted(
+            agent
+            for agent, sheet in self.state.factsheets.items()
+            if isinstance(sheet.get("humans"), list) and person in sheet["humans"]
+        )
+
+    async def _join(self, ws: WebSocket, person: str) -> bool:
+        """Until the person taps "join": show who expects them. Joining is allowed when
+        a robot of the team models this person (its factsheet's ``humans``), or with
+        ``--any-person``; a stray visit to /human/<typo> never adds a team member."""
+        receive: asyncio.Future[str] | None = None
+        try:
+            while True:
+                expected = self.expected_by(person)
+                allowed = bool(expected) or self.any_person
+                offer = {"id": person, "team": self.team, "expected_by": expected}
+                await ws.send_text(json.dumps({"join": {**offer, "allowed": allowed}}))
+                if receive is None:
+                    receive = asyncio.ensure_future(ws.receive_text())
+                done, _ = await asyncio.wait({receive}, timeout=1.0)
+                if not done:
+                    continue
+                text, receive = receive.result(), None
+                if _tap(text).get("action") == "join" and allowed:
+                    return True
+                why = "tap join first"
+                if not allowed:
+                    why = (
+                        f"no robot of team {self.team!r} models a person {person!r} yet (their "
+                        "factsheets' humans); wait for the robots, or start the server with "
+                        "--any-person"
+                    )
+                await ws.send_text(json.dumps({"error": why}))
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            return False
+        finally:
+            if receive is not None:
+                receive.cancel()
+
+    async def _human_ws(self, ws: WebSocket) -> None:
+        await ws.accept()
+        person = ws.path_params["agent_id"]
+        if person not in self.sessions.agents and not await self._join(ws, person):
+            return
+        try:
+            agent = await self.sessions.get(person)
+        except (ValueError, TopicError) as exc:
+            reason = exc.reason if isinstance(exc, TopicError) else str(exc)
+            with contextlib.suppress(Exception):
+                await ws.send_text(json.dumps({"error": reason}))
+                await ws.close(code=4000)
+            return
+        reader = asyncio.create_task(self._human_taps(ws, agent.id))
+        version, sent_at = -1, 0.0
+        try:
+            while not reader.done():
+                now = time.monotonic()
+                if agent.version != version or now - sent_at >= 1.0:
+                    version, sent_at = agent.version, now
+                    text = json.dumps(agent.view(), default=str)
+                    await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
+                await asyncio.sleep(PUSH_S / 2)
+        except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
+            pass
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    async def _human_taps(self, ws: WebSocket, agent_id: str) -> None:
+        """Carry out the page's taps; a bad one is answered with an error, never fatal."""
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+            while True:
+                text = await ws.receive_text()
+                agent = self.sessions.agents.get(agent_id)
+                if agent is None:
+                    return
+                try:
+                    tap = _tap(text)
+                    if not tap:
+                        raise ValueError(
+                            f'a tap is a JSON object such as {{"action": "finish"}}; '
+                            f"got {text[:80]!r}"
+                        )
+                    action = tap.get("action")
+                    if action == "start" and isinstance(tap.get("node"), str):
+                        await agent.start(tap["node"])
+                    elif action == "finish":
+                        await agent.finish()
+                    elif action == "answer" and isinstance(tap.get("dialog_id"), str):
+                        await agent.answer(tap["dialog_id"], bool(tap.get("keep")))
+                    elif action == "join":
+                        pass  # another tab of the same person: already in
+                    elif action == "leave":
+                        log.info("web.person_leaving", person=agent_id)
+                        await self.sessions.leave(agent_id)
+                        log.info("web.person_left", person=agent_id)
+                        await ws.send_text(json.dumps({"left": True}))
+                        return
+                    else:
+                        raise ValueError(
+                            f"unknown tap {text[:80]!r}; expected start(node), finish, "
+                            "answer(dialog_id, keep) or leave"
+                        )
+                except ValueError as exc:
+                    log.warning("web.bad_tap", person=agent_id, error=str(exc))
+                    await ws.send_text(json.dumps({"error": str(exc)}))
+
+    async def serve(self, host: str = "127.0.0.1", port: int = 8080, ready: Any = None) -> None:
+        """Serve the app with uvicorn until SIGINT / SIGTERM; `ready` (a callable) is
+        called with the URL once the socket listens. Raises OSError when the port is
+        taken."""
+        import uvicorn
+
+        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", lifespan="off")
+        server = uvicorn.Server(config)
+        task = asyncio.create_task(server.serve(), name="teamtree[web].uvicorn")
+        while not server.started and not task.done():
+            await asyncio.sleep(0.05)
+        if task.done():
+            task.result()
+            raise OSError(f"the web server did not start on {host}:{port} (is the port taken?)")
+        if ready is not None:
+            ready(f"http://{host}:{port}/")
+        await task
+
+
+def _tap(text: str) -> dict[str, Any]:
+    """A tap from the page as a map, or {} when it is not a JSON object."""
+    try:
+        tap = json.loads(text)
+    except ValueError:
+        return {}
+    return tap if isinstance(tap, dict) else {}
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

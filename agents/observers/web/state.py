@@ -1,0 +1,343 @@
+"""The web view's picture of a team, fed message by message (pure: no I/O, no clock
+reads of its own): the monitor's view plus what a dashboard draws — the task tree
+with each node's state and worker, presence with since-when, factsheets, a timeline
+that includes the people's work, and alerts.
+
+A person publishes no task-tree state (seed 000 §2.3); their work comes from
+``teamtree.agents.observers.human_work`` (the world's hands, else the robots' beliefs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from teamtree.agents.observers.human_work import HumanWork, WorkEvent
+from teamtree.agents.observers.monitor import MonitorState
+from teamtree.broker import SpecificationError
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+from teamtree.planners.tasktree import TaskTree, spread_activation, tree_from_dict
+
+__all__ = ["MAX_ALERTS", "MAX_SPANS", "WebState"]
+
+#: timeline spans kept (oldest dropped first), so a page open for hours stays bounded
+MAX_SPANS = 600
+#: alerts kept
+MAX_ALERTS = 30
+STATES = ("inactive", "active", "working", "done", "skipped")
+
+
+class WebState:
+    """Everything the team page shows, as JSON-ready data (``snapshot``)."""
+
+    def __init__(self, team: str, *, clock: Callable[[], float] = time.monotonic):
+        self.monitor = MonitorState(team, clock=clock)
+        self.version = 0  #: bumped on every change the page shows
+        self.tree: TaskTree | None = None
+        self.tree_dict: dict[str, Any] | None = None
+        self.working: dict[str, str] = {}  # leaf -> agent working on it now
+        self.done_by: dict[str, str] = {}  # leaf -> agent (or person) that finished it
+        self.skipped: set[str] = set()
+        self.since: dict[str, int] = {}  # agent -> ms of its last presence change
+        self._presence_state: dict[str, str] = {}
+        self.factsheets: dict[str, dict[str, Any]] = {}
+        self.spans: deque[dict[str, Any]] = deque(maxlen=MAX_SPANS)
+        self._open: dict[tuple[str, str], dict[str, Any]] = {}  # (agent, leaf) -> span
+        self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
+        self.humans = HumanWork()
+        self.plans: dict[str, dict[str, Any]] = {}  # robot -> its LTL plan and progress
+        self.schedule: dict[str, Any] | None = None  # the latest allocation schedule
+        self.first_schedule: dict[str, Any] | None = None
+        self.world: dict[str, Any] = {}
+        self.t0: int | None = None
+
+    # -- feeding -------------------------------------------------------------------
+
+    def feed_sys(self, topic: str, payload: bytes) -> None:
+        """A ``$SYS/broker/...`` figure."""
+        self.monitor.feed_sys(topic, payload)
+
+    def feed(self, env: Envelope, topic: Topic, *, retained: bool = False) -> None:
+        """One validated message of the team; never raises on a bad body."""
+        self.monitor.feed(env, topic, retained=retained)
+        self.interpret(env, topic)
+
+    def interpret(self, env: Envelope, topic: Topic) -> None:
+        """What ``feed`` adds to the monitor's view (for a caller whose observer feeds
+        ``self.monitor`` itself)."""
+        self.version += 1
+        body = env.body if isinstance(env.body, dict) else {}
+        kind = env.kind
+        self._people(self.humans.feed(kind, env.sender, env.body, env.ts))
+        if topic.agent is not None and topic.channel == "connection":
+            self._presence(env, body)
+        elif topic.agent is not None and topic.channel == "factsheet" and body:
+            self.factsheets[env.sender] = body
+        elif kind == "mission.tree":
+            self._mission(body)
+        elif kind == "node.transition":
+            self._transition(env, body)
+        elif kind == "node.claim_decided" and body.get("won") is False:
+            node = str(body.get("node"))
+            self._alert(env.ts, "claim", f"{env.sender} lost the claim on {self._label(node)}")
+        elif kind == "world.state":
+            self._world_state(env.ts, body)
+        elif kind == "world.violation":
+            self._alert(env.ts, "violation", f"world: {body.get('kind') or 'violation'} {body}")
+        elif kind == "ltl.plan" and isinstance(body.get("plan"), dict):
+            self._ltl_plan(topic.recipient or env.sender, body)
+        elif kind in ("ltl.step", "ltl.done"):
+            self._ltl_progress(env.sender, kind, body)
+        elif isinstance(body.get("schedule"), dict):
+            self._schedule(env, body)
+        elif kind == "dialog.resolved":
+            answer = body.get("answer")
+            who = body.get("human")
+            self._event(
+                env.ts,
+                f"{env.sender} asked {who} about {body.get('label')}: {answer} ({body.get('how')})",
+            )
+
+    def _stamp(self, ts: int) -> None:
+        if self.t0 is None or ts < self.t0:
+            self.t0 = ts
+
+    def _label(self, node: str | None) -> str:
+        return self.monitor.label(node)
+
+    def _alert(self, ts: int, kind: str, text: str) -> None:
+        self.alerts.append({"ts": ts, "kind": kind, "text": text[:200]})
+
+    def _event(self, ts: int, text: str) -> None:
+        self._alert(ts, "info", text)
+
+    def _presence(self, env: Envelope, body: dict[str, Any]) -> None:
+        state = body.get("state")
+        row = self.monitor.agents.get(env.sender)
+        if row is None or not isinstance(state, str):
+            return
+        if self._presence_state.get(env.sender) != state:
+            self.since[env.sender] = env.ts
+            self._presence_state[env.sender] = state
+            if state == "CONNECTION_BROKEN":
+                self._alert(env.ts, "presence", f"{env.sender} broke its connection")
+
+    def _mission(self, body: dict[str, Any]) -> None:
+        raw = body.get("tree")
+        with contextlib.suppress(SpecificationError, KeyError, TypeError, ValueError):
+            tree = tree_from_dict(raw)
+            if self.tree_dict != raw:
+                self.working.clear()
+                self.done_by.clear()
+                self.skipped.clear()
+            self.tree, self.tree_dict = tree, raw
+
+    def _open_span(self, agent: str, node: str, status: str, ts: int) -> None:
+        self._stamp(ts)
+        key = (agent, node)
+        span = self._open.get(key)
+        if span is not None and span["status"] == status:
+            return
+        self._close_span(agent, node, ts)
+        span = {"agent": agent, "node": node, "status": status, "start": ts, "end": None}
+        self._open[key] = span
+        self.spans.append(span)
+
+    def _close_span(self, agent: str, node: str, ts: int) -> None:
+        span = self._open.pop((agent, node), None)
+        if span is not None:
+            span["end"] = max(ts, span["start"])
+
+    def _transition(self, env: Envelope, body: dict[str, Any]) -> None:
+        node, status = body.get("node"), body.get("status")
+        if not isinstance(node, str) or status not in STATES:
+            return
+        agent = env.sender
+        if status == "working":
+            self.working[node] = agent
+            self._open_span(agent, node, "working", env.ts)
+        elif status in ("done", "skipped"):
+            if self.working.get(node) == agent:
+                del self.working[node]
+            if status == "skipped":
+                self.skipped.add(node)
+            self.done_by.setdefault(node, agent)
+            self._close_span(agent, node, env.ts)
+        elif status == "inactive":
+            if self.working.get(node) == agent:
+                del self.working[node]
+            self._close_span(agent, node, env.ts)
+
+    def _world_state(self, ts: int, body: dict[str, Any]) -> None:
+        objects = body.get("objects") if isinstance(body.get("objects"), dict) else {}
+        self.world = {
+            "t": body.get("t"),
+            "violations": body.get("violations"),
+            "objects": {
+                name: {"at_goal": bool(o.get("at_goal")), "held_by": o.get("held_by")}
+                for name, o in objects.items()
+                if isinstance(o, dict)
+            },
+        }
+
+    def _ltl_plan(self, robot: str, body: dict[str, Any]) -> None:
+        """A robot's LTL plan (seed 003): its actions, to mark off as steps arrive."""
+        plan = body["plan"]
+        actions = plan.get("actions") if isinstance(plan.get("actions"), list) else []
+        self.plans[str(plan.get("robot") or robot)] = {
+            "epoch": body.get("epoch"),
+            "seq": body.get("seq"),
+            "strategy": body.get("strategy"),
+            "cost": plan.get("cost"),
+            "actions": [str(a) for a in actions][:200],
+            "steps": 0,
+            "done": False,
+        }
+
+    def _ltl_progress(self, robot: str, kind: str, body: dict[str, Any]) -> None:
+        plan = self.plans.get(robot)
+        if plan is None or (body.get("epoch"), body.get("seq")) != (plan["epoch"], plan["seq"]):
+            return
+        if kind == "ltl.done":
+            plan["done"], plan["steps"] = True, len(plan["actions"])
+        else:
+            plan["steps"] = min(len(plan["actions"]), plan["steps"] + 1)
+
+    def _schedule(self, env: Envelope, body: dict[str, Any]) -> None:
+        """An allocation reply's schedule (seed 001): who does which task when."""
+        sched = body["schedule"]
+        start, finish = sched.get("start"), sched.get("finish")
+        sequence = sched.get("sequence")
+        if not (
+            isinstance(start, dict) and isinstance(finish, dict) and isinstance(sequence, dict)
+        ):
+            return
+        rows = {}
+        for agent, tasks in sequence.items():
+            if isinstance(tasks, list):
+                rows[str(agent)] = [
+                    {"task": str(t), "start": start.get(t), "finish": finish.get(t)}
+                    for t in tasks[:200]
+                    if isinstance(start.get(t), int | float)
+                    and isinstance(finish.get(t), int | float)
+                ]
+        self.schedule = {
+            "from": env.sender,
+            "ts": env.ts,
+            "makespan": sched.get("makespan"),
+            "rows": rows,
+        }
+        if self.first_schedule is None:  # the whole plan, before the re-plans shrink it
+            self.first_schedule = self.schedule
+
+    def _people(self, events: list[WorkEvent]) -> None:
+        """Apply the people's work (``HumanWork``) to the tree and the timeline."""
+        for event in events:
+            person, node = event.person, event.node
+            if event.started:
+                self.working[node] = person
+                self._open_span(person, node, "working", event.ts)
+                continue
+            if self.working.get(node) == person:
+                del self.working[node]
+            if event.done:
+                self.done_by.setdefault(node, person)
+            self._close_span(person, node, event.ts)
+
+    # -- reading -------------------------------------------------------------------
+
+    def node_states(self) -> dict[str, dict[str, Any]]:
+        """Every node of the mission tree: state (inactive / active / working / done /
+        skipped), who works or finished it, label, kind and children ids."""
+        if self.tree is None:
+            return {}
+        done = {n for n in self.done_by if n in self.tree.nodes}
+        working = {n for n in self.working if n in self.tree.nodes}
+        acts = spread_activation(self.tree, done, working, default_potential=1.0)
+        out = {}
+        for node_id, node in self.tree.nodes.items():
+            act = acts[node_id]
+            if node_id in self.skipped:
+                state = "skipped"
+            elif node_id in done or act.satisfied:
+                state = "done"
+            elif node_id in working or (
+                not node.is_leaf and any(w in working for w in _descendants(node))
+            ):
+                state = "working"
+            elif act.level > 0:
+                state = "active"
+            else:
+                state = "inactive"
+            out[node_id] = {
+                "label": self._label(node_id) or node_id,
+                "kind": "leaf" if node.is_leaf else str(node.kind.value),
+                "children": [c.id for c in node.children],
+                "state": state,
+                "by": self.done_by.get(node_id) or self.working.get(node_id),
+            }
+        return out
+
+    def snapshot(self, now_ms: int | None = None) -> dict[str, Any]:
+        """The whole page as JSON-ready data."""
+        snap = self.monitor.snapshot()
+        now = snap["time_ms"] if now_ms is None else now_ms
+        for agent_id, row in snap["agents"].items():
+            row["since_ms"] = self.since.get(agent_id)
+            row["factsheet"] = self.factsheets.get(agent_id, {})
+            node = self.humans.current.get(agent_id)
+            if node is not None and row.get("node") is None:
+                row["node"], row["node_label"] = node, self._label(node)
+                row["status"] = f"working {self._label(node)}"
+            if (row.get("kind") or row["factsheet"].get("kind")) == "human":
+                row["done"] = sorted(n for n, a in self.done_by.items() if a == agent_id)
+        nodes = self.node_states()
+        root = self.tree.root.id if self.tree is not None else None
+        leaves = self.tree.leaves if self.tree is not None else []
+        snap["mission"]["done"] = len(
+            [n for n in leaves if nodes[n]["state"] in ("done", "skipped")]
+        )
+        snap["mission"]["leaves"] = len(leaves)
+        snap["mission"]["complete"] = bool(root and nodes[root]["state"] == "done")
+        snap["mission"]["done_by"] = {n: a for n, a in self.done_by.items() if n in leaves}
+        snap["tree"] = {"root": root, "nodes": nodes}
+        t0 = self.t0 or now
+        if snap["mission"]["complete"]:  # the clock of the picture stops with the mission
+            ends = [s["end"] for s in self.spans if s["end"] is not None]
+            now = max(ends, default=now)
+        snap["timeline"] = {
+            "t0": t0,
+            "now": now,
+            "spans": [dict(s) for s in self.spans],
+            "labels": {n: self._label(n) for n in leaves},
+        }
+        snap["alerts"] = list(self.alerts)
+        snap["people"] = {
+            person: {"node": node, "holding": self.humans.holding.get(person)}
+            for person, node in self.humans.current.items()
+        }
+        snap["world"] = self.world
+        snap["plans"] = self.plans
+        snap["schedule"] = self.schedule
+        snap["first_schedule"] = self.first_schedule
+        snap["version"] = self.version
+        snap.pop("dialogs", None)
+        snap["dialogs"] = [
+            {"sender": d["sender"], "kind": d["kind"], "ts": d["ts"],
+             "label": d["body"].get("label"), "answer": d["body"].get("answer")}
+            for d in self.monitor.dialogs
+        ]  # fmt: skip
+        return snap
+
+
+def _descendants(node: Any) -> list[str]:
+    out, stack = [], list(node.children)
+    while stack:
+        n = stack.pop()
+        out.append(n.id)
+        stack.extend(n.children)
+    return out

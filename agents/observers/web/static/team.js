@@ -1,0 +1,224 @@
+// The team page: renders each snapshot the server pushes over /ws. Every section is
+// redrawn from the snapshot alone, so the page holds no history of its own and its
+// DOM stays the size of what it shows.
+"use strict";
+
+const COLOURS = { inactive: "#e6e6e6", active: "#f1c232", working: "#3d85c6", done: "#6aa84f",
+  skipped: "#b4a7d6" };
+const $ = (id) => document.getElementById(id);
+let selected = null;
+let last = null;
+
+function setLink(on) {
+  $("link").className = "dot" + (on ? " on" : "");
+  $("link-text").textContent = on ? "live" : "reconnecting…";
+}
+
+function renderHeader(s) {
+  $("team").textContent = s.team;
+  const m = s.mission || {};
+  $("mission").textContent = m.kind ? `${m.kind} mission` + (m.text ? ` · ${m.text}` : "") : "no mission yet";
+  $("progress-text").textContent = m.leaves ? `${m.done}/${m.leaves} done` : "";
+  $("progress").style.width = m.leaves ? `${(100 * m.done) / m.leaves}%` : "0";
+  $("banner").innerHTML = m.complete
+    ? `<div class="banner" id="complete">Mission complete · ${m.done} of ${m.leaves} subtasks done${
+      m.done < m.leaves ? " (the others were OR alternatives, not needed)" : ""}</div>` : "";
+  document.title = `teamtree · ${s.team}` + (m.leaves ? ` · ${m.done}/${m.leaves}` : "");
+}
+
+function renderAgents(s) {
+  const ids = Object.keys(s.agents);
+  if (!ids.length) { $("agents").innerHTML = `<span class="empty">no agent seen yet</span>`; return; }
+  const rows = ids.map((id) => {
+    const a = s.agents[id];
+    const since = a.since_ms ? `<div class="small" title="${ago(a.since_ms, s.time_ms)}">since ${clock(a.since_ms)}</div>` : "";
+    const work = a.node_label ? `working <b>${esc(a.node_label)}</b>` : esc(a.status || "");
+    const done = (a.done || []).length;
+    return `<tr class="agent${id === selected ? " selected" : ""}" data-agent="${esc(id)}" data-presence="${esc(a.presence)}">
+      <td><b>${esc(id)}</b><div class="kind">${esc(a.kind || "?")}</div></td>
+      <td><span class="badge ${esc(a.presence)}">${esc(a.presence)}</span>${since}</td>
+      <td class="wrap">${work}</td>
+      <td title="subtasks done / messages sent">${done} · ${a.messages}</td></tr>`;
+  });
+  $("agents").className = "";
+  $("agents").innerHTML = `<table><thead><tr><th>agent</th><th>presence</th><th>now</th>
+    <th>done · msgs</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+  const sheet = selected && s.agents[selected] ? s.agents[selected].factsheet : null;
+  $("factsheet").innerHTML = sheet
+    ? `<h2 style="margin-top:10px">factsheet of ${esc(selected)}</h2><pre class="factsheet" id="factsheet-json">${esc(JSON.stringify(sheet, null, 2))}</pre>`
+    : `<div class="small" style="margin-top:6px">click an agent for its factsheet</div>`;
+}
+
+function treeLayout(tree) {
+  const nodes = tree.nodes;
+  const pos = {};
+  let slot = 0;
+  let depthMax = 0;
+  function place(id, depth) {
+    const n = nodes[id];
+    depthMax = Math.max(depthMax, depth);
+    if (!n.children.length) { pos[id] = { x: slot++, y: depth }; return; }
+    n.children.forEach((c) => place(c, depth + 1));
+    const xs = n.children.map((c) => pos[c].x);
+    pos[id] = { x: (Math.min(...xs) + Math.max(...xs)) / 2, y: depth };
+  }
+  place(tree.root, 0);
+  return { pos, slots: slot, depth: depthMax };
+}
+
+function renderTree(s) {
+  const tree = s.tree;
+  if (!tree || !tree.root) return;
+  const { pos, slots, depth } = treeLayout(tree);
+  const W = 128, H = 78, BW = 116, BH = 40;
+  const width = Math.max(slots * W, 300), height = (depth + 1) * H + 10;
+  const cx = (id) => pos[id].x * W + W / 2, cy = (id) => pos[id].y * H + 8;
+  const edges = [], boxes = [];
+  for (const [id, n] of Object.entries(tree.nodes)) {
+    if (!pos[id]) continue;
+    for (const c of n.children) {
+      edges.push(`<path d="M${cx(id)},${cy(id) + BH} C${cx(id)},${cy(id) + BH + 18} ${cx(c)},${cy(c) - 18} ${cx(c)},${cy(c)}" fill="none" stroke="#9aa3b5"/>`);
+    }
+    const leaf = !n.children.length;
+    const fill = COLOURS[n.state] || "#eee";
+    const dark = n.state === "working" || n.state === "done";
+    const label = leaf ? n.label : n.kind.toUpperCase();
+    const by = n.by ? esc(n.by) : (leaf ? "" : esc(n.label !== n.kind ? n.label : ""));
+    boxes.push(`<g class="tree-node" data-node="${esc(id)}" data-state="${esc(n.state)}"${leaf ? ` data-leaf="1"` : ""}>
+      <title>${esc(n.label)} [${esc(id)}]: ${esc(n.state)}${n.by ? " · " + esc(n.by) : ""}</title>
+      <rect x="${cx(id) - BW / 2}" y="${cy(id)}" width="${BW}" height="${BH}" rx="${leaf ? 6 : 16}" fill="${fill}"/>
+      <text x="${cx(id)}" y="${cy(id) + 17}" text-anchor="middle" font-weight="600" fill="${dark ? "#fff" : "#1d2330"}">${esc(label.length > 17 ? label.slice(0, 16) + "…" : label)}</text>
+      <text x="${cx(id)}" y="${cy(id) + 32}" text-anchor="middle" font-size="11" fill="${dark ? "#eef" : "#5d6577"}">${by}</text></g>`);
+  }
+  $("tree").className = "";
+  $("tree").innerHTML = `<svg id="tree-svg" viewBox="0 0 ${width} ${height}" width="100%" style="max-height:${height + 20}px">${edges.join("")}${boxes.join("")}</svg>`;
+}
+
+function renderTimeline(s) {
+  const tl = s.timeline;
+  if (!tl || !tl.spans.length) return;
+  const rows = [], index = {};
+  for (const sp of tl.spans) {
+    const key = sp.agent + "\u0000" + sp.node;
+    if (!(key in index)) { index[key] = rows.length; rows.push({ agent: sp.agent, node: sp.node }); }
+  }
+  rows.sort((a, b) => (a.agent < b.agent ? -1 : a.agent > b.agent ? 1 : (a.node < b.node ? -1 : 1)));
+  rows.forEach((r, i) => { index[r.agent + "\u0000" + r.node] = i; });
+  const kinds = {};
+  for (const [id, a] of Object.entries(s.agents)) kinds[id] = a.kind;
+  const L = 190, RH = 20, width = 1000, chart = width - L - 10;
+  const span = Math.max(1000, tl.now - tl.t0);
+  const x = (t) => L + (chart * (t - tl.t0)) / span;
+  const height = rows.length * RH + 26;
+  const out = [];
+  let prev = null;
+  rows.forEach((r, i) => {
+    const y = i * RH;
+    if (r.agent !== prev) {
+      out.push(`<line x1="0" x2="${width}" y1="${y}" y2="${y}" stroke="#dde1e8"/>`);
+      prev = r.agent;
+    }
+    const who = kinds[r.agent] === "human" ? `${r.agent} (person)` : r.agent;
+    out.push(`<text x="4" y="${y + 14}" font-size="11"><tspan font-weight="600">${esc(who)}</tspan> ${esc(tl.labels[r.node] || r.node)}</text>`);
+    out.push(`<rect x="${L}" y="${y + 3}" width="${chart}" height="${RH - 6}" fill="${COLOURS.inactive}"/>`);
+  });
+  for (const sp of tl.spans) {
+    const i = index[sp.agent + "\u0000" + sp.node];
+    const end = sp.end === null ? tl.now : sp.end;
+    out.push(`<rect class="span" x="${x(sp.start)}" y="${i * RH + 3}" width="${Math.max(2, x(end) - x(sp.start))}" height="${RH - 6}" fill="${COLOURS[sp.status] || COLOURS.working}"/>`);
+    if (sp.end !== null && s.mission.done_by && s.mission.done_by[sp.node] === sp.agent) {
+      out.push(`<rect x="${x(sp.end)}" y="${i * RH + 3}" width="${Math.max(0, x(tl.now) - x(sp.end))}" height="${RH - 6}" fill="${COLOURS.done}"/>`);
+    }
+  }
+  const step = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600].find((v) => (span / 1000) / v <= 10) || 1200;
+  for (let t = 0; t <= span / 1000; t += step) {
+    const xx = x(tl.t0 + t * 1000);
+    out.push(`<line x1="${xx}" x2="${xx}" y1="0" y2="${rows.length * RH}" stroke="#00000014"/><text x="${xx}" y="${rows.length * RH + 16}" font-size="11" text-anchor="middle" fill="#6b7385">${t} s</text>`);
+  }
+  $("timeline").className = "";
+  $("timeline").innerHTML = `<svg id="timeline-svg" viewBox="0 0 ${width} ${height}" width="100%">${out.join("")}</svg>`;
+}
+
+function renderAlerts(s) {
+  const items = s.alerts.slice().reverse().map((a) =>
+    `<li class="${esc(a.kind)}"><span class="t">${clock(a.ts)}</span><span class="k">${esc(a.kind)}</span> ${esc(a.text)}</li>`);
+  const dropped = Object.entries(s.dropped || {});
+  if (dropped.length) items.unshift(`<li class="violation"><span class="k">dropped</span> ${dropped.map(([k, v]) => `${esc(k)} ${v}`).join(", ")}</li>`);
+  for (const [ch, r] of Object.entries(s.requests || {})) {
+    if (r.unanswered) items.unshift(`<li class="claim"><span class="k">unanswered</span> ${r.unanswered} request(s) on _/${esc(ch)}</li>`);
+  }
+  $("alerts").innerHTML = items.length ? items.join("") : `<li class="empty">nothing to report</li>`;
+}
+
+function renderBroker(s) {
+  const b = s.broker || {};
+  const total = Object.values(s.rates || {}).reduce((a, v) => a + v, 0);
+  const figs = [
+    ["team messages/s", total.toFixed(1)],
+    ["clients", b["clients/connected"]],
+    ["broker msgs in /min", b["load/messages/received/1min"]],
+    ["broker msgs out /min", b["load/messages/sent/1min"]],
+    ["subscriptions", b["subscriptions/count"]],
+    ["retained", b["retained messages/count"]],
+    ["broker", b.version ? b.version.replace("mosquitto version ", "mosquitto ") : undefined],
+    ["uptime", b.uptime],
+  ].filter(([, v]) => v !== undefined && v !== null);
+  $("broker").innerHTML = figs.map(([k, v]) => `<div class="figure"><span class="small">${esc(k)}</span><b>${esc(v)}</b></div>`).join("");
+  const req = Object.entries(s.requests || {});
+  $("requests").innerHTML = req.length ? `<table style="margin-top:8px"><thead><tr><th>requests</th><th>sent</th><th>answered</th><th>p50 ms</th></tr></thead><tbody>${
+    req.map(([ch, r]) => `<tr><td>_/${esc(ch)}</td><td>${r.sent}</td><td>${r.answered}</td><td>${r.latency_ms_p50 === null ? "-" : r.latency_ms_p50.toFixed(0)}</td></tr>`).join("")}</tbody></table>` : "";
+}
+
+function gantt(title, sched) {
+  const rows = Object.entries(sched.rows);
+  const end = Math.max(1e-9, sched.makespan || 0, ...rows.flatMap(([, ts]) => ts.map((t) => t.finish)));
+  const L = 90, RH = 24, width = 1000, chart = width - L - 10;
+  const x = (t) => L + (chart * t) / end;
+  const bars = [];
+  rows.forEach(([agent, tasks], i) => {
+    bars.push(`<text x="4" y="${i * RH + 16}" font-size="12" font-weight="600">${esc(agent)}</text>`);
+    tasks.forEach((t, k) => bars.push(`<g><title>${esc(t.task)}: ${t.start.toFixed(1)}-${t.finish.toFixed(1)} s</title><rect x="${x(t.start)}" y="${i * RH + 3}" width="${Math.max(1, x(t.finish) - x(t.start))}" height="${RH - 6}" fill="${k % 2 ? "#3d85c6" : "#6fa8dc"}" stroke="#fff"/><text x="${x(t.start) + 3}" y="${i * RH + 16}" font-size="10" fill="#fff">${esc(t.task.length > 8 ? t.task.slice(0, 8) : t.task)}</text></g>`));
+  });
+  bars.push(`<text x="${L}" y="${rows.length * RH + 14}" font-size="11" fill="#6b7385">0 s</text><text x="${width - 10}" y="${rows.length * RH + 14}" font-size="11" text-anchor="end" fill="#6b7385">${end.toFixed(1)} s (makespan)</text>`);
+  return `<div class="gantt"><b>${esc(title)}</b> <span class="small">from ${esc(sched.from)} at ${clock(sched.ts)}</span>
+    <svg viewBox="0 0 ${width} ${rows.length * RH + 20}" width="100%">${bars.join("")}</svg></div>`;
+}
+
+function renderPlans(s) {
+  const plans = Object.entries(s.plans || {});
+  const sched = s.schedule;
+  $("plans-section").hidden = !plans.length && !sched;
+  const out = [];
+  for (const [robot, p] of plans) {
+    const chips = p.actions.map((a, i) =>
+      `<span class="chip ${i < p.steps ? "done" : i === p.steps ? "open" : ""}">${esc(a)}</span>`).join(" ");
+    out.push(`<div class="plan" data-robot="${esc(robot)}"><b>${esc(robot)}</b>
+      <span class="small">LTL plan · epoch ${esc(p.epoch)} · ${esc(p.strategy || "")} · cost ${Number(p.cost || 0).toFixed(1)} · ${p.steps}/${p.actions.length} steps${p.done ? " · done" : ""}</span>
+      <div style="margin:4px 0 8px; line-height:2">${chips || '<span class="empty">no action</span>'}</div></div>`);
+  }
+  const gantts = [];
+  if (s.first_schedule && s.first_schedule !== sched && s.first_schedule.ts !== (sched || {}).ts) gantts.push(["first schedule", s.first_schedule]);
+  if (sched) gantts.push([gantts.length ? "latest schedule (re-planned)" : "schedule", sched]);
+  for (const [title, sc] of gantts) out.push(gantt(title, sc));
+  $("plans").innerHTML = out.join("");
+}
+
+function render(s) {
+  last = s;
+  renderHeader(s);
+  renderAgents(s);
+  renderTree(s);
+  renderPlans(s);
+  renderTimeline(s);
+  renderAlerts(s);
+  renderBroker(s);
+}
+
+$("agents").addEventListener("click", (ev) => {
+  const row = ev.target.closest("tr[data-agent]");
+  if (!row) return;
+  selected = row.dataset.agent === selected ? null : row.dataset.agent;
+  if (last) renderAgents(last);
+});
+
+liveSocket("/ws", render, setLink);

@@ -1,0 +1,162 @@
+"""Seed 000's grasp scores (Nicolescu et al., Tables 1 and 2) next to teamtree's.
+
+For each scenario config (``configs/tea_party_s{1,2,3}.toml``) it builds every object's
+shape at its pose and each robot's arm at its base, exactly as the robot agents do from
+the world's observations, and scores them with ``GraspScorer`` (seeded: the median over
+``--seeds`` generator seeds, and the value for the robot's own config seed). Printed:
+
+- per robot x object x scenario: the paper's score, teamtree's (median, own seed);
+- per object x scenario: which robot grasps it better in the paper and here;
+- agreement counts: zeros (score 0 in both), orderings (same better robot);
+- with ``--outcomes``: each scenario run over mosquitto (``teamtree run``) under both
+  metrics, who placed what and which OR branch, next to the paper's §4 outcomes.
+
+    python benchmarks/bench_grasp_tables.py [--seeds 5] [--outcomes]
+
+Prints figures only; nothing is asserted (``tests/test_grasp_tables.py`` pins the
+zeros and orderings that match).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from teamtree.hardware.profiles import arm_model
+from teamtree.planners.tasktree import GraspScorer, ShapePrimitive
+
+REPO = Path(__file__).resolve().parents[1]
+OBJECTS = ("cup", "sugar", "tea_pot", "sandwich", "orange", "apple", "burger")
+ROBOTS = ("pr2", "baxter")
+PAPER: dict[str, dict[str, tuple[int, int, int]]] = {
+    # Tables 1 (PR2) and 2 (Baxter): grasp score in scenarios 1, 2, 3
+    "pr2": {"cup": (25, 33, 14), "sugar": (57, 17, 23), "tea_pot": (13, 41, 50),
+            "sandwich": (0, 0, 0), "orange": (0, 0, 0), "apple": (0, 0, 0),
+            "burger": (15, 91, 5)},
+    "baxter": {"cup": (10, 8, 2), "sugar": (14, 2, 2), "tea_pot": (2, 17, 13),
+               "sandwich": (44, 26, 27), "orange": (12, 14, 8), "apple": (13, 9, 7),
+               "burger": (16, 13, 11)},
+}  # fmt: skip
+
+
+OUTCOMES: dict[tuple[int, str], str] = {
+    # §4's text (Figs. 12-14 give the timings); "?" where the text does not say
+    (1, "distance"): "PR2 sandwich, orange, sugar; Baxter cup, tea_pot, burger (OR: orange)",
+    (1, "distance+grasp"): "PR2 cup, sugar, tea_pot; Baxter sandwich, the OR branch, burger",
+    (2, "distance"): "burger to the Baxter (its gripper nearer); the rest ?",
+    (2, "distance+grasp"): "burger to the PR2 (grasp 91 vs 13); the rest ?",
+    (3, "distance"): "apple to the PR2 (OR: apple); the rest ?",
+    (3, "distance+grasp"): "apple to the Baxter (OR: apple), tea_pot to the PR2, burger to the "
+    "Baxter; the rest ?",
+}
+_BEHAVIOUR = re.compile(r"summary\.behaviour.*?agent=(\S+).*?node=(\S+)")
+
+
+def run_outcome(scenario: int, metric: str) -> dict[str, list[str]]:
+    """``teamtree run`` one scenario on mosquitto; {robot: objects placed, in order}."""
+    config = REPO / "configs" / f"tea_party_s{scenario}.toml"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [sys.executable, "-m", "teamtree.agents", "run", str(config), "--metric", metric,
+             "--broker-kind", "mosquitto"],
+            capture_output=True, text=True, timeout=600, cwd=tmp,
+        )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"scenario {scenario} {metric} failed: {out.stdout[-2000:]}")
+    placed: dict[str, list[str]] = {r: [] for r in ROBOTS}
+    for agent, node in _BEHAVIOUR.findall(out.stdout):
+        placed.setdefault(agent, []).append(node.removeprefix("PLACE(").removesuffix(")"))
+    return placed
+
+
+def scenario_scores(
+    config: Path, seeds: int, scorer: GraspScorer | None = None
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """{robot: {object: (median over seeds, the robot's own seed)}} for one config."""
+    doc = tomllib.loads(config.read_text())
+    agents = {a["id"]: a for a in doc["agents"]}
+    world = next(a for a in doc["agents"] if a.get("kind") == "world")
+    scorer = scorer or GraspScorer()
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for robot in ROBOTS:
+        spec = world["robots"][robot]
+        arm = arm_model(spec["profile"], tuple(spec["base"]), yaw=float(spec.get("yaw", 0.0)))
+        own_seed = int(agents[robot].get("seed", 0))
+        out[robot] = {}
+        for name in OBJECTS:
+            obj = world["objects"][name]
+            shape = ShapePrimitive(
+                obj["shape"], tuple(obj["dims"]), tuple(obj["position"]), obj.get("yaw", 0.0)
+            )
+            vals = [scorer.score(shape, arm, np.random.default_rng(s)).score for s in range(seeds)]
+            own = scorer.score(shape, arm, np.random.default_rng(own_seed)).score
+            out[robot][name] = (statistics.median(vals), own)
+    return out
+
+
+def better(a: float, b: float, tie: float = 1.0) -> str:
+    """Which robot grasps better ("pr2", "baxter" or "=" within ``tie``)."""
+    if abs(a - b) < tie:
+        return "="
+    return "pr2" if a > b else "baxter"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=5, help="generator seeds per score")
+    parser.add_argument(
+        "--outcomes", action="store_true", help="also run the scenarios (mosquitto, ~6 runs)"
+    )
+    args = parser.parse_args()
+    scores = {
+        s: scenario_scores(REPO / "configs" / f"tea_party_s{s}.toml", args.seeds) for s in (1, 2, 3)
+    }
+    zeros = orders = cells = pairs = 0
+    print("grasp score: paper | teamtree median (own seed), scenarios 1 / 2 / 3\n")
+    print(f"{'robot':<7} {'object':<9} " + "  ".join(f"{'S' + str(s):>17}" for s in (1, 2, 3)))
+    for robot in ROBOTS:
+        for name in OBJECTS:
+            row = []
+            for s in (1, 2, 3):
+                paper = PAPER[robot][name][s - 1]
+                med, own = scores[s][robot][name]
+                row.append(f"{paper:>4} | {med:>5.1f} ({own:>5.1f})")
+                cells += 1
+                zeros += (paper == 0) == (med < 1.0)
+            print(f"{robot:<7} {name:<9} " + "  ".join(row))
+    print("\nwho grasps better (paper / teamtree), scenarios 1 / 2 / 3")
+    for name in OBJECTS:
+        row = []
+        for s in (1, 2, 3):
+            p = better(PAPER["pr2"][name][s - 1], PAPER["baxter"][name][s - 1])
+            t = better(scores[s]["pr2"][name][0], scores[s]["baxter"][name][0])
+            pairs += 1
+            orders += p == t
+            row.append(f"{p:>6} / {t:<6}{'' if p == t else ' *'}")
+        print(f"{name:<9} " + "  ".join(f"{c:<17}" for c in row))
+    print(
+        f"\nzero / non-zero agrees in {zeros} of {cells} cells; "
+        f"the better robot agrees in {orders} of {pairs} object-scenario pairs (* differs)"
+    )
+    if not args.outcomes:
+        return
+    print("\noutcomes: paper (§4) / teamtree (objects each robot placed, in order)")
+    for s in (1, 2, 3):
+        for metric in ("distance", "distance+grasp"):
+            placed = run_outcome(s, metric)
+            branch = [o for o in ("orange", "apple") if any(o in p for p in placed.values())]
+            ours = "; ".join(f"{r} {', '.join(placed[r]) or '-'}" for r in ROBOTS)
+            print(f"S{s} {metric:<15} paper:    {OUTCOMES[(s, metric)]}")
+            print(f"{'':>19} teamtree: {ours} (OR: {', '.join(branch) or '-'})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

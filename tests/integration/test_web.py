@@ -1,0 +1,387 @@
+"""The web view in a real browser (headless Debian chromium driven by Selenium)
+against real agent processes and mosquitto: the team page follows a tea party to the
+end, a person in the browser takes alice's place in the human_tea mission, a reload
+restores the person's page, and a page left open does not grow without bound.
+
+Screenshots go to ``runs/artefacts/web/`` (``$TEAMTREE_ARTEFACTS``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+
+import pytest
+
+from teamtree.agents import RuntimeSettings
+from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
+from tests.integration.test_humans import BURGER, CUP, TEA, Watcher, team_config
+from tests.integration.test_security import secured  # noqa: F401  (a fixture)
+from tests.web_support import (
+    WebProcess,
+    browser_missing,
+    chromium,
+    churn_team,
+    page_figures,
+    screenshot,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.browser,
+    pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing())),
+]
+
+TEA_PARTY = REPO / "configs" / "tea_party_s1.toml"
+
+
+async def until(probe, timeout: float, what: str, interval: float = 0.2, driver=None):
+    """Poll `probe` (quick browser queries) until it returns something truthy; on
+    timeout, save a screenshot of `driver`'s page and fail with its text."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = probe()
+        except Exception:  # the page is being redrawn under us: try again
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            page = ""
+            if driver is not None:
+                screenshot(driver, "failure.png", full=False)
+                page = driver.execute_script("return document.body.innerText")
+            pytest.fail(f"timed out after {timeout} s waiting for {what}; the page: {page}")
+        await asyncio.sleep(interval)
+
+
+def css(driver, selector: str) -> list[dict]:
+    """The elements matching `selector` as plain data (text and data-* attributes), read
+    in one call: the pages redraw on every push, so element handles go stale."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]))"
+        ".map(e => Object.assign({text: e.textContent, disabled: !!e.disabled}, e.dataset));",
+        selector,
+    )
+
+
+def click(driver, selector: str) -> bool:
+    """Tap the first element matching `selector`; False when there is none."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); if (!e) return false;"
+        "e.click(); return true;",
+        selector,
+    )
+
+
+def tree_states(driver) -> dict[str, str]:
+    return driver.execute_script(
+        "const o = {}; document.querySelectorAll('g.tree-node')"
+        ".forEach(g => { o[g.dataset.node] = g.dataset.state; }); return o;"
+    )
+
+
+#: records every state the tree's nodes are drawn in (a redraw can be missed by polling)
+WATCH_STATES = """
+window.__states = new Set();
+new MutationObserver(() => document.querySelectorAll('g.tree-node')
+  .forEach(g => window.__states.add(g.dataset.state)))
+  .observe(document.getElementById('tree'), {childList: true, subtree: true});
+"""
+
+
+@pytest.fixture
+def web(mosquitto, team, tmp_path):
+    process = WebProcess(mosquitto.url, team, tmp_path)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        assert process.stop() in (0, -15), process.log.read_text()[-2000:]
+
+
+async def test_team_page_follows_a_tea_party_to_the_end(mosquitto, team, tmp_path, web) -> None:
+    """Every agent of the tea party appears with its kind and presence; the tree's
+    leaves turn done with their robot's name, as the recorder saw them; the page's
+    size stays put while it runs; the web view never shows up as a team member."""
+    text = TEA_PARTY.read_text().replace('name = "tea-party-s1"', f'name = "{team}"')
+    config = tmp_path / "tea_party.toml"
+    config.write_text(text.replace("runs/tea_party_s1.jsonl", str(tmp_path / "record.jsonl")))
+    expected = {"pr2", "baxter", "world", "pr2-driver", "baxter-driver", "recorder"}
+    with chromium() as driver:
+        driver.get(web.url)
+        await until(lambda: "live" in css(driver, "#link-text")[0]["text"], 15, "the page's socket")
+        before = page_figures(driver)
+        driver.execute_script(WATCH_STATES)
+        run = subprocess.Popen(
+            teamtree_cmd("run", str(config), "--broker", mosquitto.url),
+            stdout=(tmp_path / "run.log").open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+        )  # fmt: skip
+        try:
+            rows = await until(
+                lambda: expected <= {r["agent"] for r in css(driver, "tr.agent")}
+                and css(driver, "tr.agent"),
+                60, "every agent of the tea party on the page",
+            )  # fmt: skip
+            await until(lambda: css(driver, "#complete"), 120, "the mission complete banner")
+            assert run.wait(60) == 0, (tmp_path / "run.log").read_text()[-3000:]
+        finally:
+            if run.poll() is None:
+                run.kill()
+        rows = {r["agent"]: r["text"] for r in css(driver, "tr.agent")}
+        assert set(rows) == expected, "nobody but the config's agents (the web view is no member)"
+        assert "robot" in rows["pr2"] and "world" in rows["world"]
+        seen_states = set(driver.execute_script("return Array.from(window.__states)"))
+        assert {"active", "working", "done"} <= seen_states, seen_states
+        records = [
+            json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()
+        ]
+        done_by = {
+            r["body"]["node"]: r["sender"]
+            for r in records
+            if r["kind"] == "node.transition" and r["body"].get("status") == "done"
+        }
+        assert {r["sender"] for r in records} <= expected
+        states = tree_states(driver)
+        assert states["root"] == "done"
+        leaves = {g["node"]: g["text"] for g in css(driver, 'g.tree-node[data-leaf="1"]')}
+        assert {n for n in leaves if states[n] == "done"} == set(done_by)
+        for node, robot in done_by.items():
+            assert robot in leaves[node], (node, robot, leaves[node])
+        assert len(css(driver, "#timeline-svg rect.span")) >= len(done_by)
+        click(driver, 'tr.agent[data-agent="pr2"] td')
+        await until(lambda: '"profile": "pr2"' in css(driver, "#factsheet-json")[0]["text"], 5,
+                    "pr2's factsheet")  # fmt: skip
+        after = page_figures(driver)
+        print("team page figures before/after the run:", before, after)
+        assert after["dom_nodes"] < 3000, after
+        screenshot(driver, "team.png")
+
+
+async def test_a_person_in_the_browser_takes_alices_place(
+    mosquitto, team, tmp_path, agent_procs, web
+) -> None:
+    """human_tea without the simulated alice: the test taps Start on the cup while the
+    PR2 works on it, answers the PR2's question "no" on the page, reloads the page
+    mid-mission (state restored), takes the tea pot and finishes it; the mission
+    completes with the tea pot placed by the person and nothing held twice."""
+    config = team_config(tmp_path, team, ["concede"], time_factor=1.0)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    watcher = Watcher(
+        "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+    )
+    with chromium(width=520, height=900) as driver:
+        async with asyncio.timeout(150), watcher:
+            await watcher.wait_connected(10)
+            for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
+                procs.start(agent_id)
+            driver.get(web.url + "human/alice")
+            await until(lambda: css(driver, 'button[data-action="join"]:not([disabled])'), 40,
+                        "the robots expecting alice", driver=driver)  # fmt: skip
+            assert click(driver, 'button[data-action="join"]')
+            await until(lambda: len(css(driver, ".task[data-node]")) == 4, 40, "the 4 subtasks")
+            await until(lambda: "your hand alice moves" in css(driver, "#log")[0]["text"], 40,
+                        "the person's hand in the world", driver=driver)  # fmt: skip
+            await eventually(lambda: watcher.working(CUP, "pr2"), 30, what="the PR2 on the cup")
+            await until(lambda: css(driver, f'button.start[data-node="{CUP}"]'), 10, "Start cup")
+            assert click(driver, f'button.start[data-node="{CUP}"]')
+            question = await until(
+                lambda: css(driver, ".question[data-dialog]"),
+                20,
+                "the PR2's question",
+                driver=driver,
+            )
+            assert "pr2 asks" in question[0]["text"]
+            assert "s left to answer" in question[0]["text"], "a visible countdown"
+            screenshot(driver, "human-question.png", full=False)
+            assert click(driver, ".question button.no")
+            await eventually(lambda: watcher.dialogs, 10, what="the dialog resolved")
+            assert (
+                watcher.dialogs[0]["answer"] == "concede"
+                and watcher.dialogs[0]["how"] == "answered"
+            )
+            await eventually(lambda: watcher.done(CUP) and watcher.done(BURGER), 40, what="stage 1")
+            await until(
+                lambda: css(driver, f'button.start[data-node="{TEA}"]'), 15, "Start tea pot"
+            )
+            assert click(driver, f'button.start[data-node="{TEA}"]')
+            await until(lambda: css(driver, f'.task[data-node="{TEA}"][data-state="reaching"]')
+                        or css(driver, f'.task[data-node="{TEA}"][data-state="holding"]'),
+                        10, "the tea pot being reached for")  # fmt: skip
+            log_before = css(driver, "#log")[0]["text"]
+            driver.refresh()  # mid-mission: the page must come back as it was
+            restored = await until(
+                lambda: css(driver, f'.task[data-node="{TEA}"]'), 15, "the subtasks after reload"
+            )
+            assert restored[0]["state"] in ("reaching", "holding")
+            assert css(driver, f'.task[data-node="{CUP}"]')[0]["state"] == "done"
+            log_after = css(driver, "#log")[0]["text"]
+            assert "answered pr2 concede" in log_after and log_before[-60:] in log_after
+
+            def holding_or_asked():
+                if click(driver, ".question[data-dialog] button.yes"):
+                    return None  # baxter asked about the tea pot: I keep it
+                return css(driver, "button.finish:not([disabled])")
+
+            await until(holding_or_asked, 30, "the tea pot in hand")
+            assert click(driver, "button.finish")
+            await until(lambda: css(driver, "#complete"), 40, "the task done", driver=driver)
+            tea = css(driver, f'.task[data-node="{TEA}"]')[0]
+            assert tea["state"] == "done" and "you" in tea["text"]
+            screenshot(driver, "human.png")
+            driver.set_window_size(1400, 1000)
+            driver.get(web.url)
+            await until(lambda: css(driver, f'g.tree-node[data-node="{TEA}"][data-state="done"]'),
+                        15, "the team page")  # fmt: skip
+            assert "alice" in css(driver, f'g.tree-node[data-node="{TEA}"]')[0]["text"]
+            assert "alice (person)" in css(driver, "#timeline")[0]["text"]
+            screenshot(driver, "team-with-person.png")
+    assert watcher.violations == [], watcher.violations
+    assert not watcher.done(TEA), "the person placed the tea pot, not a robot"
+    assert all(t["agent"] != "alice" for t in watcher.transitions), "a person sends no tree state"
+
+
+async def test_a_page_left_open_stays_bounded(mosquitto, team, tmp_path, web) -> None:
+    """A synthetic team keeps the page busy (two robots, 40 spans/s, lost claims and
+    dialogs); once the page's history caps are full its DOM and JS heap stop growing.
+    The long (10-minute) version is benchmarks/bench_web_page.py."""
+    with chromium() as driver:
+        driver.get(web.url)
+        async with churn_team(mosquitto.endpoint, team, robots=2, rate_hz=20.0) as robots:
+            await until(lambda: css(driver, "#timeline-svg"), 20, "the timeline")
+            await eventually(lambda: sum(r.spans for r in robots) >= 700, 60, what="caps full")
+            await asyncio.sleep(2)
+            first = page_figures(driver)
+            await asyncio.sleep(10)
+            second = page_figures(driver)
+            spans = sum(r.spans for r in robots)
+    print(f"after caps full: {first}; after {spans} spans: {second}")
+    assert second["dom_nodes"] <= first["dom_nodes"] * 1.1 + 50, (first, second)
+    assert second["js_heap_used"] <= first["js_heap_used"] * 1.5 + 2e6, (first, second)
+
+
+async def test_the_server_refuses_what_it_should_without_a_browser(
+    mosquitto, team, web, tmp_path
+) -> None:
+    """Nobody joins by opening a page: a person no robot models cannot join (unless the
+    server allows any person); an id already online in the team is refused (joining
+    would take over its session); a bad id is a 400 naming the problem; an unhosted
+    person is a 404; a bad tap is answered with an error and the socket stays usable."""
+    import urllib.error
+    import urllib.request
+
+    import websockets
+
+    from teamtree.agents import Agent
+
+    any_web: WebProcess | None = None
+    try:
+        bob = Agent(
+            "bob", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
+        )
+        async with asyncio.timeout(60), bob:
+            await bob.wait_connected(10)
+            base = web.url.replace("http://", "ws://")
+            await eventually(
+                lambda: "bob" in json.loads(urllib.request.urlopen(web.url + "api/state").read())["online"],
+                15, what="bob online in the web view",
+            )  # fmt: skip
+            async with websockets.connect(base + "human/carol/ws") as ws:
+                offer = json.loads(await ws.recv())["join"]
+                assert (
+                    offer["id"] == "carol" and not offer["allowed"] and offer["expected_by"] == []
+                )
+                await ws.send(json.dumps({"action": "join"}))
+                reply = await next_with(ws, "error")
+                assert "no robot of team" in reply["error"] and "--any-person" in reply["error"]
+            assert (
+                "carol"
+                not in json.loads(urllib.request.urlopen(web.url + "api/state").read())["agents"]
+            )
+            (tmp_path / "any").mkdir()
+            web = any_web = WebProcess(mosquitto.url, team, tmp_path / "any", "--any-person")
+            web.wait_ready()
+            base = web.url.replace("http://", "ws://")
+            await eventually(
+                lambda: "bob" in json.loads(urllib.request.urlopen(web.url + "api/state").read())["online"],
+                15, what="bob online in the second web view",
+            )  # fmt: skip
+            async with websockets.connect(base + "human/bob/ws") as ws:
+                assert json.loads(await ws.recv())["join"]["allowed"]
+                await ws.send(json.dumps({"action": "join"}))
+                reply = await next_with(ws, "error")
+            assert "already online" in reply["error"] and "bob" in reply["error"]
+            with pytest.raises(urllib.error.HTTPError) as bad:
+                urllib.request.urlopen(web.url + "human/no$body")
+            assert bad.value.code == 400 and "$" in bad.value.read().decode()
+            with pytest.raises(urllib.error.HTTPError) as missing:
+                urllib.request.urlopen(web.url + "api/human/carol")
+            assert missing.value.code == 404
+            async with websockets.connect(base + "human/carol/ws") as ws:
+                assert json.loads(await ws.recv())["join"]["allowed"]
+                await ws.send(json.dumps({"action": "join"}))
+                first = await next_with(ws, "subtasks")
+                assert first["id"] == "carol" and first["subtasks"] == []
+                await ws.send("not json at all")
+                answer = await next_with(ws, "error")
+                assert "a tap is a JSON object" in answer["error"], answer
+                await ws.send(json.dumps({"action": "dance"}))
+                answer = await next_with(ws, "error")
+                assert "expected start(node), finish" in answer["error"], answer
+                await ws.send(json.dumps({"action": "leave"}))
+                await next_with(ws, "left")
+        assert json.loads(urllib.request.urlopen(web.url + "healthz").read())["broker"] is True
+    finally:
+        if any_web is not None:
+            any_web.stop()
+
+
+async def next_with(ws, key: str) -> dict:
+    """The next message from a page's socket that carries `key`."""
+    while key not in (message := json.loads(await ws.recv())):
+        pass
+    return message
+
+
+async def test_with_access_control_the_view_reads_as_its_user(
+    secured,  # noqa: F811  (the fixture imported above)
+    team,
+    tmp_path,
+) -> None:
+    """Against a broker with passwords and ACLs (`teamtree acl`): the web view started
+    with the read-only monitor user shows the team; a wrong password exits 1 saying so."""
+    import urllib.request
+
+    from teamtree.agents import Agent
+    from tests.integration.test_security import creds
+
+    broker, _, files = secured
+    password = (files / "credentials" / "monitor").read_text().strip()
+    pr2 = Agent("pr2", team=team, endpoint=broker.endpoint, runtime=RuntimeSettings(keepalive_s=2),
+                **creds(files, "pr2"))  # fmt: skip
+    # a generated password may start with "-": pass it as --password=VALUE
+    good = WebProcess(
+        broker.endpoint.url, team, tmp_path, "--username", "monitor", f"--password={password}"
+    )
+    (tmp_path / "bad").mkdir()
+    bad = WebProcess(broker.endpoint.url, team, tmp_path / "bad", "--username", "monitor",
+                     "--password", "wrong")  # fmt: skip
+    try:
+        async with asyncio.timeout(60), pr2:
+            await pr2.wait_connected(10)
+            good.wait_ready()
+
+            def online() -> list[str]:
+                return json.loads(urllib.request.urlopen(good.url + "api/state").read())["online"]
+
+            await eventually(
+                lambda: "pr2" in online(), 15, what="pr2 seen through the monitor user"
+            )
+        assert await asyncio.to_thread(bad.proc.wait, 30) == 1
+        assert "cannot connect to the broker" in bad.log.read_text()
+    finally:
+        good.stop()
+        bad.stop()

@@ -1,0 +1,161 @@
+"""Closing the grant window early (seed 002 favor protocol): the agent's replay of its
+request from factsheets must name exactly the robots that answer it, the window closes
+when they all have, and an impossible job is told apart from a busy neighbourhood."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from teamtree.hardware import factory_robots, make_robot
+from teamtree.planners.capability import (
+    JOBS,
+    FavorGrant,
+    FavorReject,
+    FavorRequest,
+    FavorRequester,
+    FavorResponder,
+    Method,
+    Peer,
+    RequesterState,
+    Selected,
+    SelectionFailed,
+    Send,
+    feasibility,
+    make_matcher,
+    replay,
+)
+
+FACTORY_8 = [("b1", "B"), ("l1", "L"), ("m1", "M"), ("m3", "M"), ("s1", "S1"), ("s2", "S2"),
+             ("o1", "O1"), ("o2", "O2")]  # fmt: skip
+
+
+def _peers(kinds, positions, comm_range, busy=()):
+    return {
+        rid: Peer(make_robot(kind, rid), positions[rid], comm_range, rid not in busy)
+        for rid, kind in kinds
+    }
+
+
+def _deliver(agent_id, peers, job, method, ttl, busy):
+    """Run the real responders over a lossless network; who answered the agent, and how."""
+    matcher = make_matcher(method)
+    me = peers[agent_id]
+    req = FavorRequester(me.profile, job, matcher, ttl=ttl, window=10.0)
+    targets = [k for k, p in peers.items() if k != agent_id and k not in busy and me.reaches(p)]
+    responders = {
+        k: FavorResponder(p.profile, matcher, has_job=k in busy)
+        for k, p in peers.items()
+        if k != agent_id
+    }
+    queue = deque(a for a in req.start(0.0, targets) if isinstance(a, Send))
+    answers: dict[str, str] = {}
+    while queue:
+        send = queue.popleft()
+        msg = send.message
+        if send.to == agent_id:
+            answers[msg.helper] = type(msg).__name__
+            continue
+        assert isinstance(msg, FavorRequest)
+        src = peers[send.to]
+        in_range = [k for k, p in peers.items() if k != send.to and src.reaches(p)]
+        queue.extend(a for a in responders[send.to].on_request(msg, 0.01, in_range))
+    return req, answers
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    job=st.sampled_from(sorted(JOBS)),
+    method=st.sampled_from([1, 2]),
+    ttl=st.integers(1, 3),
+    comm_range=st.sampled_from([1.0, 1.5, 2.5]),
+    order=st.permutations(list(range(24))),
+    busy_mask=st.lists(st.booleans(), min_size=24, max_size=24),
+    agent_at=st.integers(0, 23),
+)
+def test_replay_names_exactly_the_robots_that_answer(
+    job, method, ttl, comm_range, order, busy_mask, agent_at
+):
+    robots = factory_robots(24)
+    kinds = [(r.robot_id, r.kind) for r in robots]
+    positions = {r.robot_id: (float(order[i] % 6), float(order[i] // 6)) for i, r in
+                 enumerate(robots)}  # fmt: skip
+    agent_id = robots[agent_at].robot_id
+    busy = {r.robot_id for r, b in zip(robots, busy_mask, strict=True) if b} - {agent_id}
+    peers = _peers(kinds, positions, comm_range, busy)
+    matcher = make_matcher(method)
+    query = matcher.query(peers[agent_id].profile, JOBS[job])
+    reach = replay(peers[agent_id], peers, query, matcher, ttl)
+    _, answers = _deliver(agent_id, peers, JOBS[job], method, ttl, busy)
+    assert set(answers) == set(reach.answerers)
+    for rid, kind in answers.items():  # idle ones grant, busy ones decline
+        assert kind == ("FavorReject" if rid in busy else "FavorGrant")
+
+
+def test_window_closes_when_every_expected_robot_has_answered():
+    m = make_matcher(1)
+    req = FavorRequester(make_robot("M", "m1"), JOBS["job1"], m, window=5.0)
+    msg = next(a.message for a in req.start(0.0, ["o1", "o1b"], expect=["o1", "o1b"])
+               if isinstance(a, Send))  # fmt: skip
+    o1 = FavorResponder(make_robot("O1", "o1"), m)
+    o2 = FavorResponder(make_robot("O1", "o1b"), m, has_job=True)
+    grant = o1.on_request(msg, 0.01, [])[0].message
+    decline = o2.on_request(msg, 0.01, [])[0].message
+    assert isinstance(grant, FavorGrant) and isinstance(decline, FavorReject)
+    assert req.on_message(grant, 0.02) == [] and req.state == RequesterState.COLLECTING
+    acts = req.on_message(decline, 0.03)  # the last expected answer: select now, not at 5 s
+    assert any(isinstance(a, Selected) for a in acts) and req.closed_by == "all answered"
+    assert req.selection is not None and req.selection.helpers == ("o1",)
+
+
+def test_without_expect_the_window_waits_for_the_deadline():
+    m = make_matcher(1)
+    req = FavorRequester(make_robot("M", "m1"), JOBS["job1"], m, window=5.0)
+    msg = next(a.message for a in req.start(0.0, ["o1"]) if isinstance(a, Send))
+    grant = FavorResponder(make_robot("O1", "o1"), m).on_request(msg, 0.01, [])[0].message
+    assert req.on_message(grant, 0.02) == [] and req.tick(4.9) == []
+    assert any(isinstance(a, Selected) for a in req.tick(5.0)) and req.closed_by == "deadline"
+
+
+def test_all_declined_waits_and_asks_again_with_fresh_neighbours():
+    m = make_matcher(1)
+    req = FavorRequester(make_robot("M", "m1"), JOBS["job1"], m, window=5.0, retry_s=0.3)
+    msg = next(a.message for a in req.start(0.0, ["o1"], expect=["o1"]) if isinstance(a, Send))
+    busy = FavorResponder(make_robot("O1", "o1"), m, has_job=True)
+    req.on_message(busy.on_request(msg, 0.01, [])[0].message, 0.02)
+    assert req.state == RequesterState.WAITING and not req.round_due(0.2)
+    assert req.round_due(0.33)
+    acts = req.tick(0.33, ["o1", "o2"], expect=["o1", "o2"])
+    sends = [a for a in acts if isinstance(a, Send)]
+    assert sorted(s.to for s in sends) == ["o1", "o2"] and req.round == 2
+
+
+def test_feasibility_tells_impossible_jobs_from_busy_neighbours():
+    positions = {rid: (0.0, 0.0) for rid, _ in FACTORY_8}
+    peers = _peers(FACTORY_8, positions, 10.0, busy={"o1", "o2", "s1", "s2"})
+    for method, job, agent, possible in [
+        (1, "job3c", "l1", False),  # eq. 18: one helper (ω_o); 3(c) needs two
+        (1, "job5", "l1", False),
+        (2, "job3c", "l1", True),
+        (2, "job5", "l1", True),
+        (1, "job1", "m1", True),  # possible although O1 and O2 are busy now
+        (2, "job2", "s2", True),
+    ]:
+        f = feasibility(peers[agent], peers, JOBS[job], make_matcher(method), 1)
+        assert f.possible is possible, (method, job, f.reason)
+        if not possible:
+            assert f.reason.startswith(f"impossible under method {method}")
+
+
+def test_impossible_job_fails_at_once_and_says_so():
+    positions = {rid: (0.0, 0.0) for rid, _ in FACTORY_8}
+    peers = _peers(FACTORY_8, positions, 10.0)
+    m = make_matcher(Method.PASSIVE)
+    f = feasibility(peers["l1"], peers, JOBS["job3c"], m, 1)
+    req = FavorRequester(peers["l1"].profile, JOBS["job3c"], m, max_rounds=5, impossible=f.reason)
+    req.start(0.0, [k for k in peers if k != "l1"], expect=[])
+    acts = req.tick(0.0)  # nothing expected: the window is closed by the first tick
+    failed = [a for a in acts if isinstance(a, SelectionFailed)]
+    assert failed and failed[0].impossible and req.round == 1
