@@ -50,10 +50,12 @@ import zmq
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
+from teamtree.drivers.sim_params import SimDriverParams
 from teamtree.hardware.profiles import PROFILES, RobotProfileSpec
 from teamtree.hardware.sim_client import SimClient
 
@@ -112,29 +114,15 @@ class SimDriverAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate robot, agent, world, profile, poll/observation rates, timeouts."""
-        reader = spec_reader(spec, config)
-        robot = reader.ident("robot")
-        agent = reader.ident("agent", robot)
-        world = reader.take("world", str, None, "the world agent's id")
-        profile = reader.take("profile", str, None, "a robot profile name such as 'pr2'")
-        if profile is not None and profile not in PROFILES:
+        robot = spec.params.get("robot")
+        defaults = {"agent": robot} if isinstance(robot, str) else {}
+        params = decode_params(spec, config, SimDriverParams, **defaults)
+        if params.profile is not None and params.profile not in PROFILES:
             known = ", ".join(sorted(PROFILES))
-            raise reader.error("profile", f"is {profile!r}; expected one of {known}")
-        params = {
-            "robot": robot,
-            "agent": agent,
-            "world": world,
-            "profile": profile,
-            "poll_hz": reader.positive("poll_hz", 20.0, "a positive rate (Hz)"),
-            "observation_hz": reader.positive("observation_hz", 10.0, "a positive rate (Hz)"),
-            "zmq_timeout_s": reader.positive("zmq_timeout_s", 1.0, "a positive number of s"),
-            "command_wait_s": reader.positive("command_wait_s", 10.0, "a positive number of s"),
-            "cancel_on_agent_loss": reader.take(
-                "cancel_on_agent_loss", bool, True, "true or false"
-            ),
-        }
-        reader.no_extras()
-        return params
+            raise spec_reader(spec, config).error(
+                "profile", f"is {params.profile!r}; expected one of {known}"
+            )
+        return params_dict(params)
 
     def factsheet(self) -> dict[str, Any]:
         return {

@@ -32,8 +32,10 @@ from typing import Any
 
 from teamtree.agents.allocation.allocator import SOLVE, schedule_from_body
 from teamtree.agents.allocation.allocator import request_allocation as ask_service
+from teamtree.agents.allocation.params import CobotParams, KittingHumanParams
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import ConfigError, PlanningError
 from teamtree.broker.envelope import Envelope
@@ -99,13 +101,6 @@ def mission_settings(config: TeamConfig) -> tuple[float, tuple[Colour, ...]]:
         raise ConfigError(
             f"has an unknown colour; use {names}", path=str(config.path), key="mission.pattern"
         ) from None
-
-
-def _probability(reader: Any, name: str, default: Any) -> float:
-    value = reader.take(name, (int, float), default, "a probability between 0 and 1")
-    if not 0.0 <= value <= 1.0:
-        raise reader.error(name, f"is {value}; expected a probability between 0 and 1")
-    return float(value)
 
 
 class Board:
@@ -207,14 +202,7 @@ class KittingHumanAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate ``p_follow``, ``p_error`` (probabilities), ``seed``, ``cobot`` (id)."""
-        reader = spec_reader(spec, config)
-        params = {
-            "p_follow": _probability(reader, "p_follow", 0.6),
-            "p_error": _probability(reader, "p_error", 0.1),
-            "seed": reader.take("seed", int, 0, "a whole number"),
-            "cobot": reader.ident("cobot", "cobot"),
-        }
-        reader.no_extras()
+        params = params_dict(decode_params(spec, config, KittingHumanParams))
         tf, pattern = mission_settings(config)
         return {**params, "time_factor": tf, "pattern": pattern}
 
@@ -383,34 +371,7 @@ class CobotAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the cobot's keys (see configs/kitting.toml for each one's meaning)."""
-        r = spec_reader(spec, config)
-        params: dict[str, Any] = {
-            "human": r.ident("human", "human"),
-            "adaptive": r.take("adaptive", bool, True, "true (beliefs) or false (fixed)"),
-            "fixed_p_follow": _probability(r, "fixed_p_follow", 1.0),
-            "fixed_p_error": _probability(r, "fixed_p_error", 0.0),
-            "follow_prior": r.take("follow_prior", str, "code", "'code' or 'text'"),
-            "solver": r.take("solver", str, "auto", "'auto', 'gurobi' or 'highs'"),
-            "allocation_time_limit": r.positive("allocation_time_limit", 3.0),
-            "schedule_time_limit": r.positive("schedule_time_limit", 4.0),
-            "schedule_gap": r.take("schedule_gap", (int, float), 0.004, "a relative MIP gap"),
-            "request_timeout": r.positive("request_timeout", 10.0),
-            "attempts": r.take("attempts", int, 3, "a whole number of tries (1-10)"),
-            "idle_grace": r.positive("idle_grace", 1.0, "scenario seconds (positive)"),
-            "h2_fraction": _probability(r, "h2_fraction", 0.5),
-            "start_timeout": r.positive("start_timeout", 30.0),
-        }
-        if params["follow_prior"] not in ("code", "text"):
-            raise r.error(
-                "follow_prior", f"is {params['follow_prior']!r}; expected 'code' or 'text'"
-            )
-        if params["solver"] not in ("auto", "gurobi", "highs"):
-            raise r.error("solver", f"is {params['solver']!r}; expected auto, gurobi or highs")
-        if not 0 <= params["schedule_gap"] <= 1:
-            raise r.error("schedule_gap", "expected a relative gap between 0 and 1")
-        if not 1 <= params["attempts"] <= 10:
-            raise r.error("attempts", f"is {params['attempts']}; expected 1-10")
-        r.no_extras()
+        params = params_dict(decode_params(spec, config, CobotParams))
         tf, pattern = mission_settings(config)
         return {**params, "time_factor": tf, "pattern": pattern}
 

@@ -41,8 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from teamtree.agents.humans.params import HumanParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import LifecycleError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -164,48 +166,15 @@ class HumanAgent(Agent):
         ConfigError naming the key."""
         from teamtree.agents.tasktree.robot import mission_tree
 
+        params = decode_params(spec, config, HumanParams, hand=spec.id)
         reader = spec_reader(spec, config)
-        hand = reader.ident("hand", spec.id)
-        world = reader.take("world", str, None, "the world agent's id")
-        policy = reader.take("policy", str, "nearest", " | ".join(PICK_POLICIES))
-        if policy not in PICK_POLICIES:
-            raise reader.error("policy", f"is {policy!r}; expected {' | '.join(PICK_POLICIES)}")
-        script = reader.take("script", list, [], "a list of object names")
-        preferences = reader.take("preferences", list, [], "a list of object names")
-        answer = reader.take("answer", str, "always_continue", " | ".join(ANSWER_POLICIES))
-        if answer not in ANSWER_POLICIES:
-            raise reader.error("answer", f"is {answer!r}; expected {' | '.join(ANSWER_POLICIES)}")
-        p_continue = reader.take("p_continue", (int, float), 0.5, "a probability 0-1")
-        if not 0.0 <= p_continue <= 1.0:
-            raise reader.error("p_continue", f"is {p_continue}; expected 0-1")
-        answers = reader.take("answers", list, [], 'a list of "continue" / "concede"')
-        bad = [a for a in answers if a not in ("continue", "concede")]
-        if bad:
-            raise reader.error("answers", f"has {bad[0]!r}; expected continue or concede")
-        params = {
-            "hand": hand,
-            "world": world,
-            "policy": policy,
-            "script": [str(x) for x in script],
-            "preferences": [str(x) for x in preferences],
-            "answer": answer,
-            "p_continue": float(p_continue),
-            "answers": answers,
-            "answer_delay_s": reader.take("answer_delay_s", (int, float), 0.3, "seconds"),
-            "start_delay_s": reader.take("start_delay_s", (int, float), 0.0, "seconds"),
-            "wait_for_robots": reader.take("wait_for_robots", bool, False, "true or false"),
-            "think_s": reader.take("think_s", (int, float), 0.2, "seconds"),
-            "seed": reader.take("seed", int, 0, "a whole number"),
-            "poll_hz": reader.positive("poll_hz", 20.0, "a positive rate (Hz)"),
-        }
-        reader.no_extras()
         tree = mission_tree(config)
         known = set(leaf_objects(tree).values())
         for key in ("script", "preferences"):
-            unknown = [x for x in params[key] if x not in known]
+            unknown = [x for x in getattr(params, key) if x not in known]
             if unknown:
                 raise reader.error(key, f"names {unknown[0]!r}, not an object of the task tree")
-        return {"tree": tree, **params}
+        return {"tree": tree, **params_dict(params)}
 
     def factsheet(self) -> dict[str, Any]:
         return {

@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
+from teamtree.agents.ltl.params import LtlPlannerParams
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import ConfigError, InfeasibleError, PlanningError, SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -291,10 +293,8 @@ class LtlPlannerAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate ``sync_timeout_s`` and the mission. Raises ConfigError."""
-        reader = spec_reader(spec, config)
-        sync = reader.positive("sync_timeout_s", 3.0, "a positive number of seconds")
-        reader.no_extras()
-        return {"mission": ltl_mission(config), "sync_timeout_s": sync}
+        params = decode_params(spec, config, LtlPlannerParams)
+        return {"mission": ltl_mission(config), **params_dict(params)}
 
     def factsheet(self) -> dict[str, Any]:
         return {

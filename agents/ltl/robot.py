@@ -44,6 +44,7 @@ from teamtree.agents.ltl.behaviours import (
     render_tree,
 )
 from teamtree.agents.ltl.disturbances import DisturbanceHandling
+from teamtree.agents.ltl.params import LtlRobotParams
 from teamtree.agents.ltl.planner import (
     DISTURB,
     EVENT,
@@ -60,7 +61,8 @@ from teamtree.agents.ltl.planner import (
     plan_from_wire,
 )
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import RequestError, TeamtreeError
 from teamtree.broker.envelope import Envelope
@@ -134,20 +136,14 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         """Validate ``type``, ``start``, ``bt_hz``, ``recovery_s``, ``replan_timeout_s`` and
         the mission. Raises ConfigError naming the key."""
         mission = ltl_mission(config)
-        reader = spec_reader(spec, config)
-        reader.take("type", str, None, "a robot type")
-        reader.take("start", list, None, "[region, mode]")
-        bt_hz = reader.positive("bt_hz", 50.0, "a positive tick rate (Hz)")
-        recovery = reader.positive("recovery_s", 5.0, "simulated seconds of a recovery stand")
-        timeout = reader.positive("replan_timeout_s", 10.0, "a positive number of seconds")
-        reader.no_extras()
+        params = decode_params(spec, config, LtlRobotParams)
         return {
             "robot": mission.robot(spec.id),
             "planner": mission.planner,
             "time_factor": mission.time_factor,
-            "bt_hz": bt_hz,
-            "recovery_s": recovery,
-            "replan_timeout_s": timeout,
+            "bt_hz": params.bt_hz,
+            "recovery_s": params.recovery_s,
+            "replan_timeout_s": params.replan_timeout_s,
         }
 
     def factsheet(self) -> dict[str, Any]:

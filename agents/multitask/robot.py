@@ -46,7 +46,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.multitask.params import MultitaskParams
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.broker import ConfigError, PlanningError, SpecificationError
@@ -193,48 +195,22 @@ class MultitaskRobot(PeerRuleMember):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the keys and read the mission's problem. Raises ConfigError."""
-        reader = spec_reader(spec, config)
-        planner = reader.take("planner", str, "greedy", "'greedy' or 'lookahead'")
-        if planner not in PLANNERS:
-            raise reader.error("planner", f"is {planner!r}; expected one of {', '.join(PLANNERS)}")
-        time_factor = reader.take(
-            "time_factor", (int, float), 0.1, "wall seconds per simulated second (>= 0)"
-        )
-        if time_factor < 0:
-            raise reader.error("time_factor", f"is {time_factor}; expected 0 or more")
-        start_timeout = reader.positive("start_timeout_s", 10.0, "a positive number of seconds")
-        budget = reader.take("max_expansions", int, 200_000, "a whole number of search nodes")
-        if budget < 1:
-            raise reader.error("max_expansions", f"is {budget}; expected 1 or more")
-        rule = reader.take("rule", str, "earliest", "'earliest' or 'potential'")
-        if rule not in ("earliest", "potential"):
-            raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
-        bundle = reader.take("bundle", bool, True, "true or false")
-        takeover = reader.take("takeover_s", (int, float), 4.0, "seconds (0 or more)")
-        if takeover < 0:
-            raise reader.error("takeover_s", f"is {takeover}; expected 0 or more seconds")
-        start = reader.take("start", list, None, "[x, y] in metres")
-        if start is not None and (
-            len(start) != 2
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in start)
-        ):
-            raise reader.error("start", f"is {start!r}; expected [x, y] in metres")
-        reader.no_extras()
+        params = decode_params(spec, config, MultitaskParams)
         problem = multitask_problem(config)
-        if start is not None:
-            problem = dataclasses.replace(problem, start=(float(start[0]), float(start[1])))
+        if params.start is not None:
+            problem = dataclasses.replace(problem, start=params.start)
         return {
             "problem": problem,
-            "planner": planner,
-            "time_factor": float(time_factor),
+            "planner": params.planner,
+            "time_factor": params.time_factor,
             "expect_services": [s.id for s in config.services],
             "expect_peers": [m.id for m in config.members if m.kind == cls.kind],
-            "rule": rule,
-            "bundle": bundle,
-            "start_timeout_s": start_timeout,
-            "max_expansions": budget,
-            "takeover_s": float(takeover),
+            "rule": params.rule,
+            "bundle": params.bundle,
+            "takeover_s": params.takeover_s,
             "roster": [m.id for m in config.members],
+            "start_timeout_s": params.start_timeout_s,
+            "max_expansions": params.max_expansions,
         }
 
     def factsheet(self) -> dict[str, Any]:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
+
+import msgspec
 
 from teamtree.agents.observers.human_work import human_rows
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 
@@ -53,6 +56,14 @@ def behaviour_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+class RecorderParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The recorder's ``[[agents]]`` keys."""
+
+    path: Annotated[
+        str | None, msgspec.Meta(description="a file path for the JSON-lines record")
+    ] = None
+
+
 class RecorderAgent(Agent):
     """Record the team's traffic to ``path`` (default ``runs/<team>.jsonl``)."""
 
@@ -67,10 +78,8 @@ class RecorderAgent(Agent):
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
-        reader = spec_reader(spec, config)
-        path = reader.take("path", str, None, "a file path for the JSON-lines record")
-        reader.no_extras()
-        return {"path": path}
+        """Validate ``path`` (a file for the JSON-lines record)."""
+        return params_dict(decode_params(spec, config, RecorderParams))
 
     def factsheet(self) -> dict[str, Any]:
         return {**super().factsheet(), "path": str(self.path)}

@@ -18,6 +18,7 @@ from teamtree.agents.runtime.hello import HelloAgent
 from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class, build_agent, validate_kinds
 from teamtree.agents.runtime.launcher import Launcher
 from teamtree.agents.runtime.log_setup import configure_logging
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.pending import PendingRequest, PendingRequests
 from teamtree.agents.runtime.registry import (
     KindInfo,
@@ -49,8 +50,10 @@ __all__ = [
     "agent_class",
     "build_agent",
     "configure_logging",
+    "decode_params",
     "installed_kinds",
     "load_config",
+    "params_dict",
     "parse_config",
     "spec_reader",
     "validate_kinds",

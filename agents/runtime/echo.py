@@ -9,16 +9,25 @@ broker restart.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import OutboxFullError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 
 CHANNEL = "echo"
 COUNTER_CHANNEL = "counter"
+
+
+class EchoParams(msgspec.Struct, frozen=True):
+    """The echo kind's ``[[agents]]`` keys."""
+
+    count_hz: Annotated[float, msgspec.Meta(ge=0, description="0 (off) or more messages/s")] = 0.0
 
 
 class EchoAgent(Agent):
@@ -34,12 +43,7 @@ class EchoAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate ``count_hz`` (messages per second, 0 = off)."""
-        reader = spec_reader(spec, config)
-        count_hz = reader.take("count_hz", (int, float), 0.0, "a number of messages per second")
-        if count_hz < 0:
-            raise reader.error("count_hz", f"is {count_hz}; expected 0 (off) or more")
-        reader.no_extras()
-        return {"count_hz": float(count_hz)}
+        return params_dict(decode_params(spec, config, EchoParams))
 
     async def setup(self) -> None:
         self.on_team(CHANNEL, self._on_ping, kind="echo.ping")

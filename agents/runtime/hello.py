@@ -9,16 +9,26 @@ wait for; default every other hello member of the config), ``rounds`` (default 1
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import ConnectionLostError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 
 CHANNEL = "hello"
 STATUS = "status"
+
+
+class HelloParams(msgspec.Struct, frozen=True):
+    """The hello kind's ``[[agents]]`` keys (``peers`` defaults from the config)."""
+
+    peers: Annotated[list[str], msgspec.Meta(description="a list of agent ids")]
+    rounds: Annotated[int, msgspec.Meta(ge=1, description="a whole number >= 1")] = 1
 
 
 class HelloAgent(Agent):
@@ -36,16 +46,8 @@ class HelloAgent(Agent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate ``peers`` and ``rounds``; raises ConfigError naming the key."""
-        reader = spec_reader(spec, config)
         default = [m.id for m in config.members if m.kind == cls.kind and m.id != spec.id]
-        peers = reader.take("peers", list, default, "a list of agent ids")
-        if not all(isinstance(p, str) for p in peers):
-            raise reader.error("peers", f"is {peers!r}; expected a list of agent ids")
-        rounds = reader.take("rounds", int, 1, "a whole number >= 1")
-        if rounds < 1:
-            raise reader.error("rounds", f"is {rounds}; expected a whole number >= 1")
-        reader.no_extras()
-        return {"peers": peers, "rounds": rounds}
+        return params_dict(decode_params(spec, config, HelloParams, peers=default))
 
     async def setup(self) -> None:
         self.on_team(CHANNEL, self._on_ping, kind="hello.ping")

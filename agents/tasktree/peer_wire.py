@@ -2,14 +2,18 @@
 
 Encoders and decoders for claims, claim replies, node transitions and snapshots,
 shared by every agent that runs a ``TaskController`` (the seed 000 robot and the
-seed 004 multitask robot). Decoders check every field's type (a body of the wrong
-shape never reaches the planner, where it could raise) and raise ``ValueError`` naming
-the field on a malformed body; callers drop the message and count it.
+seed 004 multitask robot). Each body is a declared msgspec Struct (ClaimWire,
+ReplyWire, TransitionWire, SnapshotWire): decoders check every field's type and raise
+PeerWireError (a ``ValueError`` naming the field's path) on a malformed body; callers
+drop the message and log it. Encoders write the same keys and msgpack shapes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import Struct
 
 from teamtree.planners.tasktree import (
     Claim,
@@ -23,6 +27,12 @@ from teamtree.planners.tasktree import (
 )
 
 __all__ = [
+    "ClaimWire",
+    "PeerWireError",
+    "ReplyWire",
+    "ReportWire",
+    "SnapshotWire",
+    "TransitionWire",
     "claim_from_wire",
     "claim_to_wire",
     "reply_from_wire",
@@ -35,35 +45,76 @@ __all__ = [
 ]
 
 
-def _map(body: Any, what: str) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ValueError(f"{what} is a {type(body).__name__}, expected a map")
-    return body
+T = TypeVar("T")
+
+#: ``[wall_ms, logical, agent]``
+StampWire = tuple[int, int, str]
 
 
-def _text(body: dict[str, Any], key: str, *, optional: bool = False) -> Any:
-    value = body.get(key)
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value or len(value) > 256:
-        raise ValueError(f"{key!r} is {value!r}, expected a non-empty string")
-    return value
+class PeerWireError(ValueError):
+    """A peer-rule body that does not match its declared type."""
 
 
-def _number(body: dict[str, Any], key: str, default: float = 0.0) -> float:
-    value = body.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise ValueError(f"{key!r} is {value!r}, expected a number")
-    return float(value)
+class ClaimWire(Struct, frozen=True):
+    """The ``node.claim`` body."""
+
+    claim_id: str
+    node: str
+    claimant: str
+    stamp: StampWire
+    potential: float = 0.0
+    round: int = 0
 
 
-def _count(body: dict[str, Any], key: str) -> int:
-    value = body.get(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{key!r} is {value!r}, expected a whole number >= 0")
-    return value
+class ReportWire(Struct, frozen=True):
+    """One node's state in a claim reply."""
+
+    node: str
+    state: PeerState
+    agent: str | None = None
+    stamp: StampWire | None = None
+    potential: float = 0.0
+
+
+class ReplyWire(Struct, frozen=True):
+    """The ``node.claim_reply`` body."""
+
+    claim_id: str
+    node: str
+    claimant: str
+    replier: str
+    reports: list[ReportWire]
+    round: int = 0
+
+
+class TransitionWire(Struct, frozen=True):
+    """The ``node.transition`` body; ``potential`` and ``grasp`` are for observers (the
+    peer rule does not use them), other extra keys are ignored."""
+
+    node: str
+    agent: str
+    status: NodeStatus
+    stamp: StampWire
+    potential: float | None = None
+    grasp: float | None = None
+
+
+class SnapshotWire(Struct, frozen=True):
+    """The ``node.snapshot`` body; ``working`` is null, one leaf id or a list of them."""
+
+    agent: str
+    stamp: StampWire
+    done: list[str]
+    working: str | list[str] | None = None
+
+
+def _decode(body: Any, typ: type[T]) -> T:
+    try:
+        return msgspec.convert(body, typ, strict=True)
+    except msgspec.ValidationError as exc:
+        raise PeerWireError(
+            f"bad {typ.__name__.removesuffix('Wire').lower()} body: {exc}"
+        ) from None
 
 
 def stamp_from_wire(value: Any) -> Stamp:
@@ -92,16 +143,9 @@ def claim_to_wire(claim: Claim) -> dict[str, Any]:
 
 
 def claim_from_wire(body: Any) -> Claim:
-    """A ``node.claim`` body as a Claim."""
-    body = _map(body, "claim")
-    return Claim(
-        claim_id=_text(body, "claim_id"),
-        node=_text(body, "node"),
-        claimant=_text(body, "claimant"),
-        stamp=stamp_from_wire(body.get("stamp")),
-        potential=_number(body, "potential"),
-        round=_count(body, "round"),
-    )
+    """A ``node.claim`` body as a Claim; raises PeerWireError."""
+    w = _decode(body, ClaimWire)
+    return Claim(w.claim_id, w.node, w.claimant, w.stamp, w.potential, w.round)
 
 
 def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
@@ -125,48 +169,26 @@ def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
     }
 
 
-def _report(r: Any) -> NodeReport:
-    r = _map(r, "report")
-    state = r.get("state")
-    if not isinstance(state, str):
-        raise ValueError(f"report state is {state!r}, expected one of none/claimed/working/done")
-    return NodeReport(
-        node=_text(r, "node"),
-        state=PeerState(state),
-        agent=_text(r, "agent", optional=True),
-        stamp=stamp_from_wire(r["stamp"]) if r.get("stamp") is not None else None,
-        potential=_number(r, "potential"),
-    )
-
-
 def reply_from_wire(body: Any) -> ClaimReply:
-    """A ``node.claim_reply`` body as a ClaimReply."""
-    body = _map(body, "claim reply")
-    reports = body.get("reports")
-    if not isinstance(reports, list | tuple):
-        raise ValueError(f"'reports' is {reports!r}, expected a list")
+    """A ``node.claim_reply`` body as a ClaimReply; raises PeerWireError."""
+    w = _decode(body, ReplyWire)
     return ClaimReply(
-        claim_id=_text(body, "claim_id"),
-        node=_text(body, "node"),
-        claimant=_text(body, "claimant"),
-        replier=_text(body, "replier"),
-        round=_count(body, "round"),
-        reports=tuple(_report(r) for r in reports),
+        claim_id=w.claim_id,
+        node=w.node,
+        claimant=w.claimant,
+        replier=w.replier,
+        round=w.round,
+        reports=tuple(
+            NodeReport(r.node, r.state, r.agent, r.stamp, r.potential) for r in w.reports
+        ),
     )
 
 
 def transition_from_wire(body: Any) -> Transition:
-    """A ``node.transition`` body (extra keys ignored) as a Transition."""
-    body = _map(body, "transition")
-    status = body.get("status")
-    if not isinstance(status, str):
-        raise ValueError(f"'status' is {status!r}, expected working/done/inactive")
-    return Transition(
-        node=_text(body, "node"),
-        agent=_text(body, "agent"),
-        status=NodeStatus(status),
-        stamp=stamp_from_wire(body.get("stamp")),
-    )
+    """A ``node.transition`` body (extra keys ignored) as a Transition; raises
+    PeerWireError."""
+    w = _decode(body, TransitionWire)
+    return Transition(node=w.node, agent=w.agent, status=w.status, stamp=w.stamp)
 
 
 def working_leaves(value: Any) -> tuple[str, ...]:
@@ -193,14 +215,8 @@ def snapshot_to_wire(snap: Snapshot) -> dict[str, Any]:
 
 
 def snapshot_from_wire(body: Any) -> Snapshot:
-    """A ``node.snapshot`` body as a Snapshot."""
-    body = _map(body, "snapshot")
-    done = body.get("done")
-    if not isinstance(done, list | tuple) or not all(isinstance(n, str) for n in done):
-        raise ValueError(f"'done' is {done!r}, expected a list of leaf ids")
+    """A ``node.snapshot`` body as a Snapshot; raises PeerWireError."""
+    w = _decode(body, SnapshotWire)
     return Snapshot(
-        agent=_text(body, "agent"),
-        stamp=stamp_from_wire(body.get("stamp")),
-        done=tuple(done),
-        working=working_leaves(body.get("working")),
+        agent=w.agent, stamp=w.stamp, done=tuple(w.done), working=working_leaves(w.working)
     )

@@ -46,8 +46,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
@@ -222,58 +224,29 @@ class RobotAgent(PeerRuleMember):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the robot's keys and read the mission tree. Raises ConfigError."""
-        reader = spec_reader(spec, config)
-        profile = reader.take("profile", str, None, "a robot profile name such as 'pr2'")
-        if profile is None:
-            raise reader.error("profile", "is missing; expected a robot profile such as 'pr2'")
-        driver = reader.take("driver", str, f"{spec.id}-driver", "the driver agent's id")
-        metric = reader.take("metric", str, "distance+grasp", "'distance' or 'distance+grasp'")
-        if metric not in METRICS:
-            raise reader.error("metric", f"is {metric!r}; expected 'distance' or 'distance+grasp'")
-        w_d = reader.take("w_d", (int, float), 1.0, "a number (distance weight)")
-        w_g = reader.take("w_g", (int, float), 0.001, "a number (grasp weight)")
-        rule = reader.take("rule", str, "earliest", "'earliest' or 'potential'")
-        if rule not in ("earliest", "potential"):
-            raise reader.error("rule", f"is {rule!r}; expected 'earliest' or 'potential'")
-        seed = reader.take("seed", int, 0, "a whole number")
-        start_timeout = reader.take("start_timeout_s", (int, float), 10.0, "seconds")
-        min_grasp = reader.take("min_grasp", (int, float), 1.0, "a grasp score (0-100)")
-        extra = reader.take("humans", list, [], "a list of human agent ids")
-        dialog_timeout = reader.positive("dialog_timeout_s", 5.0, "a positive number of s")
-        service_timeout = reader.positive("service_timeout_s", 30.0, "a positive number of s")
-        lease_s = reader.positive("lease_s", 3.0, "a positive number of s")
-        renew_s = reader.positive("lease_renew_s", 0.5, "a positive number of s")
-        margin_s = reader.take("lease_margin_s", (int, float), 1.0, "seconds (0 or more)")
-        try:
-            lease = LeaseTerms(float(lease_s), float(renew_s), float(margin_s))
-        except ValueError as exc:
-            raise reader.error("lease_renew_s", str(exc)) from None
-        reader.no_extras()
+        params = decode_params(spec, config, RobotParams, driver=f"{spec.id}-driver")
         peers = [m.id for m in config.members if m.kind == cls.kind]
         humans = {
             a.id: str(a.params.get("hand", a.id)) for a in config.agents if a.kind == HUMAN_KIND
         }
-        for h in extra:
-            if not isinstance(h, str) or not h:
-                raise reader.error("humans", f"has {h!r}; expected agent ids (strings)")
+        for h in params.humans:
             humans.setdefault(h, h)
+        values = params_dict(params)
+        lease_keys = ("lease_s", "lease_renew_s", "lease_margin_s")
+        try:
+            lease = LeaseTerms(*(float(values.pop(k)) for k in lease_keys))
+        except ValueError as exc:
+            index = config.agents.index(spec)
+            raise ConfigError(
+                str(exc), path=str(config.path), key=f"agents[{index}].lease_renew_s"
+            ) from None
         return {
             "tree": mission_tree(config),
-            "profile": profile,
-            "driver": driver,
-            "metric": metric,
-            "w_d": float(w_d),
-            "w_g": float(w_g),
-            "rule": rule,
-            "seed": seed,
+            **values,
             "expect_peers": peers,
-            "start_timeout_s": float(start_timeout),
-            "min_grasp": float(min_grasp),
             "humans": humans,
-            "dialog_timeout_s": dialog_timeout,
             "lease": lease,
             "roster": sorted({m.id for m in config.members} | set(humans)),
-            "service_timeout_s": service_timeout,
         }
 
     def factsheet(self) -> dict[str, Any]:

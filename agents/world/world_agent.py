@@ -43,6 +43,8 @@ import zmq.asyncio
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.agents.world.params import WorldParams
 from teamtree.broker import SpecificationError, TeamtreeError, TopicError, WireError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic, validate_id
@@ -106,45 +108,20 @@ class WorldAgent(Agent):
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate time_factor, objects, robots and the ZeroMQ keys. Raises
         ConfigError naming the key."""
+        params = decode_params(spec, config, WorldParams)
         reader = spec_reader(spec, config)
-        time_factor = reader.positive("time_factor", 1.0, "a positive number (sim s per wall s)")
-        zmq_host = reader.take("zmq_host", str, "127.0.0.1", "an IP address to bind")
-        zmq_port = reader.take("zmq_port", int, 0, "a TCP port (0 = a free one)")
-        if not 0 <= zmq_port <= 65535:
-            raise reader.error("zmq_port", f"is {zmq_port}; expected 0-65535")
-        advertise = reader.take("zmq_advertise", str, None, "a host name drivers connect to")
-        period = reader.positive("state_period_s", 0.2, "a positive number of seconds")
-        tolerance = reader.positive("goal_tolerance", GOAL_TOLERANCE, "a positive distance (m)")
-        objects_raw = reader.take("objects", dict, None, "a table of objects")
-        robots_raw = reader.take("robots", dict, None, "a table of robots")
-        hands_raw = reader.take("hands", dict, {}, "a table of human hands")
-        seed = reader.take("seed", int, 0, "a whole number")
-        sample = reader.positive("hand_sample_s", HAND_SAMPLE_S, "a positive number of s")
-        if not objects_raw:
+        if not params.objects:
             raise reader.error("objects", "is missing or empty; add [agents.objects.<name>]")
-        if not robots_raw:
+        if not params.robots:
             raise reader.error("robots", "is missing or empty; add [agents.robots.<name>]")
-        reader.no_extras()
-        objects = {name: _object(reader, name, o) for name, o in objects_raw.items()}
-        robots = {name: _robot(reader, name, r) for name, r in robots_raw.items()}
-        hands = {name: _hand(reader, name, h) for name, h in hands_raw.items()}
+        objects = {name: _object(reader, name, o) for name, o in params.objects.items()}
+        robots = {name: _robot(reader, name, r) for name, r in params.robots.items()}
+        hands = {name: _hand(reader, name, h) for name, h in params.hands.items()}
         try:
             World.from_spec(objects, robots, hands)
         except SpecificationError as exc:
             raise reader.error("hands" if "hand" in str(exc) else "objects", str(exc)) from None
-        return {
-            "objects": objects,
-            "robots": robots,
-            "time_factor": time_factor,
-            "zmq_host": zmq_host,
-            "zmq_port": zmq_port,
-            "zmq_advertise": advertise,
-            "state_period_s": period,
-            "goal_tolerance": tolerance,
-            "hands": hands,
-            "seed": seed,
-            "hand_sample_s": sample,
-        }
+        return {**params_dict(params), "objects": objects, "robots": robots, "hands": hands}
 
     def factsheet(self) -> dict[str, Any]:
         return {

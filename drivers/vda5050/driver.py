@@ -53,16 +53,18 @@ import aiomqtt
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import TeamtreeError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
+from teamtree.drivers.vda5050.params import Vda5050Params
 from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable
 from teamtree.drivers.vda5050.site import DROP, PICK, BehaviourError, Site, site_from_config
 from teamtree.drivers.vda5050.state import ACCEPTED, FINISHED, assess, error_text, new_errors
-from teamtree.drivers.vda5050.topics import VERSIONS, AgvAddress, Headers
+from teamtree.drivers.vda5050.topics import AgvAddress, Headers
 
 COMMAND_CHANNEL = "command"
 OBSERVATION_CHANNEL = "observation"
@@ -161,59 +163,29 @@ class Vda5050DriverAgent(Agent):
             for a in config.agents
             if a.id != spec.id and a.params.get("driver", f"{a.id}-driver") == spec.id
         ]
-        agent = reader.ident("agent", drives[0] if len(drives) == 1 else None)
-        manufacturer = reader.take("manufacturer", str, None, "the AGV's manufacturer")
-        serial = reader.take("serial_number", str, None, "the AGV's serialNumber")
-        for key, value in (("manufacturer", manufacturer), ("serial_number", serial)):
-            if value is None:
-                raise reader.error(key, "is missing; expected the AGV's name in its topics")
-            if not value or any(c in value for c in "/#+"):
-                raise reader.error(key, f"is {value!r}; expected a non-empty name without /, #, +")
-        interface = reader.take("interface_name", str, "uagv", "the topic interface name")
-        version = reader.take("version", str, "2.0.0", "'2.0.0' or '2.1.0'")
-        if version not in VERSIONS:
-            raise reader.error("version", f"is {version!r}; expected one of {', '.join(VERSIONS)}")
-        agv_broker = reader.take("agv_broker", str, None, "the AGV broker's URL, mqtt://HOST:PORT")
-        if agv_broker is not None:
+        defaults = {"agent": drives[0]} if len(drives) == 1 else {}
+        params = decode_params(spec, config, Vda5050Params, **defaults)
+        if params.agv_broker is not None:
             try:
-                parse_endpoint(agv_broker)
+                parse_endpoint(params.agv_broker)
             except TeamtreeError as exc:
                 raise reader.error("agv_broker", str(exc)) from None
-        stations = reader.take("stations", dict, {}, "a table of stations {x = .., y = ..}")
-        loads = reader.take("loads", dict, {}, 'a table of loads {at = "A", goal = "B"}')
-        action_params = reader.take("action_parameters", dict, {}, "a table of extra parameters")
         try:
-            site = site_from_config(stations, loads, action_params)
+            site = site_from_config(params.stations, params.loads, params.action_parameters)
         except ValueError as exc:
             raise reader.error("stations" if "station" in str(exc) else "loads", str(exc)) from None
         clash = sorted(set(site.stations) & set(site.loads))
         if clash:
             raise reader.error("loads", f"{', '.join(clash)} name both a station and a load")
-        validate = reader.take("validate", bool, None, "true or false (default: if installed)")
-        params = {
-            "agent": agent,
-            "manufacturer": manufacturer,
-            "serial_number": serial,
-            "site": site,
-            "interface_name": interface,
-            "version": version,
-            "agv_broker": agv_broker,
-            "validate": validate,
-            "schema_dir": reader.take("schema_dir", str, None, "a folder of schema .json files"),
-            "ack_timeout_s": reader.positive("ack_timeout_s", 5.0, "a positive number of s"),
-            "observation_hz": reader.positive("observation_hz", 5.0, "a positive rate (Hz)"),
-            "request_factsheet": reader.take("request_factsheet", bool, True, "true or false"),
-            "cancel_on_agent_loss": reader.take(
-                "cancel_on_agent_loss", bool, True, "true or false"
-            ),
-        }
-        reader.no_extras()
-        if validate:
+        if params.validate:
             try:
-                SchemaCheck(params["schema_dir"])
+                SchemaCheck(params.schema_dir)
             except SchemasUnavailable as exc:
                 raise reader.error("validate", str(exc)) from None
-        return params
+        out = params_dict(params)
+        for key in ("stations", "loads", "action_parameters"):
+            del out[key]
+        return {**out, "site": site}
 
     def factsheet(self) -> dict[str, Any]:
         return {

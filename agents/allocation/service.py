@@ -1,0 +1,209 @@
+"""The allocation service agent: seed 001's MILPs behind request/reply on ``_/allocation``.
+
+Solves run in worker threads (``workers``, default 1) so heartbeats and presence keep
+flowing, and each solve is bounded by the time left before the request's deadline.
+With ``shared = true`` the service joins the shared subscription
+``$share/<group>/…`` so replicas split the requests (mosquitto), and connects with a
+clean session so a dead replica's share goes to the live ones once the broker notices
+(1.5 × keepalive). Requests that carry a ``request_id`` are idempotent: a retry (same
+requester and id) gets the answer of the first attempt, computed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from teamtree.agents.allocation.params import AllocatorParams
+from teamtree.agents.allocation.solve import solve_request
+from teamtree.agents.allocation.wire import (
+    CHANNEL,
+    ERROR,
+    REQUEST_KINDS,
+    RESULT,
+    BadRequest,
+    error_body,
+)
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.broker import PlanningError
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.hlc import wall_ms
+from teamtree.broker.topics import Topic
+from teamtree.planners.allocation import SolverPool
+
+
+class AllocatorAgent(Agent):
+    """Serve ``allocation.*`` requests; see the module docstring."""
+
+    kind = "allocator"
+
+    def __init__(
+        self,
+        *args: Any,
+        shared: bool = False,
+        group: str = "allocators",
+        workers: int = 1,
+        cache_size: int = 512,
+        margin_ms: int = 30,
+        **kwargs: Any,
+    ):
+        # A replica's subscription must die with it: with a persistent session the
+        # broker keeps routing its share of the requests to the dead session's queue.
+        kwargs.setdefault("clean_session", shared)
+        super().__init__(*args, **kwargs)
+        self.shared = shared
+        self.group = group
+        self.workers = workers
+        self.cache_size = cache_size
+        self.margin_ms = margin_ms
+        self._executor: ThreadPoolExecutor | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._local = threading.local()
+        self._done: OrderedDict[tuple[str, str], tuple[str, dict[str, Any]]] = OrderedDict()
+        self._inflight: dict[
+            tuple[str, str], asyncio.Future[tuple[str, dict[str, Any]] | None]
+        ] = {}
+
+    @classmethod
+    def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
+        """Validate ``shared``, ``group``, ``workers``, ``cache_size``, ``margin_ms``."""
+        return params_dict(decode_params(spec, config, AllocatorParams))
+
+    def factsheet(self) -> dict[str, Any]:
+        return {
+            **super().factsheet(),
+            "channel": CHANNEL,
+            "requests": list(REQUEST_KINDS),
+            "shared": self.group if self.shared else None,
+            "workers": self.workers,
+        }
+
+    async def setup(self) -> None:
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"solve-{self.id}")
+        self._slots = asyncio.Semaphore(self.workers)
+        share = self.group if self.shared else None
+        for kind in REQUEST_KINDS:
+            self.on_team(CHANNEL, self._on_request, kind=kind, share=share)
+
+    async def on_stop(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _pool(self) -> SolverPool:
+        pool = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = self._local.pool = SolverPool()
+        return pool
+
+    def _solve_blocking(self, kind: str, body: Any, budget: float) -> tuple[str, dict[str, Any]]:
+        try:
+            return RESULT, solve_request(kind, body, budget, self._pool())
+        except (BadRequest, PlanningError, TimeoutError) as exc:
+            return ERROR, error_body(exc)
+        except Exception as exc:  # a solver bug must not take the service down
+            self.log.error("allocation.solver_failed", error=repr(exc), exc_info=True)
+            return ERROR, error_body(exc)
+
+    async def _on_request(self, env: Envelope, topic: Topic) -> None:
+        if env.reply_to is None or env.corr is None:
+            self.stats["allocation.unaddressed"] += 1
+            self.log.warning("allocation.no_reply_address", sender=env.sender, kind=env.kind)
+            return
+        self.spawn(self._serve(env), "serve")
+
+    async def _serve(self, env: Envelope) -> None:
+        received = time.monotonic()
+        rid = env.body.get("request_id") if isinstance(env.body, dict) else None
+        key = (env.sender, rid) if isinstance(rid, str) and rid else None
+        if key is not None and key in self._done:
+            self.stats["allocation.cached"] += 1
+            kind, body = self._done[key]
+            await self.reply(env, kind, body)
+            return
+        if key is not None and key in self._inflight:
+            self.stats["allocation.joined"] += 1
+            joined = await asyncio.shield(self._inflight[key])
+            if joined is not None:  # None: the first attempt expired unanswered
+                await self.reply(env, *joined)
+            return
+        future: asyncio.Future[tuple[str, dict[str, Any]] | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+        if key is not None:
+            self._inflight[key] = future
+        try:
+            answer = await self._compute(env, received)
+            future.set_result(answer)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: joiners re-raise it
+            raise
+        finally:
+            if key is not None:
+                self._inflight.pop(key, None)
+        if answer is None:
+            return
+        kind, body = answer
+        if key is not None and self.cache_size and body.get("error") != "deadline":
+            self._done[key] = answer
+            while len(self._done) > self.cache_size:
+                self._done.popitem(last=False)
+        await self.reply(env, kind, body)
+
+    async def _compute(self, env: Envelope, received: float) -> tuple[str, dict[str, Any]] | None:
+        assert self._slots is not None and self._executor is not None
+        async with self._slots:
+            queued = time.monotonic() - received
+            budget = None
+            if env.deadline is not None:
+                budget = (env.deadline - wall_ms() - self.margin_ms) / 1000.0
+                if budget <= 0:
+                    self.stats["allocation.expired"] += 1
+                    self.log.warning(
+                        "allocation.expired", sender=env.sender, corr=env.corr, queued_s=queued
+                    )
+                    return None
+            loop = asyncio.get_running_loop()
+            t0 = time.monotonic()
+            kind, body = await loop.run_in_executor(
+                self._executor,
+                self._solve_blocking,
+                env.kind,
+                env.body,
+                budget if budget is not None else 3600.0,
+            )
+        service = time.monotonic() - t0
+        rid = env.body.get("request_id") if isinstance(env.body, dict) else None
+        body = {
+            **body,
+            "request_id": rid if isinstance(rid, str) else None,
+            "replica": self.id,
+            "timing": {"queued_s": queued, "service_s": service},
+        }
+        self.stats[f"allocation.{'answered' if kind == RESULT else 'refused'}"] += 1
+        if kind == RESULT:
+            self.log.info(
+                "allocation.answered",
+                kind=env.kind,
+                requester=env.sender,
+                solver=body.get("solver"),
+                status=body.get("status"),
+                solve_s=round(body.get("solve_time", 0.0), 4),
+                service_s=round(service, 4),
+            )
+        else:
+            self.log.warning(
+                "allocation.refused",
+                kind=env.kind,
+                requester=env.sender,
+                error=body["error"],
+                field=body.get("field"),
+                detail=body.get("message"),
+            )
+        return kind, body

@@ -1,0 +1,35 @@
+"""The ``robot`` kind's ``[[agents]]`` keys as a declared type (seed 000's peer robot)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from msgspec import Meta, Struct
+
+
+class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
+    """Keys of a task-tree robot; ``driver`` defaults to ``<id>-driver`` (given by the kind)."""
+
+    profile: Annotated[str, Meta(description="a robot profile such as 'pr2'")]
+    driver: Annotated[str, Meta(description="the driver agent's id")]
+    metric: Annotated[
+        Literal["distance", "distance+grasp"], Meta(description="'distance' or 'distance+grasp'")
+    ] = "distance+grasp"
+    w_d: Annotated[float, Meta(description="a number (distance weight)")] = 1.0
+    w_g: Annotated[float, Meta(description="a number (grasp weight)")] = 0.001
+    rule: Annotated[
+        Literal["earliest", "potential"], Meta(description="'earliest' or 'potential'")
+    ] = "earliest"
+    seed: Annotated[int, Meta(description="a whole number")] = 0
+    start_timeout_s: Annotated[float, Meta(description="seconds")] = 10.0
+    min_grasp: Annotated[float, Meta(description="a grasp score (0-100)")] = 1.0
+    humans: Annotated[
+        list[Annotated[str, Meta(min_length=1)]], Meta(description="a list of human agent ids")
+    ] = []
+    dialog_timeout_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 5.0
+    service_timeout_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = (
+        30.0
+    )
+    lease_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 3.0
+    lease_renew_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 0.5
+    lease_margin_s: Annotated[float, Meta(ge=0, description="seconds (0 or more)")] = 1.0

@@ -1,0 +1,141 @@
+"""docs/protocol.md and docs/favors.md are checked against the declared wire types: a
+body's keys in the docs' tables must be exactly the fields of its Struct."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from teamtree.agents.allocation.wire import AllocationResult, ScheduleResult
+from teamtree.agents.capability.favor_wire import (
+    LEASE_BODIES,
+    CapabilityWire,
+    LeaseWire,
+    OfferWire,
+    QueryWire,
+    RequestWire,
+)
+from teamtree.agents.tasktree.peer_wire import (
+    ClaimWire,
+    ReplyWire,
+    ReportWire,
+    SnapshotWire,
+    TransitionWire,
+)
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+_KEY = re.compile(r"^([a-z_][a-z0-9_]*)\??$")
+
+
+def braces(text: str, start: int = 0) -> str:
+    """The first balanced ``{...}`` in `text` from `start`, without the braces."""
+    i = text.index("{", start)
+    depth = 0
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[i + 1 : j]
+    raise AssertionError(f"unbalanced braces in {text!r}")
+
+
+def keys(inner: str) -> dict[str, str]:
+    """Top-level ``key: value`` parts of a brace body -> {key: value text}."""
+    parts, depth, cur = [], 0, ""
+    for ch in re.sub(r"\s#\s[^\n]*", "", inner):
+        depth += {"{": 1, "[": 1, "(": 1, "}": -1, "]": -1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    out = {}
+    for part in parts:
+        name, _, value = part.strip().partition(":")
+        match = _KEY.match(name.strip())
+        if match:
+            out[match[1]] = value.strip()
+    return out
+
+
+def fields(typ: type[msgspec.Struct]) -> set[str]:
+    return set(typ.__struct_encode_fields__)
+
+
+def table_rows(path: Path) -> list[list[str]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.startswith("|") and not line.startswith("|---"):
+            cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+            rows.append([c.strip().replace("\\|", "|") for c in cells])
+    return rows
+
+
+def body_of(path: Path, kind: str) -> str:
+    """The body cell of the table row whose kind column is `kind`."""
+    for row in table_rows(path):
+        if len(row) >= 5 and row[1] == f"`{kind}`":
+            return row[4]
+    raise AssertionError(f"{path.name}: no table row for {kind}")
+
+
+PEER = {
+    "node.claim": ClaimWire,
+    "node.claim_reply": ReplyWire,
+    "node.transition": TransitionWire,
+    "node.snapshot": SnapshotWire,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PEER))
+def test_protocol_md_task_tree_bodies_match_the_types(kind: str) -> None:
+    documented = keys(braces(body_of(DOCS / "protocol.md", kind)))
+    assert set(documented) == fields(PEER[kind]), kind
+    if kind == "node.claim_reply":
+        assert set(keys(braces(documented["reports"]))) == fields(ReportWire)
+
+
+def test_favors_md_request_body_matches_the_types() -> None:
+    text = (DOCS / "favors.md").read_text()
+    block = text[text.index("`favor.request` (envelope") :]
+    block = block[block.index("```") + 3 :]
+    block = block[: block.index("```")]
+    documented = keys(braces(block))
+    assert set(documented) == fields(RequestWire)
+    query = keys(braces(documented["query"]))
+    assert set(query) == fields(QueryWire)
+    assert set(keys(braces(query["c_job"]))) == fields(CapabilityWire)
+
+
+def test_favors_md_lease_bodies_match_the_types() -> None:
+    text = (DOCS / "favors.md").read_text()
+    common = keys(braces(text[text.index("Lease messages, all with") :]))
+    assert set(common) == fields(LeaseWire)
+    documented = {}
+    for row in table_rows(DOCS / "favors.md"):
+        if len(row) == 2 and row[0].strip("`") in LEASE_BODIES:
+            first = re.match(r"`([^`]*)`", row[1])
+            assert first, row
+            documented[row[0].strip("`")] = first[1]
+    assert set(documented) == set(LEASE_BODIES)
+    for kind, cell in documented.items():
+        extra = fields(LEASE_BODIES[kind]) - fields(LeaseWire)
+        assert set(keys(cell)) == extra, kind
+        if kind == "favor.grant":
+            assert set(keys(braces(keys(cell)["offer"]))) == fields(OfferWire)
+
+
+def test_the_checker_sees_a_mismatch() -> None:
+    """The parser is strict enough to notice a key that is not declared."""
+    assert set(keys(braces("`{node, agent, colour: red}`"))) != fields(TransitionWire)
+
+
+def test_allocation_md_result_bodies_match_the_types() -> None:
+    text = (DOCS / "allocation.md").read_text()
+    start = text.index("`allocation` = `{")
+    assert set(keys(braces(text, start))) == fields(AllocationResult)
+    start = text.index("`schedule` = `{", start)
+    assert set(keys(braces(text, start))) == fields(ScheduleResult)
