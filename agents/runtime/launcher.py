@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
+from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
+from teamtree.agents.runtime.mission import MISSION_ENV, new_mission_id
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.local_broker import (
     BrokerKind,
@@ -83,8 +85,13 @@ class Launcher:
         log_level: str = "info",
         out: TextIO | None = None,
         overrides: dict[str, object] | None = None,
+        mission_id: str | None = None,
+        resume: bool = False,
     ):
         self.config = config
+        #: every child works for this mission (see teamtree.agents.runtime.mission)
+        self.mission_id = mission_id or new_mission_id()
+        self.resume = resume
         self.broker = broker or config.broker
         self.broker_kind = broker_kind or config.broker_kind
         self.timeout_s = timeout_s or config.mission.timeout_s
@@ -109,8 +116,11 @@ class Launcher:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._interrupted.set)
         started = time.monotonic()
+        verb = "resuming" if self.resume else "starting"
+        self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
         try:
             endpoint = await self._start_broker()
+            self._announce_run(endpoint)
             for spec in [*self.config.services, *self.config.members]:
                 argv = child_command(
                     "agent",
@@ -118,6 +128,7 @@ class Launcher:
                     "--id", spec.id,
                     "--broker", endpoint.url,
                     "--team", self.config.team,
+                    "--mission-id", self.mission_id,
                     "--log-format", self.log_format,
                     "--log-level", self.log_level,
                     *[a for k, v in self.overrides.items() for a in ("--set", f"{k}={_toml(v)}")],
@@ -126,6 +137,7 @@ class Launcher:
             code = await self._supervise()
         finally:
             await self._stop_all()
+            clear_current_run(os.getpid())
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
@@ -135,6 +147,23 @@ class Launcher:
                 f"mission complete: {len(self.config.members)} member(s) done in {elapsed:.1f} s"
             )
         return code
+
+    def _announce_run(self, endpoint: Endpoint) -> None:
+        """Say (and write to the current-run file) where other terminals find the team."""
+        path = write_current_run(
+            CurrentRun(
+                broker=endpoint.url,
+                team=self.config.team,
+                mission=self.mission_id,
+                config=str(self.config.path),
+                pid=os.getpid(),
+            )
+        )
+        self.say(
+            f"team {self.config.team} at {endpoint.url}, mission {self.mission_id} "
+            f"(written to {path}); from another terminal: "
+            f"teamtree monitor --broker {endpoint.url} --team {self.config.team}"
+        )
 
     async def _start_broker(self) -> Endpoint:
         if self.broker is not None:
@@ -158,6 +187,7 @@ class Launcher:
 
     async def _spawn(self, child: Child) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env[MISSION_ENV] = self.mission_id
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
             stdin=asyncio.subprocess.DEVNULL,
