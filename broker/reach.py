@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import time
 
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectError
@@ -31,3 +32,18 @@ def check_reachable(endpoint: Endpoint, timeout: float = 3.0) -> None:
     raise ConnectError(
         f"cannot reach the broker at {endpoint.url}: {reason}", endpoint=endpoint.url
     )
+
+
+def wait_reachable(endpoint: Endpoint, within: float = 5.0, *, attempt_s: float = 2.0) -> None:
+    """`check_reachable`, retried for up to `within` seconds (a broker still starting
+    is waited for); raises the last ConnectError."""
+    deadline = time.monotonic() + within
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            check_reachable(endpoint, timeout=max(0.1, min(attempt_s, left)))
+            return
+        except ConnectError:
+            if time.monotonic() + 0.25 >= deadline:
+                raise
+            time.sleep(0.25)

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import ConfigError, PlanningError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
@@ -270,6 +271,27 @@ def _team_default(config: TeamConfig, name: str) -> Any:
             f"is {value!r}; expected {what}", path=str(config.path), key=f"mission.{name}"
         )
     return value
+
+
+def job_result(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The factory mission's ``mission.result``: ok only when every job is done."""
+    done = [r for r in rows if r["status"] == "done"]
+    bad = [r for r in rows if r["status"] != "done"]
+    failed = [
+        {"item": f"{r['job_id']} ({r['job']})", "reason": f"{r['status']}: {r['reason'] or '?'}"}
+        for r in bad
+    ]
+    summary = f"{len(done)} of {len(rows)} jobs done"
+    if bad:
+        summary += f"; not done: {', '.join(f['item'] + ' ' + f['reason'] for f in failed[:4])}"
+        summary += " ..." if len(failed) > 4 else ""
+    return result_body(
+        "factory",
+        not bad,
+        summary,
+        done=[{"item": r["job_id"], "by": r["agent"]} for r in done],
+        failed=failed,
+    )
 
 
 @dataclass
@@ -859,6 +881,7 @@ class JobSource(Agent):
         self.max_attempts = 50
         self.flights: dict[str, _Flight] = {}
         self.results: dict[str, dict[str, Any]] = {}
+        self._result: dict[str, Any] = job_result([])
         self._changed = asyncio.Event()
 
     @classmethod
@@ -1005,6 +1028,10 @@ class JobSource(Agent):
             self._collect(queue, loop.time())
         elapsed = loop.time() - t0
         self._summarise(elapsed)
+        await self.publish(RESULT_CHANNEL, RESULT_KIND, self._result, team=True, retain=True)
+        if not self._result["ok"]:  # the mission's criterion: every job done
+            self.log.error("mission.failed", summary=self._result["summary"])
+            self.exit_code = 1
         await self.publish(FACTORY_CHANNEL, "factory.done", {"jobs": len(self.results)}, team=True)
         await asyncio.sleep(0.2)  # let the broker deliver before OFFLINE
 
@@ -1110,6 +1137,7 @@ class JobSource(Agent):
             )
         counts = {s: sum(r["status"] == s for r in rows) for s in ("done", "failed", "lost")}
         self.log.info("summary.total", jobs=len(rows), elapsed_s=round(elapsed, 2), **counts)
+        self._result = job_result(rows)
         if self.summary_path:
             path = Path(self.summary_path)
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ from teamtree.agents.cli.disturb import register as register_disturb
 from teamtree.agents.cli.human import register as register_human
 from teamtree.agents.cli.kinds import register as register_kinds
 from teamtree.agents.cli.ops import register as register_ops
+from teamtree.agents.cli.preflight import check_broker
 from teamtree.agents.cli.study import register as register_study
 from teamtree.agents.observers.timeline import draw_timeline, load_records
 from teamtree.agents.runtime.config import load_config
@@ -293,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
     try:
+        check_broker(args)
         return asyncio.run(COMMANDS[args.command](args))
     except ConfigError as exc:
         print(f"teamtree: config error: {exc}", file=sys.stderr)

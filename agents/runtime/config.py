@@ -152,6 +152,48 @@ def spec_reader(spec: AgentSpec, config: TeamConfig) -> _Reader:
 
 _TOP_LEVEL = ("team", "runtime", "mission", "agents")
 
+#: the keys each mission kind reads from ``[mission]`` (besides kind and timeout_s);
+#: a kind not listed here (a plugin's) is not checked. Extend it when a kind grows a key.
+MISSION_KEYS: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "hello": frozenset(),
+    "tasktree": frozenset({"tree"}),
+    "ltl": frozenset({"scenario", "formula", "objective", "time_factor"}),
+    "kitting": frozenset({"time_factor", "pattern"}),
+    "multitask": frozenset({"objects", "start", "tree", "robot", "durations", "tolerance"}),
+    "factory": frozenset(
+        {
+            "method",
+            "comm_range",
+            "ttl",
+            "window_s",
+            "hold_s",
+            "status_s",
+            "silence_s",
+            "max_rounds",
+            "drain_per_s",
+            "favor_loss",
+            "loss_seed",
+        }
+    ),
+}
+
+
+def _check_mission_keys(path: Path, kind: str, params: dict[str, Any]) -> None:
+    """ConfigError naming file, table and key for a key `kind` does not read."""
+    known = MISSION_KEYS.get(kind)
+    if known is None:
+        return
+    unknown = sorted(set(params) - known)
+    if unknown:
+        expected = ", ".join(sorted({"kind", "timeout_s", *known}))
+        raise ConfigError(
+            f"unknown key(s) {', '.join(unknown)} for a {kind!r} mission; "
+            f"remove or correct them (expected: {expected})",
+            path=str(path),
+            key=f"mission.{unknown[0]}",
+        )
+
 
 def load_config(path: str | Path) -> TeamConfig:
     """Read and validate a team config. Raises ConfigError (file, key, fix) on any problem."""
@@ -214,6 +256,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
         timeout_s=ms.positive("timeout_s", 120.0, "a positive number of seconds"),
         params=ms.table,
     )
+    _check_mission_keys(path, mission.kind, mission.params)
 
     entries = top.take("agents", list, _REQUIRED, "an array of [[agents]] tables")
     if not entries:

@@ -15,13 +15,25 @@ import os
 import signal
 import sys
 import time
+import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
 from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
-from teamtree.agents.runtime.mission import MISSION_ENV, new_mission_id
+from teamtree.agents.runtime.kept import kept_missions
+from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, belongs, new_mission_id
+from teamtree.agents.runtime.outcome import (
+    MemberExit,
+    OutcomeCollector,
+    judge,
+    render_result_block,
+)
+from teamtree.broker import ConfigError, TeamtreeError, WireError
+from teamtree.broker.connection import Connection, Incoming
 from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import decode
 from teamtree.broker.local_broker import (
     BrokerKind,
     MosquittoBroker,
@@ -34,6 +46,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: words that make an output line worth quoting when its process fails
+_ERROR_WORDS = ("error", "failed", "Error", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -103,6 +117,13 @@ class Launcher:
         self._width = max([len(a.id) for a in config.agents] + [6])
         self._mosquitto: MosquittoBroker | None = None
         self._interrupted = asyncio.Event()
+        self.outcome = OutcomeCollector()
+        self._last_words: dict[str, deque[str]] = {}
+        self._watch: Connection | None = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._timed_out = False
+        self._online: set[str] = set()  #: agents seen going ONLINE live during this run
+        self._presence_changed = asyncio.Event()
 
     def say(self, line: str) -> None:
         """A line from the launcher itself."""
@@ -120,8 +141,13 @@ class Launcher:
         self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
         try:
             endpoint = await self._start_broker()
+            if self.resume:
+                await self._check_resume(endpoint)
             self._announce_run(endpoint)
+            await self._start_watch(endpoint)
             for spec in [*self.config.services, *self.config.members]:
+                if spec is self.config.members[0] and self.config.services:
+                    await self._wait_services()  # so the recorder misses nothing
                 argv = child_command(
                     "agent",
                     "--config", str(self.config.path),
@@ -135,18 +161,110 @@ class Launcher:
                 )  # fmt: skip
                 await self._spawn(Child(spec.id, spec.role, argv))
             code = await self._supervise()
+            # how each child stood when the mission ended (None: still running, stopped now)
+            ended = {c.name: c.returncode for c in self.children}
         finally:
             await self._stop_all()
+            await self._stop_watch()
             clear_current_run(os.getpid())
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
         elapsed = time.monotonic() - started
+        exits = [
+            MemberExit(c.name, c.role, ended[c.name], list(self._last_words.get(c.name, ())))
+            for c in self.children
+            if c.role != "broker"
+        ]
+        ok, summary = judge(
+            self.outcome,
+            exits,
+            timed_out=self._timed_out,
+            interrupted=code == EXIT_INTERRUPTED,
+        )
+        if code == EXIT_OK and not ok:
+            code = EXIT_FAILED
         if code == EXIT_OK:
             self.say(
                 f"mission complete: {len(self.config.members)} member(s) done in {elapsed:.1f} s"
             )
+        for line in render_result_block(self.mission_id, self.outcome, exits, elapsed, ok, summary):
+            self.say(line)
         return code
+
+    async def _start_watch(self, endpoint: Endpoint) -> None:
+        """Watch the team passively (no presence: not a member) to tell who did what."""
+        self._watch = Connection(
+            endpoint,
+            client_id=f"teamtree-{self.config.team}-run-{uuid.uuid4().hex[:8]}",
+            on_message=self._watched,
+            clean_session=True,
+        )
+        await self._watch.subscribe(f"teamtree/v1/{self.config.team}/#")
+        self._watch_task = asyncio.create_task(self._watch.run(), name="teamtree[run].watch")
+
+    async def _wait_services(self, within: float = 60.0) -> None:
+        """Wait until every service is online (so subscribed) before members start."""
+        names = {s.id for s in self.config.services}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(within, self.timeout_s)
+        while not names <= self._online:
+            dead = [c.name for c in self.children if c.name in names and c.returncode is not None]
+            left = deadline - loop.time()
+            if dead or left <= 0:
+                missing = ", ".join(sorted(names - self._online))
+                why = f"exited: {', '.join(dead)}" if dead else f"not online after {within:.0f} s"
+                raise TeamtreeError(f"services not ready ({why}); waiting for: {missing}")
+            self._presence_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._presence_changed.wait(), min(left, 0.5))
+        self.say(f"services online: {', '.join(sorted(names))}; starting the members")
+
+    async def _watched(self, message: Incoming) -> None:
+        parts = message.topic.split("/")
+        if len(parts) < 5:
+            return
+        agent, channel = parts[3], parts[4]
+        try:
+            env = decode(message.payload, topic=message.topic)
+        except WireError:
+            return
+        if agent != "_" and env.sender != agent:
+            return
+        if channel == "connection" and not message.retain and isinstance(env.body, dict):
+            if env.body.get("state") == "ONLINE":
+                self._online.add(agent)
+            else:
+                self._online.discard(agent)
+            self._presence_changed.set()
+            return
+        scoped = message.retain and channel not in UNSCOPED_CHANNELS
+        if scoped and not belongs(env.body, self.mission_id):
+            return
+        self.outcome.feed(env.kind, env.sender, env.body)
+
+    async def _stop_watch(self) -> None:
+        if self._watch is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._watch.close(), 3.0)
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch_task
+
+    async def _check_resume(self, endpoint: Endpoint) -> None:
+        """ConfigError unless the broker still keeps state of the mission to resume."""
+        kept = await kept_missions(endpoint, self.config.team)
+        if self.mission_id not in kept:
+            others = ", ".join(f"{m} ({n} topics)" for m, n in kept.most_common(3)) or "none"
+            raise ConfigError(
+                f"cannot resume mission {self.mission_id}: the broker at {endpoint.url} keeps "
+                f"none of its state (a later mission's replaced it, or it never ran there; "
+                f"missions kept for team {self.config.team}: {others}); "
+                "run without --resume to start a new mission",
+                key="--resume",
+            )
+        self.say(f"the broker keeps {kept[self.mission_id]} topic(s) of {self.mission_id}")
 
     def _announce_run(self, endpoint: Endpoint) -> None:
         """Say (and write to the current-run file) where other terminals find the team."""
@@ -214,7 +332,10 @@ class Launcher:
                 line = (await stream.read(65536)) + b"\n"
             if not line:
                 return
-            self.out.write(prefix + line.decode(errors="replace").rstrip("\n") + "\n")
+            text = line.decode(errors="replace").rstrip("\n")
+            if any(word in text for word in _ERROR_WORDS):
+                self._last_words.setdefault(name, deque(maxlen=3)).append(text.strip()[:300])
+            self.out.write(prefix + text + "\n")
             self.out.flush()
 
     async def _supervise(self) -> int:
@@ -226,6 +347,7 @@ class Launcher:
             while True:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
+                    self._timed_out = True
                     running = [c.name for c in members if c.returncode is None]
                     self.say(
                         f"mission timed out after {self.timeout_s:.0f} s; still running: "
