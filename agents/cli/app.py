@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
+import json
 import os
 import signal
 import sys
@@ -21,6 +23,7 @@ from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _positive
 from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.cli.args import team_id as _team_id
+from teamtree.agents.cli.dispatch import register as register_dispatch
 from teamtree.agents.cli.disturb import register as register_disturb
 from teamtree.agents.cli.human import register as register_human
 from teamtree.agents.cli.kinds import register as register_kinds
@@ -28,7 +31,7 @@ from teamtree.agents.cli.ops import register as register_ops
 from teamtree.agents.cli.preflight import check_broker
 from teamtree.agents.cli.study import register as register_study
 from teamtree.agents.observers.timeline import draw_timeline, load_records
-from teamtree.agents.runtime.config import load_config
+from teamtree.agents.runtime.config import load_config, parse_mission
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
@@ -115,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--broker", type=_broker_url, help="broker URL, e.g. mqtt://127.0.0.1:1883")
     agent.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
     agent.add_argument(
+        "--mission-json", metavar="JSON",
+        help="replace the config's [mission] table (what a mission queue passes)",
+    )  # fmt: skip
+    agent.add_argument(
         "--mission-id", type=_mission_id, default=os.environ.get(MISSION_ENV) or None,
         help=f"the mission the agent works for (default: ${MISSION_ENV}; none: unscoped)",
     )  # fmt: skip
@@ -192,6 +199,12 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _agent(args: argparse.Namespace) -> int:
     config = apply_overrides(load_config(args.config), _overrides(args))
+    if args.mission_json:
+        try:
+            table = json.loads(args.mission_json)
+        except ValueError as exc:
+            raise ConfigError(f"not JSON: {exc}", key="--mission-json") from None
+        config = dataclasses.replace(config, mission=parse_mission(table, config.path))
     validate_kinds(config)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:
@@ -245,7 +258,7 @@ async def _tree(args: argparse.Namespace) -> int:
     snapshots = await read_snapshots(parse_endpoint(args.broker), team, args.wait)
     mission = args.mission
     if mission is None and current is not None and current.team == team:
-        mission = current.mission
+        mission = current.mission or None
     if mission is None:  # the newest: generated mission ids sort by their start time
         named = [m for m in map(mission_of, snapshots.values()) if m is not None]
         mission = max(named) if named else None
@@ -278,7 +291,14 @@ async def _timeline(args: argparse.Namespace) -> int:
 
 
 #: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
-EXTRA_COMMANDS = [register_disturb, register_study, register_ops, register_human, register_kinds]
+EXTRA_COMMANDS = [
+    register_disturb,
+    register_study,
+    register_ops,
+    register_human,
+    register_kinds,
+    register_dispatch,
+]
 
 COMMANDS = {
     "run": _run,

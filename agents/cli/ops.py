@@ -182,7 +182,7 @@ def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
     mission = args.mission
     current = read_current_run()
     if mission is None and current is not None and current.team == args.team:
-        mission = current.mission
+        mission = current.mission or None
     return TeamObserver(
         endpoint,
         args.team,

@@ -22,7 +22,7 @@ from statistics import median
 from typing import Any
 
 from teamtree.agents.observers.mission_labels import tree_labels
-from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, mission_of
+from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.agents.tasktree.peer_wire import working_leaves
 from teamtree.broker import ConnectError, WireError
@@ -138,10 +138,10 @@ class MonitorState:
         self._interpret(env, topic)
 
     def _other_mission(self, env: Envelope, topic: Topic, retained: bool) -> bool:
-        """Kept state of a mission other than the one shown."""
-        if not retained or self.mission_filter is None or topic.channel in UNSCOPED_CHANNELS:
+        """A message of a mission other than the one shown (kept state included)."""
+        if topic.channel in UNSCOPED_CHANNELS:
             return False
-        return mission_of(env.body) != self.mission_filter
+        return foreign(env.body, self.mission_filter)
 
     def _interpret(self, env: Envelope, topic: Topic) -> None:
         body = env.body if isinstance(env.body, dict) else {}

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import structlog
 
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
-from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, belongs, stamp
+from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.broker import (
@@ -314,7 +314,7 @@ class Agent:
         Raises TooLargeError, SchemaError or OutboxFullError; returns the envelope sent.
         """
         topic = self.team_topic(channel) if team else self.topic(channel, recipient)
-        if retain and channel not in UNSCOPED_CHANNELS:
+        if channel not in UNSCOPED_CHANNELS:
             body = stamp(body, self.mission_id)
         envelope = self.envelope(kind, body, topic, **fields)
         payload = encode(envelope, max_size=self._max_payload)
@@ -499,9 +499,8 @@ class Agent:
         if not self._dedup.add(message.topic, env.hid):
             self.stats["duplicates"] += 1
             return
-        scoped = message.retain and topic.channel not in UNSCOPED_CHANNELS
-        if scoped and not belongs(env.body, self.mission_id):
-            self.stats["other_mission"] += 1  # an old mission's kept state: not ours
+        if topic.channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
+            self.stats["other_mission"] += 1  # another mission's (kept or queued): not ours
             return
         for tap in self._taps:
             await tap(env, topic)

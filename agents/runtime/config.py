@@ -23,7 +23,8 @@ from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.local_broker import BrokerKind
 from teamtree.broker.topics import validate_id
 
-ROLES = ("member", "service")
+#: "on_call" agents are not started by ``run``: a mission queue starts them per mission
+ROLES = ("member", "service", "on_call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +214,18 @@ def load_config(path: str | Path) -> TeamConfig:
     return parse_config(data, path)
 
 
+def parse_mission(table: Any, path: Path, prefix: str = "mission") -> MissionSpec:
+    """Validate a ``[mission]`` table (from a config, or a mission submitted to a team)."""
+    ms = _Reader(path, prefix, table)
+    mission = MissionSpec(
+        kind=ms.take("kind", str, "none", "a mission kind string"),
+        timeout_s=ms.positive("timeout_s", 120.0, "a positive number of seconds"),
+        params=ms.table,
+    )
+    _check_mission_keys(path, mission.kind, mission.params)
+    return mission
+
+
 def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
     """Validate an already-parsed TOML document (see `load_config`)."""
     top = _Reader(path, "", data)
@@ -250,13 +263,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
     )
     rt.no_extras()
 
-    ms = _Reader(path, "mission", top.take("mission", dict, {}, "a [mission] table"))
-    mission = MissionSpec(
-        kind=ms.take("kind", str, "none", "a mission kind string"),
-        timeout_s=ms.positive("timeout_s", 120.0, "a positive number of seconds"),
-        params=ms.table,
-    )
-    _check_mission_keys(path, mission.kind, mission.params)
+    mission = parse_mission(top.take("mission", dict, {}, "a [mission] table"), path)
 
     entries = top.take("agents", list, _REQUIRED, "an array of [[agents]] tables")
     if not entries:
@@ -272,8 +279,8 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
             raise reader.error("id", f"{agent_id!r} is used twice; agent ids must be unique")
         seen.add(agent_id)
         kind = reader.take("kind", str, _REQUIRED, "an agent kind such as 'hello'")
-        role = reader.take("role", str, "member", "'member' or 'service'")
+        role = reader.take("role", str, "member", "'member', 'service' or 'on_call'")
         if role not in ROLES:
-            raise reader.error("role", f"is {role!r}; expected 'member' or 'service'")
+            raise reader.error("role", f"is {role!r}; expected 'member', 'service' or 'on_call'")
         agents.append(AgentSpec(agent_id, kind, role, reader.table))
     return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents))

@@ -23,7 +23,7 @@ from typing import TextIO
 from teamtree.agents.runtime.config import TeamConfig
 from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
 from teamtree.agents.runtime.kept import kept_missions
-from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, belongs, new_mission_id
+from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, foreign, new_mission_id
 from teamtree.agents.runtime.outcome import (
     MemberExit,
     OutcomeCollector,
@@ -106,6 +106,9 @@ class Launcher:
         #: every child works for this mission (see teamtree.agents.runtime.mission)
         self.mission_id = mission_id or new_mission_id()
         self.resume = resume
+        #: a team without members serves missions from a queue: its services (world,
+        #: drivers, recorder) outlive each mission, so they work unscoped
+        self.scoped = bool(config.members)
         self.broker = broker or config.broker
         self.broker_kind = broker_kind or config.broker_kind
         self.timeout_s = timeout_s or config.mission.timeout_s
@@ -138,7 +141,10 @@ class Launcher:
                 loop.add_signal_handler(sig, self._interrupted.set)
         started = time.monotonic()
         verb = "resuming" if self.resume else "starting"
-        self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
+        if self.scoped:
+            self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
+        else:
+            self.say(f"serving team {self.config.team}: missions come from its mission queue")
         try:
             endpoint = await self._start_broker()
             if self.resume:
@@ -146,7 +152,7 @@ class Launcher:
             self._announce_run(endpoint)
             await self._start_watch(endpoint)
             for spec in [*self.config.services, *self.config.members]:
-                if spec is self.config.members[0] and self.config.services:
+                if self.config.members and spec is self.config.members[0] and self.config.services:
                     await self._wait_services()  # so the recorder misses nothing
                 argv = child_command(
                     "agent",
@@ -154,7 +160,7 @@ class Launcher:
                     "--id", spec.id,
                     "--broker", endpoint.url,
                     "--team", self.config.team,
-                    "--mission-id", self.mission_id,
+                    *(["--mission-id", self.mission_id] if self.scoped else []),
                     "--log-format", self.log_format,
                     "--log-level", self.log_level,
                     *[a for k, v in self.overrides.items() for a in ("--set", f"{k}={_toml(v)}")],
@@ -171,6 +177,9 @@ class Launcher:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
         elapsed = time.monotonic() - started
+        if not self.scoped:  # a serving team: its missions' outcomes are in its queue
+            self.say(f"team {self.config.team} stopped after {elapsed:.1f} s")
+            return code
         exits = [
             MemberExit(c.name, c.role, ended[c.name], list(self._last_words.get(c.name, ())))
             for c in self.children
@@ -238,8 +247,7 @@ class Launcher:
                 self._online.discard(agent)
             self._presence_changed.set()
             return
-        scoped = message.retain and channel not in UNSCOPED_CHANNELS
-        if scoped and not belongs(env.body, self.mission_id):
+        if channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
             return
         self.outcome.feed(env.kind, env.sender, env.body)
 
@@ -272,13 +280,14 @@ class Launcher:
             CurrentRun(
                 broker=endpoint.url,
                 team=self.config.team,
-                mission=self.mission_id,
+                mission=self.mission_id if self.scoped else "",
                 config=str(self.config.path),
                 pid=os.getpid(),
             )
         )
+        what = f"mission {self.mission_id}" if self.scoped else "serving missions"
         self.say(
-            f"team {self.config.team} at {endpoint.url}, mission {self.mission_id} "
+            f"team {self.config.team} at {endpoint.url}, {what} "
             f"(written to {path}); from another terminal: "
             f"teamtree monitor --broker {endpoint.url} --team {self.config.team}"
         )
@@ -305,7 +314,10 @@ class Launcher:
 
     async def _spawn(self, child: Child) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        env[MISSION_ENV] = self.mission_id
+        if self.scoped:
+            env[MISSION_ENV] = self.mission_id
+        else:
+            env.pop(MISSION_ENV, None)
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -342,7 +354,8 @@ class Launcher:
         members = [c for c in self.children if c.role == "member"]
         waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
         interrupted = asyncio.create_task(self._interrupted.wait())
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        # a team without members serves (e.g. a mission queue) until Ctrl-C
+        deadline = asyncio.get_running_loop().time() + (self.timeout_s if members else 1e9)
         try:
             while True:
                 remaining = deadline - asyncio.get_running_loop().time()
@@ -373,7 +386,7 @@ class Launcher:
                             f"{child.role} {child.name!r} exited early (code {code}); stopping"
                         )
                     return EXIT_FAILED
-                if all(c.returncode == 0 for c in members):
+                if members and all(c.returncode == 0 for c in members):
                     return EXIT_OK
         finally:
             interrupted.cancel()

@@ -1,10 +1,12 @@
 """Mission identity: one id per mission, stamped into everything it keeps at the broker.
 
-A broker outlives missions, and retained messages outlive the agents that sent them.
-So every retained body an agent of a mission publishes carries ``"mission": <id>``,
-and an agent of a mission ignores retained state stamped with another mission (or
-with none). A new mission on a broker that held an old one starts from nothing;
-``teamtree run --resume ID`` reuses an id and so continues that mission's state.
+A broker outlives missions: retained messages outlive the agents that sent them, and
+a persistent session hands a restarted agent what was queued for it while it was away.
+So every map body an agent of a mission publishes carries ``"mission": <id>``, and an
+agent of a mission drops every message stamped with another mission. A new mission on
+a broker that held an old one starts from nothing; ``teamtree run --resume ID`` reuses
+an id and so continues that mission's state. Unstamped messages (from agents without
+a mission: CLI requests, observers, services shared by many missions) pass.
 
 Presence and factsheets are about the agent, not the mission, and stay unscoped.
 """
@@ -63,5 +65,12 @@ def mission_of(body: Any) -> str | None:
 
 
 def belongs(body: Any, mission: str | None) -> bool:
-    """Whether a retained `body` is state of `mission` (always, when mission is None)."""
+    """Whether `body` is stamped with `mission` (always, when mission is None)."""
     return mission is None or mission_of(body) == mission
+
+
+def foreign(body: Any, mission: str | None) -> bool:
+    """Whether `body` is stamped with a mission other than `mission` (never, when
+    `mission` is None or the body is unstamped): what a mission's agent drops."""
+    named = mission_of(body)
+    return mission is not None and named is not None and named != mission
