@@ -106,6 +106,15 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
             await agent.wait_connected(args.timeout)
         except TimeoutError:
             raise TeamtreeError(f"cannot reach the broker at {endpoint.url}") from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + args.timeout
+        while not agent.team_view.online("mission_queue"):  # a team still starting
+            if loop.time() > deadline:
+                raise TeamtreeError(
+                    f"no mission_queue service is online in team {team!r} at {endpoint.url} "
+                    f"(waited {args.timeout:g} s; does the team run one?)"
+                )
+            await asyncio.sleep(0.05)
         try:
             return await agent.request(CHANNEL, kind, body, timeout=args.timeout)
         except RequestError:
