@@ -35,13 +35,15 @@ def broker_of(args: argparse.Namespace) -> Endpoint | None:
     if command not in BROKER_COMMANDS:
         return None
     broker = getattr(args, "broker", None)
+    config_path = getattr(args, "config", None)
+    if isinstance(config_path, str):  # a bad config is reported first (exit 2)
+        config = load_config(config_path)
+        if command in ("agent", "attach"):
+            config.agent(args.id)
+        if broker is None and config.broker is not None:
+            return config.broker
     if isinstance(broker, str):
         return parse_endpoint(broker)
-    config_path = getattr(args, "config", None)
-    if isinstance(config_path, str):
-        config = load_config(config_path)
-        if config.broker is not None:
-            return config.broker
     if command == "tree" and getattr(args, "live", False):
         current = read_current_run()
         return parse_endpoint(current.broker) if current else None

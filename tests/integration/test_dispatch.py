@@ -64,6 +64,9 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
     try:
         async with client:
             await client.wait_connected(20)
+            deadline = time.monotonic() + 180  # services start slowly on a loaded machine
+            while not client.team_view.online("mission_queue") and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
             trees = ["THEN(cup, sugar)", "tea_pot", "AND(sandwich, burger)"]
             ids = []
             for n, tree in enumerate(trees):
