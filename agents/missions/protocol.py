@@ -19,7 +19,7 @@ request             body                                       reply (kind, body
 
 The queue also keeps the table retained on ``<queue>/missions`` (kind
 ``mission.table``), so a web page sees it without asking. A row: ``id``, ``kind``,
-``state`` (queued, running, done, failed, cancelled), ``submitted_ms``,
+``state`` (queued, running, cancelling, done, failed, cancelled), ``submitted_ms``,
 ``started_ms``, ``ended_ms``, ``reason`` and ``summary``.
 """
 
@@ -42,7 +42,7 @@ ACCEPTED, REJECTED, TABLE, CANCELLED = (
     "mission.table",
     "mission.cancelled",
 )
-STATES = ("queued", "running", "done", "failed", "cancelled")
+STATES = ("queued", "running", "cancelling", "done", "failed", "cancelled")
 #: mission kinds a queue can run today
 DISPATCHABLE = ("tasktree",)
 

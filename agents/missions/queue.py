@@ -154,7 +154,7 @@ class MissionQueue(Agent):
             self._end(row, "cancelled", f"cancelled by {env.sender} before it started")
         elif row.state == "running":
             row.reason = f"cancelled by {env.sender}"
-            row.state = "cancelled"  # the worker sees it and stops the robots
+            row.state = "cancelling"  # the worker ends it once the robots have stopped
             for proc in self._procs.values():
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
@@ -211,7 +211,7 @@ class MissionQueue(Agent):
         self._procs.clear()
         self._current = None
         took = time.monotonic() - started
-        if row.state == "cancelled":
+        if row.state == "cancelling":
             self._end(row, "cancelled")
         elif pending:
             self._end(row, "failed", f"timed out after {timeout:g} s")

@@ -99,7 +99,7 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
             await asyncio.sleep(6.0)  # a behaviour is under way
             reply = await client.request(CHANNEL, CANCEL, {"id": long_id}, timeout=20)
             cancelled_ms = reply.ts
-            assert reply.body["state"] == "cancelled"
+            assert reply.body["state"] == "cancelling"
             rows = await until(client, [long_id], {"cancelled"}, within=60)
             assert rows[long_id]["ended_ms"] is not None
             await asyncio.sleep(3.0)
