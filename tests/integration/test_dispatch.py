@@ -61,6 +61,13 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
     )  # fmt: skip
     client = Agent("test-client", team=TEAM, endpoint=mosquitto.endpoint,
                    runtime=RuntimeSettings(request_timeout_s=20))  # fmt: skip
+    started = asyncio.Event()
+
+    async def tap(env, topic) -> None:
+        if env.kind == "behaviour.started":
+            started.set()
+
+    client.on_any(tap)
     try:
         async with client:
             await client.wait_connected(20)
@@ -96,7 +103,8 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
             )
             long_id = out.stdout.strip().splitlines()[-1]
             await until(client, [long_id], {"running"}, within=60)
-            await asyncio.sleep(6.0)  # a behaviour is under way
+            started.clear()
+            await asyncio.wait_for(started.wait(), 120)  # a behaviour of it is under way
             reply = await client.request(CHANNEL, CANCEL, {"id": long_id}, timeout=20)
             cancelled_ms = reply.ts
             assert reply.body["state"] == "cancelling"
