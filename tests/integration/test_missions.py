@@ -119,6 +119,9 @@ UNREACHABLE = "mqtt://127.0.0.1:1"
         ["tree", "{config}", "--broker", UNREACHABLE],
         ["record", "--team", "t", "-o", "r.jsonl", "--broker", UNREACHABLE],
         ["monitor", "--team", "t", "--broker", UNREACHABLE],
+        ["submit", "{config}", "--team", "t", "--broker", UNREACHABLE],
+        ["missions", "--team", "t", "--broker", UNREACHABLE],
+        ["cancel", "m1", "--team", "t", "--broker", UNREACHABLE],
     ],
     ids=lambda a: a[0],
 )
