@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
 from teamtree.agents.runtime.kept import kept_missions
 from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, foreign, new_mission_id
@@ -41,6 +42,7 @@ from teamtree.broker.local_broker import (
     free_port,
     wait_for_port,
 )
+from teamtree.broker.tls import TlsSettings, client_context
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -203,11 +205,14 @@ class Launcher:
 
     async def _start_watch(self, endpoint: Endpoint) -> None:
         """Watch the team passively (no presence: not a member) to tell who did what."""
+        tls = TlsSettings.from_env()
         self._watch = Connection(
             endpoint,
             client_id=f"teamtree-{self.config.team}-run-{uuid.uuid4().hex[:8]}",
             on_message=self._watched,
             clean_session=True,
+            tls_context=client_context(tls) if tls else None,
+            **agent_credentials("monitor"),  # read-only rights suffice, as for `monitor`
         )
         await self._watch.subscribe(f"teamtree/v1/{self.config.team}/#")
         self._watch_task = asyncio.create_task(self._watch.run(), name="teamtree[run].watch")
@@ -216,6 +221,15 @@ class Launcher:
         """Wait until every service is online (so subscribed) before members start."""
         names = {s.id for s in self.config.services}
         loop = asyncio.get_running_loop()
+        assert self._watch is not None
+        try:
+            await asyncio.wait_for(self._watch.connected.wait(), 10.0)
+        except TimeoutError:
+            self.say(
+                "cannot watch the team (does the broker refuse the `monitor` user?); "
+                "starting the members without waiting for the services"
+            )
+            return
         deadline = loop.time() + min(within, self.timeout_s)
         while not names <= self._online:
             dead = [c.name for c in self.children if c.name in names and c.returncode is not None]
