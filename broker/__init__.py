@@ -48,6 +48,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "wait_for_port",
     ),
     "mosquitto_conf": ("MosquittoSettings", "render_mosquitto_conf"),
+    "reach": ("check_reachable", "wait_reachable"),
     "topics": ("Topic", "validate_id"),
 }
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}

@@ -228,9 +228,8 @@ DR = {"id": "DR", "kind": "ltl_robot", "type": "DR"}
     ],
 )
 def test_bad_mission_configs_name_the_key(mission, agents, key) -> None:
-    config = _config(mission, agents)
-    with pytest.raises(ConfigError) as info:
-        validate_kinds(config)
+    with pytest.raises(ConfigError) as info:  # an unknown [mission] key fails at load
+        validate_kinds(_config(mission, agents))
     assert f"[{key}]" in str(info.value) or key in str(info.value), str(info.value)
 
 

@@ -22,6 +22,7 @@ from teamtree.agents.capability.params import JobSourceParams
 from teamtree.agents.capability.robot import FactoryRobot
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
 from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import TeamtreeError
@@ -30,6 +31,28 @@ from teamtree.broker.topics import Topic
 from teamtree.planners.capability import (
     JOBS,
 )
+
+
+def job_result(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The factory mission's ``mission.result``: ok only when every job is done (an
+    impossible job fails the mission too, with its reason)."""
+    done = [r for r in rows if r["status"] == "done"]
+    bad = [r for r in rows if r["status"] != "done"]
+    failed = [
+        {"item": f"{r['job_id']} ({r['job']})", "reason": f"{r['status']}: {r['reason'] or '?'}"}
+        for r in bad
+    ]
+    summary = f"{len(done)} of {len(rows)} jobs done"
+    if bad:
+        summary += f"; not done: {', '.join(f['item'] + ' ' + f['reason'] for f in failed[:4])}"
+        summary += " ..." if len(failed) > 4 else ""
+    return result_body(
+        "factory",
+        not bad,
+        summary,
+        done=[{"item": r["job_id"], "by": r["agent"]} for r in done],
+        failed=failed,
+    )
 
 
 @dataclass
@@ -89,6 +112,7 @@ class JobSource(Agent):
         self.failure_retries = 3  #: a possible job that failed is handed out again this often
         self.flights: dict[str, _Flight] = {}
         self.results: dict[str, dict[str, Any]] = {}
+        self._result: dict[str, Any] = job_result([])
         self._changed = asyncio.Event()
 
     @classmethod
@@ -202,8 +226,11 @@ class JobSource(Agent):
                 await asyncio.wait_for(self._changed.wait(), 0.05)
             self._collect(queue, loop.time())
         elapsed = loop.time() - t0
-        if not self._summarise(elapsed):
-            self.exit_code = self.exit_code or 3
+        self._summarise(elapsed)
+        await self.publish(RESULT_CHANNEL, RESULT_KIND, self._result, team=True, retain=True)
+        if not self._result["ok"]:  # the mission's criterion: every job done
+            self.log.error("mission.failed", summary=self._result["summary"])
+            self.exit_code = self.exit_code or 1
         await self.publish(FACTORY_CHANNEL, "factory.done", {"jobs": len(self.results)}, team=True)
         await asyncio.sleep(0.2)  # let the broker deliver before OFFLINE
 
@@ -319,6 +346,7 @@ class JobSource(Agent):
         statuses = ("done", "impossible", "failed", "lost", "timeout")
         counts = {s: sum(r["status"] == s for r in rows) for s in statuses}
         self.log.info("summary.total", jobs=len(rows), elapsed_s=round(elapsed, 2), **counts)
+        self._result = job_result(rows)
         if self.summary_path:
             path = Path(self.summary_path)
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,28 +9,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
+import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from teamtree.agents.cli.args import agent_id as _agent_id
 from teamtree.agents.cli.args import broker_url as _broker_url
+from teamtree.agents.cli.args import mission_id as _mission_id
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _positive
 from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.cli.args import team_id as _team_id
+from teamtree.agents.cli.dispatch import register as register_dispatch
 from teamtree.agents.cli.disturb import register as register_disturb
 from teamtree.agents.cli.human import register as register_human
 from teamtree.agents.cli.kinds import register as register_kinds
 from teamtree.agents.cli.ops import register as register_ops
+from teamtree.agents.cli.preflight import check_broker
 from teamtree.agents.cli.study import register as register_study
 from teamtree.agents.observers.timeline import draw_timeline, load_records
 from teamtree.agents.observers.web.cli import register as register_web
-from teamtree.agents.runtime.config import load_config
+from teamtree.agents.runtime.config import load_config, parse_mission
 from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.runtime.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.runtime.log_setup import configure_logging
+from teamtree.agents.runtime.mission import MISSION_ENV, mission_of
 from teamtree.agents.tasktree.peer_wire import working_leaves
 from teamtree.agents.tasktree.robot import mission_tree, read_snapshots
 from teamtree.broker import ConfigError, TeamtreeError
@@ -90,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="local broker to start: mosquitto if installed (auto), mosquitto, or embedded",
     )  # fmt: skip
     run.add_argument("--timeout", type=_positive, help="mission timeout in seconds")
+    run_mission = run.add_mutually_exclusive_group()
+    run_mission.add_argument(
+        "--mission-id", type=_mission_id, help="the new mission's id (default: a fresh one)"
+    )
+    run_mission.add_argument(
+        "--resume", type=_mission_id, metavar="MISSION_ID",
+        help="continue this mission: keep the state it left at the broker",
+    )  # fmt: skip
     override_flags(run)
     logging_flags(run, "plain")
 
@@ -102,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_argument("--id", required=True, type=_agent_id, help="the agent's id in the config")
     agent.add_argument("--broker", type=_broker_url, help="broker URL, e.g. mqtt://127.0.0.1:1883")
     agent.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
+    agent.add_argument(
+        "--mission-json", metavar="JSON",
+        help="replace the config's [mission] table (what a mission queue passes)",
+    )  # fmt: skip
+    agent.add_argument(
+        "--mission-id", type=_mission_id, default=os.environ.get(MISSION_ENV) or None,
+        help=f"the mission the agent works for (default: ${MISSION_ENV}; none: unscoped)",
+    )  # fmt: skip
     override_flags(agent)
     logging_flags(agent, "auto")
 
@@ -125,8 +149,18 @@ def build_parser() -> argparse.ArgumentParser:
         "from the robots' retained snapshots on that broker; otherwise the initial states.",
     )
     tree.add_argument("config", help="team config (.toml) with a [mission] tree")
-    tree.add_argument("--broker", type=_broker_url, help="read live states from this broker")
+    tree.add_argument(
+        "--broker", type=_broker_url,
+        help="read live states from this broker (--live: the running `teamtree run`'s)",
+    )  # fmt: skip
+    tree.add_argument(
+        "--live", action="store_true", help="read live states from the running `teamtree run`"
+    )
     tree.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
+    tree.add_argument(
+        "--mission", type=_mission_id,
+        help="the mission to show (default: the running `teamtree run`'s, else the newest)",
+    )  # fmt: skip
     tree.add_argument("--wait", type=_positive, default=1.0, help="seconds to collect snapshots")
     logging_flags(tree, "auto")
 
@@ -158,12 +192,20 @@ async def _run(args: argparse.Namespace) -> int:
         log_format="json" if args.log_format == "json" else "plain",
         log_level=args.log_level,
         overrides=overrides,
+        mission_id=args.resume or args.mission_id,
+        resume=args.resume is not None,
     )
     return await launcher.run()
 
 
 async def _agent(args: argparse.Namespace) -> int:
     config = apply_overrides(load_config(args.config), _overrides(args))
+    if args.mission_json:
+        try:
+            table = json.loads(args.mission_json)
+        except ValueError as exc:
+            raise ConfigError(f"not JSON: {exc}", key="--mission-json") from None
+        config = dataclasses.replace(config, mission=parse_mission(table, config.path))
     validate_kinds(config)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:
@@ -179,6 +221,7 @@ async def _agent(args: argparse.Namespace) -> int:
         endpoint=endpoint,
         team=args.team,
         tls_context=client_context(tls) if tls else None,
+        mission_id=args.mission_id,
         **agent_credentials(args.id),
     )
     loop = asyncio.get_running_loop()
@@ -203,13 +246,26 @@ async def _broker(args: argparse.Namespace) -> int:
 async def _tree(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     tree = mission_tree(config)
+    team = args.team or config.team
+    current = read_current_run()
+    if args.live and args.broker is None:
+        if current is None:
+            raise ConfigError("no `teamtree run` is running here; give --broker", key="--live")
+        args.broker = current.broker
     if args.broker is None:
         statuses = TaskController(tree, "viewer").statuses()
         print(render_unicode(tree, statuses))
         return 0
-    snapshots = await read_snapshots(
-        parse_endpoint(args.broker), args.team or config.team, args.wait
-    )
+    snapshots = await read_snapshots(parse_endpoint(args.broker), team, args.wait)
+    mission = args.mission
+    if mission is None and current is not None and current.team == team:
+        mission = current.mission or None
+    if mission is None:  # the newest: generated mission ids sort by their start time
+        named = [m for m in map(mission_of, snapshots.values()) if m is not None]
+        mission = max(named) if named else None
+    if mission is not None:
+        snapshots = {a: s for a, s in snapshots.items() if mission_of(s) == mission}
+    print(f"team {team}, mission {mission or '(unscoped)'}")
     done = {n for snap in snapshots.values() for n in snap.get("done", [])}
     working = {}
     for agent, snap in snapshots.items():
@@ -243,6 +299,7 @@ EXTRA_COMMANDS = [
     register_human,
     register_kinds,
     register_web,
+    register_dispatch,
 ]
 
 COMMANDS = {
@@ -259,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
     try:
+        check_broker(args)
         return asyncio.run(COMMANDS[args.command](args))
     except ConfigError as exc:
         print(f"teamtree: config error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ import argparse
 import tomllib
 
 from teamtree.agents.runtime.config import load_config
+from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.broker import ConfigError, TopicError
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.topics import validate_id
@@ -26,6 +27,10 @@ def team_id(value: str) -> str:
 
 def agent_id(value: str) -> str:
     return ident(value, "agent id")
+
+
+def mission_id(value: str) -> str:
+    return ident(value, "mission id")
 
 
 def broker_url(value: str) -> str:
@@ -73,8 +78,9 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
 def team_and_broker(
     command: str, team: str | None, broker: str | None, config_path: str | None
 ) -> tuple[str, Endpoint] | str:
-    """Resolve ``--team``/``--broker``, falling back on ``--config``'s ``[team]`` and
-    then on the local default broker. Returns (team, endpoint), or an error line."""
+    """Resolve ``--team``/``--broker``, falling back on ``--config``'s ``[team]``, then on
+    the team of the last ``teamtree run`` here (its current-run file), then on the local
+    default broker. Returns (team, endpoint), or an error line."""
     if config_path:
         try:
             config = load_config(config_path)
@@ -83,6 +89,10 @@ def team_and_broker(
         team = team or config.team
         if broker is None and config.broker is not None:
             broker = config.broker.url
+    current = read_current_run()
+    if current is not None and team in (None, current.team):
+        team = current.team
+        broker = broker or current.broker
     if team is None:
         return f"teamtree {command}: give --team (or --config with a [team] name)"
     try:

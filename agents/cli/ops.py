@@ -33,6 +33,7 @@ from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
 from teamtree.broker.acl import OBSERVER_KINDS, team_users, write_broker_files
@@ -54,13 +55,23 @@ def _logging_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _observer_flags(p: argparse.ArgumentParser, *, team_required: bool) -> None:
+    current = read_current_run()
+    team = os.environ.get("TEAMTREE_TEAM") or (current.team if current else None)
     p.add_argument(
-        "--broker", type=_url, default=os.environ.get("TEAMTREE_BROKER", DEFAULT_BROKER),
-        help="broker URL (default: $TEAMTREE_BROKER or mqtt://127.0.0.1:1883)",
+        "--broker", type=_url,
+        default=os.environ.get("TEAMTREE_BROKER") or (current.broker if current else None)
+        or DEFAULT_BROKER,
+        help="broker URL (default: $TEAMTREE_BROKER, else the running `teamtree run`'s, "
+        "else mqtt://127.0.0.1:1883)",
     )  # fmt: skip
     p.add_argument(
-        "--team", type=_ident, required=team_required and "TEAMTREE_TEAM" not in os.environ,
-        default=os.environ.get("TEAMTREE_TEAM"), help="team id (default: $TEAMTREE_TEAM)",
+        "--team", type=_ident, required=team_required and team is None,
+        default=team, help="team id (default: $TEAMTREE_TEAM, else the running `teamtree run`'s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--mission", type=_ident, default=None,
+        help="show only this mission's kept state (default: the running `teamtree run`'s "
+        "when watching its team, else every mission's)",
     )  # fmt: skip
     p.add_argument(
         "--user", type=_ident, default="monitor",
@@ -168,8 +179,17 @@ def _tls() -> Any:
 
 def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
     endpoint = parse_endpoint(args.broker)
+    mission = args.mission
+    current = read_current_run()
+    if mission is None and current is not None and current.team == args.team:
+        mission = current.mission or None
     return TeamObserver(
-        endpoint, args.team, tls_context=_tls(), **agent_credentials(args.user), **kwargs
+        endpoint,
+        args.team,
+        tls_context=_tls(),
+        mission_id=mission,
+        **agent_credentials(args.user),
+        **kwargs,
     )
 
 

@@ -22,6 +22,7 @@ from statistics import median
 from typing import Any
 
 from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.agents.tasktree.peer_wire import working_leaves
 from teamtree.broker import ConnectError, WireError
@@ -71,8 +72,19 @@ class AgentRow:
 class MonitorState:
     """The monitor's view of one team, fed message by message (no I/O)."""
 
-    def __init__(self, team: str, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        team: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        mission_id: str | None = None,
+    ):
         self.team = team
+        #: show only this mission's retained state (None: every mission's)
+        self.mission_filter = mission_id
+        #: the mission shown: the filter, else the newest one an agent's factsheet names
+        self.mission_id = mission_id
+        self._mission_ts = -1
         self._clock = clock
         self._started = clock()
         self.view = TeamView("")
@@ -113,6 +125,9 @@ class MonitorState:
     def feed(self, env: Envelope, topic: Topic, *, retained: bool = False) -> None:
         """One validated message of the team."""
         channel = topic.channel if topic.agent is not None else f"_/{topic.channel}"
+        if self._other_mission(env, topic, retained):
+            self.dropped["other_mission"] += 1
+            return
         if not retained:
             self.totals[channel] += 1
             self._arrivals.setdefault(channel, deque()).append(self._clock())
@@ -121,6 +136,12 @@ class MonitorState:
             row.last_seen_ms = max(row.last_seen_ms, env.ts)
             row.messages += 1
         self._interpret(env, topic)
+
+    def _other_mission(self, env: Envelope, topic: Topic, retained: bool) -> bool:
+        """A message of a mission other than the one shown (kept state included)."""
+        if topic.channel in UNSCOPED_CHANNELS:
+            return False
+        return foreign(env.body, self.mission_filter)
 
     def _interpret(self, env: Envelope, topic: Topic) -> None:
         body = env.body if isinstance(env.body, dict) else {}
@@ -133,6 +154,9 @@ class MonitorState:
                 row.presence = member.presence.value
                 row.kind = member.kind or row.kind
         elif topic.agent is not None and topic.channel == "factsheet":
+            named = mission_of(env.body)
+            if self.mission_filter is None and named is not None and env.ts > self._mission_ts:
+                self.mission_id, self._mission_ts = named, env.ts
             with contextlib.suppress(ValueError):
                 self.view.apply_factsheet(env.sender, env.body)
                 self.row(env.sender).kind = self.view.member(env.sender).kind
@@ -276,6 +300,7 @@ class MonitorState:
             }
         return {
             "team": self.team,
+            "mission_id": self.mission_id,
             "time_ms": now,
             "mission": {
                 **self.mission,
@@ -302,7 +327,10 @@ def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
     mission = snap["mission"]
     progress = f"{mission['done']}/{mission['leaves']} leaves done" if mission["leaves"] else ""
     stamp = time.strftime("%H:%M:%S", time.localtime(snap["time_ms"] / 1000))
-    lines.append(f"team {snap['team']}  {stamp}  {mission.get('kind') or 'no mission'} {progress}")
+    named = f"mission {snap['mission_id']}  " if snap.get("mission_id") else ""
+    lines.append(
+        f"team {snap['team']}  {named}{stamp}  {mission.get('kind') or 'no mission'} {progress}"
+    )
     if mission.get("text"):
         lines.append(f"  {str(mission['text'])[: width - 2]}")
     lines.append("")
@@ -359,10 +387,11 @@ class TeamObserver:
         on_message: MessageHook | None = None,
         client_prefix: str = "monitor",
         tls_context: Any = None,
+        mission_id: str | None = None,
     ):
         self.team = validate_id(team, "team")
         self.endpoint = endpoint
-        self.state = MonitorState(self.team)
+        self.state = MonitorState(self.team, mission_id=mission_id)
         self._hook = on_message
         self.connection = Connection(
             endpoint,

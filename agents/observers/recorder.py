@@ -65,13 +65,25 @@ class RecorderParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class RecorderAgent(Agent):
-    """Record the team's traffic to ``path`` (default ``runs/<team>.jsonl``)."""
+    """Record the team's traffic to ``path`` (default ``runs/<team>.jsonl``).
+
+    Working for a mission, it writes ``<stem>.<mission id>.jsonl`` instead (appending
+    when the mission is resumed) and points ``path`` at it with a symbolic link, so a
+    new mission never overwrites an old one's recording and ``path`` is the latest."""
 
     kind = "recorder"
 
     def __init__(self, *args: Any, path: str | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.path = Path(path or f"runs/{self.team}.jsonl")
+        configured = Path(path or f"runs/{self.team}.jsonl")
+        #: the symbolic link to the latest mission's recording (None: not scoped)
+        self.latest: Path | None = None
+        self.path = configured
+        if self.mission_id is not None:
+            self.latest = configured
+            self.path = configured.with_name(
+                f"{configured.stem}.{self.mission_id}{configured.suffix or '.jsonl'}"
+            )
         self._file: TextIO | None = None
         self.records: list[dict[str, Any]] = []
         self._labels: dict[str, str] = {}
@@ -86,9 +98,22 @@ class RecorderAgent(Agent):
 
     async def setup(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("w")
+        self._file = self.path.open("a" if self.latest is not None else "w")
+        if self.latest is not None:
+            self._link_latest(self.latest)
         self.on_any(self._record)
         self.log.info("recorder.writing", path=str(self.path))
+
+    def _link_latest(self, link: Path) -> None:
+        """Point `link` at this mission's file; an old plain file there is kept aside."""
+        try:
+            if link.is_symlink():
+                link.unlink()
+            elif link.exists():
+                link.rename(link.with_name(f"{link.stem}.unscoped{link.suffix}"))
+            link.symlink_to(self.path.name)
+        except OSError as exc:
+            self.log.warning("recorder.no_link", link=str(link), error=str(exc))
 
     async def _record(self, env: Envelope, topic: Topic) -> None:
         record = {

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import structlog
 
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
+from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.broker import (
@@ -105,9 +106,12 @@ class Agent:
         password: str | None = None,
         clean_session: bool = False,
         tls_context: ssl.SSLContext | None = None,
+        mission_id: str | None = None,
     ):
         self.id = validate_id(agent_id, "agent id")
         self.team = validate_id(team, "team")
+        #: the mission this agent works for; scopes its retained state (see mission.py)
+        self.mission_id = None if mission_id is None else validate_id(mission_id, "mission id")
         self.endpoint = endpoint
         self.runtime = runtime or RuntimeSettings()
         self.params = dict(params or {})
@@ -188,7 +192,10 @@ class Agent:
 
     def factsheet(self) -> dict[str, Any]:
         """What this agent is, published retained on its ``factsheet`` topic."""
-        return {"kind": self.kind, "session": self.session}
+        sheet = {"kind": self.kind, "session": self.session}
+        if self.mission_id is not None:
+            sheet["mission"] = self.mission_id
+        return sheet
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -326,6 +333,8 @@ class Agent:
         Raises TooLargeError, SchemaError or OutboxFullError; returns the envelope sent.
         """
         topic = self.team_topic(channel) if team else self.topic(channel, recipient)
+        if channel not in UNSCOPED_CHANNELS:
+            body = stamp(body, self.mission_id)
         envelope = self.envelope(kind, body, topic, **fields)
         payload = encode(envelope, max_size=self._max_payload)
         await self.connection.publish(Outgoing(topic, payload, qos, retain), wait=False)
@@ -545,6 +554,9 @@ class Agent:
             return
         if not self._dedup.add(message.topic, env.hid, env.sender, env.sid):
             self.stats["duplicates"] += 1
+            return
+        if topic.channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
+            self.stats["other_mission"] += 1  # another mission's (kept or queued): not ours
             return
         for tap in self._taps:
             await tap(env, topic)

@@ -23,7 +23,8 @@ from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.local_broker import BrokerKind
 from teamtree.broker.topics import validate_id
 
-ROLES = ("member", "service")
+#: "on_call" agents are not started by ``run``: a mission queue starts them per mission
+ROLES = ("member", "service", "on_call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,48 @@ def spec_reader(spec: AgentSpec, config: TeamConfig) -> _Reader:
 
 _TOP_LEVEL = ("team", "runtime", "mission", "agents")
 
+#: the keys each mission kind reads from ``[mission]`` (besides kind and timeout_s);
+#: a kind not listed here (a plugin's) is not checked. Extend it when a kind grows a key.
+MISSION_KEYS: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "hello": frozenset(),
+    "tasktree": frozenset({"tree"}),
+    "ltl": frozenset({"scenario", "formula", "objective", "time_factor"}),
+    "kitting": frozenset({"time_factor", "pattern"}),
+    "multitask": frozenset({"objects", "start", "tree", "robot", "durations", "tolerance"}),
+    "factory": frozenset(
+        {
+            "method",
+            "comm_range",
+            "ttl",
+            "window_s",
+            "hold_s",
+            "status_s",
+            "silence_s",
+            "max_rounds",
+            "drain_per_s",
+            "favor_loss",
+            "loss_seed",
+        }
+    ),
+}
+
+
+def _check_mission_keys(path: Path, kind: str, params: dict[str, Any]) -> None:
+    """ConfigError naming file, table and key for a key `kind` does not read."""
+    known = MISSION_KEYS.get(kind)
+    if known is None:
+        return
+    unknown = sorted(set(params) - known)
+    if unknown:
+        expected = ", ".join(sorted({"kind", "timeout_s", *known}))
+        raise ConfigError(
+            f"unknown key(s) {', '.join(unknown)} for a {kind!r} mission; "
+            f"remove or correct them (expected: {expected})",
+            path=str(path),
+            key=f"mission.{unknown[0]}",
+        )
+
 
 def load_config(path: str | Path) -> TeamConfig:
     """Read and validate a team config. Raises ConfigError (file, key, fix) on any problem."""
@@ -176,6 +219,18 @@ def load_config(path: str | Path) -> TeamConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
     return parse_config(data, path)
+
+
+def parse_mission(table: Any, path: Path, prefix: str = "mission") -> MissionSpec:
+    """Validate a ``[mission]`` table (from a config, or a mission submitted to a team)."""
+    ms = _Reader(path, prefix, table)
+    mission = MissionSpec(
+        kind=ms.take("kind", str, "none", "a mission kind string"),
+        timeout_s=ms.positive("timeout_s", 120.0, "a positive number of seconds"),
+        params=ms.table,
+    )
+    _check_mission_keys(path, mission.kind, mission.params)
+    return mission
 
 
 def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
@@ -215,12 +270,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
     )
     rt.no_extras()
 
-    ms = _Reader(path, "mission", top.take("mission", dict, {}, "a [mission] table"))
-    mission = MissionSpec(
-        kind=ms.take("kind", str, "none", "a mission kind string"),
-        timeout_s=ms.positive("timeout_s", 120.0, "a positive number of seconds"),
-        params=ms.table,
-    )
+    mission = parse_mission(top.take("mission", dict, {}, "a [mission] table"), path)
 
     entries = top.take("agents", list, _REQUIRED, "an array of [[agents]] tables")
     if not entries:
@@ -236,9 +286,9 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
             raise reader.error("id", f"{agent_id!r} is used twice; agent ids must be unique")
         seen.add(agent_id)
         kind = reader.take("kind", str, _REQUIRED, "an agent kind such as 'hello'")
-        role = reader.take("role", str, "member", "'member' or 'service'")
+        role = reader.take("role", str, "member", "'member', 'service' or 'on_call'")
         if role not in ROLES:
-            raise reader.error("role", f"is {role!r}; expected 'member' or 'service'")
+            raise reader.error("role", f"is {role!r}; expected 'member', 'service' or 'on_call'")
         agents.append(AgentSpec(agent_id, kind, role, reader.table))
     return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents))
 

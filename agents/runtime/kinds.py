@@ -30,9 +30,13 @@ def agent_class(spec: AgentSpec, config: TeamConfig) -> type[Agent]:
 
 
 def validate_kinds(config: TeamConfig) -> None:
-    """Check every entry's kind and kind-specific keys. Raises ConfigError."""
+    """Check every entry's kind and kind-specific keys. Raises ConfigError. An
+    ``on_call`` entry's keys are checked when a mission queue starts it for a mission
+    (its kind may need that mission, e.g. a robot its tree); here only its kind."""
     for spec in config.agents:
-        agent_class(spec, config).params_from_config(spec, config)
+        cls = agent_class(spec, config)
+        if spec.role != "on_call":
+            cls.params_from_config(spec, config)
 
 
 def apply_overrides(config: TeamConfig, overrides: dict[str, Any]) -> TeamConfig:

@@ -15,11 +15,26 @@ import os
 import signal
 import sys
 import time
+import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
+from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
+from teamtree.agents.runtime.kept import kept_missions
+from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, foreign, new_mission_id
+from teamtree.agents.runtime.outcome import (
+    MemberExit,
+    OutcomeCollector,
+    judge,
+    render_result_block,
+)
+from teamtree.broker import ConfigError, TeamtreeError, WireError
+from teamtree.broker.connection import Connection, Incoming
 from teamtree.broker.endpoint import Endpoint
+from teamtree.broker.envelope import decode
 from teamtree.broker.local_broker import (
     BrokerKind,
     MosquittoBroker,
@@ -27,11 +42,14 @@ from teamtree.broker.local_broker import (
     free_port,
     wait_for_port,
 )
+from teamtree.broker.tls import TlsSettings, client_context
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: words that make an output line worth quoting when its process fails
+_ERROR_WORDS = ("error", "failed", "Error", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -83,8 +101,16 @@ class Launcher:
         log_level: str = "info",
         out: TextIO | None = None,
         overrides: dict[str, object] | None = None,
+        mission_id: str | None = None,
+        resume: bool = False,
     ):
         self.config = config
+        #: every child works for this mission (see teamtree.agents.runtime.mission)
+        self.mission_id = mission_id or new_mission_id()
+        self.resume = resume
+        #: a team without members serves missions from a queue: its services (world,
+        #: drivers, recorder) outlive each mission, so they work unscoped
+        self.scoped = bool(config.members)
         self.broker = broker or config.broker
         self.broker_kind = broker_kind or config.broker_kind
         self.timeout_s = timeout_s or config.mission.timeout_s
@@ -96,6 +122,13 @@ class Launcher:
         self._width = max([len(a.id) for a in config.agents] + [6])
         self._mosquitto: MosquittoBroker | None = None
         self._interrupted = asyncio.Event()
+        self.outcome = OutcomeCollector()
+        self._last_words: dict[str, deque[str]] = {}
+        self._watch: Connection | None = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._timed_out = False
+        self._online: set[str] = set()  #: agents seen going ONLINE live during this run
+        self._presence_changed = asyncio.Event()
 
     def say(self, line: str) -> None:
         """A line from the launcher itself."""
@@ -109,32 +142,169 @@ class Launcher:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._interrupted.set)
         started = time.monotonic()
+        verb = "resuming" if self.resume else "starting"
+        if self.scoped:
+            self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
+        else:
+            self.say(f"serving team {self.config.team}: missions come from its mission queue")
         try:
             endpoint = await self._start_broker()
+            if self.resume:
+                await self._check_resume(endpoint)
+            self._announce_run(endpoint)
+            await self._start_watch(endpoint)
             for spec in [*self.config.services, *self.config.members]:
+                if self.config.members and spec is self.config.members[0] and self.config.services:
+                    await self._wait_services()  # so the recorder misses nothing
                 argv = child_command(
                     "agent",
                     "--config", str(self.config.path),
                     "--id", spec.id,
                     "--broker", endpoint.url,
                     "--team", self.config.team,
+                    *(["--mission-id", self.mission_id] if self.scoped else []),
                     "--log-format", self.log_format,
                     "--log-level", self.log_level,
                     *[a for k, v in self.overrides.items() for a in ("--set", f"{k}={_toml(v)}")],
                 )  # fmt: skip
                 await self._spawn(Child(spec.id, spec.role, argv))
             code = await self._supervise()
+            # how each child stood when the mission ended (None: still running, stopped now)
+            ended = {c.name: c.returncode for c in self.children}
         finally:
             await self._stop_all()
+            await self._stop_watch()
+            clear_current_run(os.getpid())
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
         elapsed = time.monotonic() - started
+        if not self.scoped:  # a serving team: its missions' outcomes are in its queue
+            self.say(f"team {self.config.team} stopped after {elapsed:.1f} s")
+            return code
+        exits = [
+            MemberExit(c.name, c.role, ended[c.name], list(self._last_words.get(c.name, ())))
+            for c in self.children
+            if c.role != "broker"
+        ]
+        ok, summary = judge(
+            self.outcome,
+            exits,
+            timed_out=self._timed_out,
+            interrupted=code == EXIT_INTERRUPTED,
+        )
+        if code == EXIT_OK and not ok:
+            code = EXIT_FAILED
         if code == EXIT_OK:
             self.say(
                 f"mission complete: {len(self.config.members)} member(s) done in {elapsed:.1f} s"
             )
+        for line in render_result_block(self.mission_id, self.outcome, exits, elapsed, ok, summary):
+            self.say(line)
         return code
+
+    async def _start_watch(self, endpoint: Endpoint) -> None:
+        """Watch the team passively (no presence: not a member) to tell who did what."""
+        tls = TlsSettings.from_env()
+        self._watch = Connection(
+            endpoint,
+            client_id=f"teamtree-{self.config.team}-run-{uuid.uuid4().hex[:8]}",
+            on_message=self._watched,
+            clean_session=True,
+            tls_context=client_context(tls) if tls else None,
+            **agent_credentials("monitor"),  # read-only rights suffice, as for `monitor`
+        )
+        await self._watch.subscribe(f"teamtree/v1/{self.config.team}/#")
+        self._watch_task = asyncio.create_task(self._watch.run(), name="teamtree[run].watch")
+
+    async def _wait_services(self, within: float = 60.0) -> None:
+        """Wait until every service is online (so subscribed) before members start."""
+        names = {s.id for s in self.config.services}
+        loop = asyncio.get_running_loop()
+        assert self._watch is not None
+        try:
+            await asyncio.wait_for(self._watch.connected.wait(), 10.0)
+        except TimeoutError:
+            self.say(
+                "cannot watch the team (does the broker refuse the `monitor` user?); "
+                "starting the members without waiting for the services"
+            )
+            return
+        deadline = loop.time() + min(within, self.timeout_s)
+        while not names <= self._online:
+            dead = [c.name for c in self.children if c.name in names and c.returncode is not None]
+            left = deadline - loop.time()
+            if dead or left <= 0:
+                missing = ", ".join(sorted(names - self._online))
+                why = f"exited: {', '.join(dead)}" if dead else f"not online after {within:.0f} s"
+                raise TeamtreeError(f"services not ready ({why}); waiting for: {missing}")
+            self._presence_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._presence_changed.wait(), min(left, 0.5))
+        self.say(f"services online: {', '.join(sorted(names))}; starting the members")
+
+    async def _watched(self, message: Incoming) -> None:
+        parts = message.topic.split("/")
+        if len(parts) < 5:
+            return
+        agent, channel = parts[3], parts[4]
+        try:
+            env = decode(message.payload, topic=message.topic)
+        except WireError:
+            return
+        if agent != "_" and env.sender != agent:
+            return
+        if channel == "connection" and not message.retain and isinstance(env.body, dict):
+            if env.body.get("state") == "ONLINE":
+                self._online.add(agent)
+            else:
+                self._online.discard(agent)
+            self._presence_changed.set()
+            return
+        if channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
+            return
+        self.outcome.feed(env.kind, env.sender, env.body)
+
+    async def _stop_watch(self) -> None:
+        if self._watch is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._watch.close(), 3.0)
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch_task
+
+    async def _check_resume(self, endpoint: Endpoint) -> None:
+        """ConfigError unless the broker still keeps state of the mission to resume."""
+        kept = await kept_missions(endpoint, self.config.team)
+        if self.mission_id not in kept:
+            others = ", ".join(f"{m} ({n} topics)" for m, n in kept.most_common(3)) or "none"
+            raise ConfigError(
+                f"cannot resume mission {self.mission_id}: the broker at {endpoint.url} keeps "
+                f"none of its state (a later mission's replaced it, or it never ran there; "
+                f"missions kept for team {self.config.team}: {others}); "
+                "run without --resume to start a new mission",
+                key="--resume",
+            )
+        self.say(f"the broker keeps {kept[self.mission_id]} topic(s) of {self.mission_id}")
+
+    def _announce_run(self, endpoint: Endpoint) -> None:
+        """Say (and write to the current-run file) where other terminals find the team."""
+        path = write_current_run(
+            CurrentRun(
+                broker=endpoint.url,
+                team=self.config.team,
+                mission=self.mission_id if self.scoped else "",
+                config=str(self.config.path),
+                pid=os.getpid(),
+            )
+        )
+        what = f"mission {self.mission_id}" if self.scoped else "serving missions"
+        self.say(
+            f"team {self.config.team} at {endpoint.url}, {what} "
+            f"(written to {path}); from another terminal: "
+            f"teamtree monitor --broker {endpoint.url} --team {self.config.team}"
+        )
 
     async def _start_broker(self) -> Endpoint:
         if self.broker is not None:
@@ -158,6 +328,10 @@ class Launcher:
 
     async def _spawn(self, child: Child) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if self.scoped:
+            env[MISSION_ENV] = self.mission_id
+        else:
+            env.pop(MISSION_ENV, None)
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -184,18 +358,23 @@ class Launcher:
                 line = (await stream.read(65536)) + b"\n"
             if not line:
                 return
-            self.out.write(prefix + line.decode(errors="replace").rstrip("\n") + "\n")
+            text = line.decode(errors="replace").rstrip("\n")
+            if any(word in text for word in _ERROR_WORDS):
+                self._last_words.setdefault(name, deque(maxlen=3)).append(text.strip()[:300])
+            self.out.write(prefix + text + "\n")
             self.out.flush()
 
     async def _supervise(self) -> int:
         members = [c for c in self.children if c.role == "member"]
         waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
         interrupted = asyncio.create_task(self._interrupted.wait())
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        # a team without members serves (e.g. a mission queue) until Ctrl-C
+        deadline = asyncio.get_running_loop().time() + (self.timeout_s if members else 1e9)
         try:
             while True:
                 remaining = deadline - asyncio.get_running_loop().time()
                 if remaining <= 0:
+                    self._timed_out = True
                     running = [c.name for c in members if c.returncode is None]
                     self.say(
                         f"mission timed out after {self.timeout_s:.0f} s; still running: "
@@ -221,7 +400,7 @@ class Launcher:
                             f"{child.role} {child.name!r} exited early (code {code}); stopping"
                         )
                     return EXIT_FAILED
-                if all(c.returncode == 0 for c in members):
+                if members and all(c.returncode == 0 for c in members):
                     return EXIT_OK
         finally:
             interrupted.cancel()

@@ -1,0 +1,180 @@
+"""``teamtree submit``, ``missions`` and ``cancel``: dispatch to a running team.
+
+They speak the dispatch protocol (``teamtree.agents.missions.protocol``) to the
+team's ``mission_queue`` service. Exit codes: 0 done (``submit --wait``: the mission
+succeeded), 1 the broker, the queue or the mission failed, 2 a bad mission file
+(naming file, table and key) or a submission the queue rejected (naming the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import tomllib
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from teamtree.agents.cli.args import ident as _ident
+from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.cli.args import team_and_broker
+from teamtree.agents.missions.protocol import (
+    ACCEPTED,
+    CANCEL,
+    CANCELLED,
+    CHANNEL,
+    LIST,
+    SUBMIT,
+    TABLE,
+)
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
+from teamtree.broker import ConfigError, RequestError, TeamtreeError
+
+Handler = Callable[[argparse.Namespace], Awaitable[int]]
+ENDED = ("done", "failed", "cancelled")
+
+
+def register(subparsers: Any) -> dict[str, Handler]:
+    """Add ``submit``, ``missions`` and ``cancel``; returns ``{name: handler}``."""
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--team", type=_ident, help="team id (default: the running run's)")
+        p.add_argument("--broker", help="broker URL (default: the running run's, else local)")
+        p.add_argument("--config", help="team config (.toml) to read the team and broker from")
+        p.add_argument(
+            "--timeout", type=_seconds, default=5.0, help="seconds to wait for the queue"
+        )
+        p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
+        p.add_argument(
+            "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
+        )
+
+    sub = subparsers.add_parser(
+        "submit", help="give a running team a mission",
+        description="Send a mission (a TOML file with a [mission] table) to the team's "
+        "mission queue; print its id at once (with --wait, wait until it ends).",
+    )  # fmt: skip
+    sub.add_argument("mission", help="mission file (.toml) with a [mission] table")
+    sub.add_argument("--wait", action="store_true", help="wait; exit 0 only if it succeeds")
+    common(sub)
+    lst = subparsers.add_parser("missions", help="list a team's missions and their outcomes")
+    lst.add_argument("--json", action="store_true", help="print the table as JSON")
+    common(lst)
+    can = subparsers.add_parser("cancel", help="cancel a queued or running mission")
+    can.add_argument("id", type=_ident, help="the mission id")
+    common(can)
+    return {"submit": run_submit, "missions": run_missions, "cancel": run_cancel}
+
+
+def read_mission_file(path: str) -> dict[str, Any]:
+    """The ``[mission]`` table of a mission file, checked; ConfigError naming file and key."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError("file not found; give a mission file (.toml)", path=path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=path) from None
+    extra = sorted(set(data) - {"mission"})
+    if extra or not isinstance(data.get("mission"), dict):
+        raise ConfigError(
+            f"expected one [mission] table{f', not {extra}' if extra else ''}",
+            path=path,
+            key=extra[0] if extra else "mission",
+        )
+    parse_mission(data["mission"], Path(path))  # the same checks as a team config's
+    return data["mission"]
+
+
+async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
+    resolved = team_and_broker(args.command, args.team, args.broker, args.config)
+    if isinstance(resolved, str):
+        raise ConfigError(resolved.split(": ", 1)[-1])
+    team, endpoint = resolved
+    agent = Agent(
+        f"cli-{uuid.uuid4().hex[:8]}",
+        team=team,
+        endpoint=endpoint,
+        runtime=RuntimeSettings(heartbeat_s=30.0, request_timeout_s=args.timeout),
+    )
+    async with agent:
+        try:
+            await agent.wait_connected(args.timeout)
+        except TimeoutError:
+            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}") from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + args.timeout
+        while not agent.team_view.online("mission_queue"):  # a team still starting
+            if loop.time() > deadline:
+                raise TeamtreeError(
+                    f"no mission_queue service is online in team {team!r} at {endpoint.url} "
+                    f"(waited {args.timeout:g} s; does the team run one?)"
+                )
+            await asyncio.sleep(0.05)
+        try:
+            return await agent.request(CHANNEL, kind, body, timeout=args.timeout)
+        except RequestError:
+            raise TeamtreeError(
+                f"no mission queue answered in team {team!r} at {endpoint.url} within "
+                f"{args.timeout:g} s (does the team run a mission_queue service?)"
+            ) from None
+
+
+def _rejected(reply: Any, command: str) -> int:
+    body = reply.body if isinstance(reply.body, dict) else {}
+    print(f"teamtree {command}: rejected: {body.get('error', body)}", file=sys.stderr, flush=True)
+    return 2
+
+
+async def run_submit(args: argparse.Namespace) -> int:
+    """The ``submit`` handler."""
+    mission = read_mission_file(args.mission)
+    reply = await _ask(args, SUBMIT, {"mission": mission})
+    if reply.kind != ACCEPTED:
+        return _rejected(reply, "submit")
+    mission_id = reply.body["id"]
+    print(mission_id, flush=True)
+    if not args.wait:
+        return 0
+    while True:
+        await asyncio.sleep(1.0)
+        table = await _ask(args, LIST, {})
+        row = next((r for r in table.body.get("missions", []) if r.get("id") == mission_id), None)
+        if row is not None and row.get("state") in ENDED:
+            print(f"{mission_id}: {row['state']} {row.get('summary', '')}".rstrip(), flush=True)
+            return 0 if row["state"] == "done" else 1
+
+
+def _fmt_ms(ms: int | None) -> str:
+    return "-" if ms is None else time.strftime("%H:%M:%S", time.localtime(ms / 1000))
+
+
+async def run_missions(args: argparse.Namespace) -> int:
+    """The ``missions`` handler."""
+    reply = await _ask(args, LIST, {})
+    if reply.kind != TABLE:
+        return _rejected(reply, "missions")
+    rows = reply.body.get("missions", [])
+    if args.json:
+        print(json.dumps(rows), flush=True)
+        return 0
+    print(f"{'mission':<24} {'kind':<9} {'state':<10} {'submitted':<9} {'ended':<9} outcome")
+    for r in rows:
+        print(
+            f"{r['id']:<24} {r['kind']:<9} {r['state']:<10} {_fmt_ms(r['submitted_ms']):<9} "
+            f"{_fmt_ms(r['ended_ms']):<9} {r.get('summary') or r.get('reason') or ''}"
+        )
+    return 0
+
+
+async def run_cancel(args: argparse.Namespace) -> int:
+    """The ``cancel`` handler."""
+    reply = await _ask(args, CANCEL, {"id": args.id})
+    if reply.kind != CANCELLED:
+        return _rejected(reply, "cancel")
+    print(f"{args.id}: {reply.body.get('state')}", flush=True)
+    return 0

@@ -1,0 +1,154 @@
+"""Honest outcomes: what a mission achieved, judged by its own success criterion.
+
+An agent that can judge a mission's criterion (the factory's job source: every job
+done; the LTL planner: the formula satisfied; task-tree robots: the root done)
+publishes a ``mission.result`` on the team channel ``_/result`` (retained, so it is
+scoped to the mission). ``teamtree run`` collects those, the node transitions (who
+did what) and the members' exit codes, prints a short result block and exits 0 only
+when every member succeeded and no result says the criterion failed.
+
+Body of ``mission.result``: ``ok`` (bool), ``kind`` (mission kind), ``summary`` (one
+sentence), optional ``done`` and ``failed`` (lists of ``{"item", "by"|"reason"}``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+RESULT_CHANNEL = "result"
+RESULT_KIND = "mission.result"
+
+
+def result_body(
+    kind: str,
+    ok: bool,
+    summary: str,
+    *,
+    done: list[dict[str, Any]] | None = None,
+    failed: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A ``mission.result`` body (see the module docstring)."""
+    return {
+        "kind": kind,
+        "ok": bool(ok),
+        "summary": summary,
+        "done": list(done or []),
+        "failed": list(failed or []),
+    }
+
+
+@dataclass
+class MemberExit:
+    """How one child of a run ended."""
+
+    name: str
+    role: str
+    code: int | None
+    last_words: list[str] = field(default_factory=list)  #: its last error lines
+
+
+@dataclass
+class OutcomeCollector:
+    """Fed the team's messages (kind, sender, body) during a run; no I/O."""
+
+    by: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def feed(self, kind: str, sender: str, body: Any) -> None:
+        """One message of the team."""
+        if not isinstance(body, dict):
+            return
+        if kind == RESULT_KIND and isinstance(body.get("ok"), bool):
+            self.results[sender] = body
+        elif kind == "ltl.verdict" and isinstance(body.get("satisfied"), bool):
+            why = str(body.get("reason") or "")
+            if body.get("impossible"):
+                why = f"impossible: {why}"
+            self.results[sender] = result_body(
+                "ltl",
+                body["satisfied"],
+                f"formula {'satisfied' if body['satisfied'] else 'NOT satisfied'}: {why}",
+            )
+        elif kind == "mission.tree" and isinstance(body.get("tree"), dict):
+            self._learn_labels(body["tree"])
+        elif kind == "node.transition" and body.get("status") == "done":
+            agent, node = body.get("agent"), body.get("node")
+            mine = isinstance(agent, str) and isinstance(node, str) and agent == sender
+            if mine and node not in self.by[agent]:
+                self.by[agent].append(node)
+
+    def _learn_labels(self, tree: dict[str, Any]) -> None:
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict) and isinstance(node.get("id"), str):
+                params = node.get("params") if isinstance(node.get("params"), dict) else {}
+                if "behavior" in node:
+                    obj = f"({params['object']})" if "object" in params else ""
+                    self.labels[node["id"]] = f"{node['behavior']}{obj}"
+                children = node.get("children")
+                stack.extend(children if isinstance(children, list) else [])
+
+    def failures(self) -> list[str]:
+        """One line per result whose criterion failed."""
+        return [f"{who}: {r.get('summary', '')}" for who, r in self.results.items() if not r["ok"]]
+
+
+def judge(
+    collector: OutcomeCollector, exits: list[MemberExit], *, timed_out: bool, interrupted: bool
+) -> tuple[bool, str]:
+    """(success, one-paragraph summary) of a run from what it saw."""
+    reasons: list[str] = []
+    if interrupted:
+        reasons.append("the run was interrupted before the mission ended")
+    if timed_out:
+        running = [e.name for e in exits if e.role == "member" and e.code is None]
+        reasons.append(
+            f"the mission timed out with {', '.join(running) or 'members'} still running"
+        )
+    for e in exits:
+        if e.role == "member" and e.code not in (0, None):
+            why = f" ({e.last_words[-1]})" if e.last_words else ""
+            reasons.append(f"member {e.name} exited with code {e.code}{why}")
+        elif e.role != "member" and e.code not in (0, None):
+            why = f" ({e.last_words[-1]})" if e.last_words else ""
+            reasons.append(f"service {e.name} exited early with code {e.code}{why}")
+    reasons += [f"criterion failed for {line}" for line in collector.failures()]
+    if reasons:
+        return False, "Mission FAILED: " + "; ".join(reasons) + "."
+    oks = [r.get("summary", "") for r in collector.results.values() if r.get("summary")]
+    return True, "Mission succeeded" + (f": {'; '.join(oks)}." if oks else ".")
+
+
+def render_result_block(
+    mission_id: str,
+    collector: OutcomeCollector,
+    exits: list[MemberExit],
+    elapsed_s: float,
+    ok: bool,
+    summary: str,
+) -> list[str]:
+    """The short human-readable block every run ends with."""
+    lines = [f"==== mission {mission_id}: {'SUCCEEDED' if ok else 'FAILED'} in {elapsed_s:.1f} s"]
+    members = [e for e in exits if e.role == "member"]
+    for e in members:
+        did = [collector.labels.get(n, n) for n in collector.by.get(e.name, [])]
+        state = "running" if e.code is None else f"exit {e.code}"
+        work = ", ".join(did) if did else "no behaviours recorded"
+        lines.append(f"  {e.name:<14} {state:<9} did: {work}")
+    others = sorted(set(collector.by) - {e.name for e in members})
+    for name in others:
+        did = ", ".join(collector.labels.get(n, n) for n in collector.by[name])
+        lines.append(f"  {name:<14} {'(outside)':<9} did: {did}")
+    for who, result in sorted(collector.results.items()):
+        mark = "ok" if result["ok"] else "FAILED"
+        lines.append(f"  result from {who}: {mark}: {result.get('summary', '')}")
+        for item in result.get("failed", [])[:10]:
+            lines.append(f"    failed {item.get('item')}: {item.get('reason', '')}")
+    lines.append(f"  {summary}")
+    return lines

@@ -1,0 +1,141 @@
+"""Missions given to a running team: submit, list, cancel (the mission queue).
+
+The serving tea-party team runs as ``teamtree run`` (a process tree) on mosquitto;
+missions are submitted with the ``teamtree submit`` command; the outcome is judged
+from the queue's table and the recorder's file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from teamtree.agents import Agent, RuntimeSettings
+from teamtree.agents.missions.protocol import CANCEL, CHANNEL, LIST
+from tests.conftest import REPO, teamtree_cmd
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TEAM = "tea-party-queue"
+
+
+def submit(tmp_path: Path, url: str, name: str, text: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return subprocess.run(
+        teamtree_cmd("submit", str(path), "--broker", url, "--team", TEAM, "--timeout", "20"),
+        capture_output=True, text=True, timeout=90, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def tree_mission(tree: str) -> str:
+    return f'[mission]\nkind = "tasktree"\ntimeout_s = 150\ntree = "{tree}"\n'
+
+
+async def table(client: Agent) -> dict[str, dict]:
+    reply = await client.request(CHANNEL, LIST, {}, timeout=20)
+    return {row["id"]: row for row in reply.body["missions"]}
+
+
+async def until(client: Agent, ids: list[str], states: set[str], within: float = 400) -> dict:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        rows = await table(client)
+        if all(rows.get(i, {}).get("state") in states for i in ids):
+            return rows
+        await asyncio.sleep(1.0)
+    raise AssertionError(f"missions {ids} not {states} in {within} s: {await table(client)}")
+
+
+async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mosquitto) -> None:
+    team = subprocess.Popen(
+        teamtree_cmd("run", str(REPO / "configs" / "tea_party_queue.toml"), "--broker", mosquitto.url),
+        stdout=(tmp_path / "team.log").open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+    )  # fmt: skip
+    client = Agent("test-client", team=TEAM, endpoint=mosquitto.endpoint,
+                   runtime=RuntimeSettings(request_timeout_s=20))  # fmt: skip
+    started = asyncio.Event()
+
+    async def tap(env, topic) -> None:
+        if env.kind == "behaviour.started":
+            started.set()
+
+    client.on_any(tap)
+    try:
+        async with client:
+            await client.wait_connected(20)
+            deadline = time.monotonic() + 180  # services start slowly on a loaded machine
+            while not client.team_view.online("mission_queue") and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            trees = ["THEN(cup, sugar)", "tea_pot", "AND(sandwich, burger)"]
+            ids = []
+            for n, tree in enumerate(trees):
+                out = await asyncio.to_thread(
+                    submit, tmp_path, mosquitto.url, f"m{n}", tree_mission(tree)
+                )
+                assert out.returncode == 0, (
+                    out.stdout + out.stderr + (tmp_path / "team.log").read_text()[-3000:]
+                )
+                ids.append(out.stdout.strip().splitlines()[-1])
+            before = await table(client)
+            bad = await asyncio.to_thread(
+                submit, tmp_path, mosquitto.url, "bad", tree_mission("THEN(cup, spoon)")
+            )
+            assert bad.returncode == 2 and "[mission.tree]" in bad.stderr and "spoon" in bad.stderr
+            assert set(await table(client)) == set(before), "a rejected mission changed the table"
+
+            rows = await until(client, ids, {"done"})
+            assert [rows[i]["state"] for i in ids] == ["done"] * 3, rows
+
+            out = await asyncio.to_thread(
+                submit,
+                tmp_path,
+                mosquitto.url,
+                "long",
+                tree_mission("THEN(orange, apple, cup, sugar)"),
+            )
+            long_id = out.stdout.strip().splitlines()[-1]
+            await until(client, [long_id], {"running"}, within=60)
+            started.clear()
+            await asyncio.wait_for(started.wait(), 120)  # a behaviour of it is under way
+            reply = await client.request(CHANNEL, CANCEL, {"id": long_id}, timeout=20)
+            cancelled_ms = reply.ts
+            assert reply.body["state"] == "cancelling"
+            rows = await until(client, [long_id], {"cancelled"}, within=60)
+            assert rows[long_id]["ended_ms"] is not None
+            await asyncio.sleep(3.0)
+    finally:
+        team.send_signal(signal.SIGINT)
+        team.wait(60)
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / "tea_party_queue.jsonl").read_text().splitlines()
+    ]
+    transitions = [r for r in records if r["kind"] == "node.transition"]
+    for mission in ids:
+        done = Counter(
+            r["body"]["node"] for r in transitions
+            if r["body"].get("mission") == mission and r["body"]["status"] == "done"
+        )  # fmt: skip
+        assert done and max(done.values()) == 1, f"{mission}: a node done twice: {done}"
+    started_late = [
+        r for r in transitions
+        if r["body"].get("mission") == long_id and r["body"]["status"] == "working"
+        and r["ts"] > cancelled_ms
+    ]  # fmt: skip
+    assert started_late == [], (
+        f"behaviours of the cancelled mission ran after cancel: {started_late}"
+    )
+    cancels = [  # the driver reports the behaviour it was running as cancelled
+        r for r in records
+        if r["kind"].startswith("behaviour.") and r["ts"] >= cancelled_ms
+        and "cancel" in json.dumps(r["body"])
+    ]  # fmt: skip
+    assert cancels, "the driver did not cancel the behaviour in progress"
