@@ -345,3 +345,11 @@ def test_summary_is_ok_only_when_every_possible_job_is_done(tmp_path, statuses, 
     assert source._summarise(1.0) is ok
     doc = (tmp_path / "summary.json").read_text()
     assert '"impossible"' in doc
+
+
+def test_every_factory_team_default_is_a_known_mission_key() -> None:
+    """The [mission] key check (runtime) knows every key the factory robots read."""
+    from teamtree.agents.capability.robot import TEAM_DEFAULTS
+    from teamtree.agents.runtime.config import MISSION_KEYS
+
+    assert set(TEAM_DEFAULTS) <= MISSION_KEYS["factory"]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teamtree.agents.capability.factory import job_result
+from teamtree.agents.capability.job_source import job_result
 from teamtree.agents.runtime.config import parse_config
 from teamtree.agents.runtime.mission import (
     belongs,

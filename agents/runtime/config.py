@@ -175,6 +175,8 @@ MISSION_KEYS: dict[str, frozenset[str]] = {
             "comm_range",
             "ttl",
             "window_s",
+            "close_early",
+            "retry_s",
             "hold_s",
             "status_s",
             "silence_s",
