@@ -28,8 +28,9 @@ from teamtree.agents.credentials import agent_credentials
 from teamtree.agents.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.log_setup import configure_logging
+from teamtree.agents.observers.mission import read_snapshots
 from teamtree.agents.peer_wire import working_leaves
-from teamtree.agents.robot import mission_tree, read_snapshots
+from teamtree.agents.robot import mission_tree
 from teamtree.agents.timeline import draw_timeline, load_records
 from teamtree.broker import ConfigError, TeamtreeError
 from teamtree.broker.endpoint import parse_endpoint
@@ -126,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     tree.add_argument("--broker", type=_broker_url, help="read live states from this broker")
     tree.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
     tree.add_argument("--wait", type=_positive, default=1.0, help="seconds to collect snapshots")
+    tree.add_argument(
+        "--user", type=_agent_id, default="monitor",
+        help="with --broker: the observer user whose credentials to use (from "
+        "TEAMTREE_PASSWORD_<USER>, TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; "
+        "default: monitor); tree reads as an observer and never joins the team",
+    )  # fmt: skip
     logging_flags(tree, "auto")
 
     timeline = sub.add_parser(
@@ -205,8 +212,13 @@ async def _tree(args: argparse.Namespace) -> int:
         statuses = TaskController(tree, "viewer").statuses()
         print(render_unicode(tree, statuses))
         return 0
+    tls = TlsSettings.from_env()
     snapshots = await read_snapshots(
-        parse_endpoint(args.broker), args.team or config.team, args.wait
+        parse_endpoint(args.broker),
+        args.team or config.team,
+        args.wait,
+        tls_context=client_context(tls) if tls else None,
+        **agent_credentials(args.user),
     )
     done = {n for snap in snapshots.values() for n in snap.get("done", [])}
     working = {}

@@ -34,6 +34,7 @@ from teamtree.agents.config import load_config
 from teamtree.agents.credentials import agent_credentials
 from teamtree.agents.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.agents.monitor import TeamObserver, render_text
+from teamtree.agents.observers.mission import MissionProgress
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
 from teamtree.broker.acl import team_users, write_broker_files
 from teamtree.broker.connection import Incoming
@@ -46,6 +47,7 @@ from teamtree.broker.topics import Topic
 __all__ = ["check_team_live", "register"]
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
+_SETTLE_S = 2.0  # record --until-done: seconds kept recording after the last leaf
 
 
 def _logging_flags(p: argparse.ArgumentParser) -> None:
@@ -104,6 +106,12 @@ def register(subparsers: Any) -> dict[str, Handler]:
     _observer_flags(rec, team_required=True)
     rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
+    rec.add_argument(
+        "--until-done", action="store_true",
+        help="stop when every leaf of the mission is done, as live messages (not retained "
+        "ones) report it, and exit 0; exit 1 if --duration passes first (compose's "
+        "mission outcome: `up --exit-code-from recorder`)",
+    )  # fmt: skip
     _logging_flags(rec)
 
     att = subparsers.add_parser(
@@ -223,10 +231,15 @@ async def run_record(args: argparse.Namespace) -> int:
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
+    progress = MissionProgress()
+    finished = asyncio.Event()
     with path.open("w") as out:
 
         def write(env: Envelope, topic: Topic, message: Incoming) -> None:
             nonlocal count
+            progress.feed(env, retained=message.retain)
+            if args.until_done and progress.complete:
+                finished.set()
             record = {
                 "topic": str(topic),
                 "kind": env.kind,
@@ -245,13 +258,27 @@ async def run_record(args: argparse.Namespace) -> int:
                 await observer.wait_connected()
                 print(f"recording team {args.team} at {args.broker} to {path}", flush=True)
                 stop = _stop_event()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), args.duration)
+                ends = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(finished.wait())]
+                await asyncio.wait(ends, timeout=args.duration, return_when="FIRST_COMPLETED")
+                for end in ends:
+                    end.cancel()
+                if finished.is_set():
+                    await asyncio.sleep(_SETTLE_S)  # the members' last words
         except ConnectError as exc:
             print(f"teamtree record: {exc}", file=sys.stderr, flush=True)
             return 1
     print(f"recorded {count} messages to {path}", flush=True)
-    return 0
+    if not args.until_done:
+        return 0
+    if finished.is_set():
+        done_by = ", ".join(
+            f"{progress.labels[n]} by {a}" for n, a in progress.done.items() if n in progress.labels
+        )
+        print(f"mission done: {len(progress.leaves)} leaves ({done_by})", flush=True)
+        return 0
+    missing = ", ".join(progress.missing()) or "the mission tree was never seen"
+    print(f"teamtree record: the mission did not finish; not done: {missing}", flush=True)
+    return 1
 
 
 async def check_team_live(

@@ -41,13 +41,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from teamtree.agents.agent import Agent
 from teamtree.agents.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.peer_member import PeerRuleMember
 from teamtree.agents.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.agents.team_view import Presence
-from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
-from teamtree.broker.endpoint import Endpoint
+from teamtree.broker import ConfigError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.hardware.profiles import arm_model, can_place
@@ -720,27 +718,3 @@ class RobotAgent(PeerRuleMember):
         self.log.info(
             "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
         )
-
-
-async def read_snapshots(
-    endpoint: Endpoint, team: str, wait_s: float = 1.0
-) -> dict[str, dict[str, Any]]:
-    """Connect as a viewer, collect the robots' retained snapshots for `wait_s` seconds.
-    Raises ConnectError when the broker cannot be reached."""
-    snapshots: dict[str, dict[str, Any]] = {}
-    viewer = Agent(f"viewer-{uuid.uuid4().hex[:6]}", team=team, endpoint=endpoint)
-
-    async def on_snapshot(env: Envelope, topic: Topic) -> None:
-        if isinstance(env.body, dict) and env.body.get("agent") == env.sender:
-            snapshots[env.sender] = env.body
-
-    viewer.on_agents(SNAPSHOT, on_snapshot, kind="node.snapshot")
-    async with viewer:
-        try:
-            await viewer.wait_connected(5.0)
-        except TimeoutError:
-            raise ConnectError(
-                f"cannot reach the broker at {endpoint.url}", endpoint=endpoint.url
-            ) from None
-        await asyncio.sleep(wait_s)
-    return snapshots

@@ -19,6 +19,8 @@ import pytest
 
 from teamtree.broker import find_mosquitto, free_port, wait_for_port
 from tests.conftest import REPO
+from teamtree.agents.timeline import load_records
+from tests.mission_record import assert_each_leaf_done_once
 from tests.ops_support import agent_cmd, ops_cmd
 
 yaml = pytest.importorskip("yaml")
@@ -73,11 +75,28 @@ def test_compose_structure() -> None:
 
     # the broker: generated config, explicit listeners, websockets, persistence
     broker = services["mosquitto"]
-    assert broker["image"].startswith("eclipse-mosquitto:2")
+    assert interpolate(broker["image"], {}).startswith("eclipse-mosquitto:2")
+    assert interpolate(broker["image"], {"MOSQUITTO_IMAGE": "m:1"}) == "m:1"
+    image = services["world"]["image"]
+    assert interpolate(image, {}) == "teamtree:latest"
+    assert interpolate(image, {"TEAMTREE_IMAGE": "t:1"}) == "t:1"
+    base = services["world"]["build"]["args"]["BASE_IMAGE"]
+    assert interpolate(base, {}) == "python:3.11-slim"
+    assert "ARG BASE_IMAGE=python:3.11-slim" in (REPO / "Dockerfile").read_text()
     assert broker["command"][-1] == "/mosquitto/config/mosquitto.conf"
     assert broker["depends_on"]["broker-config"]["condition"] == "service_completed_successfully"
     assert {v.split(":")[1] for v in broker["volumes"]} >= {"/mosquitto/config", "/mosquitto/data"}
     assert {p.rsplit(":", 1)[1] for p in broker["ports"]} == {"1883", "9001"}
+    moved = {"MQTT_PORT": "11883", "MQTT_WS_PORT": "19001", "MQTT_HOST_IP": "127.0.0.1"}
+    assert {interpolate(p, moved) for p in broker["ports"]} == {
+        "127.0.0.1:11883:1883",
+        "127.0.0.1:19001:9001",
+    }
+    # the world is reachable from the drivers' containers: every interface, a fixed
+    # port, and the compose service name in its factsheet
+    world = next(a for a in config["agents"] if a["id"] == "world")
+    assert world["zmq_host"] == "0.0.0.0" and world["zmq_port"] == 5555
+    assert world["zmq_advertise"] in services
     gen = [interpolate(a, {}) for a in services["broker-config"]["command"]]
     assert gen[:2] == ["teamtree", "acl"] and "--conf" in gen
     assert gen[gen.index("--websockets-port") + 1] == "9001"
@@ -104,13 +123,27 @@ def test_compose_structure() -> None:
     assert services["pr2-driver"]["depends_on"]["world"]["condition"] == "service_healthy"
     monitor = [interpolate(a, {}) for a in services["monitor"]["command"]]
     assert monitor[:2] == ["teamtree", "monitor"] and "--team" in monitor
+    # attachable (`docker compose attach monitor`), but not clearing `up`'s output
+    assert services["monitor"]["tty"] and services["monitor"]["stdin_open"]
+    assert services["monitor"]["attach"] is False
+    # the recorder ends the mission with its outcome (`up --exit-code-from recorder`)
+    recorder = services["recorder"]
+    rec = [interpolate(a, {}) for a in recorder["command"]]
+    assert rec[:2] == ["teamtree", "record"] and "--until-done" in rec
+    assert rec[rec.index("-o") + 1].startswith("/app/runs/")
+    assert recorder["restart"] == "no" and "runs:/app/runs" in recorder["volumes"]
+    for member in MEMBERS:  # the recorder hears each member's mission from its start
+        assert services[member]["depends_on"]["recorder"]["condition"] == "service_started"
+    # observers are no team members: no config entry, no broker user of their own
+    assert not {"monitor", "recorder"} & set(kinds)
     assert "healthcheck" in broker and "healthcheck" in services["monitor"]
-    assert set(compose["volumes"]) == {"broker-config", "broker-data"}
+    assert set(compose["volumes"]) == {"broker-config", "broker-data", "runs"}
     for name, service in services.items():  # every dependency exists
         for dep in service.get("depends_on") or {}:
             assert dep in services, f"{name} depends on unknown {dep}"
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert "pip install ." in dockerfile and "COPY configs/" in dockerfile
+    assert "pip install --no-deps ." in dockerfile and "COPY configs/" in dockerfile
+    assert "/run/teamtree" in dockerfile  # the broker-config volume starts out writable
 
 
 # -- running the services' commands locally ----------------------------------------
@@ -151,9 +184,13 @@ class LocalCompose:
         """The image's /app: the compose config with the world's ZeroMQ on loopback."""
         (self.workdir / "configs").mkdir()
         text = (REPO / "configs" / "compose_tea_party.toml").read_text()
-        text = text.replace('zmq_host = "0.0.0.0"', 'zmq_host = "127.0.0.1"')
-        text = text.replace('zmq_advertise = "world"', 'zmq_advertise = "127.0.0.1"')
-        text = text.replace("zmq_port = 5555", f"zmq_port = {free_port()}")
+        for old, new in [
+            ('zmq_host = "0.0.0.0"', 'zmq_host = "127.0.0.1"'),
+            ('zmq_advertise = "world"', 'zmq_advertise = "127.0.0.1"'),
+            ("zmq_port = 5555", f"zmq_port = {free_port()}"),
+        ]:
+            assert old in text, f"the compose config no longer says {old}"
+            text = text.replace(old, new)
         (self.workdir / "configs" / "compose_tea_party.toml").write_text(text)
 
     def _map(self, value: str, mounts: dict[str, Path]) -> str:
@@ -281,6 +318,14 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
                 if robot.name != "human":
                     assert "mission.done" in local.log(robot.name)
             assert local.services["world"].healthy.is_set()
+            # the recorder saw the mission end, exited 0, and its file shows each leaf once
+            recorder = local.services["recorder"]
+            while recorder.process is None or recorder.process.poll() is None:
+                await asyncio.sleep(0.2)
+            assert recorder.process.returncode == 0, local.log("recorder")
+            assert "mission done: 4 leaves" in local.log("recorder")
+            records = load_records(local.volumes["runs"] / "mission.jsonl")
+            assert_each_leaf_done_once(records)
             # a snapshot of the finished team through the monitor's own command
             monitor = local.services["monitor"]
             once = subprocess.run(

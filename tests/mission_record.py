@@ -1,0 +1,50 @@
+"""Checks on a recorder's file (``teamtree record``): what the compose tests read from
+the ``runs`` volume to tell that a mission really ran, and ran once."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from teamtree.agents.mission_labels import tree_labels
+
+
+def leaves_of(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Leaf id -> label from the last ``mission.tree`` in the record."""
+    trees = [r for r in records if r["kind"] == "mission.tree" and isinstance(r["body"], dict)]
+    assert trees, "the record holds no mission.tree"
+    labels, leaves = tree_labels(trees[-1]["body"].get("tree"))
+    return {leaf: labels[leaf] for leaf in leaves}
+
+
+def done_by(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Leaf id -> the agents whose node.transition said it was done (in order)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        body = r["body"] if isinstance(r["body"], dict) else {}
+        if r["kind"] == "node.transition" and body.get("status") == "done":
+            out[str(body.get("node"))].append(str(body.get("agent") or r["sender"]))
+    return dict(out)
+
+
+def executions(records: list[dict[str, Any]]) -> Counter[tuple[str, str]]:
+    """(agent, leaf) -> how many times that agent started working on that leaf."""
+    return Counter(
+        (str(r["body"].get("agent") or r["sender"]), str(r["body"].get("node")))
+        for r in records
+        if r["kind"] == "node.transition"
+        and isinstance(r["body"], dict)
+        and r["body"].get("status") == "working"
+    )
+
+
+def assert_each_leaf_done_once(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Every leaf of the mission is reported done, by one agent, and no leaf is done by
+    two (no behaviour ran on two bodies). Returns leaf label -> the agent that did it."""
+    leaves = leaves_of(records)
+    done = done_by(records)
+    missing = [label for leaf, label in leaves.items() if leaf not in done]
+    assert not missing, f"not done in the record: {missing}"
+    twice = {leaves[leaf]: agents for leaf, agents in done.items() if len(set(agents)) > 1}
+    assert not twice, f"leaves done by more than one agent: {twice}"
+    return {leaves[leaf]: agents[0] for leaf, agents in done.items() if leaf in leaves}
