@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from teamtree.agents.timeline import load_records
 from teamtree.broker import find_mosquitto, free_port, wait_for_port
 from tests.conftest import REPO
-from teamtree.agents.timeline import load_records
 from tests.mission_record import assert_each_leaf_done_once
 from tests.ops_support import agent_cmd, ops_cmd
 
