@@ -98,6 +98,16 @@ def podman_problem() -> str | None:
     return None
 
 
+def run_problem(image: str) -> str | None:
+    """Why podman cannot start a container of `image` here, or None when it can."""
+    proc = subprocess.run(
+        ["podman", "run", "--rm", image, "true"], capture_output=True, text=True, timeout=120
+    )
+    if proc.returncode != 0:
+        return f"podman run failed ({proc.returncode}): {proc.stderr.strip()[-400:]}"
+    return None
+
+
 def _exists(ref: str) -> bool:
     return subprocess.run(["podman", "image", "exists", ref]).returncode == 0
 
