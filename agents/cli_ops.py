@@ -248,6 +248,7 @@ async def run_record(args: argparse.Namespace) -> int:
                 "hlc": list(env.hlc),
                 "body": env.body,
                 "recorded_ms": time.time_ns() // 1_000_000,
+                "retained": bool(message.retain),  # left at the broker earlier
             }
             out.write(json.dumps(record, default=_jsonable) + "\n")
             out.flush()

@@ -17,13 +17,24 @@ def leaves_of(records: list[dict[str, Any]]) -> dict[str, str]:
     return {leaf: labels[leaf] for leaf in leaves}
 
 
+NO_ROBOT = "(no robot)"
+
+
 def done_by(records: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Leaf id -> the agents whose node.transition said it was done (in order)."""
+    """Leaf id -> the robots whose node.transition said it was done (in order), or
+    ``[NO_ROBOT]`` for a leaf that only live snapshots list as done: the human's (a
+    person publishes no task state; the robots infer it from the hand, seed 000 §2.3).
+    Retained snapshots (an earlier mission's) do not count."""
     out: dict[str, list[str]] = defaultdict(list)
+    seen_done: set[str] = set()
     for r in records:
         body = r["body"] if isinstance(r["body"], dict) else {}
         if r["kind"] == "node.transition" and body.get("status") == "done":
             out[str(body.get("node"))].append(str(body.get("agent") or r["sender"]))
+        elif r["kind"] == "node.snapshot" and not r.get("retained", False):
+            seen_done.update(str(n) for n in body.get("done") or [])
+    for node in seen_done - set(out):
+        out[node].append(NO_ROBOT)
     return dict(out)
 
 

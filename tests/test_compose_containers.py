@@ -29,7 +29,13 @@ from tests.container_images import (
     progress,
     run_problem,
 )
-from tests.mission_record import assert_each_leaf_done_once, done_by, executions, leaves_of
+from tests.mission_record import (
+    NO_ROBOT,
+    assert_each_leaf_done_once,
+    done_by,
+    executions,
+    leaves_of,
+)
 from tests.ops_support import ops_cmd
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
@@ -190,7 +196,7 @@ def test_down_and_up_again_runs_a_fresh_mission(first_run: Any) -> None:
     # retained snapshots of the first
     redone = set(working(records))
     leaves = set(leaves_of(records))
-    human = {n for n, agents in done_by(records).items() if agents == ["human"]}
+    human = {n for n, agents in done_by(records).items() if agents == [NO_ROBOT]}
     assert leaves - human <= redone, f"not executed again: {leaves - human - redone}"
 
 
@@ -215,10 +221,10 @@ def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
         records = finish(stack)
         assert_each_leaf_done_once(records)
         after = done_by(records)[node]
-        assert after == [after[0]] and after[0] != "baxter", after
-        takers = [a for a, n in executions(records) if n == node and a != "baxter"]
-        assert takers, "nobody took the Baxter's node over"
-        assert all(executions(records)[(a, node)] == 1 for a in takers)
+        assert len(after) == 1 and after[0] != "baxter", after
+        if after[0] != NO_ROBOT:  # a robot took it over (the human may have, too)
+            assert executions(records)[(after[0], node)] == 1, executions(records)
+        progress(f"{stack.project}: the Baxter's {node} was finished by {after[0]}")
     finally:
         stack.down(volumes=True)
 
