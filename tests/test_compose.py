@@ -340,6 +340,29 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
             assert snap["agents"]["pr2"]["presence"] == "OFFLINE"  # left gracefully, done
             assert snap["broker"].get("version", "").startswith("mosquitto")
             assert "pr2" in local.log("monitor")  # the live view showed the team
+            # operator tools against this access-controlled broker, with the volume's
+            # credentials: `tree --broker` reads as the monitor user and joins nothing,
+            # `human` logs in as its id
+            url = f"mqtt://127.0.0.1:{local.ports['1883']}"
+            tree = subprocess.run(
+                ops_cmd("tree", "configs/compose_tea_party.toml", "--broker", url, "--wait", "1.5"),
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert tree.returncode == 0, tree.stderr
+            assert "2 robot snapshot(s) read" in tree.stdout, tree.stdout
+            human = subprocess.run(
+                ops_cmd("human", "--id", "human", "--team", "tea-party", "--broker", url,
+                        "--no-world", "--stay"),
+                input="status\nquit\n", env=monitor.env, capture_output=True, text=True,
+                timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert human.returncode == 0 and "ready human" in human.stdout, human.stdout
+            again = subprocess.run(
+                [*monitor.argv, "--once", "--json", "--wait", "1.5"],
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            seen = set(json.loads(again.stdout)["agents"])
+            assert not {a for a in seen if a.startswith("viewer")}, seen
             anon = subprocess.run(
                 ["mosquitto_sub", "-p", local.ports["1883"], "-t", "#", "-C", "1", "-W", "2"],
                 capture_output=True, text=True, timeout=10,
