@@ -18,9 +18,10 @@ RUN apt-get update \
 WORKDIR /app
 # the dependencies first, from pyproject.toml alone: a code change rebuilds only the
 # layers below (`pip install --no-deps .`), not the downloads
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
 RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
+COPY README.md ./
 COPY agents/ agents/
 COPY broker/ broker/
 COPY planners/ planners/
