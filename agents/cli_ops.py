@@ -95,6 +95,11 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "--require", type=_ident, action="append", metavar="ID",
         help="with --once: exit 1 unless agent ID is ONLINE (repeatable; for healthchecks)",
     )  # fmt: skip
+    mon.add_argument(
+        "--require-fact", action="append", metavar="ID:KEY", type=_fact,
+        help="with --once: exit 1 unless agent ID's factsheet has a non-empty KEY, e.g. "
+        "pr2-driver:world (a driver that reached its world; repeatable)",
+    )  # fmt: skip
     _logging_flags(mon)
 
     rec = subparsers.add_parser(
@@ -169,6 +174,13 @@ def register(subparsers: Any) -> dict[str, Handler]:
     return {"monitor": run_monitor, "record": run_record, "attach": run_attach, "acl": run_acl}
 
 
+def _fact(value: str) -> tuple[str, str]:
+    agent, _, key = value.partition(":")
+    if not agent or not key:
+        raise argparse.ArgumentTypeError(f"{value!r} is not ID:KEY, e.g. pr2-driver:world")
+    return _ident(agent), key
+
+
 def _tls() -> Any:
     settings = TlsSettings.from_env()
     return client_context(settings) if settings is not None else None
@@ -201,6 +213,14 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 missing = [a for a in args.require or [] if a not in snap["online"]]
                 if missing:
                     print(f"teamtree monitor: not online: {', '.join(missing)}", file=sys.stderr)
+                    return 1
+                lacking = [
+                    f"{agent}:{key}"
+                    for agent, key in args.require_fact or []
+                    if not (m := observer.state.view.get(agent)) or not m.factsheet.get(key)
+                ]
+                if lacking:
+                    print(f"teamtree monitor: no such fact: {', '.join(lacking)}", file=sys.stderr)
                     return 1
                 return 0
             stop = _stop_event()

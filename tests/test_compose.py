@@ -120,6 +120,9 @@ def test_compose_structure() -> None:
         assert service["restart"] == ("on-failure" if members else "unless-stopped"), name
         assert service["depends_on"], f"{name} starts before its broker"
     assert services["pr2"]["depends_on"]["pr2-driver"]["condition"] == "service_healthy"
+    for driver in ("pr2-driver", "baxter-driver"):  # healthy once it reached the world
+        health = services[driver]["healthcheck"]["test"]
+        assert health[health.index("--require-fact") + 1] == f"{driver}:world"
     assert services["pr2-driver"]["depends_on"]["world"]["condition"] == "service_healthy"
     monitor = [interpolate(a, {}) for a in services["monitor"]["command"]]
     assert monitor[:2] == ["teamtree", "monitor"] and "--team" in monitor
@@ -363,6 +366,12 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
             )  # fmt: skip
             seen = set(json.loads(again.stdout)["agents"])
             assert not {a for a in seen if a.startswith("viewer")}, seen
+            # the drivers' healthcheck tells a driver that never reached its world
+            lacking = subprocess.run(
+                [*monitor.argv, "--once", "--wait", "1", "--require-fact", "pr2-driver:nope"],
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert lacking.returncode == 1 and "pr2-driver:nope" in lacking.stderr
             anon = subprocess.run(
                 ["mosquitto_sub", "-p", local.ports["1883"], "-t", "#", "-C", "1", "-W", "2"],
                 capture_output=True, text=True, timeout=10,
