@@ -77,8 +77,10 @@ class Images:
 
 
 def progress(message: str) -> None:
-    """Build steps take minutes when cold: say what is happening (pytest -s shows it)."""
-    print(f"[containers {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    """Build steps take minutes when cold: say what is happening, past pytest's capture
+    (the real stderr), so a CI log shows where the time goes."""
+    stream = sys.__stderr__ or sys.stderr
+    print(f"[containers {time.strftime('%H:%M:%S')}] {message}", file=stream, flush=True)
 
 
 def podman_problem() -> str | None:

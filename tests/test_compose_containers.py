@@ -4,7 +4,7 @@ container, takes a third robot attached by ``compose run``, keeps anonymous and
 forging clients out, and a second ``up`` runs a fresh mission.
 
 Images are built without a registry (tests/container_images.py) and cached between
-runs; a cold build takes minutes (progress goes to stderr: ``pytest -s``). Skipped,
+runs; a cold build takes minutes (progress goes to the real stderr). Skipped,
 with the reason, when podman cannot run containers here.
 """
 
