@@ -35,7 +35,14 @@ def podman_compose() -> list[str]:
 class Stack:
     """A compose project: ``compose.yaml`` with the test images and free host ports."""
 
-    def __init__(self, images: Images, *, image: str | None = None, config: str | None = None):
+    def __init__(
+        self,
+        images: Images,
+        *,
+        image: str | None = None,
+        config: str | None = None,
+        mission_timeout_s: int = 300,
+    ):
         self.project = f"ttc{uuid.uuid4().hex[:6]}"
         self.mqtt_port = free_port()
         self.env = dict(
@@ -45,7 +52,7 @@ class Stack:
             MQTT_PORT=str(self.mqtt_port),
             MQTT_WS_PORT=str(free_port()),
             MQTT_HOST_IP="127.0.0.1",
-            TEAMTREE_MISSION_TIMEOUT="300",
+            TEAMTREE_MISSION_TIMEOUT=str(mission_timeout_s),
         )
         if config:
             self.env["TEAMTREE_CONFIG"] = config

@@ -59,3 +59,27 @@ def assert_each_leaf_done_once(records: list[dict[str, Any]]) -> dict[str, str]:
     twice = {leaves[leaf]: agents for leaf, agents in done.items() if len(set(agents)) > 1}
     assert not twice, f"leaves done by more than one agent: {twice}"
     return {leaves[leaf]: agents[0] for leaf, agents in done.items() if leaf in leaves}
+
+
+def placed_but_not_counted(records: list[dict[str, Any]]) -> list[str]:
+    """Labels of PLACE leaves whose object the world shows at its goal while nobody
+    counted the leaf done: the mission is physically over but the robots' trees are
+    not (what a robot's theory of mind can miss, seed 000 §2.3)."""
+    trees = [r for r in records if r["kind"] == "mission.tree" and isinstance(r["body"], dict)]
+    states = [r for r in records if r["kind"] == "world.state" and isinstance(r["body"], dict)]
+    if not trees or not states:
+        return []
+    objects = states[-1]["body"].get("objects") or {}
+    done = done_by(records)
+    out = []
+    stack = [trees[-1]["body"].get("tree")]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        stack.extend(node.get("children") or [])
+        obj = (node.get("params") or {}).get("object")
+        at_goal = (objects.get(obj) or {}).get("at_goal")
+        if node.get("behavior") == "PLACE" and node.get("id") not in done and at_goal:
+            out.append(f"PLACE({obj})")
+    return sorted(out)
