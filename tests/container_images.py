@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,11 +77,18 @@ class Images:
     teamtree: str
 
 
+#: where progress lines go; the container tests point it at pytest's terminal reporter
+#: so a CI log shows where the minutes go even with output captured
+REPORT: Callable[[str], None] | None = None
+
+
 def progress(message: str) -> None:
-    """Build steps take minutes when cold: say what is happening, past pytest's capture
-    (the real stderr), so a CI log shows where the time goes."""
-    stream = sys.__stderr__ or sys.stderr
-    print(f"[containers {time.strftime('%H:%M:%S')}] {message}", file=stream, flush=True)
+    """Build steps take minutes when cold: say what is happening."""
+    line = f"[containers {time.strftime('%H:%M:%S')}] {message}"
+    if REPORT is not None:
+        REPORT(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def podman_problem() -> str | None:

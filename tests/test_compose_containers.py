@@ -4,7 +4,7 @@ container, takes a third robot attached by ``compose run``, keeps anonymous and
 forging clients out, and a second ``up`` runs a fresh mission.
 
 Images are built without a registry (tests/container_images.py) and cached between
-runs; a cold build takes minutes (progress goes to the real stderr). Skipped,
+runs; a cold build takes minutes (progress lines go to pytest's terminal). Skipped,
 with the reason, when podman cannot run containers here.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests import container_images
 from tests.compose_stack import TEAM, Stack
 from tests.conftest import REPO
 from tests.container_images import (
@@ -46,7 +47,10 @@ KILL_MISSION_S = 150  # a lost robot's work is taken over within seconds
 
 
 @pytest.fixture(scope="module")
-def images() -> Images:
+def images(pytestconfig: pytest.Config) -> Images:
+    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None:  # progress lines in the log, past output capture
+        container_images.REPORT = lambda line: reporter.write_line(line)
     problem = podman_problem()
     if problem:
         pytest.skip(f"podman cannot run containers here: {problem}")
