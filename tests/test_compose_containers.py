@@ -43,7 +43,7 @@ from tests.ops_support import ops_cmd
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
 
 MISSION_S = 300  # the recorder's own limit is TEAMTREE_MISSION_TIMEOUT=300
-KILL_MISSION_S = 150  # a lost robot's work is taken over within seconds
+KILL_MISSION_S = 240  # the robots may start late on a loaded machine; takeover is quick
 
 
 @pytest.fixture(scope="module")
@@ -226,9 +226,10 @@ def test_down_and_up_again_runs_a_fresh_mission(first_run: Any) -> None:
 
 
 def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
-    images: Images,
+    images: Images, tmp_path: Path
 ) -> None:
-    stack = Stack(images, mission_timeout_s=KILL_MISSION_S)
+    image, config = variant_image(images, tmp_path, "compose_tea_party_both", BOTH_ROBOTS)
+    stack = Stack(images, image=image, config=config, mission_timeout_s=KILL_MISSION_S)
     try:
         stack.up()
         records = stack.wait_record(
@@ -277,39 +278,56 @@ robot = "robot3"
 """
 
 
-def three_robot_image(images: Images, workdir: Path) -> str:
-    """The teamtree image plus a config naming a third robot (a PR2 at the table's -x
-    end, in the world and the ACL) that compose does not start: it joins only by
-    `compose run ... attach`. The first two wait for it (up to 4 min) before they start
-    the mission, and every leaf is in one AND, so the third has work to take: with the
-    human taking two of the four leaves, a robot attached after the start often found
-    none left (seen once in three runs)."""
+def variant_image(
+    images: Images, workdir: Path, name: str, replacements: list[tuple[str, str]], extra: str = ""
+) -> tuple[str, str]:
+    """The teamtree image plus a variant of the compose config (`name`, the shipped
+    one with `replacements` and `extra` appended), as a user would add their own team
+    config; returns (image, config path inside it)."""
     text = (REPO / "configs" / "compose_tea_party.toml").read_text()
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    (workdir / f"{name}.toml").write_text(text + extra)
+    (workdir / "Containerfile").write_text(
+        f"FROM {images.teamtree}\nCOPY {name}.toml /app/configs/\n"
+    )
+    ref = f"localhost/teamtree:test-{name.replace('_', '-')}"
+    subprocess.run(["podman", "build", "-q", "-t", ref, str(workdir)], check=True,
+                   capture_output=True)  # fmt: skip
+    return ref, f"configs/{name}.toml"
+
+
+#: podman before 4.6 ignores `service_healthy`, so on a loaded machine one robot can
+#: start well after the other, past its 10 s wait for the config's other robots, and
+#: do every leaf alone (seen once, load average 25 on 2 cores). Tests that need both
+#: robots in the mission let them wait for each other (up to 4 min).
+BOTH_ROBOTS = [
+    ("seed = 1\n", "seed = 1\nstart_timeout_s = 240.0\n"),
+    ("seed = 2\n", "seed = 2\nstart_timeout_s = 240.0\n"),
+]
+
+
+def three_robot_image(images: Images, workdir: Path) -> tuple[str, str]:
+    """A config naming a third robot (a PR2 at the table's -x end, in the world and
+    the ACL) that compose does not start: it joins only by `compose run ... attach`.
+    The first two wait for it before they start the mission, and every leaf is in one
+    AND, so the third has work to take: with the human taking two of the four leaves,
+    a robot attached after the start often found none left (seen once in three runs)."""
     replacements = [
         ('tree = "THEN(AND(burger, cup), AND(tea_pot, sugar))"',
          'tree = "AND(burger, cup, tea_pot, sugar)"'),
-        ("seed = 1\n", "seed = 1\nstart_timeout_s = 240.0\n"),
-        ("seed = 2\n", "seed = 2\nstart_timeout_s = 240.0\n"),
+        *BOTH_ROBOTS,
         ("[agents.robots.baxter]",
          '[agents.robots.robot3]\nprofile = "pr2"\nbase = [-0.65, 0.0, 0.0]\nyaw = 0.0\n\n'
          "[agents.robots.baxter]"),
     ]  # fmt: skip
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    (workdir / "compose_tea_party_3.toml").write_text(text + THIRD)
-    (workdir / "Containerfile").write_text(
-        f"FROM {images.teamtree}\nCOPY compose_tea_party_3.toml /app/configs/\n"
-    )
-    ref = "localhost/teamtree:test-three"
-    subprocess.run(["podman", "build", "-q", "-t", ref, str(workdir)], check=True,
-                   capture_output=True)  # fmt: skip
-    return ref
+    return variant_image(images, workdir, "compose_tea_party_3", replacements, THIRD)
 
 
 def test_a_third_robot_attached_by_compose_run_takes_part(images: Images, tmp_path: Path) -> None:
-    config = "configs/compose_tea_party_3.toml"
-    stack = Stack(images, image=three_robot_image(images, tmp_path), config=config)
+    image, config = three_robot_image(images, tmp_path)
+    stack = Stack(images, image=image, config=config)
     attach = None
     try:
         stack.up()
