@@ -49,8 +49,14 @@ KILL_MISSION_S = 240  # the robots may start late on a loaded machine; takeover 
 @pytest.fixture(scope="module")
 def images(pytestconfig: pytest.Config) -> Images:
     reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
-    if reporter is not None:  # progress lines in the log, past output capture
-        container_images.REPORT = lambda line: reporter.write_line(line)
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    if reporter is not None and capture is not None:  # progress in the log, uncaptured
+
+        def report(line: str) -> None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(line)
+
+        container_images.REPORT = report
     problem = podman_problem()
     if problem:
         pytest.skip(f"podman cannot run containers here: {problem}")
