@@ -39,6 +39,31 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     echo "== chromium or chromedriver missing and this is not root: browser tests will be skipped" >&2
   fi
 fi
+if ! command -v mosquitto_sub >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "== installing mosquitto-clients (apt-get)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto-clients >/dev/null
+fi
+# The container tests (marker `containers`, tests/test_compose_containers.py) run
+# compose.yaml in podman; they build their images from Debian with mmdebstrap and
+# skip, saying why, when podman cannot run containers here.
+if ! command -v podman >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing podman, runc, netavark, mmdebstrap (apt-get) for the container tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc netavark aardvark-dns \
+      iptables mmdebstrap >/dev/null || echo "== could not install podman: container tests will skip" >&2
+  else
+    echo "== podman or mmdebstrap missing and this is not root: container tests will skip" >&2
+  fi
+fi
+# Podman inside a CI container: no systemd cgroups, no rlimits to raise, runc.
+if [ "$(id -u)" = "0" ] && command -v podman >/dev/null 2>&1 && [ ! -e /etc/containers/containers.conf ]; then
+  echo "== writing /etc/containers/containers.conf (cgroupfs, runc, no default ulimits)"
+  mkdir -p /etc/containers
+  printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\nruntime = "runc"\n' \
+    > /etc/containers/containers.conf
+fi
 # The tests start their own brokers on free ports; a packaged service is not needed.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/null 2>&1 || true; fi
 

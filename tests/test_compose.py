@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from teamtree.agents.observers.timeline import load_records
 from teamtree.broker import find_mosquitto, free_port, wait_for_port
 from tests.conftest import REPO
+from tests.mission_record import assert_each_leaf_done_once
 from tests.ops_support import agent_cmd, ops_cmd
 
 yaml = pytest.importorskip("yaml")
@@ -73,11 +75,28 @@ def test_compose_structure() -> None:
 
     # the broker: generated config, explicit listeners, websockets, persistence
     broker = services["mosquitto"]
-    assert broker["image"].startswith("eclipse-mosquitto:2")
+    assert interpolate(broker["image"], {}).startswith("eclipse-mosquitto:2")
+    assert interpolate(broker["image"], {"MOSQUITTO_IMAGE": "m:1"}) == "m:1"
+    image = services["world"]["image"]
+    assert interpolate(image, {}) == "teamtree:latest"
+    assert interpolate(image, {"TEAMTREE_IMAGE": "t:1"}) == "t:1"
+    base = services["world"]["build"]["args"]["BASE_IMAGE"]
+    assert interpolate(base, {}) == "python:3.11-slim"
+    assert "ARG BASE_IMAGE=python:3.11-slim" in (REPO / "Dockerfile").read_text()
     assert broker["command"][-1] == "/mosquitto/config/mosquitto.conf"
     assert broker["depends_on"]["broker-config"]["condition"] == "service_completed_successfully"
     assert {v.split(":")[1] for v in broker["volumes"]} >= {"/mosquitto/config", "/mosquitto/data"}
     assert {p.rsplit(":", 1)[1] for p in broker["ports"]} == {"1883", "9001"}
+    moved = {"MQTT_PORT": "11883", "MQTT_WS_PORT": "19001", "MQTT_HOST_IP": "127.0.0.1"}
+    assert {interpolate(p, moved) for p in broker["ports"]} == {
+        "127.0.0.1:11883:1883",
+        "127.0.0.1:19001:9001",
+    }
+    # the world is reachable from the drivers' containers: every interface, a fixed
+    # port, and the compose service name in its factsheet
+    world = next(a for a in config["agents"] if a["id"] == "world")
+    assert world["zmq_host"] == "0.0.0.0" and world["zmq_port"] == 5555
+    assert world["zmq_advertise"] in services
     gen = [interpolate(a, {}) for a in services["broker-config"]["command"]]
     assert gen[:2] == ["teamtree", "acl"] and "--conf" in gen
     assert gen[gen.index("--websockets-port") + 1] == "9001"
@@ -101,16 +120,33 @@ def test_compose_structure() -> None:
         assert service["restart"] == ("on-failure" if members else "unless-stopped"), name
         assert service["depends_on"], f"{name} starts before its broker"
     assert services["pr2"]["depends_on"]["pr2-driver"]["condition"] == "service_healthy"
+    for driver in ("pr2-driver", "baxter-driver"):  # healthy once it reached the world
+        health = services[driver]["healthcheck"]["test"]
+        assert health[health.index("--require-fact") + 1] == f"{driver}:world"
     assert services["pr2-driver"]["depends_on"]["world"]["condition"] == "service_healthy"
     monitor = [interpolate(a, {}) for a in services["monitor"]["command"]]
     assert monitor[:2] == ["teamtree", "monitor"] and "--team" in monitor
+    # attachable (`docker compose attach monitor`), but not clearing `up`'s output
+    assert services["monitor"]["tty"] and services["monitor"]["stdin_open"]
+    assert services["monitor"]["attach"] is False
+    # the recorder ends the mission with its outcome (`up --exit-code-from recorder`)
+    recorder = services["recorder"]
+    rec = [interpolate(a, {}) for a in recorder["command"]]
+    assert rec[:2] == ["teamtree", "record"] and "--until-done" in rec
+    assert rec[rec.index("-o") + 1].startswith("/app/runs/")
+    assert recorder["restart"] == "no" and "runs:/app/runs" in recorder["volumes"]
+    for member in MEMBERS:  # the recorder hears each member's mission from its start
+        assert services[member]["depends_on"]["recorder"]["condition"] == "service_started"
+    # observers are no team members: no config entry, no broker user of their own
+    assert not {"monitor", "recorder"} & set(kinds)
     assert "healthcheck" in broker and "healthcheck" in services["monitor"]
-    assert set(compose["volumes"]) == {"broker-config", "broker-data"}
+    assert set(compose["volumes"]) == {"broker-config", "broker-data", "runs"}
     for name, service in services.items():  # every dependency exists
         for dep in service.get("depends_on") or {}:
             assert dep in services, f"{name} depends on unknown {dep}"
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert "pip install ." in dockerfile and "COPY configs/" in dockerfile
+    assert "pip install --no-deps ." in dockerfile and "COPY configs/" in dockerfile
+    assert "/run/teamtree" in dockerfile  # the broker-config volume starts out writable
 
 
 # -- running the services' commands locally ----------------------------------------
@@ -151,9 +187,13 @@ class LocalCompose:
         """The image's /app: the compose config with the world's ZeroMQ on loopback."""
         (self.workdir / "configs").mkdir()
         text = (REPO / "configs" / "compose_tea_party.toml").read_text()
-        text = text.replace('zmq_host = "0.0.0.0"', 'zmq_host = "127.0.0.1"')
-        text = text.replace('zmq_advertise = "world"', 'zmq_advertise = "127.0.0.1"')
-        text = text.replace("zmq_port = 5555", f"zmq_port = {free_port()}")
+        for old, new in [
+            ('zmq_host = "0.0.0.0"', 'zmq_host = "127.0.0.1"'),
+            ('zmq_advertise = "world"', 'zmq_advertise = "127.0.0.1"'),
+            ("zmq_port = 5555", f"zmq_port = {free_port()}"),
+        ]:
+            assert old in text, f"the compose config no longer says {old}"
+            text = text.replace(old, new)
         (self.workdir / "configs" / "compose_tea_party.toml").write_text(text)
 
     def _map(self, value: str, mounts: dict[str, Path]) -> str:
@@ -281,6 +321,14 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
                 if robot.name != "human":
                     assert "mission.done" in local.log(robot.name)
             assert local.services["world"].healthy.is_set()
+            # the recorder saw the mission end, exited 0, and its file shows each leaf once
+            recorder = local.services["recorder"]
+            while recorder.process is None or recorder.process.poll() is None:
+                await asyncio.sleep(0.2)
+            assert recorder.process.returncode == 0, local.log("recorder")
+            assert "mission done: 4 leaves" in local.log("recorder")
+            records = load_records(local.volumes["runs"] / "mission.jsonl")
+            assert_each_leaf_done_once(records)
             # a snapshot of the finished team through the monitor's own command
             monitor = local.services["monitor"]
             once = subprocess.run(
@@ -295,6 +343,35 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
             assert snap["agents"]["pr2"]["presence"] == "OFFLINE"  # left gracefully, done
             assert snap["broker"].get("version", "").startswith("mosquitto")
             assert "pr2" in local.log("monitor")  # the live view showed the team
+            # operator tools against this access-controlled broker, with the volume's
+            # credentials: `tree --broker` reads as the monitor user and joins nothing,
+            # `human` logs in as its id
+            url = f"mqtt://127.0.0.1:{local.ports['1883']}"
+            tree = subprocess.run(
+                ops_cmd("tree", "configs/compose_tea_party.toml", "--broker", url, "--wait", "1.5"),
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert tree.returncode == 0, tree.stderr
+            assert "2 robot snapshot(s) read" in tree.stdout, tree.stdout
+            human = subprocess.run(
+                ops_cmd("human", "--id", "human", "--team", "tea-party", "--broker", url,
+                        "--no-world", "--stay"),
+                input="status\nquit\n", env=monitor.env, capture_output=True, text=True,
+                timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert human.returncode == 0 and "ready human" in human.stdout, human.stdout
+            again = subprocess.run(
+                [*monitor.argv, "--once", "--json", "--wait", "1.5"],
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            seen = set(json.loads(again.stdout)["agents"])
+            assert not {a for a in seen if a.startswith("viewer")}, seen
+            # the drivers' healthcheck tells a driver that never reached its world
+            lacking = subprocess.run(
+                [*monitor.argv, "--once", "--wait", "1", "--require-fact", "pr2-driver:nope"],
+                env=monitor.env, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+            )  # fmt: skip
+            assert lacking.returncode == 1 and "pr2-driver:nope" in lacking.stderr
             anon = subprocess.run(
                 ["mosquitto_sub", "-p", local.ports["1883"], "-t", "#", "-C", "1", "-W", "2"],
                 capture_output=True, text=True, timeout=10,

@@ -30,6 +30,7 @@ from teamtree.agents.cli.kinds import register as register_kinds
 from teamtree.agents.cli.ops import register as register_ops
 from teamtree.agents.cli.preflight import check_broker
 from teamtree.agents.cli.study import register as register_study
+from teamtree.agents.observers.mission import read_snapshots
 from teamtree.agents.observers.timeline import draw_timeline, load_records
 from teamtree.agents.observers.web.cli import register as register_web
 from teamtree.agents.runtime.config import load_config, parse_mission
@@ -40,7 +41,7 @@ from teamtree.agents.runtime.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT
 from teamtree.agents.runtime.log_setup import configure_logging
 from teamtree.agents.runtime.mission import MISSION_ENV, mission_of
 from teamtree.agents.tasktree.peer_wire import working_leaves
-from teamtree.agents.tasktree.robot import mission_tree, read_snapshots
+from teamtree.agents.tasktree.robot import mission_tree
 from teamtree.broker import ConfigError, TeamtreeError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.local_broker import BrokerKind, make_local_broker
@@ -162,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the mission to show (default: the running `teamtree run`'s, else the newest)",
     )  # fmt: skip
     tree.add_argument("--wait", type=_positive, default=1.0, help="seconds to collect snapshots")
+    tree.add_argument(
+        "--user", type=_agent_id, default="monitor",
+        help="with --broker: the observer user whose credentials to use (from "
+        "TEAMTREE_PASSWORD_<USER>, TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; "
+        "default: monitor); tree reads as an observer and never joins the team",
+    )  # fmt: skip
     logging_flags(tree, "auto")
 
     timeline = sub.add_parser(
@@ -256,7 +263,14 @@ async def _tree(args: argparse.Namespace) -> int:
         statuses = TaskController(tree, "viewer").statuses()
         print(render_unicode(tree, statuses))
         return 0
-    snapshots = await read_snapshots(parse_endpoint(args.broker), team, args.wait)
+    tls = TlsSettings.from_env()
+    snapshots = await read_snapshots(
+        parse_endpoint(args.broker),
+        team,
+        args.wait,
+        tls_context=client_context(tls) if tls else None,
+        **agent_credentials(args.user),
+    )
     mission = args.mission
     if mission is None and current is not None and current.team == team:
         mission = current.mission or None

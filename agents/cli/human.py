@@ -17,7 +17,9 @@ from typing import Any
 from teamtree.agents.cli.args import DEFAULT_BROKER, team_and_broker
 from teamtree.agents.humans.terminal import TerminalHuman, stdin_reader
 from teamtree.agents.runtime.config import RuntimeSettings
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker import TopicError
+from teamtree.broker.tls import TlsSettings, client_context
 from teamtree.broker.topics import validate_id
 
 __all__ = ["main", "register", "run_human"]
@@ -69,6 +71,7 @@ async def run_human(args: argparse.Namespace) -> int:
         print(resolved, flush=True)
         return 2
     team, endpoint = resolved
+    tls = TlsSettings.from_env()
     agent = TerminalHuman(
         args.id,
         team=team,
@@ -79,12 +82,19 @@ async def run_human(args: argparse.Namespace) -> int:
         world=args.world,
         use_world=not args.no_world,
         exit_when_done=not args.stay,
+        tls_context=client_context(tls) if tls else None,
+        **agent_credentials(args.id),  # as `teamtree agent` does, for protected brokers
     )
     async with agent:
         try:
             await agent.wait_connected(10.0)
         except TimeoutError:
-            print(f"teamtree human: cannot reach the broker at {endpoint.url}", flush=True)
+            print(
+                f"teamtree human: cannot reach the broker at {endpoint.url} (is it running? "
+                f"does it know user {args.id!r}? its password comes from "
+                f"TEAMTREE_PASSWORD_<ID>, TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR)",
+                flush=True,
+            )
             return 1
         return await agent.run_until_stopped()
 

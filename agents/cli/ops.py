@@ -30,6 +30,7 @@ from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.args import setting as _setting
+from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
@@ -47,6 +48,7 @@ from teamtree.broker.topics import Topic
 __all__ = ["check_team_live", "register"]
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
+_SETTLE_S = 2.0  # record --until-done: seconds kept recording after the last leaf
 
 
 def _logging_flags(p: argparse.ArgumentParser) -> None:
@@ -104,6 +106,11 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "--require", type=_ident, action="append", metavar="ID",
         help="with --once: exit 1 unless agent ID is ONLINE (repeatable; for healthchecks)",
     )  # fmt: skip
+    mon.add_argument(
+        "--require-fact", action="append", metavar="ID:KEY", type=_fact,
+        help="with --once: exit 1 unless agent ID's factsheet has a non-empty KEY, e.g. "
+        "pr2-driver:world (a driver that reached its world; repeatable)",
+    )  # fmt: skip
     _logging_flags(mon)
 
     rec = subparsers.add_parser(
@@ -115,6 +122,12 @@ def register(subparsers: Any) -> dict[str, Handler]:
     _observer_flags(rec, team_required=True)
     rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
+    rec.add_argument(
+        "--until-done", action="store_true",
+        help="stop when every leaf of the mission is done, as live messages (not retained "
+        "ones) report it, and exit 0; exit 1 if --duration passes first (compose's "
+        "mission outcome: `up --exit-code-from recorder`)",
+    )  # fmt: skip
     _logging_flags(rec)
 
     att = subparsers.add_parser(
@@ -172,6 +185,13 @@ def register(subparsers: Any) -> dict[str, Handler]:
     return {"monitor": run_monitor, "record": run_record, "attach": run_attach, "acl": run_acl}
 
 
+def _fact(value: str) -> tuple[str, str]:
+    agent, _, key = value.partition(":")
+    if not agent or not key:
+        raise argparse.ArgumentTypeError(f"{value!r} is not ID:KEY, e.g. pr2-driver:world")
+    return _ident(agent), key
+
+
 def _tls() -> Any:
     settings = TlsSettings.from_env()
     return client_context(settings) if settings is not None else None
@@ -214,6 +234,14 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 if missing:
                     print(f"teamtree monitor: not online: {', '.join(missing)}", file=sys.stderr)
                     return 1
+                lacking = [
+                    f"{agent}:{key}"
+                    for agent, key in args.require_fact or []
+                    if not (m := observer.state.view.get(agent)) or not m.factsheet.get(key)
+                ]
+                if lacking:
+                    print(f"teamtree monitor: no such fact: {', '.join(lacking)}", file=sys.stderr)
+                    return 1
                 return 0
             stop = _stop_event()
             tty = sys.stdout.isatty()
@@ -243,10 +271,15 @@ async def run_record(args: argparse.Namespace) -> int:
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
+    progress = MissionProgress()
+    finished = asyncio.Event()
     with path.open("w") as out:
 
         def write(env: Envelope, topic: Topic, message: Incoming) -> None:
             nonlocal count
+            progress.feed(env, retained=message.retain)
+            if args.until_done and progress.complete:
+                finished.set()
             record = {
                 "topic": str(topic),
                 "kind": env.kind,
@@ -255,6 +288,7 @@ async def run_record(args: argparse.Namespace) -> int:
                 "hlc": list(env.hlc),
                 "body": env.body,
                 "recorded_ms": time.time_ns() // 1_000_000,
+                "retained": bool(message.retain),  # left at the broker earlier
             }
             out.write(json.dumps(record, default=_jsonable) + "\n")
             out.flush()
@@ -265,13 +299,27 @@ async def run_record(args: argparse.Namespace) -> int:
                 await observer.wait_connected()
                 print(f"recording team {args.team} at {args.broker} to {path}", flush=True)
                 stop = _stop_event()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), args.duration)
+                ends = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(finished.wait())]
+                await asyncio.wait(ends, timeout=args.duration, return_when="FIRST_COMPLETED")
+                for end in ends:
+                    end.cancel()
+                if finished.is_set():
+                    await asyncio.sleep(_SETTLE_S)  # the members' last words
         except ConnectError as exc:
             print(f"teamtree record: {exc}", file=sys.stderr, flush=True)
             return 1
     print(f"recorded {count} messages to {path}", flush=True)
-    return 0
+    if not args.until_done:
+        return 0
+    if finished.is_set():
+        done_by = ", ".join(
+            f"{progress.labels[n]} by {a}" for n, a in progress.done.items() if n in progress.labels
+        )
+        print(f"mission done: {len(progress.leaves)} leaves ({done_by})", flush=True)
+        return 0
+    missing = ", ".join(progress.missing()) or "the mission tree was never seen"
+    print(f"teamtree record: the mission did not finish; not done: {missing}", flush=True)
+    return 1
 
 
 async def check_team_live(

@@ -45,15 +45,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
-from teamtree.broker import ConfigError, ConnectError, SpecificationError, TeamtreeError
-from teamtree.broker.endpoint import Endpoint
+from teamtree.broker import ConfigError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
@@ -807,27 +805,3 @@ class RobotAgent(PeerRuleMember):
         self.log.info(
             "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
         )
-
-
-async def read_snapshots(
-    endpoint: Endpoint, team: str, wait_s: float = 1.0
-) -> dict[str, dict[str, Any]]:
-    """Connect as a viewer, collect the robots' retained snapshots for `wait_s` seconds.
-    Raises ConnectError when the broker cannot be reached."""
-    snapshots: dict[str, dict[str, Any]] = {}
-    viewer = Agent(f"viewer-{uuid.uuid4().hex[:6]}", team=team, endpoint=endpoint)
-
-    async def on_snapshot(env: Envelope, topic: Topic) -> None:
-        if isinstance(env.body, dict) and env.body.get("agent") == env.sender:
-            snapshots[env.sender] = env.body
-
-    viewer.on_agents(SNAPSHOT, on_snapshot, kind="node.snapshot")
-    async with viewer:
-        try:
-            await viewer.wait_connected(5.0)
-        except TimeoutError:
-            raise ConnectError(
-                f"cannot reach the broker at {endpoint.url}", endpoint=endpoint.url
-            ) from None
-        await asyncio.sleep(wait_s)
-    return snapshots
