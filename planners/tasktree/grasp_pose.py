@@ -42,7 +42,7 @@ def reach_factor(
     approach: np.ndarray,
     depth: float,
     arm: ArmModel,
-    knee: float = 0.75,
+    knee: float = 0.8,
     softness: float = 0.07,
 ) -> float:
     """Logistic in the wrist's distance from the shoulder over ``arm.reach``: 0.5 at
@@ -67,7 +67,7 @@ def bearing_factor(position: np.ndarray, approach: np.ndarray, arm: ArmModel) ->
     return 1.0 - h * (1.0 - max(0.0, cos))
 
 
-def coverage_factor(finger_depth: float, extent: float, power: float = 2.0) -> float:
+def coverage_factor(finger_depth: float, extent: float, power: float = 3.0) -> float:
     """``(finger_depth / extent)^power``, capped at 1: how much of the object's extent
     along the approach the fingers can hold between them."""
     return min(1.0, finger_depth / extent) ** power

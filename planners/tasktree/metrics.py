@@ -134,15 +134,15 @@ class GraspScorer:
     (width term ``1 − (width / max)²``, no pose factors), kept as a baseline.
     """
 
-    n_candidates: int = 64
+    n_candidates: int = 128
     friction: float = 0.5
     constrain_sampler: bool = True
     tip_margin: float = 0.002
     pose_aware: bool = True
     width_margin: float = 0.01
-    reach_knee: float = 0.75
+    reach_knee: float = 0.8
     reach_softness: float = 0.07
-    coverage_power: float = 2.0
+    coverage_power: float = 3.0
 
     def candidates(
         self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator
@@ -190,7 +190,6 @@ class GraspScorer:
             if self.pose_aware:
                 q_w = min(1.0, (arm.gripper_max_width - width) / self.width_margin)
                 q_d = coverage_factor(arm.finger_depth, extent_a, self.coverage_power)
-                q_d *= 0.5 + 0.5 * depth / reach_in
                 q_d *= reach_factor(g, a, depth, arm, self.reach_knee, self.reach_softness)
                 q_d *= bearing_factor(g, a, arm)
             else:
