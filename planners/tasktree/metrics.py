@@ -6,9 +6,12 @@
 The paper's grasp score comes from GPD (Gualtieri et al. 2016) on a Kinect point
 cloud. GPD is not available here, so ``GraspScorer`` stands in for it: it samples
 antipodal two-finger grasps analytically on the object's shape primitive (box,
-cylinder, sphere) and rates each 0-100 from friction-cone alignment, width margin,
-finger engagement and centring. Then, as §2.4.2 describes: keep the best candidate,
-apply the reachability filter, then the orientation filter; a failed filter gives 0.
+cylinder, sphere) at the object's pose and rates each 0-100 from friction-cone
+alignment, width clearance, centring and, since the paper's scores change with where
+the object lies (Tables 1 and 2), the pose relative to the arm (``grasp_pose``: wrist
+reach, approach bearing, how much of the object fits between the fingers). Then, as
+§2.4.2 describes: keep the best candidate, apply the reachability filter, then the
+orientation filter; a failed filter gives 0.
 
 Readings chosen where the paper is ambiguous:
 
