@@ -62,12 +62,16 @@ def test_the_burger_moves_to_the_pr2_in_scenario_2_only(scores) -> None:
 
 
 def test_scores_depend_on_the_pose(scores) -> None:
-    """The same object, robot and shape score differently across scenarios."""
-    for robot in tables.ROBOTS:
-        varying = [
+    """The same object, robot and shape score differently across scenarios: the PR2's
+    burger (15 / 91 / 5 in the paper) and some Baxter object move by more than half."""
+
+    def varying(robot: str) -> list[str]:
+        return [
             name
             for name in tables.OBJECTS
             if max(scores[s][robot][name][0] for s in (1, 2, 3))
-            > 1.2 * min(scores[s][robot][name][0] for s in (1, 2, 3)) + 0.5
+            > 1.5 * min(scores[s][robot][name][0] for s in (1, 2, 3)) + 0.5
         ]
-        assert len(varying) >= 3, (robot, varying)
+
+    assert "burger" in varying("pr2")
+    assert varying("baxter")
