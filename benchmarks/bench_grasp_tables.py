@@ -7,7 +7,8 @@ the world's observations, and scores them with ``GraspScorer`` (seeded: the medi
 
 - per robot x object x scenario: the paper's score, teamtree's (median, own seed);
 - per object x scenario: which robot grasps it better in the paper and here;
-- agreement counts: zeros (score 0 in both), orderings (same better robot);
+- agreement counts: zeros (score 0 in both), orderings (same better robot), and the
+  same counts for the shape-only scorer (``GraspScorer(pose_aware=False)``) as baseline;
 - with ``--outcomes``: each scenario run over mosquitto (``teamtree run``) under both
   metrics, who placed what and which OR branch, next to the paper's §4 outcomes.
 
@@ -109,6 +110,23 @@ def better(a: float, b: float, tie: float = 1.0) -> str:
     return "pr2" if a > b else "baxter"
 
 
+def agreement(scores: dict[int, dict[str, dict[str, tuple[float, float]]]]) -> tuple[int, int]:
+    """(cells whose zero / non-zero agrees with the paper, pairs whose better robot does)."""
+    zeros = sum(
+        (PAPER[r][n][s - 1] == 0) == (scores[s][r][n][0] < 1.0)
+        for s in (1, 2, 3)
+        for r in ROBOTS
+        for n in OBJECTS
+    )
+    orders = sum(
+        better(PAPER["pr2"][n][s - 1], PAPER["baxter"][n][s - 1])
+        == better(scores[s]["pr2"][n][0], scores[s]["baxter"][n][0])
+        for s in (1, 2, 3)
+        for n in OBJECTS
+    )
+    return zeros, orders
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="generator seeds per score")
@@ -145,6 +163,17 @@ def main() -> None:
     print(
         f"\nzero / non-zero agrees in {zeros} of {cells} cells; "
         f"the better robot agrees in {orders} of {pairs} object-scenario pairs (* differs)"
+    )
+    base = {
+        s: scenario_scores(
+            REPO / "configs" / f"tea_party_s{s}.toml", args.seeds, GraspScorer(pose_aware=False)
+        )
+        for s in (1, 2, 3)
+    }
+    b_zeros, b_orders = agreement(base)
+    print(
+        f"baseline, the shape-only scorer (pose_aware=False) on the same configs: zeros "
+        f"{b_zeros} of {cells}, better robot {b_orders} of {pairs}"
     )
     if not args.outcomes:
         return

@@ -39,7 +39,8 @@ class ArmModel:
     ``finger_depth``: how far the fingers reach past the palm. ``orientation``: the
     allowed ``GraspOrientation``; ``tolerance_deg`` how far from it a grasp may be.
     ``mobile_base``: the base can drive; ``base_travel`` is how far it may drive to
-    reach a grasp (added to ``reach`` when mobile).
+    reach a grasp (added to ``reach`` when mobile). ``hand_length``: palm to wrist
+    along the approach, so the wrist of a grasp stands that far behind the palm.
     """
 
     base_position: tuple[float, float, float]
@@ -51,6 +52,7 @@ class ArmModel:
     finger_thickness: float = 0.02
     mobile_base: bool = False
     base_travel: float = 0.0
+    hand_length: float = 0.12
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "orientation", GraspOrientation(self.orientation))

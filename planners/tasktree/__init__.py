@@ -2,9 +2,10 @@
 
 Pure: tree model and parser (``tree``), node states (``status``), activation
 spreading (``activation``), the peer rule as a state machine (``peer``), activation
-metrics and the grasp pipeline (``metrics``), a text renderer (``render``), a
-discrete-event simulation of a team (``peer_sim``), and the theory of mind: intent
-from hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
+metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a
+text renderer (``render``), a discrete-event simulation of a team (``peer_sim``),
+and the theory of mind: intent from hand tracks and simulated human controllers
+(``theory_of_mind``, §2.3).
 """
 
 from teamtree.planners.tasktree.activation import (
@@ -13,6 +14,7 @@ from teamtree.planners.tasktree.activation import (
     select_behaviour,
     spread_activation,
 )
+from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.lease import LeaseTerms
 from teamtree.planners.tasktree.metrics import (
     ActivationMetric,
@@ -144,8 +146,10 @@ __all__ = [
     "WalkStep",
     "Want",
     "approach_geometry",
+    "bearing_factor",
     "check_invariants",
     "conflict_set",
+    "coverage_factor",
     "distance_score",
     "distance_scores",
     "fit_motion",
@@ -153,6 +157,7 @@ __all__ = [
     "node_statuses",
     "orientation_ok",
     "parse_tree",
+    "reach_factor",
     "render_unicode",
     "select_behaviour",
     "simulate",

@@ -6,9 +6,12 @@
 The paper's grasp score comes from GPD (Gualtieri et al. 2016) on a Kinect point
 cloud. GPD is not available here, so ``GraspScorer`` stands in for it: it samples
 antipodal two-finger grasps analytically on the object's shape primitive (box,
-cylinder, sphere) and rates each 0-100 from friction-cone alignment, width margin,
-finger engagement and centring. Then, as §2.4.2 describes: keep the best candidate,
-apply the reachability filter, then the orientation filter; a failed filter gives 0.
+cylinder, sphere) at the object's pose and rates each 0-100 from friction-cone
+alignment, width clearance, centring and, since the paper's scores change with where
+the object lies (Tables 1 and 2), the pose relative to the arm (``grasp_pose``: wrist
+reach, approach bearing, how much of the object fits between the fingers). Then, as
+§2.4.2 describes: keep the best candidate, apply the reachability filter, then the
+orientation filter; a failed filter gives 0.
 
 Readings chosen where the paper is ambiguous:
 
@@ -39,6 +42,7 @@ import numpy as np
 
 from teamtree.broker import SpecificationError
 from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive
+from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.tree import TaskTree
 
 __all__ = [
@@ -124,12 +128,24 @@ class GraspScorer:
     grasps are sampled per call with the caller's numpy Generator, so a seed fixes the
     result. ``friction`` is the contact friction coefficient (friction-cone half angle
     atan(μ)). ``constrain_sampler``: sample only inside the arm's allowed orientation.
+
+    ``pose_aware`` (default): each candidate's quality also depends on the object's
+    pose relative to the arm (``grasp_pose``: wrist reach, approach bearing, lever from
+    the centroid), and the width term only asks for ``width_margin`` of clearance
+    (full marks from there on, falling linearly to 0 at the gripper's widest), as
+    GPD's hand model does. ``pose_aware=False`` is the earlier shape-only scorer
+    (width term ``1 − (width / max)²``, no pose factors), kept as a baseline.
     """
 
-    n_candidates: int = 64
+    n_candidates: int = 128
     friction: float = 0.5
     constrain_sampler: bool = True
     tip_margin: float = 0.002
+    pose_aware: bool = True
+    width_margin: float = 0.01
+    reach_knee: float = 0.8
+    reach_softness: float = 0.07
+    coverage_power: float = 3.0
 
     def candidates(
         self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator
@@ -139,9 +155,13 @@ class GraspScorer:
         tol = math.radians(arm.tolerance_deg)
         cos_mu = math.cos(math.atan(self.friction))
         bottom = -shape.support(-_Z)
+        bearing = None  # sideways: approach from the arm's side (grasp_pose.bearing_factor)
+        if self.pose_aware:
+            d = shape.center - np.asarray(arm.base_position, dtype=float)
+            bearing = math.atan2(float(d[1]), float(d[0]))
         out: list[GraspCandidate] = []
         for _ in range(self.n_candidates):
-            a, c = self._sample_axes(orient, tol, rng)
+            a, c = self._sample_axes(orient, tol, rng, bearing)
             e2 = _cross(a, c)
             extent_a = shape.support(a) + shape.support(-a)
             reach_in = min(arm.finger_depth, extent_a)
@@ -169,10 +189,16 @@ class GraspScorer:
             if lowest < bottom:
                 continue  # fingers would hit the table
             q_a = (min(cos1, cos2) - cos_mu) / (1.0 - cos_mu)
-            q_w = 1.0 - (width / arm.gripper_max_width) ** 2
-            q_d = depth / arm.finger_depth
-            q_c = 1.0 - 2.0 * abs(off)
-            quality = 100.0 * q_a * q_w * (0.3 + 0.7 * q_d) * (0.5 + 0.5 * q_c)
+            q_c = 0.5 + 0.5 * (1.0 - 2.0 * abs(off))
+            if self.pose_aware:
+                q_w = min(1.0, (arm.gripper_max_width - width) / self.width_margin)
+                q_d = coverage_factor(arm.finger_depth, extent_a, self.coverage_power)
+                q_d *= reach_factor(g, a, depth, arm, self.reach_knee, self.reach_softness)
+                q_d *= bearing_factor(g, a, arm)
+            else:
+                q_w = 1.0 - (width / arm.gripper_max_width) ** 2
+                q_d = 0.3 + 0.7 * depth / arm.finger_depth
+            quality = 100.0 * q_a * q_w * q_d * q_c
             out.append(
                 GraspCandidate(
                     tuple(float(x) for x in g),  # type: ignore[arg-type]
@@ -187,7 +213,10 @@ class GraspScorer:
 
     @staticmethod
     def _sample_axes(
-        orient: GraspOrientation, tol: float, rng: np.random.Generator
+        orient: GraspOrientation,
+        tol: float,
+        rng: np.random.Generator,
+        bearing: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         if orient is GraspOrientation.TOP_DOWN:
             tilt, az = float(rng.uniform(0, tol)), float(rng.uniform(0, 2 * math.pi))
@@ -196,7 +225,11 @@ class GraspScorer:
             )
             psi = float(rng.uniform(0, math.pi))
         elif orient is GraspOrientation.SIDEWAYS:
-            el, az = float(rng.uniform(-tol, tol)), float(rng.uniform(0, 2 * math.pi))
+            el = float(rng.uniform(-tol, tol))
+            if bearing is None:
+                az = float(rng.uniform(0, 2 * math.pi))
+            else:  # an approach turned more than 90° from the bearing would score 0
+                az = bearing + float(rng.uniform(-math.pi / 2, math.pi / 2))
             a = np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), -math.sin(el)])
             psi = float(rng.uniform(-tol, tol))
         else:
