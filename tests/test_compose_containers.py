@@ -243,8 +243,9 @@ def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
         )
         node = working(records, "baxter")[0]
         done_before = done_by(records).get(node, [])
-        if done_before:
-            pytest.fail(f"{node} was done before the kill could happen: {done_before}")
+        if done_before:  # a timing race: the scenario did not happen, nothing to judge
+            pytest.xfail(f"{node} was done before the kill could happen: {done_before}")
+        removed_ms = time.time() * 1000
         stack.remove("baxter")
         progress(f"{stack.project}: removed the Baxter's container while it worked on {node}")
         code = stack.wait_exit("recorder", KILL_MISSION_S + 60)
@@ -257,6 +258,14 @@ def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
         assert code == 0, f"the mission did not finish:\n{stack.diagnose()}"
         assert_each_leaf_done_once(records)
         after = done_by(records)[node]
+        if after == ["baxter"]:
+            # The Baxter's own DONE: legitimate only if it left before the container was
+            # removed (`podman rm` takes a moment); then the kill came too late to test.
+            ts = [r["ts"] for r in records if r["kind"] == "node.transition"
+                  and r["sender"] == "baxter" and r["body"].get("node") == node
+                  and r["body"].get("status") == "done"]  # fmt: skip
+            assert ts and ts[0] <= removed_ms + 2000, (ts, removed_ms)
+            pytest.xfail(f"the Baxter finished {node} before its container was removed")
         assert len(after) == 1 and after[0] != "baxter", after
         if after[0] != NO_ROBOT:  # a robot took it over (the human may have, too)
             assert executions(records)[(after[0], node)] == 1, executions(records)
