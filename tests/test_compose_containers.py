@@ -256,8 +256,8 @@ def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
             # done. A robot-side theory-of-mind gap, not compose's: recorded, not hidden.
             pytest.xfail(f"{stuck} at the goal in the world but never counted done")
         if code != 0:
-            # Safety is judged whatever happened: no leaf done by two agents. A mission that stalls after the kill is the liveness
-            # gap issue 14 leaves open (seen also in its chaos suite): recorded, not hidden.
+            # Safety is judged whatever happened: no leaf done by two agents. A mission
+            # that stalls after the kill is the liveness gap issue 14 leaves open (seen also in its chaos suite): recorded, not hidden.
             done = done_by(records)
             twice = {leaf: agents for leaf, agents in done.items() if len(set(agents)) > 1}
             assert not twice, f"leaves done by more than one agent: {twice}"
