@@ -30,6 +30,7 @@ from teamtree.agents.missions.protocol import (
     LIST,
     SUBMIT,
     TABLE,
+    split_members,
 )
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
@@ -86,7 +87,8 @@ def read_mission_file(path: str) -> dict[str, Any]:
             path=path,
             key=extra[0] if extra else "mission",
         )
-    parse_mission(data["mission"], Path(path))  # the same checks as a team config's
+    table, _ = split_members(data["mission"])  # members: the queue's key, checked there
+    parse_mission(table, Path(path))  # the same checks as a team config's
     return data["mission"]
 
 

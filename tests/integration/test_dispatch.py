@@ -35,8 +35,14 @@ def submit(tmp_path: Path, url: str, name: str, text: str) -> subprocess.Complet
     )  # fmt: skip
 
 
-def tree_mission(tree: str) -> str:
-    return f'[mission]\nkind = "tasktree"\ntimeout_s = 150\ntree = "{tree}"\n'
+def tree_mission(tree: str, members: object = None) -> str:
+    text = f'[mission]\nkind = "tasktree"\ntimeout_s = 150\ntree = "{tree}"\n'
+    return text + (f"members = {json.dumps(members)}\n" if members is not None else "")
+
+
+def overlap(a: dict, b: dict) -> bool:
+    """Whether two ended missions ran at the same time."""
+    return a["started_ms"] < b["ended_ms"] and b["started_ms"] < a["ended_ms"]
 
 
 async def table(client: Agent) -> dict[str, dict]:
@@ -61,11 +67,12 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
     )  # fmt: skip
     client = Agent("test-client", team=TEAM, endpoint=mosquitto.endpoint,
                    runtime=RuntimeSettings(request_timeout_s=20))  # fmt: skip
-    started = asyncio.Event()
+    working: dict[str, asyncio.Event] = {}  # mission -> one of its robots works a node
 
     async def tap(env, topic) -> None:
-        if env.kind == "behaviour.started":
-            started.set()
+        body = env.body if isinstance(env.body, dict) else {}
+        if env.kind == "node.transition" and body.get("status") == "working":
+            working.setdefault(str(body.get("mission")), asyncio.Event()).set()
 
     client.on_any(tap)
     try:
@@ -74,37 +81,59 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
             deadline = time.monotonic() + 180  # services start slowly on a loaded machine
             while not client.team_view.online("mission_queue") and time.monotonic() < deadline:
                 await asyncio.sleep(0.2)
-            trees = ["THEN(cup, sugar)", "tea_pot", "AND(sandwich, burger)"]
+            # two one-robot missions run at once; the third takes the robot the
+            # first one to end frees; the fourth needs both robots, so it waits
+            trees = [
+                ("THEN(cup, sugar, apple)", 1),
+                ("tea_pot", 1),
+                ("orange", 1),
+                ("AND(sandwich, burger)", None),
+            ]
             ids = []
-            for n, tree in enumerate(trees):
+            for n, (tree, members) in enumerate(trees):
                 out = await asyncio.to_thread(
-                    submit, tmp_path, mosquitto.url, f"m{n}", tree_mission(tree)
+                    submit, tmp_path, mosquitto.url, f"m{n}", tree_mission(tree, members)
                 )
                 assert out.returncode == 0, (
                     out.stdout + out.stderr + (tmp_path / "team.log").read_text()[-3000:]
                 )
                 ids.append(out.stdout.strip().splitlines()[-1])
             before = await table(client)
-            bad = await asyncio.to_thread(
-                submit, tmp_path, mosquitto.url, "bad", tree_mission("THEN(cup, spoon)")
-            )
-            assert bad.returncode == 2 and "[mission.tree]" in bad.stderr and "spoon" in bad.stderr
-            assert set(await table(client)) == set(before), "a rejected mission changed the table"
+            for name, text, field in [
+                ("spoon", tree_mission("THEN(cup, spoon)"), "[mission.tree]"),
+                ("r2d2", tree_mission("cup", ["r2d2"]), "[mission.members]"),
+                ("three", tree_mission("cup", 3), "[mission.members]"),
+                ("ltl", '[mission]\nkind = "ltl"\nformula = "F a"\n', "[mission.kind]"),
+            ]:
+                bad = await asyncio.to_thread(submit, tmp_path, mosquitto.url, name, text)
+                assert bad.returncode == 2 and field in bad.stderr, (name, bad.stderr)
+            after = await table(client)
+            assert set(after) == set(before), "a rejected mission changed the table"
 
-            rows = await until(client, ids, {"done"})
-            assert [rows[i]["state"] for i in ids] == ["done"] * 3, rows
+            rows = await until(client, ids, {"done", "failed", "cancelled"})
+            assert [rows[i]["state"] for i in ids] == ["done"] * 4, rows
+            first, second, third, both = (rows[i] for i in ids)
+            assert overlap(first, second), f"two one-robot missions did not run at once: {rows}"
+            assert set(first["members"]).isdisjoint(second["members"]), rows
+            assert len(third["members"]) == 1 and third["started_ms"] >= min(
+                first["ended_ms"], second["ended_ms"]
+            ), rows
+            assert sorted(both["members"]) == ["baxter", "pr2"], rows
+            for a in ids:  # no body in two missions at once
+                for b in ids:
+                    if a < b and overlap(rows[a], rows[b]):
+                        assert set(rows[a]["members"]).isdisjoint(rows[b]["members"]), rows
 
             out = await asyncio.to_thread(
                 submit,
                 tmp_path,
                 mosquitto.url,
                 "long",
-                tree_mission("THEN(orange, apple, cup, sugar)"),
+                tree_mission("THEN(orange, apple, cup, sugar, tea_pot)", 1),
             )
             long_id = out.stdout.strip().splitlines()[-1]
-            await until(client, [long_id], {"running"}, within=60)
-            started.clear()
-            await asyncio.wait_for(started.wait(), 120)  # a behaviour of it is under way
+            # a behaviour of it is under way
+            await asyncio.wait_for(working.setdefault(long_id, asyncio.Event()).wait(), 120)
             reply = await client.request(CHANNEL, CANCEL, {"id": long_id}, timeout=20)
             cancelled_ms = reply.ts
             assert reply.body["state"] == "cancelling"
@@ -120,6 +149,11 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
     ]
     transitions = [r for r in records if r["kind"] == "node.transition"]
     for mission in ids:
+        by = {
+            r["body"]["agent"] for r in transitions
+            if r["body"].get("mission") == mission and r["body"]["status"] == "working"
+        }  # fmt: skip
+        assert by <= set(rows[mission]["members"]), f"{mission} worked by {by}: {rows[mission]}"
         done = Counter(
             r["body"]["node"] for r in transitions
             if r["body"].get("mission") == mission and r["body"]["status"] == "done"
