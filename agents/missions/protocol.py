@@ -6,8 +6,8 @@ every teamtree request); the mission queue answers on ``<queue>/reply/<requester
 ==================  =========================================  =========================
 request             body                                       reply (kind, body)
 ==================  =========================================  =========================
-``mission.submit``  ``{mission: {kind, tree, timeout_s}}``     ``mission.accepted``
-                                                               ``{id, state, position}``
+``mission.submit``  ``{mission: {kind, timeout_s, members?,  ``mission.accepted``
+                    ...the kind's keys}}``                     ``{id, state, position}``
                                                                or ``mission.rejected``
                                                                ``{field, error}``
 ``mission.list``    ``{}``                                     ``mission.table``
@@ -20,7 +20,13 @@ request             body                                       reply (kind, body
 The queue also keeps the table retained on ``<queue>/missions`` (kind
 ``mission.table``), so a web page sees it without asking. A row: ``id``, ``kind``,
 ``state`` (queued, running, cancelling, done, failed, cancelled), ``submitted_ms``,
-``started_ms``, ``ended_ms``, ``reason`` and ``summary``.
+``started_ms``, ``ended_ms``, ``reason``, ``summary`` and ``members`` (who works it).
+
+A submission is checked against the running team: its kind must be one the queue's
+members serve, and each member that would work it must accept it as its own
+``[mission]`` (the tree parses and names the world's objects, the LTL scenario or
+formula parses, ...); otherwise ``mission.rejected`` names the field and nothing
+changes.
 """
 
 from __future__ import annotations
@@ -61,6 +67,10 @@ SERVES: dict[str, tuple[str, ...]] = {
 }
 #: mission kinds a queue can run (those some agent kind serves)
 DISPATCHABLE = tuple(sorted({k for ks in SERVES.values() for k in ks}))
+#: mission kinds whose members are interchangeable peers, so a mission may name some
+#: (``members = ["pr2"]``) or ask for a number (``members = 1``); the other kinds need
+#: their whole cast (an LTL mission its planner and robots) and take every member
+CHOOSES_MEMBERS = frozenset({"tasktree", "multitask"})
 #: the key of a submitted ``[mission]`` table that says which members work it
 MEMBERS_KEY = "members"
 
@@ -126,6 +136,12 @@ def _need_members(value: Any, eligible: list[str], kind: str) -> tuple[frozenset
     """(eligible members, count) from a ``members`` value; SubmissionError otherwise."""
     if value is None:
         return frozenset(eligible), None
+    if kind not in CHOOSES_MEMBERS:
+        raise SubmissionError(
+            "mission.members",
+            f"cannot be chosen for a {kind} mission: it takes every {kind} member of the team "
+            f"({', '.join(eligible)}); remove the key",
+        )
     if isinstance(value, int) and not isinstance(value, bool):
         if not 1 <= value <= len(eligible):
             raise SubmissionError(

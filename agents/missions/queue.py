@@ -275,9 +275,11 @@ class MissionQueue(Agent):
         started = time.monotonic()
         mission_json = json.dumps(row.spec)
         procs: dict[str, asyncio.subprocess.Process] = {}
+        last_words: dict[str, deque[str]] = {m: deque(maxlen=3) for m in row.members}
+        pumps = []
         self._procs[row.id] = procs
         for member in row.members:
-            procs[member] = await asyncio.create_subprocess_exec(
+            procs[member] = proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "teamtree.agents", "agent",
                 "--config", self.config_path, "--id", member,
                 "--broker", self.endpoint.url, "--team", self.team,
@@ -285,19 +287,36 @@ class MissionQueue(Agent):
                 "--members", ",".join(row.members),
                 "--log-format", "plain",
                 stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )  # fmt: skip
+            assert proc.stdout is not None
+            pumps.append(asyncio.create_task(_pump(proc.stdout, last_words[member])))
             if row.state == "cancelling":  # cancelled while its agents were starting
                 self._terminate(procs)
         timeout = float(row.spec.get("timeout_s", 120.0))
-        waits = {m: asyncio.create_task(p.wait()) for m, p in procs.items()}
-        _, pending = await asyncio.wait(waits.values(), timeout=timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pending = {asyncio.create_task(p.wait()) for p in procs.values()}
+        first_failed: str | None = None
+        while pending and first_failed is None and loop.time() < deadline:
+            _, pending = await asyncio.wait(
+                pending, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
+            )
+            failed = [m for m, p in procs.items() if p.returncode not in (None, 0)]
+            if failed and row.state != "cancelling":
+                first_failed = failed[0]  # the mission has failed: stop the others now
         self._terminate(procs)
-        await asyncio.gather(*waits.values(), return_exceptions=True)
+        await asyncio.gather(*(p.wait() for p in procs.values()), *pumps, return_exceptions=True)
         codes = {m: p.returncode for m, p in procs.items()}
         took = time.monotonic() - started
         if row.state == "cancelling":
             self._end(row, "cancelled")
+        elif first_failed is not None:
+            words = last_words[first_failed]
+            why = f" ({words[-1]})" if words else ""
+            self._end(row, "failed", f"{first_failed} exited {codes[first_failed]}{why}")
         elif pending:
             self._end(row, "failed", f"timed out after {timeout:g} s")
         elif all(code == 0 for code in codes.values()):
@@ -309,3 +328,23 @@ class MissionQueue(Agent):
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )
+
+
+#: words that mark a child's line as worth quoting when the mission fails
+ERROR_WORDS = ("error", "Error", "failed", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
+
+
+async def _pump(stream: asyncio.StreamReader, last_words: deque[str]) -> None:
+    """Pass a mission agent's output through, keeping its last error lines."""
+    while True:
+        try:
+            line = await stream.readline()
+        except ValueError:  # a line over the stream limit
+            line = (await stream.read(65536)) + b"\n"
+        if not line:
+            return
+        text = line.decode(errors="replace").rstrip("\n")
+        if any(word in text for word in ERROR_WORDS):
+            last_words.append(text.strip()[:300])
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()

@@ -60,6 +60,7 @@ async def until(client: Agent, ids: list[str], states: set[str], within: float =
     raise AssertionError(f"missions {ids} not {states} in {within} s: {await table(client)}")
 
 
+@pytest.mark.timeout(900)  # five missions; minutes on a loaded machine
 async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mosquitto) -> None:
     team = subprocess.Popen(
         teamtree_cmd("run", str(REPO / "configs" / "tea_party_queue.toml"), "--broker", mosquitto.url),
@@ -83,12 +84,8 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
                 await asyncio.sleep(0.2)
             # two one-robot missions run at once; the third takes the robot the
             # first one to end frees; the fourth needs both robots, so it waits
-            trees = [
-                ("THEN(cup, sugar, apple)", 1),
-                ("tea_pot", 1),
-                ("orange", 1),
-                ("AND(sandwich, burger)", None),
-            ]
+            # (each object once: an object already at its goal is done for a later mission)
+            trees = [("THEN(cup, sugar)", 1), ("tea_pot", 1), ("orange", 1), ("sandwich", None)]
             ids = []
             for n, (tree, members) in enumerate(trees):
                 out = await asyncio.to_thread(
@@ -129,7 +126,7 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
                 tmp_path,
                 mosquitto.url,
                 "long",
-                tree_mission("THEN(orange, apple, cup, sugar, tea_pot)", 1),
+                tree_mission("THEN(apple, burger)", 1),
             )
             long_id = out.stdout.strip().splitlines()[-1]
             # a behaviour of it is under way
