@@ -38,7 +38,7 @@ def needs(draw: st.DrawFn) -> Need:
     return Need(eligible, count, objects)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     missions=st.lists(needs(), min_size=1, max_size=8),
     ends=st.lists(st.integers(0, 7), max_size=30),
@@ -144,3 +144,35 @@ def test_members_pick_who_works_a_mission_and_become_its_roster() -> None:
     entry = both.agent("baxter")
     robot = agent_class(entry, both).params_from_config(entry, both)
     assert robot["roster"] == ["baxter", "pr2"], "robots of one mission must hear each other"
+
+
+def test_every_kind_that_serves_missions_is_installed() -> None:
+    from teamtree.agents.missions import SERVES
+    from teamtree.agents.runtime.kinds import AGENT_KINDS
+
+    missing = [kind for kind in SERVES if AGENT_KINDS.get(kind) is None]
+    assert missing == [], f"SERVES names kinds that are not installed: {missing}"
+
+
+def test_a_hospital_queue_checks_ltl_missions_as_its_planner_reads_them() -> None:
+    config = load_config(REPO / "configs" / "hospital_queue.toml")
+    params = MissionQueue.params_from_config(config.agent("queue"), config)
+    assert params["served"] == {"planner": ["ltl"], "DR": ["ltl"], "A1": ["ltl"]}
+
+    def check(member: str, spec: object, team: frozenset[str]) -> None:
+        cfg = mission_config(config, spec, team)
+        entry = cfg.agent(member)
+        agent_class(entry, cfg).params_from_config(entry, cfg)
+
+    ok = {"mission": {"kind": "ltl", "scenario": "study1"}}
+    _, need = check_submission(ok, None, params["served"], check)
+    assert need.eligible == {"planner", "DR", "A1"} and need.count is None
+    for mission, field in [
+        ({"kind": "ltl", "scenario": "study9"}, "mission.scenario"),
+        ({"kind": "ltl", "formula": "<> (p3"}, "mission.formula"),
+        ({"kind": "ltl", "scenario": "study1", "members": ["DR"]}, "mission.members"),
+        ({"kind": "kitting"}, "mission.kind"),
+    ]:
+        with pytest.raises(SubmissionError) as err:
+            check_submission({"mission": mission}, None, params["served"], check)
+        assert err.value.field == field, str(err.value)

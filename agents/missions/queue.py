@@ -69,6 +69,10 @@ def serves(spec: AgentSpec) -> tuple[str, ...]:
     return tuple(declared) if declared else SERVES.get(spec.kind, ())
 
 
+#: seconds a mission's agent has to stop after SIGTERM before it is killed
+STOP_GRACE_S = 10.0
+
+
 class MissionQueue(Agent):
     """See the module docstring. Parameters: ``members`` (ids of ``on_call`` agents
     to start for missions; default every ``on_call`` agent of the config)."""
@@ -159,6 +163,19 @@ class MissionQueue(Agent):
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
+
+    async def _stop(self, procs: dict[str, asyncio.subprocess.Process]) -> None:
+        """SIGTERM every agent still running, and SIGKILL those still there after
+        `STOP_GRACE_S` (an agent must not hold its body, or the queue, for ever)."""
+        self._terminate(procs)
+        waits = [asyncio.create_task(p.wait()) for p in procs.values()]
+        _, late = await asyncio.wait(waits, timeout=STOP_GRACE_S)
+        for member, proc in procs.items():
+            if proc.returncode is None:
+                self.log.warning("mission.agent_killed", member=member, grace_s=STOP_GRACE_S)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        await asyncio.gather(*late, return_exceptions=True)
 
     # -- checking a submission -------------------------------------------------------------
 
@@ -307,8 +324,8 @@ class MissionQueue(Agent):
             failed = [m for m, p in procs.items() if p.returncode not in (None, 0)]
             if failed and row.state != "cancelling":
                 first_failed = failed[0]  # the mission has failed: stop the others now
-        self._terminate(procs)
-        await asyncio.gather(*(p.wait() for p in procs.values()), *pumps, return_exceptions=True)
+        await self._stop(procs)
+        await asyncio.gather(*pumps, return_exceptions=True)
         codes = {m: p.returncode for m, p in procs.items()}
         took = time.monotonic() - started
         if row.state == "cancelling":

@@ -170,3 +170,54 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
         and "cancel" in json.dumps(r["body"])
     ]  # fmt: skip
     assert cancels, "the driver did not cancel the behaviour in progress"
+
+
+def test_a_hospital_team_takes_ltl_missions_and_fails_an_impossible_one(
+    tmp_path: Path, mosquitto
+) -> None:
+    """LTL missions go to the planner and robots a hospital queue serves: a formula no
+    robot can satisfy fails at once with the planner's reason, and submissions the
+    members cannot read are refused naming the field."""
+    url = mosquitto.url
+    team = subprocess.Popen(
+        teamtree_cmd("run", str(REPO / "configs" / "hospital_queue.toml"), "--broker", url),
+        stdout=(tmp_path / "team.log").open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+    )  # fmt: skip
+
+    def submit_ltl(name: str, text: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        return subprocess.run(
+            teamtree_cmd("submit", str(path), "--broker", url, "--team", "hospital-queue",
+                         "--timeout", "60", *flags),
+            capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        )  # fmt: skip
+
+    try:
+        for name, text, field in [
+            ("scenario", '[mission]\nkind = "ltl"\nscenario = "study9"\n', "[mission.scenario]"),
+            ("formula", '[mission]\nkind = "ltl"\nformula = "<> (p3"\n', "[mission.formula]"),
+            ("tree", '[mission]\nkind = "tasktree"\ntree = "cup"\n', "[mission.kind]"),
+            ("members", '[mission]\nkind = "ltl"\nscenario = "study1"\nmembers = 1\n',
+             "[mission.members]"),
+        ]:  # fmt: skip
+            bad = submit_ltl(name, text)
+            log = (tmp_path / "team.log").read_text()[-2000:]
+            assert bad.returncode == 2 and field in bad.stderr, (name, bad.stderr, log)
+        started = time.monotonic()
+        out = submit_ltl(
+            "never",
+            '[mission]\nkind = "ltl"\ntimeout_s = 60\ntime_factor = 25.0\n'
+            'formula = "<> (p3 && standby) && [] !p3"\n',
+            "--wait",
+        )
+        took = time.monotonic() - started
+        assert out.returncode == 1, out.stdout + out.stderr
+        # the first agent to exit non-zero is quoted: the planner or a robot it told
+        assert ": failed " in out.stdout and "impossible" in out.stdout.lower(), out.stdout
+        assert "no word over the labels" in out.stdout, out.stdout
+        assert "timed out" not in out.stdout, "the queue waited for the timeout"
+        print(f"the impossible mission failed in {took:.1f} s (timeout 60 s)")
+    finally:
+        team.send_signal(signal.SIGINT)
+        team.wait(60)
