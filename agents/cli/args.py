@@ -4,6 +4,7 @@ usage error that says what is wrong (argparse prints it with the usage, exit 2).
 from __future__ import annotations
 
 import argparse
+import os
 import tomllib
 
 from teamtree.agents.runtime.config import load_config
@@ -69,13 +70,18 @@ def wait_seconds(value: str) -> float:
     return number
 
 
+#: environment variable with the default of ``--wait-services``
+WAIT_SERVICES_ENV = "TEAMTREE_WAIT_SERVICES_S"
+
+
 def wait_services_flag(parser: argparse.ArgumentParser) -> None:
     """Add ``--wait-services S``: how long a member waits for the team's services."""
+    default = os.environ.get(WAIT_SERVICES_ENV, "60")  # a string: argparse checks it
     parser.add_argument(
-        "--wait-services", type=wait_seconds, default=60.0, metavar="S",
+        "--wait-services", type=wait_seconds, default=default, metavar="S",
         help="seconds a member waits for the config's services (world, drivers, recorder) "
-        "to be online before it starts, so the recording misses nothing (default 60; "
-        "0: do not wait)",
+        f"to be online before it starts, so the recording misses nothing (default "
+        f"${WAIT_SERVICES_ENV} or 60; 0: do not wait)",
     )  # fmt: skip
 
 

@@ -67,7 +67,8 @@ def test_a_member_waits_for_the_recorder_so_it_records_everything(
     config = _config(tmp_path, team)
     member = subprocess.Popen(
         teamtree_cmd("agent", "--config", str(config), "--id", "alpha",
-                     "--broker", mosquitto.url, "--log-format", "plain"),
+                     "--broker", mosquitto.url, "--log-format", "plain",
+                     "--wait-services", "60"),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
     )  # fmt: skip
     recorder = None
