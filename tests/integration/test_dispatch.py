@@ -116,6 +116,10 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
                 first["ended_ms"], second["ended_ms"]
             ), rows
             assert sorted(both["members"]) == ["baxter", "pr2"], rows
+            span = (max(r["ended_ms"] for r in rows.values() if r["id"] in ids)
+                    - min(rows[i]["started_ms"] for i in ids)) / 1000  # fmt: skip
+            work = sum(rows[i]["ended_ms"] - rows[i]["started_ms"] for i in ids) / 1000
+            print(f"4 missions: {work:.1f} s of mission time in {span:.1f} s of wall time")
             for a in ids:  # no body in two missions at once
                 for b in ids:
                     if a < b and overlap(rows[a], rows[b]):
