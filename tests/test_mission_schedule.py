@@ -176,3 +176,40 @@ def test_a_hospital_queue_checks_ltl_missions_as_its_planner_reads_them() -> Non
         with pytest.raises(SubmissionError) as err:
             check_submission({"mission": mission}, None, params["served"], check)
         assert err.value.field == field, str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds", "key", "field"),
+    [
+        ("kitting", {"cobot", "kitting_human"}, "time_factor", "mission.time_factor"),
+        ("factory_8", {"job_source", "factory_robot"}, "method", "mission.method"),
+    ],
+)
+def test_kitting_and_factory_missions_are_checked_by_the_members_that_serve_them(
+    name: str, kinds: set[str], key: str, field: str
+) -> None:
+    """The config's own [mission] is accepted by a queue over its members made on_call;
+    a wrong value of one of its keys is refused naming that key."""
+    import tomllib
+
+    from teamtree.agents.runtime.config import parse_config
+
+    data = tomllib.loads((REPO / "configs" / f"{name}.toml").read_text())
+    mission, data["mission"] = data["mission"], {"kind": "none"}
+    for entry in data["agents"]:
+        if entry["kind"] in kinds:
+            entry["role"] = "on_call"
+    data["agents"].append({"id": "queue", "kind": "mission_queue", "role": "service"})
+    config = parse_config(data, REPO / "configs" / f"{name}_queue.toml")
+    params = MissionQueue.params_from_config(config.agent("queue"), config)
+
+    def check(member: str, spec: object, team: frozenset[str]) -> None:
+        cfg = mission_config(config, spec, team)
+        entry = cfg.agent(member)
+        agent_class(entry, cfg).params_from_config(entry, cfg)
+
+    _, need = check_submission({"mission": mission}, None, params["served"], check)
+    assert {config.agent(m).kind for m in need.eligible} == kinds
+    with pytest.raises(SubmissionError) as err:
+        check_submission({"mission": {**mission, key: "zzz"}}, None, params["served"], check)
+    assert err.value.field == field, str(err.value)
