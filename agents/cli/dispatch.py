@@ -164,11 +164,16 @@ async def run_missions(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows), flush=True)
         return 0
-    print(f"{'mission':<24} {'kind':<9} {'state':<10} {'submitted':<9} {'ended':<9} outcome")
+    print(
+        f"{'mission':<24} {'kind':<9} {'state':<10} {'submitted':<9} {'ended':<9} "
+        f"{'members':<14} outcome"
+    )
     for r in rows:
+        members = ",".join(r.get("members") or []) or "-"
         print(
             f"{r['id']:<24} {r['kind']:<9} {r['state']:<10} {_fmt_ms(r['submitted_ms']):<9} "
-            f"{_fmt_ms(r['ended_ms']):<9} {r.get('summary') or r.get('reason') or ''}"
+            f"{_fmt_ms(r['ended_ms']):<9} {members:<14} "
+            f"{r.get('summary') or r.get('reason') or ''}"
         )
     return 0
 

@@ -217,11 +217,18 @@ def test_a_hospital_team_takes_ltl_missions_and_fails_an_impossible_one(
         )
         took = time.monotonic() - started
         assert out.returncode == 1, out.stdout + out.stderr
+        mission = out.stdout.splitlines()[0].strip()
         # the first agent to exit non-zero is quoted: the planner or a robot it told
         assert ": failed " in out.stdout and "impossible" in out.stdout.lower(), out.stdout
         assert "no word over the labels" in out.stdout, out.stdout
         assert "timed out" not in out.stdout, "the queue waited for the timeout"
         print(f"the impossible mission failed in {took:.1f} s (timeout 60 s)")
+        listing = subprocess.run(
+            teamtree_cmd("missions", "--broker", url, "--team", "hospital-queue"),
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+        row = next(line for line in listing.stdout.splitlines() if line.startswith(mission))
+        assert " ltl " in row and " failed " in row and "A1,DR,planner" in row, listing.stdout
     finally:
         team.send_signal(signal.SIGINT)
         team.wait(60)
