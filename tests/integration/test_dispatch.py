@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
-from teamtree.agents.missions.protocol import CANCEL, CHANNEL, LIST
+from teamtree.agents.missions.protocol import CANCEL, CHANNEL, LIST, REJECTED, SUBMIT
 from tests.conftest import REPO, teamtree_cmd
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -96,14 +96,18 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
                 )
                 ids.append(out.stdout.strip().splitlines()[-1])
             before = await table(client)
-            for name, text, field in [
-                ("spoon", tree_mission("THEN(cup, spoon)"), "[mission.tree]"),
-                ("r2d2", tree_mission("cup", ["r2d2"]), "[mission.members]"),
-                ("three", tree_mission("cup", 3), "[mission.members]"),
-                ("ltl", '[mission]\nkind = "ltl"\nformula = "F a"\n', "[mission.kind]"),
+            bad = await asyncio.to_thread(  # the command: exit 2 naming the field
+                submit, tmp_path, mosquitto.url, "spoon", tree_mission("THEN(cup, spoon)")
+            )
+            assert bad.returncode == 2 and "[mission.tree]" in bad.stderr, bad.stderr
+            for mission, field in [  # the protocol: mission.rejected naming the field
+                ({"kind": "tasktree", "tree": "cup", "members": ["r2d2"]}, "mission.members"),
+                ({"kind": "tasktree", "tree": "cup", "members": 3}, "mission.members"),
+                ({"kind": "ltl", "formula": "F a"}, "mission.kind"),
+                ({"kind": "tasktree", "tree": "cup", "robots": 1}, "mission.robots"),
             ]:
-                bad = await asyncio.to_thread(submit, tmp_path, mosquitto.url, name, text)
-                assert bad.returncode == 2 and field in bad.stderr, (name, bad.stderr)
+                reply = await client.request(CHANNEL, SUBMIT, {"mission": mission}, timeout=20)
+                assert reply.kind == REJECTED and reply.body["field"] == field, reply.body
             after = await table(client)
             assert set(after) == set(before), "a rejected mission changed the table"
 
