@@ -234,7 +234,9 @@ class _Trial:
                     r.grasps[key] = r.scorer.score(shape, arm, r.rng).score
                 grasp = r.grasps[key]
                 grasp = 0.0 if grasp < r.member.min_grasp else grasp
-            pot = r.metric.from_distance_score(distance_score(shape.position, arm_pos), grasp or 0.0)
+            pot = r.metric.from_distance_score(
+                distance_score(shape.position, arm_pos), grasp or 0.0
+            )
             goal = obj["goal"]
             if goal is not None and not can_place(
                 self.specs[r.rid], base[:3], base[3], shape.position, goal
