@@ -108,6 +108,11 @@ def trial(scenario: int, metric: str, **kwargs) -> TrialResult:
                            time_factor=factor, **kwargs)  # fmt: skip
 
 
+def paper_scores(scenario: int) -> dict[str, dict[str, float]]:
+    """Tables 1 and 2 for one scenario, as ``run_place_trial(grasp_table=...)`` takes them."""
+    return {r: {n: float(v[scenario - 1]) for n, v in PAPER[r].items()} for r in ROBOTS}
+
+
 def describe(result: TrialResult) -> str:
     """``pr2 a, b; baxter c, d (OR: x)``."""
     placed = result.placed()
@@ -255,6 +260,19 @@ def main() -> None:
             mark = "yes" if PINNED[(s, metric)](first) else "NO"
             print(f"S{s} {metric:<15} paper:    {OUTCOMES[(s, metric)]}")
             print(f"{'':>19} teamtree: {describe(first)}  [{mark}; {held} of {len(runs)}]")
+            if metric == "distance":
+                continue  # no grasp scores: the same trial
+            table = paper_scores(s)
+            runs = [
+                trial(s, metric, start={"pr2": max(0.0, -o), "baxter": max(0.0, o)},
+                      grasp_table=table)
+                for o in offsets(args.offsets)
+            ]  # fmt: skip
+            held = sum(PINNED[(s, metric)](r) for r in runs)
+            first = trial(s, metric, grasp_table=table)
+            mark = "yes" if PINNED[(s, metric)](first) else "NO"
+            print(f"{'':>19} with Tables 1-2 as the scores: {describe(first)}  "
+                  f"[{mark}; {held} of {len(runs)}]")  # fmt: skip
     if not args.outcomes:
         return
     print("\noutcomes: paper (§4) / teamtree (objects each robot placed, in order)")

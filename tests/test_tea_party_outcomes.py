@@ -47,6 +47,15 @@ def test_distance_and_grasp_never_gives_the_pr2_what_it_cannot_grasp(results, sc
     assert not {"sandwich", "orange", "apple"} & set(r.placed().get("pr2", [])), tables.describe(r)
 
 
+def test_with_the_papers_scores_the_burger_goes_to_the_pr2_in_scenario_2() -> None:
+    """§4, S2: with Tables 1 and 2 as the grasp scores (the Baxter's tea pot 17 above its
+    burger 13) the Baxter, free first, takes the tea pot and the PR2 the burger, while
+    distance-only gives the burger to the Baxter: the configs and the peer rule
+    reproduce §4 here; teamtree's own Baxter tea-pot score (about 2) does not."""
+    r = tables.trial(2, "distance+grasp", grasp_table=tables.paper_scores(2))
+    assert r.placer("burger") == "pr2" and r.placer("tea_pot") == "baxter", tables.describe(r)
+
+
 def test_scenario_1_distance_only_starts_as_the_papers(results) -> None:
     """§4, S1 distance-only: the PR2 takes the sandwich, then the orange (both beyond
     its gripper), while the Baxter takes the cup, then the tea pot."""
@@ -58,8 +67,8 @@ def test_scenario_1_distance_only_starts_as_the_papers(results) -> None:
 DIFFERS = {
     (1, "distance"): "S1: the Baxter's tea pot ends before the PR2's orange, so the "
     "Baxter takes the sugar (the only open node) and the PR2 the burger",
-    (2, "distance+grasp"): "S2: §4 compares both robots' potentials for the burger; under "
-    "the earliest-claim rule (Fig. 8) the robot free first takes it",
+    (2, "distance+grasp"): "S2: teamtree's Baxter scores its tea pot about 2 (Table 2: 17), "
+    "below its burger, so the Baxter, free first, takes the burger",
 }
 
 
