@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from teamtree.broker import SpecificationError
+from teamtree.planners.tasktree import TrialMember, parse_tree, run_place_trial
+
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
     "bench_grasp_tables", REPO / "benchmarks" / "bench_grasp_tables.py"
@@ -85,3 +88,12 @@ DIFFERS = {
 def test_the_outcome_is_the_papers(results, cell) -> None:
     r = results[cell]
     assert tables.PINNED[cell](r), f"paper: {tables.OUTCOMES[cell]}; teamtree: {tables.describe(r)}"
+
+
+def test_a_robot_without_a_body_is_named() -> None:
+    tree = parse_tree("cup")
+    spec = {"objects": {}, "robots": {"pr2": {"profile": "pr2", "base": [0, -0.65, 0]}}}
+    with pytest.raises(SpecificationError, match="'baxter' has no body"):
+        run_place_trial(tree, spec, {"baxter": TrialMember()})
+    with pytest.raises(SpecificationError, match="'objects' and 'robots'"):
+        run_place_trial(tree, {"robots": {}}, {"pr2": TrialMember()})

@@ -6,8 +6,10 @@ runs a ``TaskController`` fed the potentials its agent would compute from the sa
 observation (eq. 1 over the gripper and the objects, grasp scores from ``GraspScorer``
 seeded as the agent's, 0 for what it cannot reach), and the peer messages go through a
 broker that delays each hop by a fixed time. Simulated time only: a trial is
-deterministic for its inputs and takes a fraction of a second, so the paper's
-scenario outcomes can be tested and tabled without timing noise.
+deterministic for its inputs and takes well under a second (a few seconds when it
+scores grasps), so the paper's scenario outcomes can be tested and tabled without
+timing noise. Every robot reads one clock (simulated milliseconds, no skew), so the
+claim stamps need no receive step.
 
 Timing as the agents run it: each robot ticks and observes every ``time_factor /
 tick_hz`` simulated seconds (the world agent's time factor over the robot's tick rate);
@@ -24,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from teamtree.broker import SpecificationError
 from teamtree.hardware.geometry import ShapePrimitive
 from teamtree.hardware.profiles import arm_model, can_place, profile
 from teamtree.hardware.world import World
@@ -142,6 +145,17 @@ class _Trial:
     ):
         self.tree = tree
         self.table = grasp_table
+        if not isinstance(world_spec, Mapping) or not {"objects", "robots"} <= set(world_spec):
+            raise SpecificationError(
+                "world spec: expected a map with 'objects' and 'robots', as the world "
+                "agent's [[agents]] entry has them"
+            )
+        unknown = sorted(set(members) - set(world_spec["robots"]))
+        if unknown:
+            raise SpecificationError(
+                f"robot {unknown[0]!r} has no body in the world spec; add it under "
+                f"'robots' (known: {', '.join(sorted(world_spec['robots'])) or 'none'})"
+            )
         self.world = World.from_spec(world_spec["objects"], world_spec["robots"])
         self.specs = {r: profile(s.get("profile", r)) for r, s in world_spec["robots"].items()}
         self.tick = time_factor / tick_hz
