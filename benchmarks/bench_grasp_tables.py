@@ -125,6 +125,16 @@ def offsets(n: int) -> list[float]:
     return [0.0] if n <= 1 else [-0.2 + 0.4 * i / (n - 1) for i in range(n)]
 
 
+def sweep(scenario: int, metric: str, n: int, **kwargs) -> tuple[TrialResult, int]:
+    """The trial at the default start, and in how many of ``n`` start-up offsets what
+    §4 says holds (``kwargs`` go to ``run_place_trial``)."""
+    runs = [
+        trial(scenario, metric, start={"pr2": max(0.0, -o), "baxter": max(0.0, o)}, **kwargs)
+        for o in offsets(n)
+    ]
+    return trial(scenario, metric, **kwargs), sum(PINNED[(scenario, metric)](r) for r in runs)
+
+
 _BEHAVIOUR = re.compile(r"summary\.behaviour.*?agent=(\S+).*?node=(\S+)")
 
 
@@ -249,30 +259,16 @@ def main() -> None:
     print(f"the default start, and in how many of {args.offsets} start-up offsets §4 holds")
     for s in (1, 2, 3):
         for metric in METRICS:
-            cache: dict = {}
-            runs = [
-                trial(s, metric, start={"pr2": max(0.0, -o), "baxter": max(0.0, o)},
-                      grasp_cache=cache)
-                for o in offsets(args.offsets)
-            ]  # fmt: skip
-            held = sum(PINNED[(s, metric)](r) for r in runs)
-            first = trial(s, metric, grasp_cache=cache)
+            first, held = sweep(s, metric, args.offsets, grasp_cache={})
             mark = "yes" if PINNED[(s, metric)](first) else "NO"
             print(f"S{s} {metric:<15} paper:    {OUTCOMES[(s, metric)]}")
-            print(f"{'':>19} teamtree: {describe(first)}  [{mark}; {held} of {len(runs)}]")
+            print(f"{'':>19} teamtree: {describe(first)}  [{mark}; {held} of {args.offsets}]")
             if metric == "distance":
                 continue  # no grasp scores: the same trial
-            table = paper_scores(s)
-            runs = [
-                trial(s, metric, start={"pr2": max(0.0, -o), "baxter": max(0.0, o)},
-                      grasp_table=table)
-                for o in offsets(args.offsets)
-            ]  # fmt: skip
-            held = sum(PINNED[(s, metric)](r) for r in runs)
-            first = trial(s, metric, grasp_table=table)
+            first, held = sweep(s, metric, args.offsets, grasp_table=paper_scores(s))
             mark = "yes" if PINNED[(s, metric)](first) else "NO"
             print(f"{'':>19} with Tables 1-2 as the scores: {describe(first)}  "
-                  f"[{mark}; {held} of {len(runs)}]")  # fmt: skip
+                  f"[{mark}; {held} of {args.offsets}]")  # fmt: skip
     if not args.outcomes:
         return
     print("\noutcomes: paper (§4) / teamtree (objects each robot placed, in order)")
