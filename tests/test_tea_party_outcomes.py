@@ -26,6 +26,8 @@ assert _spec is not None and _spec.loader is not None
 tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tables)
 
+pytestmark = pytest.mark.slow  # six trials, three of them scoring grasps: 5-30 s here
+
 CELLS = [(s, m) for s in (1, 2, 3) for m in tables.METRICS]
 
 
