@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from teamtree.agents.cli.args import DEFAULT_BROKER
@@ -57,6 +58,11 @@ def register(subparsers: Any) -> dict[str, Handler]:
         help="let /human/<id> join any id (default: only people the team's robots model, "
         "as listed in their factsheets)",
     )  # fmt: skip
+    p.add_argument(
+        "--missions-dir", type=Path, default=None,
+        help="mission files (*.toml with a [mission] table) the team page offers to submit "
+        "(default: ./configs/missions when it exists)",
+    )  # fmt: skip
     p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
     return {"web": run_web}
@@ -77,6 +83,12 @@ async def run_web(args: argparse.Namespace) -> int:
         return 2
     from teamtree.agents.observers.web.server import WebServer
 
+    missions_dir = args.missions_dir
+    if missions_dir is None and Path("configs/missions").is_dir():
+        missions_dir = Path("configs/missions").resolve()
+    elif missions_dir is not None and not missions_dir.is_dir():
+        print(f"teamtree web: --missions-dir {missions_dir}: no such directory", file=sys.stderr)
+        return 2
     settings = TlsSettings.from_env()
     tls = client_context(settings) if settings is not None else None
     web = WebServer(
@@ -84,6 +96,7 @@ async def run_web(args: argparse.Namespace) -> int:
         args.team,
         tls_context=tls,
         any_person=args.any_person,
+        missions_dir=missions_dir,
         **_credentials(args),
     )
     try:

@@ -11,6 +11,9 @@ Routes::
     GET /api/state            the team snapshot as JSON (scripts, health checks)
     GET /api/human/<id>       a hosted person's view as JSON (404 when not hosted)
     GET /healthz              200 once the broker is connected, else 503
+    GET /api/missions/files   the mission files the page offers to pick from
+    POST /api/missions        submit a mission ({"toml": text} or {"file": name})
+    POST /api/missions/<id>/cancel   cancel a queued or running mission
     GET /static/...           the page's own JS and CSS (nothing from a CDN)
 """
 
@@ -32,6 +35,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.observers.web.missions import (
+    DeskError,
+    MissionDesk,
+    mission_files,
+    mission_from_toml,
+)
 from teamtree.agents.observers.web.person import HumanSessions
 from teamtree.agents.observers.web.state import WebState
 from teamtree.broker import TopicError
@@ -64,10 +73,12 @@ class WebServer:
         tls_context: Any = None,
         sessions: HumanSessions | None = None,
         any_person: bool = False,
+        missions_dir: Path | None = None,
     ):
         self.team = validate_id(team, "team")
         self.endpoint = endpoint
         self.any_person = any_person
+        self.missions_dir = missions_dir
         self.state = WebState(self.team)
         self.observer = TeamObserver(
             endpoint,
@@ -79,6 +90,12 @@ class WebServer:
             client_prefix="web",
         )
         self.observer.state = self.state.monitor  # one view, fed once
+        self.desk = MissionDesk(
+            self.team,
+            lambda message: self.observer.connection.publish(message),
+            self.state.mission_queues,
+            user=username,
+        )
         self.sessions = sessions or HumanSessions(
             endpoint, self.team, tls_context=tls_context, is_taken=self._taken
         )
@@ -92,6 +109,9 @@ class WebServer:
                 Route("/api/state", self._api_state),
                 Route("/api/human/{agent_id}", self._api_human),
                 Route("/healthz", self._health),
+                Route("/api/missions/files", self._mission_files),
+                Route("/api/missions", self._submit, methods=["POST"]),
+                Route("/api/missions/{mission_id}/cancel", self._cancel, methods=["POST"]),
                 Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
             ]
         )
@@ -106,6 +126,7 @@ class WebServer:
 
     def _on_message(self, env: Envelope, topic: Topic, message: Incoming) -> None:
         self.state.interpret(env, topic)
+        self.desk.on_message(env, topic)
 
     def _taken(self, agent_id: str) -> bool:
         row = self.state.monitor.agents.get(agent_id)
@@ -144,6 +165,49 @@ class WebServer:
     async def _health(self, request: Request) -> Response:
         ok = self.observer.connection.connected.is_set()
         return JSONResponse({"broker": ok, "team": self.team}, status_code=200 if ok else 503)
+
+    # -- missions (the dispatch protocol) ------------------------------------------------
+
+    async def _mission_files(self, request: Request) -> Response:
+        files = mission_files(self.missions_dir)
+        return JSONResponse({"directory": str(self.missions_dir or ""), "files": files})
+
+    async def _submit(self, request: Request) -> Response:
+        """Submit a mission pasted or uploaded as TOML, or picked by file name."""
+        try:
+            body = await _json_body(request)
+            if isinstance(body.get("file"), str):
+                files = mission_files(self.missions_dir)
+                if body["file"] not in files:
+                    raise DeskError(
+                        f"no mission file {body['file']!r} here (have: "
+                        f"{', '.join(files) or 'none'})",
+                        status=404,
+                    )
+                mission = mission_from_toml(files[body["file"]], body["file"])
+            elif isinstance(body.get("toml"), str):
+                mission = mission_from_toml(body["toml"], str(body.get("name") or "<pasted>"))
+            else:
+                raise DeskError('send {"toml": "<a mission file\'s text>"} or {"file": "<name>"}')
+            accepted = await self.desk.submit(mission)
+        except DeskError as exc:
+            log.info("web.mission_refused", error=str(exc), field=exc.field)
+            return JSONResponse({"error": str(exc), "field": exc.field}, status_code=exc.status)
+        log.info("web.mission_submitted", id=accepted.get("id"), queue=accepted.get("queue"))
+        return JSONResponse(accepted)
+
+    async def _cancel(self, request: Request) -> Response:
+        mission = request.path_params["mission_id"]
+        try:
+            await _json_body(request)
+            validate_id(mission, "mission id")
+            answer = await self.desk.cancel(mission)
+        except TopicError as exc:
+            return JSONResponse({"error": exc.reason, "field": "id"}, status_code=400)
+        except DeskError as exc:
+            return JSONResponse({"error": str(exc), "field": exc.field}, status_code=exc.status)
+        log.info("web.mission_cancel", id=mission, state=answer.get("state"))
+        return JSONResponse(answer)
 
     # -- websockets --------------------------------------------------------------------
 
@@ -297,6 +361,21 @@ def _tap(text: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return tap if isinstance(tap, dict) else {}
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """A POST's JSON object. Only ``application/json`` is taken, which a page of
+    another site cannot send without the browser asking first (CORS), so a link or a
+    form elsewhere cannot submit or cancel missions."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise DeskError("send the request as application/json", status=415)
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError as exc:
+        raise DeskError(f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise DeskError("the request body must be a JSON object")
+    return body
 
 
 def _escape(text: str) -> str:
