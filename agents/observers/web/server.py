@@ -242,7 +242,12 @@ class WebServer:
             while True:
                 expected = self.expected_by(person)
                 allowed = bool(expected) or self.any_person
-                offer = {"id": person, "team": self.team, "expected_by": expected}
+                offer = {
+                    "id": person,
+                    "team": self.team,
+                    "expected_by": expected,
+                    "expectations": self.state.kitting.for_person(person),
+                }
                 await ws.send_text(json.dumps({"join": {**offer, "allowed": allowed}}))
                 if receive is None:
                     receive = asyncio.ensure_future(ws.receive_text())
@@ -286,7 +291,8 @@ class WebServer:
                 now = time.monotonic()
                 if agent.version != version or now - sent_at >= 1.0:
                     version, sent_at = agent.version, now
-                    text = json.dumps(agent.view(), default=str)
+                    view = {**agent.view(), "expectations": self.state.kitting.for_person(agent.id)}
+                    text = json.dumps(view, default=str)
                     await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
                 await asyncio.sleep(PUSH_S / 2)
         except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):

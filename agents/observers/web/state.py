@@ -17,6 +17,7 @@ from typing import Any
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
+from teamtree.agents.observers.web.expectations import KittingExpectations
 from teamtree.broker import SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -51,6 +52,7 @@ class WebState:
         self._open: dict[tuple[str, str], dict[str, Any]] = {}  # (agent, leaf) -> span
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
         self.humans = HumanWork()
+        self.kitting = KittingExpectations()  # what a cobot expects of its person (seed 001)
         self.plans: dict[str, dict[str, Any]] = {}  # robot -> its LTL plan and progress
         self.schedule: dict[str, Any] | None = None  # the latest allocation schedule
         self.first_schedule: dict[str, Any] | None = None
@@ -77,6 +79,7 @@ class WebState:
         body = env.body if isinstance(env.body, dict) else {}
         kind = env.kind
         self._people(self.humans.feed(kind, env.sender, env.body, env.ts))
+        self.kitting.feed(kind, env.sender, env.body, env.ts)
         if topic.agent is not None and topic.channel == "connection":
             self._presence(env, body)
         elif topic.agent is not None and topic.channel == "factsheet" and body:
