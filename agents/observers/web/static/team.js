@@ -16,6 +16,10 @@ function setLink(on) {
 
 function renderHeader(s) {
   $("team").textContent = s.team;
+  if (s.user && $("user").hidden) {
+    $("user").hidden = false;
+    $("user").innerHTML = `as <b id="user-name">${esc(s.user)}</b> <button class="leave" id="sign-out" onclick="signOut()">sign out</button>`;
+  }
   const m = s.mission || {};
   $("mission").textContent = m.kind ? `${m.kind} mission` + (m.text ? ` · ${m.text}` : "") : "no mission yet";
   $("progress-text").textContent = m.leaves ? `${m.done}/${m.leaves} done` : "";
