@@ -69,6 +69,8 @@ COOKIE = "teamtree_login"
 MAX_LOGINS = 32
 #: the websocket close code that sends a page to the sign-in form
 CLOSE_LOGIN = 4401
+#: seconds a refused sign-in waits before it answers
+REFUSED_DELAY_S = 1.0
 log = structlog.get_logger("teamtree.web")
 
 
@@ -206,6 +208,7 @@ class WebServer:
         refused = await check_login(self.endpoint, username, password, tls_context=self.tls_context)
         if refused is not None:
             log.info("web.sign_in_refused", user=username, error=refused)
+            await asyncio.sleep(REFUSED_DELAY_S)  # slows password guessing through the page
             return JSONResponse({"error": refused}, status_code=401)
         watch = TeamWatch(
             self.endpoint,
