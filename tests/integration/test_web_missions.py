@@ -1,8 +1,8 @@
 """The team page's missions desk in a real browser (headless Debian chromium) against a
 serving tea-party team (``teamtree run configs/tea_party_queue.toml``: world, drivers,
-recorder and a mission queue as processes on mosquitto): a mission picked from the
-files goes queued -> running -> done, a second one is cancelled while it waits, and
-the queue's refusals are shown next to the form.
+recorder and a mission queue as processes on mosquitto): a pasted mission goes queued
+-> running -> done, one picked from the files is cancelled while it waits, and the
+refusals are shown next to the form.
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ def type_mission(driver, text: str) -> None:
 
 
 async def test_missions_submitted_and_cancelled_from_the_team_page(mosquitto, team, tmp_path):
-    """Pick tea_cup.toml and submit it: its row goes to done; a pasted mission queued
-    behind it is cancelled with its button before it starts; a mission naming an object
-    the world lacks and a file that is not TOML are refused with the reason shown next
-    to the form; the recorder saw each leaf of the done mission done once."""
+    """A pasted one-leaf mission goes queued -> running -> done; tea_cup.toml, picked
+    from the server's files and queued behind it, is cancelled with its button before it
+    starts; a mission naming an object the world lacks and a text that is not TOML are
+    refused with the reason shown next to the form; the recorder saw each leaf of the
+    done mission done once and nothing of the cancelled one."""
     text = QUEUE_CONFIG.read_text().replace('name = "tea-party-queue"', f'name = "{team}"')
     config = tmp_path / "queue.toml"
     config.write_text(text.replace("runs/tea_party_queue.jsonl", str(tmp_path / "record.jsonl")))
@@ -59,18 +60,11 @@ async def test_missions_submitted_and_cancelled_from_the_team_page(mosquitto, te
         with chromium() as driver:
             driver.get(web.url)
             await until(
-                lambda: css(driver, "#mission-submit:not([disabled])"), 120,
+                lambda: "served by queue" in css(driver, "#missions-queue")[0]["text"], 120,
                 "the mission queue online", driver=driver,
             )  # fmt: skip
-            assert "queue" in css(driver, "#missions-queue")[0]["text"]
-            await until(lambda: css(driver, 'option[value="tea_cup.toml"]'), 10, "the files")
-            driver.execute_script(
-                "const s = document.getElementById('mission-pick'); s.value = 'tea_cup.toml';"
-                "s.dispatchEvent(new Event('change'));"
-            )
-            assert "THEN(cup, sugar)" in driver.execute_script(
-                "return document.getElementById('mission-toml').value"
-            )
+            assert css(driver, "#mission-submit:not([disabled])")
+            type_mission(driver, '[mission]\nkind = "tasktree"\ntimeout_s = 120\ntree = "cup"\n')
             assert click(driver, "#mission-submit")
             ok = await until(lambda: "accepted: " in css(driver, "#mission-ok")[0]["text"]
                              and css(driver, "#mission-ok")[0]["text"], 20,
@@ -89,8 +83,13 @@ async def test_missions_submitted_and_cancelled_from_the_team_page(mosquitto, te
             error = await until(lambda: "not valid TOML" in css(driver, "#mission-error")[0]["text"]
                                 and css(driver, "#mission-error")[0]["text"], 10, "a TOML error")  # fmt: skip
 
-            type_mission(
-                driver, '[mission]\nkind = "tasktree"\ntimeout_s = 120\ntree = "tea_pot"\n'
+            await until(lambda: css(driver, 'option[value="tea_cup.toml"]'), 10, "the files")
+            driver.execute_script(
+                "const s = document.getElementById('mission-pick'); s.value = 'tea_cup.toml';"
+                "s.dispatchEvent(new Event('change'));"
+            )
+            assert "THEN(cup, sugar)" in driver.execute_script(
+                "return document.getElementById('mission-toml').value"
             )
             assert click(driver, "#mission-submit")
             ok = await until(lambda: "queued, position 1" in css(driver, "#mission-ok")[0]["text"]
