@@ -325,7 +325,9 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
     local = LocalCompose(tmp_path)
     tasks = []
     try:
-        async with asyncio.timeout(180):
+        # a dozen Python processes start at once (one more with the web view): on a
+        # loaded 2-core machine the services alone took over 3 minutes to come up
+        async with asyncio.timeout(300):
             tasks = await local.up()
             robots = [local.services[m] for m in MEMBERS]
             while not all(r.process and r.process.poll() is not None for r in robots):

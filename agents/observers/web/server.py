@@ -416,7 +416,11 @@ class WebServer:
             await ws.close(code=CLOSE_LOGIN)
             return
         person = ws.path_params["agent_id"]
-        if person not in self.sessions.agents and not await self._join(ws, person, watch):
+        # with sign-ins only the person's own sign-in acts for them; others only watch
+        watching = self.login and watch.username != person
+        if (person not in self.sessions.agents or watching) and not await self._join(
+            ws, person, watch
+        ):
             return
         try:
             agent = await self.sessions.get(person)
