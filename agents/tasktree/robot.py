@@ -56,6 +56,7 @@ from teamtree.agents.runtime.behaviour_wire import (
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
+from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
@@ -776,7 +777,7 @@ class RobotAgent(PeerRuleMember):
         await self.publish(
             MISSION,
             "mission.tree",
-            {"kind": "tasktree", "tree": self.tree.to_dict(), "text": self.tree.to_string()},
+            mission_tree_body(self.tree),
             team=True,
             retain=True,
         )
