@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from msgspec import Struct
+
+from teamtree.agents.runtime.wire_decode import decode_body
 
 
 class JobWireError(ValueError):
@@ -117,10 +118,7 @@ JOB_REPORTS: dict[str, type[Struct]] = {
 
 
 def _decode(body: Any, typ: type[Any], what: str) -> Any:
-    try:
-        return msgspec.convert(body, typ, strict=True)
-    except msgspec.ValidationError as exc:
-        raise JobWireError(f"bad {what} body: {exc}") from None
+    return decode_body(body, typ, JobWireError, what)
 
 
 def decode_assign(body: Any) -> JobAssign:

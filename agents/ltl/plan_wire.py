@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from teamtree.agents.runtime.wire_decode import decode_body
 from teamtree.planners.ltl import RobotPlan, TSState
 
 
@@ -64,10 +65,7 @@ def plan_to_wire(plan: RobotPlan) -> dict[str, Any]:
 def plan_from_wire(body: Any) -> RobotPlan:
     """Decode ``plan_to_wire``'s map. Raises PlanWireError (a ValueError) naming the
     field's path, or the shape rule broken."""
-    try:
-        w = msgspec.convert(body, PlanWire, strict=True)
-    except msgspec.ValidationError as exc:
-        raise PlanWireError(f"bad plan: {exc}") from None
+    w = decode_body(body, PlanWire, PlanWireError, "plan")
     states = tuple(TSState(r, m) for r, m in w.states)
     if not states or len(w.actions) != len(states) - 1 or len(w.weights) != len(w.actions):
         raise PlanWireError("plan needs n states, n-1 actions and n-1 weights")

@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from teamtree.agents.runtime.wire_decode import decode_body
+
 COMMAND_CHANNEL = "command"
 """``<robot>/command/<driver>``: behaviour commands."""
 PROGRESS_CHANNEL = "progress"
@@ -88,10 +90,7 @@ PROGRESS_KINDS = ("started", "paused", "resumed", "finished", "failed")
 
 
 def _decode(body: Any, typ: type[Any], what: str) -> Any:
-    try:
-        return msgspec.convert(body, typ, strict=True)
-    except msgspec.ValidationError as exc:
-        raise BehaviourWireError(f"bad {what} body: {exc}") from None
+    return decode_body(body, typ, BehaviourWireError, what)
 
 
 def decode_command(kind: str, body: Any) -> BehaviourCommand:

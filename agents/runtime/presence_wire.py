@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from teamtree.agents.runtime.wire_decode import decode_body
+
 
 class Presence(enum.StrEnum):
     """An agent's connection state as published on its ``connection`` topic."""
@@ -48,10 +50,7 @@ class HeartbeatBody(Struct, frozen=True):
 
 
 def _decode(body: Any, typ: type[Any], what: str) -> Any:
-    try:
-        return msgspec.convert(body, typ, strict=True)
-    except msgspec.ValidationError as exc:
-        raise PresenceWireError(f"bad {what} body: {exc}") from None
+    return decode_body(body, typ, PresenceWireError, what)
 
 
 def decode_presence(body: Any) -> PresenceBody:

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from teamtree.agents.runtime.wire_decode import decode_body
 from teamtree.broker import SpecificationError
 from teamtree.planners.tasktree import TaskTree, tree_from_dict
 
@@ -49,10 +50,7 @@ def mission_tree_body(tree: TaskTree, kind: str = "tasktree") -> dict[str, Any]:
 
 def decode_mission_tree(body: Any) -> MissionTreeBody:
     """A ``mission.tree`` body; raises MissionWireError naming the field."""
-    try:
-        return msgspec.convert(body, MissionTreeBody, strict=True)
-    except msgspec.ValidationError as exc:
-        raise MissionWireError(f"bad mission.tree body: {exc}") from None
+    return decode_body(body, MissionTreeBody, MissionWireError, "mission.tree")
 
 
 def tree_from_body(body: Any) -> TaskTree:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from msgspec import Struct
+
+from teamtree.agents.runtime.wire_decode import decode_body
 
 
 class WorldWireError(ValueError):
@@ -40,7 +41,4 @@ class Violation(Struct, frozen=True):
 
 def decode_move_object(body: Any) -> MoveObject:
     """A ``world.move_object`` body; raises WorldWireError naming the field."""
-    try:
-        return msgspec.convert(body, MoveObject, strict=True)
-    except msgspec.ValidationError as exc:
-        raise WorldWireError(f"bad world.move_object body: {exc}") from None
+    return decode_body(body, MoveObject, WorldWireError, "world.move_object")
