@@ -5,6 +5,7 @@ bridge; no agent kind imports a driver (kinds are looked up by name). The simula
 SDK's protocol and client live with the simulated world in ``teamtree.hardware``.
 """
 
+from teamtree.drivers.base import DriverAgent, RunningCommand
 from teamtree.drivers.sim_driver import SimDriverAgent
 
-__all__ = ["SimDriverAgent"]
+__all__ = ["DriverAgent", "RunningCommand", "SimDriverAgent"]

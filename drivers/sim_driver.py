@@ -31,9 +31,10 @@ out ``<me>/progress``                   ``behaviour.started``, 1  command_id, no
 Commands are carried out in arrival order; a request the world does not answer is
 retried (``execute`` is idempotent per command_id) and then reported as failed with
 reason ``world_timeout`` (``no_world`` if no world turned up). Progress comes from the
-world's event log, so each event is published once. When the robot agent vanishes
-(Last Will or OFFLINE) the driver cancels its behaviour, putting down anything it
-holds, so a teammate can take the work over. Leases (``lease_ms``, ``token``) are
+world's event log, so each event is published once. Command intake, the cancel when
+the robot agent vanishes (putting down anything the body holds, so a teammate can take
+the work over) and progress reporting are the drivers' shared base
+(``teamtree.drivers.base``). Leases (``lease_ms``, ``token``) are
 passed to the world as they are: the body enforces them, not the driver, so a driver
 frozen with its robot cannot keep a body running (docs/protocol.md, "Leases").
 """
@@ -48,33 +49,30 @@ from typing import Any
 
 import zmq
 
-from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.behaviour_wire import (
+    COMMAND_CHANNEL,
+    OBSERVATION_CHANNEL,
+    PROGRESS_CHANNEL,
+    BehaviourCommand,
+    ExecuteCommand,
+    RenewCommand,
+)
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
-from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
-from teamtree.broker.envelope import Envelope
-from teamtree.broker.topics import Topic
+from teamtree.drivers.base import DriverAgent
 from teamtree.drivers.sim_params import SimDriverParams
 from teamtree.hardware.profiles import PROFILES, RobotProfileSpec
 from teamtree.hardware.sim_client import SimClient
 
-COMMAND_CHANNEL = "command"
-OBSERVATION_CHANNEL = "observation"
-PROGRESS_CHANNEL = "progress"
-COMMAND_KINDS = {
-    "behaviour.execute": "execute",
-    "behaviour.cancel": "cancel",
-    "behaviour.pause": "pause",
-    "behaviour.resume": "resume",
-    "behaviour.renew": "renew",
-}
+__all__ = ["COMMAND_CHANNEL", "OBSERVATION_CHANNEL", "PROGRESS_CHANNEL", "SimDriverAgent"]
+
 _RETRIES = 3
 ZMQ_ADDRESS = re.compile(r"^(tcp|ipc|inproc)://\S+$")
 """What a world's ``zmq`` factsheet field must look like."""
 
 
-class SimDriverAgent(Agent):
+class SimDriverAgent(DriverAgent):
     """Drive robot `robot` of the simulated world for robot agent `agent`."""
 
     kind = "sim_driver"
@@ -93,23 +91,20 @@ class SimDriverAgent(Agent):
         cancel_on_agent_loss: bool = True,
         **kwargs: Any,
     ):
-        super().__init__(*args, **kwargs)
+        super().__init__(
+            *args, agent=agent or robot, cancel_on_agent_loss=cancel_on_agent_loss, **kwargs
+        )
         self.robot = robot
-        self.agent = agent or robot
         self.world_id = world
         self.profile: RobotProfileSpec | None = PROFILES.get(profile or robot)
         self.poll_period = 1.0 / poll_hz
         self.observation_period = 1.0 / observation_hz
         self.zmq_timeout_s = zmq_timeout_s
         self.command_wait_s = command_wait_s
-        self.cancel_on_agent_loss = cancel_on_agent_loss
         self.client: SimClient | None = None
         self.world_address: str | None = None
         self.observation: dict[str, Any] | None = None
         self._client_ready = asyncio.Event()
-        self._commands: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-        self._running: tuple[str, str | None] | None = None
-        """(command_id, node) of the execute the world accepted and has not ended."""
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -133,36 +128,13 @@ class SimDriverAgent(Agent):
             "profile": None if self.profile is None else self.profile.to_dict(),
         }
 
-    # -- wiring ------------------------------------------------------------------------
+    @property
+    def body_name(self) -> str:
+        return self.robot
 
-    async def setup(self) -> None:
-        self.on_agents(COMMAND_CHANNEL, self._on_command, addressed=True)
+    # -- main loop ---------------------------------------------------------------------
 
-    async def _on_command(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.agent or topic.recipient != self.id:
-            self.stats["commands_ignored"] += 1
-            return
-        op = COMMAND_KINDS.get(env.kind)
-        body = env.body if isinstance(env.body, dict) else None
-        if op is None or body is None:
-            self._drop("malformed", str(topic), env.sender, f"command {env.kind!r}")
-            return
-        self.log.debug("command.received", kind=env.kind, command_id=body.get("command_id"))
-        self._commands.put_nowait((op, body))
-
-    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
-        if (
-            agent_id == self.agent
-            and self.cancel_on_agent_loss
-            and new in (Presence.CONNECTION_BROKEN, Presence.OFFLINE)
-        ):
-            self.log.info("driver.agent_lost", agent=agent_id, state=new.value)
-            self._commands.put_nowait(("cancel", {"command_id": None, "lost": True}))
-
-    # -- main loops --------------------------------------------------------------------
-
-    async def main(self) -> None:
-        self.spawn(self._command_loop(), "commands")
+    async def serve(self) -> None:
         while True:
             address, session = await self._find_world()
             try:
@@ -256,15 +228,15 @@ class SimDriverAgent(Agent):
         """After (re)connecting to a world: a command it accepted before and no longer
         runs (the world restarted and forgot it) is reported failed, so the robot gives
         the node back instead of waiting for it forever."""
-        running = self._running
+        running = self.running
         robot = obs.get("robot") if isinstance(obs.get("robot"), dict) else {}
-        if running is None or robot.get("busy") == running[0]:
+        if running is None or robot.get("busy") == running.command_id:
             return
-        self.log.warning("driver.command_lost", command_id=running[0], reason="world_restarted")
-        self._running = None
-        event = {"kind": "failed", "command_id": running[0], "node": running[1], "ok": False,
-                 "reason": "world_restarted", "t": obs.get("t")}  # fmt: skip
-        await self._publish_progress(event)
+        self.log.warning(
+            "driver.command_lost", command_id=running.command_id, reason="world_restarted"
+        )
+        await self.report("failed", running.command_id, running.node, reason="world_restarted",
+                          t=obs.get("t"))  # fmt: skip
 
     async def _adopt(self, robot_info: dict[str, Any], address: str) -> None:
         """Take the world's profile for our robot; republish the factsheet if it changed."""
@@ -293,26 +265,15 @@ class SimDriverAgent(Agent):
         return None
 
     async def _publish_progress(self, event: dict[str, Any]) -> None:
-        kind = f"behaviour.{event['kind']}"
-        if (
-            self._running is not None
-            and event.get("command_id") == self._running[0]
-            and event["kind"] in ("finished", "failed")
-        ):
-            self._running = None
-        body = {
-            "command_id": event.get("command_id"),
-            "node": event.get("node"),
-            "robot": self.robot,
-            "ok": bool(event.get("ok")),
-            "reason": event.get("reason"),
-            "t": event.get("t"),
-        }
-        self.log.info(
-            "driver.progress", kind=kind, command_id=body["command_id"], reason=body["reason"]
+        """Report one world event (``kind`` started, paused, ..., as the world logs it)."""
+        await self.report(
+            event["kind"],
+            event.get("command_id"),
+            event.get("node"),
+            ok=bool(event.get("ok")),
+            reason=event.get("reason"),
+            t=event.get("t"),
         )
-        with contextlib.suppress(TeamtreeError):
-            await self.publish(PROGRESS_CHANNEL, kind, body)
 
     # -- commands ----------------------------------------------------------------------
 
@@ -322,66 +283,48 @@ class SimDriverAgent(Agent):
                 await self._client_ready.wait()
         return self.client
 
-    async def _command_loop(self) -> None:
-        while True:
-            op, body = await self._commands.get()
-            try:
-                await self._carry_out(op, body)
-            except Exception as exc:  # one bad command must not stop the driver
-                self.log.error("driver.command_failed", op=op, error=repr(exc), exc_info=True)
-
-    async def _carry_out(self, op: str, body: dict[str, Any]) -> None:
-        command_id = body.get("command_id")
-        if op in ("execute", "renew") and not isinstance(command_id, str):
-            self.log.warning("driver.bad_command", op=op, body=body)
-            return
+    async def carry_out(self, op: str, command: BehaviourCommand) -> None:
+        """Pass one command to the world (leases and tokens as they are: the body
+        enforces them) and keep the book of what it accepted."""
         client = await self._wait_client()
         if client is None:
-            await self._fail_locally(op, body, "no_world")
+            await self._fail_locally(op, command, "no_world")
             return
-        lease = body.get("lease_ms") if isinstance(body.get("lease_ms"), int) else None
-        if op == "execute":
+        if isinstance(command, ExecuteCommand):
+            lease = command.lease_ms
             call = lambda: client.execute(  # noqa: E731
                 self.robot,
-                command_id,  # type: ignore[arg-type]
-                str(body.get("behaviour", "")),
-                body.get("params") if isinstance(body.get("params"), dict) else {},
-                node=body.get("node") if isinstance(body.get("node"), str) else None,
+                command.command_id,
+                command.behaviour,
+                command.params,
+                node=command.node,
                 lease_ms=lease,
-                token=body.get("token") if lease is not None else None,
+                token=command.token if lease is not None else None,
             )
-        elif op == "renew":
-            if lease is None:
-                self.log.warning("driver.bad_command", op=op, body=body)
-                return
-            call = lambda: client.renew(self.robot, command_id, lease, body.get("token"))  # type: ignore[arg-type]  # noqa: E731
+        elif isinstance(command, RenewCommand):
+            call = lambda: client.renew(  # noqa: E731
+                self.robot, command.command_id, command.lease_ms, command.token
+            )
         else:
-            cid = command_id if isinstance(command_id, str) else None
-            call = lambda: getattr(client, op)(self.robot, cid)  # noqa: E731
+            call = lambda: getattr(client, op)(self.robot, command.command_id)  # noqa: E731
         reply = await self._retry(call)
         if reply is None:
-            await self._fail_locally(op, body, "world_timeout")
+            await self._fail_locally(op, command, "world_timeout")
             return
-        if op == "execute" and reply.get("ok") and reply.get("status") in ("running", "paused"):
-            node = body.get("node") if isinstance(body.get("node"), str) else None
-            self._running = (command_id, node)  # type: ignore[assignment]
+        accepted = reply.get("ok") and reply.get("status") in ("running", "paused")
+        if isinstance(command, ExecuteCommand) and accepted:
+            self.accepted(command)
+        elif isinstance(command, RenewCommand) and reply.get("ok"):
+            self.renewed(command)
         if not reply.get("ok"):
-            self.log.info("driver.refused", op=op, command_id=command_id, reason=reply["reason"])
+            self.refused(op, command.command_id, reply["reason"])
         else:
-            self.log.debug("driver.done", op=op, command_id=command_id, status=reply.get("status"))
+            self.log.debug(
+                "driver.done", op=op, command_id=command.command_id, status=reply.get("status")
+            )
 
-    async def _fail_locally(self, op: str, body: dict[str, Any], reason: str) -> None:
+    async def _fail_locally(self, op: str, command: BehaviourCommand, reason: str) -> None:
         """The world never answered: an execute is reported failed; others are logged."""
-        self.log.warning(
-            "driver.unanswered", op=op, command_id=body.get("command_id"), reason=reason
-        )
-        if op == "execute":
-            event = {
-                "kind": "failed",
-                "command_id": body.get("command_id"),
-                "node": body.get("node"),
-                "ok": False,
-                "reason": reason,
-                "t": None,
-            }
-            await self._publish_progress(event)
+        self.log.warning("driver.unanswered", op=op, command_id=command.command_id, reason=reason)
+        if isinstance(command, ExecuteCommand):
+            await self.report("failed", command.command_id, command.node, reason=reason)

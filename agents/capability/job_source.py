@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from teamtree.agents.capability.channels import (
     FACTORY_CHANNEL,
     JOB_CHANNEL,
     REPORT_CHANNEL,
 )
+from teamtree.agents.capability.job_wire import JobAssign, JobWireError, decode_report
 from teamtree.agents.capability.params import JobSourceParams
 from teamtree.agents.capability.robot import FactoryRobot
 from teamtree.agents.runtime.agent import Agent
@@ -177,8 +180,13 @@ class JobSource(Agent):
     # -- reports ---------------------------------------------------------------------
 
     async def _on_report(self, env: Envelope, topic: Topic) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
-        flight = self.flights.get(str(body.get("job_id")))
+        try:
+            report = decode_report(env.kind, env.body)
+        except JobWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        body: dict[str, Any] = env.body
+        flight = self.flights.get(report.job_id)  # type: ignore[attr-defined]
         if flight is None or flight.robot != env.sender:
             return
         if env.kind == "job.accepted":
@@ -261,7 +269,7 @@ class JobSource(Agent):
             await self.publish(
                 JOB_CHANNEL,
                 "job.assign",
-                {"job_id": order.job_id, "job": order.job, "work_s": order.work_s},
+                msgspec.to_builtins(JobAssign(order.job_id, order.job, order.work_s)),
                 recipient=robot,
                 key=order.job_id,
             )

@@ -30,6 +30,7 @@ from teamtree.agents.capability.favor_wire import (
     request_from_wire,
     request_to_wire,
 )
+from teamtree.agents.capability.job_wire import JobWireError, decode_assign
 from teamtree.agents.capability.params import FactoryRobotParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
@@ -398,8 +399,12 @@ class FactoryRobot(Agent):
             await self._apply(actions, now)
 
     async def _on_assign(self, env: Envelope, topic: Topic) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
-        job_id, name = str(body.get("job_id", "")), str(body.get("job", ""))
+        try:
+            assign = decode_assign(env.body)
+        except JobWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        job_id, name = assign.job_id, assign.job
         now = time.monotonic()
         async with self._lock:
             if self.job is not None and self.job.job_id == job_id:
@@ -415,7 +420,7 @@ class FactoryRobot(Agent):
                 body = {"job_id": job_id, "job": name, "reason": reason}
                 await self._report("job.declined", body)
                 return
-            work_s = float(body.get("work_s", 1.0))
+            work_s = assign.work_s
             self.job = _Job(job_id, JOBS[name], env.sender, work_s, now, wall_ms())
             self.responder.has_job = True
             self.requester = FavorRequester(

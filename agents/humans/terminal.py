@@ -25,7 +25,6 @@ Output lines (stdout) start with a tag so scripts can follow them: ``ready``,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import sys
 from collections.abc import Callable
@@ -33,11 +32,12 @@ from typing import Any
 
 from teamtree.agents.humans.human import DIALOG, done_leaves, find_world, leaf_objects
 from teamtree.agents.runtime.agent import Agent
-from teamtree.broker import LifecycleError, RequestTimeoutError, SpecificationError
+from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
+from teamtree.broker import LifecycleError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.hardware.sim_client import SimClient
-from teamtree.planners.tasktree import TaskTree, spread_activation, tree_from_dict
+from teamtree.planners.tasktree import TaskTree, spread_activation
 
 __all__ = ["TerminalHuman", "stdin_reader"]
 
@@ -97,9 +97,11 @@ class TerminalHuman(Agent):
     # -- inbound -----------------------------------------------------------------------
 
     async def _on_mission(self, env: Envelope, topic: Topic) -> None:
-        if self.tree is None and isinstance(env.body, dict):
-            with contextlib.suppress(SpecificationError, KeyError, TypeError):
-                self.tree = tree_from_dict(env.body["tree"])
+        if self.tree is None:
+            try:
+                self.tree = tree_from_body(env.body)
+            except MissionWireError as exc:
+                self._drop("malformed", str(topic), env.sender, str(exc))
 
     async def _on_question(self, env: Envelope, topic: Topic) -> None:
         if env.to != self.id or not isinstance(env.body, dict):

@@ -4,21 +4,21 @@ with local (Alg. 1, 2) or global (Defs. 4-5) reallocation, and at the end checks
 executed joint trace against the formula. Wire: docs/ltl.md.
 
 Also home of what the ``ltl_robot`` kind and ``teamtree disturb`` share: the
-``[mission] kind = "ltl"`` settings, channel names and the plan codec.
+``[mission] kind = "ltl"`` settings and channel names; the plan codec is ``plan_wire``
+(re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import time
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
 from teamtree.agents.ltl.params import LtlPlannerParams
+from teamtree.agents.ltl.plan_wire import plan_digest, plan_from_wire, plan_to_wire
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
@@ -206,48 +206,6 @@ def ltl_mission(config: TeamConfig) -> LtlMissionSpec:
 
 
 # -- plan codec ------------------------------------------------------------------------
-
-
-def plan_digest(plan: RobotPlan) -> str:
-    """A short hash of a plan's content, so robots can prove they got the planner's plan."""
-    data = [
-        plan.robot,
-        [list(s) for s in plan.states],
-        list(plan.actions),
-        [round(w, 6) for w in plan.weights],
-        list(plan.automaton_states),
-        list(plan.waits_for),
-    ]
-    return hashlib.sha256(json.dumps(data).encode()).hexdigest()[:16]
-
-
-def plan_to_wire(plan: RobotPlan) -> dict[str, Any]:
-    """A RobotPlan as a msgpack-able map (see docs/ltl.md, ``ltl.plan``)."""
-    return {
-        "robot": plan.robot,
-        "states": [list(s) for s in plan.states],
-        "actions": list(plan.actions),
-        "weights": [float(w) for w in plan.weights],
-        "automaton_states": [int(q) for q in plan.automaton_states],
-        "waits_for": list(plan.waits_for),
-        "cost": plan.cost,
-        "digest": plan_digest(plan),
-    }
-
-
-def plan_from_wire(body: Mapping[str, Any]) -> RobotPlan:
-    """Decode ``plan_to_wire``'s map. Raises ValueError/KeyError/TypeError if malformed."""
-    states = tuple(TSState(str(r), str(m)) for r, m in body["states"])
-    actions = tuple(str(a) for a in body["actions"])
-    weights = tuple(float(w) for w in body["weights"])
-    qs = tuple(int(q) for q in body["automaton_states"])
-    if not states or len(actions) != len(states) - 1 or len(weights) != len(actions):
-        raise ValueError("plan needs n states, n-1 actions and n-1 weights")
-    if len(qs) != len(states):
-        raise ValueError("plan needs one automaton state per TS state")
-    return RobotPlan(
-        str(body["robot"]), states, actions, weights, qs, tuple(str(w) for w in body["waits_for"])
-    )
 
 
 def _states(raw: Any) -> list[TSState]:

@@ -297,8 +297,8 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         try:
             version = (int(body["epoch"]), int(body["seq"]))
             plan = plan_from_wire(body["plan"])
-        except (KeyError, TypeError, ValueError) as exc:
-            self.log.warning("ltl.bad_plan", error=repr(exc))
+        except (KeyError, TypeError, ValueError) as exc:  # PlanWireError names the field
+            self._drop("malformed", PLAN, self.planner, f"ltl.plan: {exc!r}")
             return
         if run == self.run and version <= self.version:
             return

@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 from teamtree.agents.multitask.params import MultitaskParams
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params
+from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
 from teamtree.broker import ConfigError, PlanningError, SpecificationError
@@ -490,9 +491,7 @@ class MultitaskRobot(PeerRuleMember):
             MISSION,
             "mission.tree",
             {
-                "kind": "multitask",
-                "tree": tree.to_dict(),
-                "text": tree.to_string(),
+                **mission_tree_body(tree, "multitask"),
                 "robot": self.id,
                 "start": list(self.problem.start),
                 "objects": {

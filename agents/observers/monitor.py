@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+import msgspec
+
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
+from teamtree.agents.runtime.presence_wire import decode_heartbeat
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.agents.tasktree.peer_wire import working_leaves
 from teamtree.broker import ConnectError, WireError
@@ -161,7 +164,8 @@ class MonitorState:
                 self.view.apply_factsheet(env.sender, env.body)
                 self.row(env.sender).kind = self.view.member(env.sender).kind
         elif kind == "heartbeat":
-            self.row(env.sender).heartbeat = dict(body)
+            with contextlib.suppress(ValueError):  # a malformed one is not shown
+                self.row(env.sender).heartbeat = msgspec.to_builtins(decode_heartbeat(body))
         elif kind == "mission.tree":
             self.mission = {"kind": body.get("kind"), "text": body.get("text")}
             self.labels, self.leaves = tree_labels(body.get("tree"))

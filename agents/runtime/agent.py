@@ -29,6 +29,7 @@ import structlog
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
+from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.broker import (
     ConnectionLostError,
@@ -641,9 +642,7 @@ class Agent:
 
     def _presence_message(self, state: Presence) -> Outgoing:
         topic = self.topic(PRESENCE_CHANNEL)
-        envelope = self.envelope(
-            "presence", {"state": state.value, "kind": self.kind, "session": self.session}, topic
-        )
+        envelope = self.envelope("presence", presence_body(state, self.kind, self.session), topic)
         return Outgoing(topic, encode(envelope), qos=1, retain=True)
 
     def _will(self) -> Outgoing:
@@ -696,11 +695,11 @@ class Agent:
             await asyncio.sleep(self.runtime.heartbeat_s)
             self._flush_drops()
             if self.connection.connected.is_set():
-                body = {
-                    "uptime_ms": wall_ms() - self._started_ms,
-                    "sent": self.stats["sent"],
-                    "received": self.stats["received"],
-                    "dropped": self.stats["dropped"],
-                }
+                body = heartbeat_body(
+                    wall_ms() - self._started_ms,
+                    self.stats["sent"],
+                    self.stats["received"],
+                    self.stats["dropped"],
+                )
                 with contextlib.suppress(TeamtreeError):
                     await self.publish(HEARTBEAT_CHANNEL, "heartbeat", body, qos=0)

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from teamtree.agents.runtime.presence_wire import Presence, decode_presence
 
-class Presence(enum.StrEnum):
-    """An agent's connection state as published on its ``connection`` topic."""
-
-    ONLINE = "ONLINE"  #: connected; published retained after every connect
-    OFFLINE = "OFFLINE"  #: left gracefully
-    CONNECTION_BROKEN = "CONNECTION_BROKEN"  #: the Last Will: it vanished without a goodbye
-    UNKNOWN = "UNKNOWN"  #: nothing heard yet
+__all__ = ["Member", "Presence", "TeamView"]
 
 
 @dataclass(slots=True)
@@ -55,26 +49,24 @@ class TeamView:
         self, agent_id: str, body: Any, ts_ms: int
     ) -> tuple[Presence, Presence] | None:
         """Apply a presence body; returns (old, new) when the state changed.
-        Raises ValueError on a malformed body."""
-        state = body.get("state") if isinstance(body, dict) else None
-        if not isinstance(state, str) or state not in Presence.__members__:
-            raise ValueError(f"not a presence body: {body!r}")
+        Raises PresenceWireError (a ValueError naming the field) on a malformed body."""
+        presence = decode_presence(body)
         member = self.member(agent_id)
-        old, new = member.presence, Presence(body["state"])
+        old, new = member.presence, presence.state
         if (
             old is Presence.OFFLINE
             and new is Presence.CONNECTION_BROKEN
-            and body.get("session") == member.session
+            and presence.session == member.session
         ):
             # a Will after a clean stop of the same process (amqtt publishes it in a
             # race with DISCONNECT): the agent said goodbye, it did not crash
             return None
         member.presence = new
         member.last_seen_ms = max(member.last_seen_ms, ts_ms)
-        if isinstance(body.get("kind"), str):
-            member.kind = body["kind"]
-        if isinstance(body.get("session"), str):
-            member.session = body["session"]
+        if presence.kind is not None:
+            member.kind = presence.kind
+        if presence.session is not None:
+            member.session = presence.session
         return (old, new) if old is not new else None
 
     def apply_factsheet(self, agent_id: str, body: Any) -> None:

@@ -45,9 +45,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from teamtree.agents.runtime.behaviour_wire import (
+    BehaviourWireError,
+    CommandRef,
+    ExecuteCommand,
+    RenewCommand,
+    decode_progress,
+    to_wire,
+)
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
+from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
@@ -414,24 +423,22 @@ class RobotAgent(PeerRuleMember):
                 grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
             )
             token = self._token(node)
-            body = {
-                "command_id": command_id,
-                "node": node,
-                "behaviour": leaf.behavior,
-                "params": leaf.param_dict,
-                "lease_ms": self.lease.deadline_ms(wall_ms()),
-                "token": token,
-            }
+            body = to_wire(
+                ExecuteCommand(
+                    command_id,
+                    leaf.behavior,
+                    node,
+                    leaf.param_dict,
+                    self.lease.deadline_ms(wall_ms()),
+                    token,
+                )
+            )
         elif kind == "behaviour.renew":
             command_id = self._command_of.get(node)
             if command_id is None:
                 return
-            body = {
-                "command_id": command_id,
-                "node": node,
-                "lease_ms": self.lease.deadline_ms(wall_ms()),
-                "token": self._token(node),
-            }
+            lease_ms = self.lease.deadline_ms(wall_ms())
+            body = to_wire(RenewCommand(command_id, lease_ms, node, self._token(node)))
             # QoS 0: a renewal is never queued while disconnected and sent late
             await self.publish(COMMAND, kind, body, recipient=self.driver, qos=0)
             return
@@ -439,7 +446,7 @@ class RobotAgent(PeerRuleMember):
             command_id = self._command_of.get(node)
             if command_id is None:
                 return
-            body = {"command_id": command_id, "node": node}
+            body = to_wire(CommandRef(command_id, node))
         await self.publish(COMMAND, kind, body, recipient=self.driver)
 
     # -- inbound -----------------------------------------------------------------
@@ -458,17 +465,22 @@ class RobotAgent(PeerRuleMember):
             await self._publish_snapshot(self.controller.snapshot(self._now()))
 
     async def _on_progress(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.driver or not isinstance(env.body, dict):
+        if env.sender != self.driver:
             return
-        node = env.body.get("node")
-        if not isinstance(node, str) or self._command_of.get(node) != env.body.get("command_id"):
+        try:
+            progress = decode_progress(env.body)
+        except BehaviourWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        node = progress.node
+        if node is None or self._command_of.get(node) != progress.command_id:
             return
         if env.kind == "behaviour.finished":
             self.log.info("behaviour.finished", node=node, label=self.tree[node].label)
             self.executed.append({"node": node, "ok": True})
             await self.feed(BehaviourFinished(node, True))
         elif env.kind == "behaviour.failed":
-            reason = env.body.get("reason")
+            reason = progress.reason
             self.log.warning("behaviour.failed", node=node, reason=reason)
             self.executed.append({"node": node, "ok": False, "reason": reason})
             await self.feed(BehaviourFinished(node, False))
@@ -765,7 +777,7 @@ class RobotAgent(PeerRuleMember):
         await self.publish(
             MISSION,
             "mission.tree",
-            {"kind": "tasktree", "tree": self.tree.to_dict(), "text": self.tree.to_string()},
+            mission_tree_body(self.tree),
             team=True,
             retain=True,
         )

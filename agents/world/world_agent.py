@@ -45,6 +45,10 @@ from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.world.params import WorldParams
+from teamtree.agents.world.wire import (
+    WorldWireError,
+    decode_move_object,
+)
 from teamtree.broker import SpecificationError, TeamtreeError, TopicError, WireError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic, validate_id
@@ -233,10 +237,17 @@ class WorldAgent(Agent):
                 await self.publish(EVENTS_CHANNEL, "world.violation", violation)
 
     async def _on_move_object(self, env: Envelope, topic: Topic) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
-        message = {"object": body.get("object"), "position": body.get("position")}
-        if body.get("yaw") is not None:
-            message["yaw"] = body["yaw"]
+        try:
+            move = decode_move_object(env.body)
+        except WorldWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            if env.reply_to is not None:
+                answer = {"ok": False, "reason": "bad_params", "detail": str(exc)}
+                await self.reply(env, "world.move_object.reply", answer)
+            return
+        message: dict[str, Any] = {"object": move.object, "position": list(move.position)}
+        if move.yaw is not None:
+            message["yaw"] = move.yaw
         reply = proto.serve(self.world, {"op": "move_object", "rid": 0, **message}, self.now())
         reply.pop("rid", None)
         self.log.info("world.move_object", by=env.sender, **message, ok=reply["ok"])

@@ -1,10 +1,11 @@
 """The VDA 5050 driver agent (kind ``vda5050_driver``): master control for one AGV.
 
-Towards its robot agent it keeps the same contract as the simulated driver (see
-``teamtree.drivers.sim_driver``): ``behaviour.execute|cancel|pause|resume`` commands in
-on ``<robot>/command/<me>``, ``behaviour.started|paused|resumed|finished|failed`` out
-on ``<me>/progress`` and observations on ``<me>/observation``. Towards the AGV it
-speaks VDA 5050 v2 JSON on the AGV's own broker (see ``topics``):
+Towards its robot agent it keeps the same contract as the simulated driver, through
+the drivers' shared base (``teamtree.drivers.base``):
+``behaviour.execute|renew|cancel|pause|resume`` commands in on ``<robot>/command/<me>``,
+``behaviour.started|paused|resumed|finished|failed`` out on ``<me>/progress`` and
+observations on ``<me>/observation``. Towards the AGV it speaks VDA 5050 v2 JSON on the
+AGV's own broker (see ``topics``):
 
 - execute -> an ``order`` (or an order update extending the last one, see ``order``);
   the behaviour has ``started`` once a ``state`` carries the order, ``finished`` when
@@ -19,6 +20,11 @@ speaks VDA 5050 v2 JSON on the AGV's own broker (see ``topics``):
   the peer rule, and empties the observation's objects, so the robot's potentials drop
   to 0 and it claims nothing until the AGV is ONLINE again. An order abandoned that way
   is cancelled if the AGV comes back still running it: no behaviour runs on two bodies.
+- leases: the AGV knows none, so the driver keeps the lease of the running behaviour
+  (``lease_ms`` of the execute, moved on by ``behaviour.renew``) and cancels the order
+  (``cancelOrder``) when it lapses; the behaviour then fails ``lease_expired``. This
+  stops the AGV when its robot froze or lost the broker while the driver still runs;
+  a driver frozen with its robot cannot (the AGV finishes its order).
 - on ONLINE it sends ``factsheetRequest``; the factsheet's actions and limits are
   published in this agent's own factsheet (``capabilities``) and a behaviour needing an
   action the factsheet does not list fails ``unsupported_action`` without an order.
@@ -51,14 +57,17 @@ from typing import Any
 
 import aiomqtt
 
-from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.behaviour_wire import (
+    OBSERVATION_CHANNEL,
+    BehaviourCommand,
+    ExecuteCommand,
+    RenewCommand,
+)
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
-from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import TeamtreeError
+from teamtree.broker import TeamtreeError, wall_ms
 from teamtree.broker.endpoint import parse_endpoint
-from teamtree.broker.envelope import Envelope
-from teamtree.broker.topics import Topic
+from teamtree.drivers.base import DriverAgent
 from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
 from teamtree.drivers.vda5050.params import Vda5050Params
 from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable
@@ -66,15 +75,6 @@ from teamtree.drivers.vda5050.site import DROP, PICK, BehaviourError, Site, site
 from teamtree.drivers.vda5050.state import ACCEPTED, FINISHED, assess, error_text, new_errors
 from teamtree.drivers.vda5050.topics import AgvAddress, Headers
 
-COMMAND_CHANNEL = "command"
-OBSERVATION_CHANNEL = "observation"
-PROGRESS_CHANNEL = "progress"
-COMMAND_KINDS = {
-    "behaviour.execute": "execute",
-    "behaviour.cancel": "cancel",
-    "behaviour.pause": "pause",
-    "behaviour.resume": "resume",
-}
 _QOS = {"order": 0, "instantActions": 0}
 
 
@@ -90,10 +90,11 @@ class _Running:
     started: bool = False
     pause: str | None = None  # "pause"/"resume" requested, reported once the state shows it
     cancel_action: str | None = None
+    cancel_reason: str = "cancelled"  # or "lease_expired" when the driver cancelled it
     loads: list[tuple[str, str, str]] = field(default_factory=list)  # (action, load, station)
 
 
-class Vda5050DriverAgent(Agent):
+class Vda5050DriverAgent(DriverAgent):
     """Drive one VDA 5050 AGV for robot agent `agent` (see module docstring)."""
 
     kind = "vda5050_driver"
@@ -116,8 +117,7 @@ class Vda5050DriverAgent(Agent):
         cancel_on_agent_loss: bool = True,
         **kwargs: Any,
     ):
-        super().__init__(*args, **kwargs)
-        self.agent = agent
+        super().__init__(*args, agent=agent, cancel_on_agent_loss=cancel_on_agent_loss, **kwargs)
         self.address = AgvAddress(manufacturer, serial_number, interface_name, version)
         self.headers = Headers(self.address)
         self.site = site
@@ -133,7 +133,6 @@ class Vda5050DriverAgent(Agent):
         self.ack_timeout_s = ack_timeout_s
         self.observation_period = 1.0 / observation_hz
         self.request_factsheet = request_factsheet
-        self.cancel_on_agent_loss = cancel_on_agent_loss
         self.schema: SchemaCheck | None = None
         if validate is not False:
             try:
@@ -149,7 +148,6 @@ class Vda5050DriverAgent(Agent):
         self.abandoned: set[str] = set()
         self.timings: list[dict[str, float]] = []  # per order: sent -> acknowledged -> done
         self._client: aiomqtt.Client | None = None
-        self._commands: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         self._action_ids = itertools.count(1)
         self._errors_seen: list[Any] = []
         self._observe_now = asyncio.Event()
@@ -229,49 +227,14 @@ class Vda5050DriverAgent(Agent):
 
     # -- teamtree side -------------------------------------------------------------
 
-    async def setup(self) -> None:
-        self.on_agents(COMMAND_CHANNEL, self._on_command, addressed=True)
-
-    async def _on_command(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.agent or topic.recipient != self.id:
-            self.stats["commands_ignored"] += 1
-            return
-        op = COMMAND_KINDS.get(env.kind)
-        body = env.body if isinstance(env.body, dict) else None
-        if op is None or body is None:
-            self._drop("malformed", str(topic), env.sender, f"command {env.kind!r}")
-            return
-        self._commands.put_nowait((op, body))
-
-    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
-        if (
-            agent_id == self.agent
-            and self.cancel_on_agent_loss
-            and new in (Presence.CONNECTION_BROKEN, Presence.OFFLINE)
-        ):
-            self.log.info("driver.agent_lost", agent=agent_id, state=new.value)
-            self._commands.put_nowait(("cancel", {"command_id": None}))
-
-    async def _progress(self, kind: str, run: _Running | dict[str, Any], reason: str = "") -> None:
-        command_id = run.command_id if isinstance(run, _Running) else run.get("command_id")
-        node = run.node if isinstance(run, _Running) else run.get("node")
-        body = {
-            "command_id": command_id,
-            "node": node,
-            "robot": self.agent,
-            "ok": kind in ("started", "paused", "resumed", "finished"),
-            "reason": reason or None,
-            "t": time.time(),
-        }
-        self.log.info("driver.progress", kind=kind, command_id=command_id, reason=reason or None)
-        with contextlib.suppress(TeamtreeError):
-            await self.publish(PROGRESS_CHANNEL, f"behaviour.{kind}", body)
+    async def _progress(self, kind: str, run: _Running | ExecuteCommand, reason: str = "") -> None:
+        await self.report(kind, run.command_id, run.node, reason=reason or None, t=time.time())
 
     # -- main loops ----------------------------------------------------------------
 
-    async def main(self) -> None:
-        self.spawn(self._command_loop(), "commands")
+    async def serve(self) -> None:
         self.spawn(self._observation_loop(), "observations")
+        self.spawn(self._lease_watch(), "leases")
         backoff = 0.2
         while True:
             try:
@@ -419,42 +382,51 @@ class Vda5050DriverAgent(Agent):
                     self.current = None
                     self.builder.forget()
                     detail = action.get("resultDescription") or status.lower()
-                    await self._progress("failed", run, f"cancelled ({detail})")
+                    await self._progress("failed", run, f"{run.cancel_reason} ({detail})")
                 return
 
     # -- commands ------------------------------------------------------------------
 
-    async def _command_loop(self) -> None:
-        while True:
-            op, body = await self._commands.get()
-            try:
-                await self._carry_out(op, body)
-            except Exception as exc:  # one bad command must not stop the driver
-                self.log.error("driver.command_failed", op=op, error=repr(exc), exc_info=True)
-
-    async def _carry_out(self, op: str, body: dict[str, Any]) -> None:
-        command_id = body.get("command_id")
-        if op == "execute":
-            if not isinstance(command_id, str):
-                self.log.warning("driver.bad_command", op=op, body=body)
-                return
-            await self._execute(body)
+    async def carry_out(self, op: str, command: BehaviourCommand) -> None:
+        if isinstance(command, ExecuteCommand):
+            await self._execute(command)
             return
         run = self.current
-        if run is None or (isinstance(command_id, str) and command_id != run.command_id):
+        command_id = command.command_id
+        if run is None or (command_id is not None and command_id != run.command_id):
             self.log.info("driver.nothing_to_" + op, command_id=command_id)
             return
-        if op == "cancel":
-            if run.cancel_action is None:
-                run.cancel_action = await self._instant("cancelOrder")
-                if run.cancel_action is None:  # could not send: nothing more will come
-                    self.current = None
-                    await self._progress("failed", run, "cancelled (AGV not reachable)")
+        if isinstance(command, RenewCommand):
+            self.renewed(command)
+        elif op == "cancel":
+            await self._cancel(run, "cancelled")
         elif op in ("pause", "resume"):
             run.pause = op
             await self._instant("startPause" if op == "pause" else "stopPause")
 
-    async def _execute(self, body: dict[str, Any]) -> None:
+    async def _cancel(self, run: _Running, reason: str) -> None:
+        """Send ``cancelOrder`` once; the behaviour fails `reason` when the AGV reports
+        it done."""
+        if run.cancel_action is None:
+            run.cancel_reason = reason
+            run.cancel_action = await self._instant("cancelOrder")
+            if run.cancel_action is None:  # could not send: nothing more will come
+                self.current = None
+                await self._progress("failed", run, f"{reason} (AGV not reachable)")
+
+    async def _lease_watch(self, period_s: float = 0.1) -> None:
+        """Cancel the running order when its lease lapsed (the robot stopped renewing)."""
+        while True:
+            await asyncio.sleep(period_s)
+            run, book = self.current, self.running
+            if run is None or book is None or book.command_id != run.command_id:
+                continue
+            if run.cancel_action is None and book.lapsed(wall_ms()):
+                self.log.warning("driver.lease_expired", command_id=run.command_id,
+                                 lease_ms=book.lease_ms)  # fmt: skip
+                await self._cancel(run, "lease_expired")
+
+    async def _execute(self, body: ExecuteCommand) -> None:
         if self.current is not None:
             await self._progress("failed", body, f"busy: running {self.current.command_id}")
             return
@@ -462,9 +434,11 @@ class Vda5050DriverAgent(Agent):
             state = self.connection_state or "not heard from"
             await self._progress("failed", body, f"agv_offline: AGV is {state}")
             return
-        params = body.get("params") if isinstance(body.get("params"), dict) else {}
+        if body.lease_ms is not None and body.lease_ms <= wall_ms():
+            await self._progress("failed", body, "lease_expired")  # it waited out its lease
+            return
         try:
-            stops = self.site.stops(str(body.get("behaviour", "")), params)
+            stops = self.site.stops(body.behaviour, body.params)
         except BehaviourError as exc:
             await self._progress("failed", body, str(exc))
             return
@@ -494,15 +468,15 @@ class Vda5050DriverAgent(Agent):
         order = self.builder.build(
             stops,
             self.site,
-            command_id=str(body["command_id"]),
+            command_id=body.command_id,
             extend=extend,
             start_node=str(state.get("lastNodeId") or "start"),
             start_position=start_position,
         )
         message = self.headers.stamp("order", order.body)
         run = _Running(
-            str(body["command_id"]),
-            body.get("node") if isinstance(body.get("node"), str) else None,
+            body.command_id,
+            body.node,
             order,
             message["headerId"],
             time.monotonic(),
@@ -519,6 +493,7 @@ class Vda5050DriverAgent(Agent):
             await self._progress("failed", run, problem)
             return
         self.current = run
+        self.accepted(body)
         self.log.info(
             "driver.order_sent",
             order_id=order.order_id,

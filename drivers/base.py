@@ -1,0 +1,175 @@
+"""What every driver shares, whatever its body: the robot-facing half of the contract.
+
+A driver bridges one body (a simulated robot, a VDA 5050 AGV) to one robot agent. The
+base takes the robot's behaviour commands (typed, see
+``teamtree.agents.runtime.behaviour_wire``) from ``<agent>/command/<me>``, queues them
+and carries them out one at a time in arrival order (``carry_out``, one bad command
+never stops the loop); it cancels the running behaviour when the robot agent vanishes
+(Last Will or OFFLINE) so a teammate can take the work over; it keeps the book of the
+command the body accepted (``running``: command id, node, lease deadline, fencing
+token) and publishes progress on ``<me>/progress``. A subclass adds only its body's
+specifics: ``serve`` (talk to the body) and ``carry_out`` (one command).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.behaviour_wire import (
+    COMMAND_CHANNEL,
+    PROGRESS_CHANNEL,
+    BehaviourCommand,
+    BehaviourWireError,
+    CommandRef,
+    ExecuteCommand,
+    Progress,
+    RenewCommand,
+    decode_command,
+    to_wire,
+)
+from teamtree.agents.runtime.team_view import Presence
+from teamtree.broker import TeamtreeError
+from teamtree.broker.envelope import Envelope
+from teamtree.broker.topics import Topic
+
+
+@dataclass(slots=True)
+class RunningCommand:
+    """The execute the body accepted and has not ended, with its lease."""
+
+    command_id: str
+    node: str | None
+    lease_ms: int | None = None  #: UTC ms by which the body must stop unless renewed
+    token: Any = None  #: the fencing token of the latest execute or renew
+
+    def lapsed(self, now_ms: int) -> bool:
+        """True when a lease was given and its deadline has passed."""
+        return self.lease_ms is not None and now_ms >= self.lease_ms
+
+
+class DriverAgent(Agent):
+    """A driver for robot agent `agent`; see the module docstring."""
+
+    def __init__(self, *args: Any, agent: str, cancel_on_agent_loss: bool = True, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.agent = agent
+        self.cancel_on_agent_loss = cancel_on_agent_loss
+        self.running: RunningCommand | None = None
+        self._commands: asyncio.Queue[tuple[str, BehaviourCommand]] = asyncio.Queue()
+
+    @property
+    def body_name(self) -> str:
+        """The name progress bodies carry as ``robot`` (the body's own name)."""
+        return self.agent
+
+    # -- the body's specifics ------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Talk to the body for as long as the driver runs (reconnecting as needed)."""
+        raise NotImplementedError
+
+    async def carry_out(self, op: str, command: BehaviourCommand) -> None:
+        """Carry out one command: `op` is execute, renew, cancel, pause or resume."""
+        raise NotImplementedError
+
+    # -- commands in ---------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self.on_agents(COMMAND_CHANNEL, self._on_command, addressed=True)
+
+    async def main(self) -> None:
+        self.spawn(self._command_loop(), "commands")
+        await self.serve()
+
+    async def _on_command(self, env: Envelope, topic: Topic) -> None:
+        if env.sender != self.agent or topic.recipient != self.id:
+            self.stats["commands_ignored"] += 1
+            return
+        try:
+            command = decode_command(env.kind, env.body)
+        except BehaviourWireError as exc:
+            self._drop("malformed", str(topic), env.sender, f"command: {exc}")
+            await self._answer_malformed(env, exc)
+            return
+        self.log.debug("command.received", kind=env.kind, command_id=command.command_id)
+        self._commands.put_nowait((env.kind.removeprefix("behaviour."), command))
+
+    async def _answer_malformed(self, env: Envelope, exc: BehaviourWireError) -> None:
+        """A malformed execute that names its command is answered ``failed``, so the
+        robot gives the node back instead of waiting for it."""
+        body = env.body
+        if env.kind != "behaviour.execute" or not isinstance(body, dict):
+            return
+        command_id, node = body.get("command_id"), body.get("node")
+        if isinstance(command_id, str):
+            node = node if isinstance(node, str) else None
+            await self.report("failed", command_id, node, reason=f"bad_command: {exc}")
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        if (
+            agent_id == self.agent
+            and self.cancel_on_agent_loss
+            and new in (Presence.CONNECTION_BROKEN, Presence.OFFLINE)
+        ):
+            self.log.info("driver.agent_lost", agent=agent_id, state=new.value)
+            self._commands.put_nowait(("cancel", CommandRef()))
+
+    async def _command_loop(self) -> None:
+        while True:
+            op, command = await self._commands.get()
+            try:
+                await self.carry_out(op, command)
+            except Exception as exc:  # one bad command must not stop the driver
+                self.log.error("driver.command_failed", op=op, error=repr(exc), exc_info=True)
+
+    # -- the book of the running command -------------------------------------------
+
+    def accepted(self, command: ExecuteCommand) -> RunningCommand:
+        """The body accepted `command`: it is the running one now."""
+        self.running = RunningCommand(
+            command.command_id, command.node, command.lease_ms, command.token
+        )
+        return self.running
+
+    def renewed(self, command: RenewCommand) -> bool:
+        """Move the running command's lease on; False when `command` is not about it."""
+        run = self.running
+        if run is None or run.command_id != command.command_id:
+            return False
+        run.lease_ms = max(run.lease_ms or command.lease_ms, command.lease_ms)
+        if command.token is not None:
+            run.token = command.token
+        return True
+
+    def refused(self, op: str, command_id: str | None, reason: Any) -> None:
+        """Log that the body refused `op` (the body's own answer says why)."""
+        self.log.info("driver.refused", op=op, command_id=command_id, reason=reason)
+
+    # -- progress out --------------------------------------------------------------
+
+    async def report(
+        self,
+        kind: str,
+        command_id: str | None,
+        node: str | None,
+        *,
+        ok: bool | None = None,
+        reason: str | None = None,
+        t: float | None = None,
+    ) -> None:
+        """Publish ``behaviour.<kind>`` for `command_id`; a finished or failed one
+        is no longer running. ``ok`` defaults to ``kind != "failed"``."""
+        run = self.running
+        if run is not None and command_id == run.command_id and kind in ("finished", "failed"):
+            self.running = None
+        body = Progress(
+            command_id, node, self.body_name, kind != "failed" if ok is None else ok, reason, t
+        )
+        self.log.info("driver.progress", kind=f"behaviour.{kind}", command_id=command_id,
+                      reason=reason)  # fmt: skip
+        with contextlib.suppress(TeamtreeError):
+            await self.publish(PROGRESS_CHANNEL, f"behaviour.{kind}", to_wire(body))
