@@ -30,6 +30,7 @@ import structlog
 
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
+from teamtree.broker.failover import NodeRing
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -84,6 +85,9 @@ class Connection:
     messages (spawn a task for that). `on_connect` runs after every (re)connect, once
     subscriptions are back, and is where an agent re-announces its presence.
     `will` is called before each attempt so the Last Will carries fresh stamps.
+    An endpoint with fallbacks (a broker cluster) is used one node at a time: the
+    connection starts on a node picked by its client id and moves to the next when it
+    loses or cannot reach it (``NodeRing``); ``endpoint`` is the node in use.
     """
 
     def __init__(
@@ -104,8 +108,13 @@ class Connection:
         username: str | None = None,
         password: str | None = None,
         tls_context: ssl.SSLContext | None = None,
+        per_node_id: bool = False,
     ):
-        self.endpoint = endpoint
+        self.nodes = NodeRing(endpoint, client_id)
+        #: on a cluster, a client id per node: RabbitMQ refuses a client id whose
+        #: session queue lives on a node that is down, so a moving agent takes another
+        self._per_node_id = per_node_id and len(self.nodes.nodes) > 1
+        self.endpoint = self.nodes.current
         self.client_id = client_id
         self._on_message = on_message
         self._on_connect = on_connect
@@ -133,6 +142,8 @@ class Connection:
         self._inflight: dict[int, Outgoing] = {}  # sent, PUBACK awaited; in send order
         self._inflight_tasks: set[asyncio.Task[None]] = set()
         self._seq = itertools.count()
+        #: the last retained message published per topic (what a re-sync publishes again)
+        self.retained: dict[str, Outgoing] = {}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -174,6 +185,7 @@ class Connection:
                     self._on_disconnect()
             if self.state is not ConnectionState.CONNECTING:
                 break
+            self.endpoint = self.nodes.advance()
             low, high = self._backoff
             delay = min(high, low * 2**attempt) * random.uniform(0.5, 1.0)
             attempt = min(attempt + 1, 16)
@@ -182,10 +194,13 @@ class Connection:
     async def _session(self) -> None:
         will = self._will() if self._will else None
         username, password = self._auth
+        identifier = self.client_id
+        if self._per_node_id:
+            identifier = f"{self.client_id}-n{self.nodes.index}"
         client = aiomqtt.Client(
             self.endpoint.host,
             self.endpoint.port,
-            identifier=self.client_id,
+            identifier=identifier,
             clean_session=self._clean_session,
             keepalive=self._keepalive,
             timeout=self._publish_timeout,
@@ -267,6 +282,8 @@ class Connection:
         Raises OutboxFullError when a QoS 1 message must be queued and the outbox is
         full; the message is then not queued.
         """
+        if message.retain:
+            self._keep(message)
         client = self._client
         if client is not None and self._direct:
             task = self._start(client, message)
@@ -357,6 +374,8 @@ class Connection:
         client = self._client
         if client is None:
             raise ConnectionLostError("not connected", endpoint=str(self.endpoint))
+        if message.retain:
+            self._keep(message)
         try:
             await client.publish(
                 message.topic, message.payload, qos=message.qos, retain=message.retain
@@ -365,6 +384,14 @@ class Connection:
             raise ConnectionLostError(
                 f"publish failed: {exc}", endpoint=str(self.endpoint)
             ) from exc
+
+    def _keep(self, message: Outgoing) -> None:
+        """Remember the last retained message of its topic (an empty one clears it)."""
+        if message.payload:
+            self.retained.pop(message.topic, None)  # keep publication order
+            self.retained[message.topic] = message
+        else:
+            self.retained.pop(message.topic, None)
 
     def _enqueue(self, message: Outgoing, *, front: bool = False) -> None:
         if message.qos == 0:

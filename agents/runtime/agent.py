@@ -29,6 +29,7 @@ import structlog
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
+from teamtree.agents.runtime.resync import Resync
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.broker import (
     ConnectionLostError,
@@ -139,6 +140,15 @@ class Agent:
         self._spawned: set[asyncio.Task[Any]] = set()
         self._stop_requested: asyncio.Event | None = None
         self._started_ms = wall_ms()
+        #: on a broker cluster (see RuntimeSettings.cluster): re-sync state on join and
+        #: take a client id per node; ``clean_session`` is forced on (a session's queue
+        #: on a dead RabbitMQ node would block the client id until the node is back)
+        self.clustered = (
+            bool(endpoint.fallbacks) if self.runtime.cluster is None else self.runtime.cluster
+        )
+        self.resync = Resync(self)
+        if self.clustered:
+            clean_session = True
         self.connection = Connection(
             endpoint,
             client_id=f"teamtree-{self.team}-{self.id}",
@@ -151,6 +161,7 @@ class Agent:
             password=password,
             clean_session=clean_session,
             tls_context=tls_context,
+            per_node_id=self.clustered,
         )
 
     # -- hooks for subclasses ------------------------------------------------------
@@ -209,6 +220,8 @@ class Agent:
         for channel in (PRESENCE_CHANNEL, FACTSHEET_CHANNEL):
             await self.connection.subscribe(pattern(self.team, "+", channel))
         await self.connection.subscribe(pattern(self.team, "+", REPLY_CHANNEL, self.id))
+        if self.clustered:
+            self.resync.register()
         await self.setup()
         self._tasks = [
             asyncio.create_task(self.connection.run(), name=f"teamtree[{self.id}].connection"),
@@ -266,6 +279,16 @@ class Agent:
             self.log.error("agent.failed", error=repr(error), error_type=type(error).__name__)
             self.exit_code = self.exit_code or 1
         return self.exit_code
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        """Wait until this agent has the team's state: on a cluster, until its first
+        re-sync is over (``resync_wait_s`` after connecting); elsewhere, until
+        connected (retained messages come with the subscriptions)."""
+        if not self.clustered:
+            await self.wait_connected(timeout)
+            return
+        async with asyncio.timeout(timeout):
+            await self.resync.synced.wait()
 
     async def wait_connected(self, timeout: float | None = None) -> None:
         """Wait until connected; raises TimeoutError after `timeout` seconds."""
@@ -656,10 +679,14 @@ class Agent:
         topic = self.topic(FACTSHEET_CHANNEL)
         sheet = self.envelope("factsheet", self.factsheet(), topic)
         await self.connection.publish_now(Outgoing(topic, encode(sheet), qos=1, retain=True))
-        self.log.info("agent.online", broker=str(self.endpoint), connects=self.connection.connects)
+        self.log.info(
+            "agent.online", broker=str(self.connection.endpoint), connects=self.connection.connects
+        )
         self.spawn(self._after_connect(), "on_connected")
 
     async def _after_connect(self) -> None:
+        if self.clustered:
+            await self.resync.ask()
         await self.on_connected()
         if self.connection.connects > 1:
             await self.on_connection_regained()
