@@ -85,6 +85,7 @@ class Resync:
             self.agent.log.warning("sync.reply_failed", to=env.sender, error=str(exc))
             return
         self.answered += 1
+        self.agent.log.debug("sync.answered", to=env.sender, republished=self.republished)
 
     async def _republish(self) -> None:
         await asyncio.sleep(COALESCE_S)
