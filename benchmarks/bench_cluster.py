@@ -96,7 +96,7 @@ def tea_party(broker: str, team: str, workdir: Path) -> tuple[list[int], float]:
 
 def line(name: str, samples: list[float], base: float | None) -> str:
     p50, p99 = percentile(samples, 0.5) * 1000, percentile(samples, 0.99) * 1000
-    ratio = f"{p50 / base:5.2f}x" if base else "  1.00x"
+    ratio = f"{p50 / (base * 1000):5.2f}x" if base else " 1.00x"
     return f"  {name:<26} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms  p50 vs mosquitto {ratio}"
 
 
