@@ -91,7 +91,7 @@ def tea_party(broker: str, team: str, workdir: Path) -> tuple[list[int], float]:
     if out.returncode != 0:
         raise RuntimeError(f"tea party failed on {broker}:\n{out.stdout[-3000:]}")
     done = DONE.search(out.stdout)
-    return [int(m[1]) for m in CLAIM.finditer(out.stdout)], float(done[1]) if done else 0.0
+    return [int(m[2]) for m in CLAIM.finditer(out.stdout)], float(done[1]) if done else 0.0
 
 
 def line(name: str, samples: list[float], base: float | None) -> str:
