@@ -19,6 +19,8 @@ arrive together are answered with one re-publication.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import uuid
 from typing import TYPE_CHECKING
 
 from teamtree.broker import TeamtreeError
@@ -53,15 +55,30 @@ class Resync:
     async def ask(self) -> set[str]:
         """Ask the team for its state and wait ``resync_wait_s``; returns who answered
         and sets ``synced``. When the connection drops meanwhile, ``synced`` stays as it
-        was and the next connect asks again."""
-        wait = self.agent.runtime.resync_wait_s
+        was and the next connect asks again.
+
+        The request carries no deadline: a teammate that hears it late (a busy machine,
+        a slow node) still publishes its state, which is applied whenever it arrives;
+        only its ``sync.done`` then comes after the wait and is not counted."""
+        agent = self.agent
+        corr = uuid.uuid4().hex
+        pending = agent._pending.open(corr, SYNC_REQUEST, expect=None, first_only=False)
         try:
-            replies = await self.agent.gather(SYNC_CHANNEL, SYNC_REQUEST, {}, timeout=wait)
+            await agent.publish(
+                SYNC_CHANNEL, SYNC_REQUEST, {}, team=True, corr=corr, reply_to=agent.id
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pending.done), agent.runtime.resync_wait_s)
+            if pending.done.done() and pending.done.exception() is not None:
+                raise pending.done.exception()  # type: ignore[misc]
+            replies = dict(pending.replies)
         except TeamtreeError as exc:  # lost the connection: the next connect asks again
-            self.agent.log.warning("sync.failed", error=str(exc))
+            agent.log.warning("sync.failed", error=str(exc))
             return set()
+        finally:
+            agent._pending.close(corr)
         self.last_heard = set(replies)
-        self.agent.log.info("sync.done", answered=sorted(replies))
+        agent.log.info("sync.done", answered=sorted(replies))
         self.synced.set()
         return self.last_heard
 
