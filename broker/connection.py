@@ -108,12 +108,8 @@ class Connection:
         username: str | None = None,
         password: str | None = None,
         tls_context: ssl.SSLContext | None = None,
-        per_node_id: bool = False,
     ):
         self.nodes = NodeRing(endpoint, client_id)
-        #: on a cluster, a client id per node: RabbitMQ refuses a client id whose
-        #: session queue lives on a node that is down, so a moving agent takes another
-        self._per_node_id = per_node_id and len(self.nodes.nodes) > 1
         self.endpoint = self.nodes.current
         self.client_id = client_id
         self._on_message = on_message
@@ -194,13 +190,10 @@ class Connection:
     async def _session(self) -> None:
         will = self._will() if self._will else None
         username, password = self._auth
-        identifier = self.client_id
-        if self._per_node_id:
-            identifier = f"{self.client_id}-n{self.nodes.index}"
         client = aiomqtt.Client(
             self.endpoint.host,
             self.endpoint.port,
-            identifier=identifier,
+            identifier=self.client_id,
             clean_session=self._clean_session,
             keepalive=self._keepalive,
             timeout=self._publish_timeout,

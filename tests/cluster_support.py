@@ -6,8 +6,9 @@ the nodes share an Erlang cookie (``HOME/.erlang.cookie``) and an epmd started b
 this module on a free port (``ERL_EPMD_PORT``), so nothing outside the folder is
 touched and no system service is needed. The nodes form the cluster by themselves
 (classic-config peer discovery), and ``rabbitmq_mqtt`` is enabled offline through an
-``enabled_plugins`` file. Start-up takes 10-40 s on a busy machine, so the tests
-start one cluster per session.
+``enabled_plugins`` file, and a policy mirrors the MQTT session queues on every node
+(``mirror_sessions``). Start-up takes 40-70 s on a busy machine, so the tests start one
+cluster per session.
 """
 
 from __future__ import annotations
@@ -175,6 +176,17 @@ class RabbitCluster:
                 raise RuntimeError(f"rabbitmq nodes did not cluster in {timeout} s: {out!r}")
             time.sleep(0.5)
 
+    def mirror_sessions(self) -> None:
+        """Mirror the MQTT plugin's session queues on every node (a policy), so a
+        persistent session outlives its node: without it a client whose session queue
+        lives on a stopped node cannot connect anywhere until that node is back."""
+        node = self.nodes[0]
+        subprocess.run(
+            [str(CTL), "-n", node.name, "set_policy", "--apply-to", "queues", "mqtt-sessions",
+             "^mqtt-subscription-", '{"ha-mode":"all","ha-sync-mode":"automatic"}'],
+            env=self._env(node), capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+
     def close(self) -> None:
         """Stop every node and the epmd; leaves no process behind."""
         for index in range(len(self.nodes)):
@@ -222,6 +234,7 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
         for index in range(size):
             cluster.wait_node(index, timeout)
         cluster.wait_clustered(timeout)
+        cluster.mirror_sessions()
     except BaseException:
         cluster.close()
         raise

@@ -140,15 +140,11 @@ class Agent:
         self._spawned: set[asyncio.Task[Any]] = set()
         self._stop_requested: asyncio.Event | None = None
         self._started_ms = wall_ms()
-        #: on a broker cluster (see RuntimeSettings.cluster): re-sync state on join and
-        #: take a client id per node; ``clean_session`` is forced on (a session's queue
-        #: on a dead RabbitMQ node would block the client id until the node is back)
+        #: on a broker cluster (see RuntimeSettings.cluster): re-sync state on join
         self.clustered = (
             bool(endpoint.fallbacks) if self.runtime.cluster is None else self.runtime.cluster
         )
         self.resync = Resync(self)
-        if self.clustered:
-            clean_session = True
         self.connection = Connection(
             endpoint,
             client_id=f"teamtree-{self.team}-{self.id}",
@@ -161,7 +157,6 @@ class Agent:
             password=password,
             clean_session=clean_session,
             tls_context=tls_context,
-            per_node_id=self.clustered,
         )
 
     # -- hooks for subclasses ------------------------------------------------------
