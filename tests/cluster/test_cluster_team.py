@@ -103,6 +103,33 @@ def finish(proc: subprocess.Popen, out: Path, timeout: float = 240) -> str:
     return text
 
 
+def without_failed_attempts(records: list[dict]) -> list[dict]:
+    """The record with each failed attempt removed (a ``working`` transition its agent
+    ended with ``inactive``: a lease that lapsed while the robot moved nodes, redone
+    after), once no two agents' attempts at a node overlap, failed ones included."""
+    spans: dict[str, list[list]] = {}
+    failed: set[int] = set()
+    for i, rec in enumerate(records):
+        if rec["kind"] != "node.transition":
+            continue
+        body = rec["body"]
+        node_spans = spans.setdefault(body["node"], [])
+        if body["status"] == "working":
+            node_spans.append([body["agent"], rec["ts"], None, i])
+        elif body["status"] in ("done", "inactive"):
+            for span in reversed(node_spans):
+                if span[0] == body["agent"] and span[2] is None:
+                    span[2] = rec["ts"]
+                    if body["status"] == "inactive":
+                        failed.add(span[3])
+                    break
+    for node, node_spans in spans.items():
+        live = sorted((start, end or 1 << 62, agent) for agent, start, end, _ in node_spans)
+        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(live):
+            assert a == b or start_b >= end_a, f"{a} and {b} worked on {node} at once"
+    return [rec for i, rec in enumerate(records) if i not in failed]
+
+
 class LateJoiner(Agent):
     """An observer-like agent that joins mid-mission on a chosen node and keeps what
     it hears of the robots' snapshots and the mission tree."""
@@ -182,7 +209,8 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
         json.loads(line)
         for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
     ]
-    check_tea_party(records)  # every node done once, never by two bodies, in order
+    # every node done once, never by two bodies (the world counts double holds), in order
+    check_tea_party(without_failed_attempts(records))
     # the late joiner, on another node than baxter's snapshots, saw the whole team
     view = joiner.team_view
     for agent in agents:
