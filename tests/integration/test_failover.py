@@ -65,7 +65,6 @@ async def test_an_agent_moves_to_the_next_broker_of_its_list(team) -> None:
             await eventually(lambda: agent.connection.connects == 2, 20, what="moved")
             assert agent.connection.endpoint.url == second.endpoint.url
             await eventually(lambda: "mover" in watcher.team_view.online(), 10, what="online")
-            # cluster mode: a client id per node, clean session
             assert agent.connection.nodes.moves >= 1
     finally:
         await first.close()
