@@ -26,6 +26,7 @@ from teamtree.agents.runtime.registry import (
     UnknownKindError,
     installed_kinds,
 )
+from teamtree.agents.runtime.resync import Resync
 from teamtree.agents.runtime.team_view import Member, Presence, TeamView
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "PendingRequest",
     "PendingRequests",
     "Presence",
+    "Resync",
     "RuntimeSettings",
     "TeamConfig",
     "TeamView",
