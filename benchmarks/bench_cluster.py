@@ -88,8 +88,10 @@ def tea_party(broker: str, team: str, workdir: Path) -> tuple[list[int], float]:
         [sys.executable, "-m", "teamtree.agents", "run", str(config), "--broker", broker],
         capture_output=True, text=True, timeout=300, cwd=run_dir,
     )  # fmt: skip
+    (run_dir / "run.out").write_text(out.stdout)
     if out.returncode != 0:
-        raise RuntimeError(f"tea party failed on {broker}:\n{out.stdout[-3000:]}")
+        print(f"  tea party {team} FAILED on {broker}: see {run_dir}/run.out")
+        return [], 0.0
     done = DONE.search(out.stdout)
     return [int(m[2]) for m in CLAIM.finditer(out.stdout)], float(done[1]) if done else 0.0
 
@@ -108,41 +110,46 @@ async def main() -> None:
     reason = rabbitmq_missing()
     if reason:
         sys.exit(reason)
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        mosquitto = MosquittoBroker()
-        await mosquitto.start()
-        cluster = start_cluster(workdir / "rabbit")
-        print(f"rabbitmq cluster of 3 up in {cluster.started_in_s:.1f} s")
-        try:
-            urls = ",".join(cluster.urls)
-            stamp = int(time.time()) % 100000
-            print(f"request round trip, echo.ping through the runtime, {args.requests} requests")
-            base_rt = await round_trip(mosquitto.endpoint, f"bm{stamp}", args.requests, workdir)
-            base = percentile(base_rt, 0.5)
-            print(line("mosquitto", base_rt, None))
-            same = team_with(urls, f"bs{stamp}-", {"bench": 0, "echo1": 0})
-            rt = await round_trip(parse_endpoint(urls), same, args.requests, workdir)
-            print(line("rabbitmq, same node", rt, base))
-            cross = team_with(urls, f"bx{stamp}-", {"bench": 0, "echo1": 1})
-            rt = await round_trip(parse_endpoint(urls), cross, args.requests, workdir)
-            print(line("rabbitmq, across nodes", rt, base))
-            print(f"tea party scenario 1, {args.runs} run(s) per broker; claim_won latency_ms")
-            for name, broker in [("mosquitto", mosquitto.endpoint.url), ("rabbitmq", urls)]:
-                claims: list[int] = []
-                times: list[float] = []
-                for r in range(args.runs):
-                    team = team_with(urls, f"tp{stamp}{name[0]}{r}-", {"pr2": 0, "baxter": 1})
-                    got, took = tea_party(broker, team, workdir)
-                    claims += got
-                    times.append(took)
-                print(
-                    f"  {name:<10} claims {len(claims):3d}  p50 {percentile(claims, 0.5):5.0f} ms"
-                    f"  max {max(claims):5.0f} ms  mission {sum(times) / len(times):5.1f} s"
-                )
-        finally:
-            cluster.close()
-            await mosquitto.close()
+    workdir = Path(tempfile.mkdtemp(prefix="bench_cluster-"))  # kept: the runs' logs
+    print(f"run folders under {workdir}")
+    mosquitto = MosquittoBroker()
+    await mosquitto.start()
+    cluster = start_cluster(workdir / "rabbit")
+    print(f"rabbitmq cluster of 3 up in {cluster.started_in_s:.1f} s")
+    try:
+        urls = ",".join(cluster.urls)
+        stamp = int(time.time()) % 100000
+        print(f"request round trip, echo.ping through the runtime, {args.requests} requests")
+        base_rt = await round_trip(mosquitto.endpoint, f"bm{stamp}", args.requests, workdir)
+        base = percentile(base_rt, 0.5)
+        print(line("mosquitto", base_rt, None))
+        same = team_with(urls, f"bs{stamp}-", {"bench": 0, "echo1": 0})
+        rt = await round_trip(parse_endpoint(urls), same, args.requests, workdir)
+        print(line("rabbitmq, same node", rt, base))
+        cross = team_with(urls, f"bx{stamp}-", {"bench": 0, "echo1": 1})
+        rt = await round_trip(parse_endpoint(urls), cross, args.requests, workdir)
+        print(line("rabbitmq, across nodes", rt, base))
+        print(f"tea party scenario 1, {args.runs} run(s) per broker; claim_won latency_ms")
+        for name, broker in [("mosquitto", mosquitto.endpoint.url), ("rabbitmq", urls)]:
+            claims: list[int] = []
+            times: list[float] = []
+            for r in range(args.runs):
+                team = team_with(urls, f"tp{stamp}{name[0]}{r}-", {"pr2": 0, "baxter": 1})
+                got, took = tea_party(broker, team, workdir)
+                claims += got
+                times.append(took)
+            ok = [t for t in times if t]
+            if not claims or not ok:
+                print(f"  {name:<10} no run completed")
+                continue
+            print(
+                f"  {name:<10} claims {len(claims):3d}  p50 {percentile(claims, 0.5):5.0f} ms"
+                f"  max {max(claims):5.0f} ms  mission {sum(ok) / len(ok):5.1f} s"
+                f"  completed {len(ok)}/{len(times)}"
+            )
+    finally:
+        cluster.close()
+        await mosquitto.close()
 
 
 if __name__ == "__main__":
