@@ -12,8 +12,8 @@ again the last retained message of each of its topics (byte for byte, so receive
 that already hold it drop it as a duplicate) and then replies ``sync.done``. A
 teammate's own messages arrive in order, so its reply comes after its state. The
 joiner collects replies for ``resync_wait_s`` (who is out there is part of what it is
-learning, so it cannot know whom to wait for) and is then ``synced``. Requests that
-arrive together are answered with one re-publication.
+learning, so it cannot know whom to wait for), asks once more (``ROUNDS``), and is
+then ``synced``. Requests that arrive together are answered with one re-publication.
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ SYNC_REQUEST = "sync.request"
 SYNC_DONE = "sync.done"
 COALESCE_S = 0.02
 """Requests within this window share one re-publication."""
+ROUNDS = 2
+"""Requests per (re)connect. On a RabbitMQ 3.10 cluster, messages from a node other
+than the joiner's were seen lost for a short time after its subscriptions were
+acknowledged (a driver's re-published presence and its reply, once in about ten tea
+parties), so the joiner asks again one wait later; what it already holds is dropped as
+a duplicate."""
 
 
 class Resync:
@@ -53,9 +59,22 @@ class Resync:
         self.agent.on_team(SYNC_CHANNEL, self._on_request, kind=SYNC_REQUEST)
 
     async def ask(self) -> set[str]:
-        """Ask the team for its state and wait ``resync_wait_s``; returns who answered
-        and sets ``synced``. When the connection drops meanwhile, ``synced`` stays as it
-        was and the next connect asks again.
+        """Ask the team for its state, in ``ROUNDS`` rounds of ``resync_wait_s``;
+        returns who answered and sets ``synced``. When the connection drops meanwhile,
+        ``synced`` stays as it was and the next connect asks again."""
+        heard: set[str] = set()
+        for _ in range(ROUNDS):
+            answered = await self._round()
+            if answered is None:
+                return set()
+            heard |= answered
+        self.last_heard = heard
+        self.agent.log.info("sync.done", answered=sorted(heard))
+        self.synced.set()
+        return heard
+
+    async def _round(self) -> set[str] | None:
+        """One request, waiting ``resync_wait_s``: who answered (None: connection lost).
 
         The request carries no deadline: a teammate that hears it late (a busy machine,
         a slow node) still publishes its state, which is applied whenever it arrives;
@@ -74,13 +93,10 @@ class Resync:
             replies = dict(pending.replies)
         except TeamtreeError as exc:  # lost the connection: the next connect asks again
             agent.log.warning("sync.failed", error=str(exc))
-            return set()
+            return None
         finally:
             agent._pending.close(corr)
-        self.last_heard = set(replies)
-        agent.log.info("sync.done", answered=sorted(replies))
-        self.synced.set()
-        return self.last_heard
+        return set(replies)
 
     async def _on_request(self, env: Envelope, topic: Topic) -> None:
         self.agent.spawn(self._answer(env), "sync.answer")
