@@ -4,7 +4,9 @@ On mosquitto the replicas split the requests through a shared subscription. A
 RabbitMQ cluster has none, so every replica receives every request and each decides
 alone whether it is the owner: the replica with the highest hash of (request key,
 replica id) among the replicas it sees ONLINE (rendezvous hashing). All replicas see
-the same presence, so they agree; when a replica goes, only its requests move, and
+the same presence (and silence: a replica not heard from for three heartbeats is not
+counted, since one whose broker node died sends no Will), so they agree; when a
+replica goes, only its requests move, and
 the requester's retry (same request id) reaches the new owner. Replicas keep the
 requests they did not own until their deadline, so when an owner is seen going before
 the deadline, its successor answers them at once (a request the old owner had already

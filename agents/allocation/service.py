@@ -32,7 +32,7 @@ from teamtree.agents.allocation.wire import (
     BadRequest,
     error_body,
 )
-from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.agent import HEARTBEAT_CHANNEL, Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
@@ -95,6 +95,8 @@ class AllocatorAgent(Agent):
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"solve-{self.id}")
         self._slots = asyncio.Semaphore(self.workers)
         share = self.group if self.shared and not self.clustered else None
+        if self.shared and self.clustered:  # heartbeats keep replicas' last_seen fresh
+            self.on_agents(HEARTBEAT_CHANNEL, self._on_heartbeat, kind="heartbeat")
         for kind in REQUEST_KINDS:
             self.on_team(CHANNEL, self._on_request, kind=kind, share=share)
 
@@ -130,12 +132,21 @@ class AllocatorAgent(Agent):
                 return
         self.spawn(self._serve(env), "serve")
 
+    async def _on_heartbeat(self, env: Envelope, topic: Topic) -> None:
+        """Nothing to do: receiving it updated the sender's ``last_seen_ms``."""
+
     def _replicas(self) -> set[str]:
-        """This replica and the others of its group seen ONLINE."""
+        """This replica and the others of its group seen ONLINE and heard from within
+        three heartbeats (at least 3 s): a replica whose broker node died publishes no
+        Will and stays ONLINE until it reconnects, so silence is what shows it gone."""
         live = {self.id}
+        quiet_ms = max(3000, int(3000 * self.runtime.heartbeat_s))
+        now = wall_ms()
         for agent_id in self.team_view.online(kind=self.kind):
             member = self.team_view.get(agent_id)
-            if member is not None and member.factsheet.get("shared", self.group) == self.group:
+            if member is None or member.factsheet.get("shared", self.group) != self.group:
+                continue
+            if now - member.last_seen_ms <= quiet_ms:
                 live.add(agent_id)
         return live
 
