@@ -37,6 +37,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TopicError",
         "WireError",
     ),
+    "failover": ("NodeRing",),
     "hlc": ("HlcStamp", "HybridLogicalClock", "wall_ms"),
     "local_broker": (
         "BrokerKind",

@@ -30,6 +30,7 @@ import structlog
 
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
+from teamtree.broker.failover import NodeRing
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -84,6 +85,9 @@ class Connection:
     messages (spawn a task for that). `on_connect` runs after every (re)connect, once
     subscriptions are back, and is where an agent re-announces its presence.
     `will` is called before each attempt so the Last Will carries fresh stamps.
+    An endpoint with fallbacks (a broker cluster) is used one node at a time: the
+    connection starts on a node picked by its client id and moves to the next when it
+    loses or cannot reach it (``NodeRing``); ``endpoint`` is the node in use.
     """
 
     def __init__(
@@ -105,7 +109,8 @@ class Connection:
         password: str | None = None,
         tls_context: ssl.SSLContext | None = None,
     ):
-        self.endpoint = endpoint
+        self.nodes = NodeRing(endpoint, client_id)
+        self.endpoint = self.nodes.current
         self.client_id = client_id
         self._on_message = on_message
         self._on_connect = on_connect
@@ -133,6 +138,8 @@ class Connection:
         self._inflight: dict[int, Outgoing] = {}  # sent, PUBACK awaited; in send order
         self._inflight_tasks: set[asyncio.Task[None]] = set()
         self._seq = itertools.count()
+        #: the last retained message published per topic (what a re-sync publishes again)
+        self.retained: dict[str, Outgoing] = {}
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -174,6 +181,7 @@ class Connection:
                     self._on_disconnect()
             if self.state is not ConnectionState.CONNECTING:
                 break
+            self.endpoint = self.nodes.advance()
             low, high = self._backoff
             delay = min(high, low * 2**attempt) * random.uniform(0.5, 1.0)
             attempt = min(attempt + 1, 16)
@@ -267,6 +275,8 @@ class Connection:
         Raises OutboxFullError when a QoS 1 message must be queued and the outbox is
         full; the message is then not queued.
         """
+        if message.retain:
+            self._keep(message)
         client = self._client
         if client is not None and self._direct:
             task = self._start(client, message)
@@ -357,6 +367,8 @@ class Connection:
         client = self._client
         if client is None:
             raise ConnectionLostError("not connected", endpoint=str(self.endpoint))
+        if message.retain:
+            self._keep(message)
         try:
             await client.publish(
                 message.topic, message.payload, qos=message.qos, retain=message.retain
@@ -365,6 +377,14 @@ class Connection:
             raise ConnectionLostError(
                 f"publish failed: {exc}", endpoint=str(self.endpoint)
             ) from exc
+
+    def _keep(self, message: Outgoing) -> None:
+        """Remember the last retained message of its topic (an empty one clears it)."""
+        if message.payload:
+            self.retained.pop(message.topic, None)  # keep publication order
+            self.retained[message.topic] = message
+        else:
+            self.retained.pop(message.topic, None)
 
     def _enqueue(self, message: Outgoing, *, front: bool = False) -> None:
         if message.qos == 0:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the tests need and run them: mosquitto, Node/npm, chromium and
-# chromium-driver (Debian packages, when root and missing), the virtual VDA 5050 AGV
+# chromium-driver, rabbitmq-server (Debian packages, when root and missing), the virtual VDA 5050 AGV
 # (npm ci), the project with its test and vda5050 extras, then pytest. Used by README
 # and .ci/run.
 set -euo pipefail
@@ -44,6 +44,20 @@ if ! command -v mosquitto_sub >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto-clients >/dev/null
 fi
+# The cluster tests (marker `cluster`, tests/cluster) start a three-node RabbitMQ
+# cluster with its MQTT plugin from Debian's rabbitmq-server (no service is started).
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing rabbitmq-server (apt-get) for the cluster tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rabbitmq-server \
+      >/dev/null || echo "== could not install rabbitmq-server: cluster tests will skip" >&2
+  else
+    echo "== rabbitmq-server missing and this is not root: cluster tests will skip" >&2
+  fi
+fi
+# A packaged RabbitMQ service is not needed (the tests start their own nodes).
+if command -v systemctl >/dev/null 2>&1; then systemctl stop rabbitmq-server >/dev/null 2>&1 || true; fi
 # The container tests (marker `containers`, tests/test_compose_containers.py) run
 # compose.yaml in podman; they build their images from Debian with mmdebstrap and
 # skip, saying why, when podman cannot run containers here.

@@ -8,7 +8,7 @@ from typing import Any
 
 from teamtree.agents.allocation.wire import CHANNEL, ERROR, REQUEST_KINDS
 from teamtree.agents.runtime.agent import Agent
-from teamtree.broker import RequestError, RequestTimeoutError
+from teamtree.broker import ConnectionLostError, RequestError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 
 
@@ -42,7 +42,9 @@ async def request_allocation(
     after a timeout is answered once even if the first attempt is still being solved by
     a replica that is alive. Blocks up to ``attempts × timeout`` seconds. Raises
     AllocationRefused for an ``allocation.error`` reply, RequestTimeoutError when no
-    attempt was answered, ConnectionLostError if the connection drops.
+    attempt was answered. An attempt cut by a lost connection (a broker node going)
+    counts as one: the next waits up to `timeout` for the reconnect and asks again,
+    so the request is not lost; ConnectionLostError when the last attempt was cut.
     """
     if kind not in REQUEST_KINDS:
         raise ValueError(f"unknown allocation request kind {kind!r}")
@@ -50,7 +52,22 @@ async def request_allocation(
     last: RequestTimeoutError | None = None
     for attempt in range(attempts):
         try:
+            await agent.wait_connected(timeout)
             reply = await agent.request(CHANNEL, kind, payload, to=to, timeout=timeout)
+        except ConnectionLostError as exc:
+            agent.stats["allocation.retries"] += 1
+            agent.log.warning(
+                "allocation.retry",
+                request_id=payload["request_id"],
+                attempt=attempt + 1,
+                error=str(exc),
+            )
+            if attempt + 1 == attempts:
+                raise
+            continue
+        except TimeoutError:  # not reconnected in time
+            last = RequestTimeoutError(f"not connected within {timeout} s", kind=kind)
+            continue
         except RequestTimeoutError as exc:
             last = exc
             agent.stats["allocation.retries"] += 1

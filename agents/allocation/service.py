@@ -7,6 +7,9 @@ With ``shared = true`` the service joins the shared subscription
 clean session so a dead replica's share goes to the live ones once the broker notices
 (1.5 × keepalive). Requests that carry a ``request_id`` are idempotent: a retry (same
 requester and id) gets the answer of the first attempt, computed once.
+
+On a broker cluster (``Agent.clustered``: RabbitMQ has no ``$share``) shared replicas
+subscribe plainly and each answers only the requests it owns (``owner.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from teamtree.agents.allocation.owner import owner
 from teamtree.agents.allocation.params import AllocatorParams
 from teamtree.agents.allocation.solve import solve_request
 from teamtree.agents.allocation.wire import (
@@ -28,9 +32,10 @@ from teamtree.agents.allocation.wire import (
     BadRequest,
     error_body,
 )
-from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.agent import HEARTBEAT_CHANNEL, Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import PlanningError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
@@ -69,6 +74,8 @@ class AllocatorAgent(Agent):
         self._inflight: dict[
             tuple[str, str], asyncio.Future[tuple[str, dict[str, Any]] | None]
         ] = {}
+        #: cluster mode: requests another replica owns, kept until their deadline
+        self._watched: OrderedDict[str, Envelope] = OrderedDict()
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -87,7 +94,9 @@ class AllocatorAgent(Agent):
     async def setup(self) -> None:
         self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"solve-{self.id}")
         self._slots = asyncio.Semaphore(self.workers)
-        share = self.group if self.shared else None
+        share = self.group if self.shared and not self.clustered else None
+        if self.shared and self.clustered:  # heartbeats keep replicas' last_seen fresh
+            self.on_agents(HEARTBEAT_CHANNEL, self._on_heartbeat, kind="heartbeat")
         for kind in REQUEST_KINDS:
             self.on_team(CHANNEL, self._on_request, kind=kind, share=share)
 
@@ -115,7 +124,59 @@ class AllocatorAgent(Agent):
             self.stats["allocation.unaddressed"] += 1
             self.log.warning("allocation.no_reply_address", sender=env.sender, kind=env.kind)
             return
+        if self.shared and self.clustered:
+            key = _owner_key(env)
+            if owner(key, self._replicas()) != self.id:
+                self.stats["allocation.not_owner"] += 1
+                self._watch(key, env)
+                return
         self.spawn(self._serve(env), "serve")
+
+    async def _on_heartbeat(self, env: Envelope, topic: Topic) -> None:
+        """Nothing to do: receiving it updated the sender's ``last_seen_ms``."""
+
+    def _replicas(self) -> set[str]:
+        """This replica and the others of its group seen ONLINE and heard from within
+        three heartbeats (at least 3 s): a replica whose broker node died publishes no
+        Will and stays ONLINE until it reconnects, so silence is what shows it gone."""
+        live = {self.id}
+        quiet_ms = max(3000, int(3000 * self.runtime.heartbeat_s))
+        now = wall_ms()
+        for agent_id in self.team_view.online(kind=self.kind):
+            member = self.team_view.get(agent_id)
+            if member is None or member.factsheet.get("shared", self.group) != self.group:
+                continue
+            if now - member.last_seen_ms <= quiet_ms:
+                live.add(agent_id)
+        return live
+
+    def _watch(self, key: str, env: Envelope) -> None:
+        now = wall_ms()
+        self._watched[key] = env
+        for old in list(self._watched):  # forget what expired (oldest first)
+            deadline = self._watched[old].deadline
+            if deadline is None or deadline >= now:
+                break
+            del self._watched[old]
+        while len(self._watched) > self.cache_size:
+            self._watched.popitem(last=False)
+
+    async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
+        """Cluster mode: a replica went; serve at once what it owned and this one now
+        owns (still before its deadline)."""
+        if not (self.shared and self.clustered) or new is Presence.ONLINE:
+            return
+        if old is not Presence.ONLINE or not self._watched:
+            return
+        live, now = self._replicas(), wall_ms()
+        for key, env in list(self._watched.items()):
+            if env.deadline is not None and env.deadline < now:
+                del self._watched[key]
+            elif owner(key, live) == self.id:
+                del self._watched[key]
+                self.stats["allocation.taken_over"] += 1
+                self.log.info("allocation.taken_over", requester=env.sender, gone=agent_id)
+                self.spawn(self._serve(env), "serve")
 
     async def _serve(self, env: Envelope) -> None:
         received = time.monotonic()
@@ -207,3 +268,10 @@ class AllocatorAgent(Agent):
                 detail=body.get("message"),
             )
         return kind, body
+
+
+def _owner_key(env: Envelope) -> str:
+    """What ownership hashes: requester and request id (a retry keeps its owner), else
+    the correlation id."""
+    rid = env.body.get("request_id") if isinstance(env.body, dict) else None
+    return f"{env.sender}/{rid}" if isinstance(rid, str) and rid else f"{env.sender}/{env.corr}"

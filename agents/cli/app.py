@@ -97,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
         "and every member agent as child processes; exit 0 when the mission ends.",
     )
     run.add_argument("config", help="team config (.toml), e.g. configs/hello.toml")
-    run.add_argument("--broker", type=_broker_url, help="use this broker instead of starting one")
+    run.add_argument(
+        "--broker", type=_broker_url,
+        help="use this broker instead of starting one (URL, or a cluster's URLs comma-separated)",
+    )  # fmt: skip
     run.add_argument(
         "--broker-kind", choices=[k.value for k in BrokerKind],
         help="local broker to start: mosquitto if installed (auto), mosquitto, or embedded",
@@ -121,7 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     agent.add_argument("--config", required=True, help="team config (.toml)")
     agent.add_argument("--id", required=True, type=_agent_id, help="the agent's id in the config")
-    agent.add_argument("--broker", type=_broker_url, help="broker URL, e.g. mqtt://127.0.0.1:1883")
+    agent.add_argument(
+        "--broker", type=_broker_url,
+        help="broker URL, e.g. mqtt://127.0.0.1:1883 (a cluster: its URLs comma-separated)",
+    )  # fmt: skip
     agent.add_argument("--team", type=_team_id, help="team id (default: the config's [team] name)")
     agent.add_argument(
         "--mission-json", metavar="JSON",

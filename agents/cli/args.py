@@ -120,7 +120,7 @@ def team_and_broker(
             return f"teamtree {command}: {exc}"
         team = team or config.team
         if broker is None and config.broker is not None:
-            broker = config.broker.url
+            broker = config.broker.urls
     current = read_current_run()
     if current is not None and team in (None, current.team):
         team = current.team

@@ -299,7 +299,7 @@ class MissionQueue(Agent):
             procs[member] = proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "teamtree.agents", "agent",
                 "--config", self.config_path, "--id", member,
-                "--broker", self.endpoint.url, "--team", self.team,
+                "--broker", self.endpoint.urls, "--team", self.team,
                 "--mission-id", row.id, "--mission-json", mission_json,
                 "--members", ",".join(row.members),
                 "--log-format", "plain",

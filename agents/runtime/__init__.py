@@ -42,6 +42,7 @@ from teamtree.agents.runtime.registry import (
     UnknownKindError,
     installed_kinds,
 )
+from teamtree.agents.runtime.resync import Resync
 from teamtree.agents.runtime.team_view import Member, Presence, TeamView
 from teamtree.agents.runtime.wire_decode import decode_body
 
@@ -68,6 +69,7 @@ __all__ = [
     "PresenceWireError",
     "Progress",
     "RenewCommand",
+    "Resync",
     "RuntimeSettings",
     "TeamConfig",
     "TeamView",

@@ -30,6 +30,7 @@ from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfi
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
+from teamtree.agents.runtime.resync import Resync
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.broker import (
     ConnectionLostError,
@@ -140,6 +141,11 @@ class Agent:
         self._spawned: set[asyncio.Task[Any]] = set()
         self._stop_requested: asyncio.Event | None = None
         self._started_ms = wall_ms()
+        #: on a broker cluster (see RuntimeSettings.cluster): re-sync state on join
+        self.clustered = (
+            bool(endpoint.fallbacks) if self.runtime.cluster is None else self.runtime.cluster
+        )
+        self.resync = Resync(self)
         self.connection = Connection(
             endpoint,
             client_id=f"teamtree-{self.team}-{self.id}",
@@ -210,6 +216,8 @@ class Agent:
         for channel in (PRESENCE_CHANNEL, FACTSHEET_CHANNEL):
             await self.connection.subscribe(pattern(self.team, "+", channel))
         await self.connection.subscribe(pattern(self.team, "+", REPLY_CHANNEL, self.id))
+        if self.clustered:
+            self.resync.register()
         await self.setup()
         self._tasks = [
             asyncio.create_task(self.connection.run(), name=f"teamtree[{self.id}].connection"),
@@ -267,6 +275,16 @@ class Agent:
             self.log.error("agent.failed", error=repr(error), error_type=type(error).__name__)
             self.exit_code = self.exit_code or 1
         return self.exit_code
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        """Wait until this agent has the team's state: on a cluster, until its first
+        re-sync is over (``resync_wait_s`` after connecting); elsewhere, until
+        connected (retained messages come with the subscriptions)."""
+        if not self.clustered:
+            await self.wait_connected(timeout)
+            return
+        async with asyncio.timeout(timeout):
+            await self.resync.synced.wait()
 
     async def wait_connected(self, timeout: float | None = None) -> None:
         """Wait until connected; raises TimeoutError after `timeout` seconds."""
@@ -655,10 +673,14 @@ class Agent:
         topic = self.topic(FACTSHEET_CHANNEL)
         sheet = self.envelope("factsheet", self.factsheet(), topic)
         await self.connection.publish_now(Outgoing(topic, encode(sheet), qos=1, retain=True))
-        self.log.info("agent.online", broker=str(self.endpoint), connects=self.connection.connects)
+        self.log.info(
+            "agent.online", broker=str(self.connection.endpoint), connects=self.connection.connects
+        )
         self.spawn(self._after_connect(), "on_connected")
 
     async def _after_connect(self) -> None:
+        if self.clustered:
+            await self.resync.ask()
         await self.on_connected()
         if self.connection.connects > 1:
             await self.on_connection_regained()

@@ -3,7 +3,8 @@
 Every error is a ConfigError naming the file, the key and the expected form::
 
     [team]                 name (id), broker (URL, optional), broker_kind
-    [runtime]              tick_hz, heartbeat_s, keepalive_s, request_timeout_s
+    [runtime]              tick_hz, heartbeat_s, keepalive_s, request_timeout_s,
+                           cluster ("auto", true, false), resync_wait_s
     [mission]              kind, timeout_s, plus mission-specific keys
     [[agents]]             id, kind, role ("member" or "service"), plus kind params
 
@@ -35,6 +36,12 @@ class RuntimeSettings:
     heartbeat_s: float = 1.0
     keepalive_s: int = 5
     request_timeout_s: float = 5.0
+    #: the broker lacks mosquitto's retained-to-wildcards and $share (a RabbitMQ
+    #: cluster): re-sync state on join, own replica requests by hash, one client id per
+    #: node. None ("auto"): when the broker is given as a list of URLs.
+    cluster: bool | None = None
+    #: how long a joining agent collects teammates' state on a cluster before it acts
+    resync_wait_s: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +254,12 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
         )
     team = _Reader(path, "team", top.take("team", dict, _REQUIRED, "a [team] table with a name"))
     name = team.ident("name")
-    broker_url = team.take("broker", str, None, "a broker URL like mqtt://127.0.0.1:1883")
+    broker_url = team.take(
+        "broker",
+        (str, list),
+        None,
+        "a broker URL like mqtt://127.0.0.1:1883, or a list of them (the nodes of a cluster)",
+    )
     try:
         broker = parse_endpoint(broker_url, key="team.broker") if broker_url else None
     except ConfigError as exc:
@@ -269,6 +281,8 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
         heartbeat_s=rt.positive("heartbeat_s", 1.0, "a positive number of seconds"),
         keepalive_s=_keepalive(rt),
         request_timeout_s=rt.positive("request_timeout_s", 5.0, "a positive number of seconds"),
+        cluster=_cluster(rt),
+        resync_wait_s=rt.positive("resync_wait_s", 1.0, "a positive number of seconds"),
     )
     rt.no_extras()
 
@@ -301,3 +315,13 @@ def _keepalive(rt: _Reader) -> int:
     return rt.whole(
         "keepalive_s", 5, 1, "a whole number of seconds, 1 or more (MQTT counts whole seconds)"
     )
+
+
+def _cluster(rt: _Reader) -> bool | None:
+    """``cluster``: true, false, or "auto" (None: decided by the broker list)."""
+    value = rt.take("cluster", (bool, str), "auto", 'true, false or "auto"')
+    if value == "auto":
+        return None
+    if isinstance(value, str):
+        raise rt.error("cluster", f'is {value!r}; expected true, false or "auto"')
+    return value

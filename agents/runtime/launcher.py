@@ -160,7 +160,7 @@ class Launcher:
                     "agent",
                     "--config", str(self.config.path),
                     "--id", spec.id,
-                    "--broker", endpoint.url,
+                    "--broker", endpoint.urls,
                     "--team", self.config.team,
                     *(["--mission-id", self.mission_id] if self.scoped else []),
                     *(["--wait-services", "0"] if spec.role == "member" else []),  # waited above
@@ -293,7 +293,7 @@ class Launcher:
         """Say (and write to the current-run file) where other terminals find the team."""
         path = write_current_run(
             CurrentRun(
-                broker=endpoint.url,
+                broker=endpoint.urls,
                 team=self.config.team,
                 mission=self.mission_id if self.scoped else "",
                 config=str(self.config.path),

@@ -774,6 +774,7 @@ class RobotAgent(PeerRuleMember):
 
     async def main(self) -> None:
         await self.wait_connected()
+        await self.wait_synced()  # on a cluster: the team's state before any claim
         await self.publish(
             MISSION,
             "mission.tree",

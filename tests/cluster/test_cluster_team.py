@@ -1,0 +1,258 @@
+"""Whole teams on a three-node RabbitMQ cluster, with a node stopped mid-mission.
+
+Agents run as separate processes (``teamtree run --broker URL1,URL2,URL3``) and spread
+over the nodes by client id (broker/failover.py); the team name is chosen so the
+spread covers every node and the stopped node holds the agent under test. A node is
+stopped with SIGTERM (a clean RabbitMQ stop: its clients are disconnected) and started
+again after the test, in the background; the next test waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from teamtree.agents import Agent, RuntimeSettings
+from teamtree.agents.runtime.team_view import Presence
+from teamtree.broker.endpoint import parse_endpoint
+from teamtree.broker.failover import NodeRing
+from tests.cluster_support import RabbitCluster
+from tests.conftest import REPO, teamtree_cmd
+from tests.integration.test_tea_party import check_tea_party
+
+pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.slow]
+
+ONLINE = re.compile(r"^(?P<agent>\S+)\s+\|.*agent\.online.*broker=(?P<url>\S+) connects=(?P<n>\d+)")
+
+
+def node_of(cluster: RabbitCluster, team: str, agent_id: str) -> int:
+    """The node an agent of `team` starts on (as its Connection picks it)."""
+    return NodeRing(parse_endpoint(cluster.urls), f"teamtree-{team}-{agent_id}").index
+
+
+def pick_team(cluster: RabbitCluster, prefix: str, agents: list[str], ok) -> str:
+    """A team name whose agents cover every node and satisfy `ok(nodes)`."""
+    for i in itertools.count():
+        team = f"{prefix}{i}"
+        nodes = {a: node_of(cluster, team, a) for a in agents}
+        if set(nodes.values()) == set(range(len(cluster.nodes))) and ok(nodes):
+            return team
+    raise AssertionError("unreachable")
+
+
+def ensure_up(cluster: RabbitCluster) -> None:
+    """Every node running and clustered (a previous test may have restarted one)."""
+    for index in range(len(cluster.nodes)):
+        cluster.start_node(index)
+        cluster.wait_node(index)
+    cluster.wait_clustered()
+
+
+def onlines(text: str) -> list[tuple[str, str, int]]:
+    """(agent, broker URL, connects) of every ``agent.online`` line of a run."""
+    found = []
+    for line in text.splitlines():
+        m = ONLINE.match(line)
+        if m:
+            found.append((m["agent"], m["url"], int(m["n"])))
+    return found
+
+
+def wait_for_line(path: Path, pattern: str, proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    rx = re.compile(pattern, re.M)
+    while time.monotonic() < deadline:
+        text = path.read_text()
+        if rx.search(text):
+            return text
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before {pattern!r}:\n{text[-4000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"no {pattern!r} in {timeout} s:\n{path.read_text()[-4000:]}")
+
+
+def run_team(config: Path, cluster: RabbitCluster, cwd: Path) -> tuple[subprocess.Popen, Path]:
+    out = cwd / "run.out"
+    proc = subprocess.Popen(
+        teamtree_cmd("run", str(config), "--broker", ",".join(cluster.urls)),
+        stdout=out.open("wb"),
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+    )
+    return proc, out
+
+
+def finish(proc: subprocess.Popen, out: Path, timeout: float = 240) -> str:
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        proc.wait(30)
+        raise AssertionError(
+            f"run did not finish in {timeout} s:\n{out.read_text()[-4000:]}"
+        ) from None
+    text = out.read_text()
+    assert proc.returncode == 0, text[-6000:]
+    return text
+
+
+def without_failed_attempts(records: list[dict]) -> list[dict]:
+    """The record with each failed attempt removed (a ``working`` transition its agent
+    ended with ``inactive``: a lease that lapsed while the robot moved nodes, redone
+    after), once no two agents' attempts at a node overlap, failed ones included."""
+    spans: dict[str, list[list]] = {}
+    failed: set[int] = set()
+    for i, rec in enumerate(records):
+        if rec["kind"] != "node.transition":
+            continue
+        body = rec["body"]
+        node_spans = spans.setdefault(body["node"], [])
+        if body["status"] == "working":
+            node_spans.append([body["agent"], rec["ts"], None, i])
+        elif body["status"] in ("done", "inactive"):
+            for span in reversed(node_spans):
+                if span[0] == body["agent"] and span[2] is None:
+                    span[2] = rec["ts"]
+                    if body["status"] == "inactive":
+                        failed.add(span[3])
+                    break
+    for node, node_spans in spans.items():
+        live = sorted((start, end or 1 << 62, agent) for agent, start, end, _ in node_spans)
+        for (_, end_a, a), (start_b, _, b) in itertools.pairwise(live):
+            assert a == b or start_b >= end_a, f"{a} and {b} worked on {node} at once"
+    return [rec for i, rec in enumerate(records) if i not in failed]
+
+
+class LateJoiner(Agent):
+    """An observer-like agent that joins mid-mission on a chosen node and keeps what
+    it hears of the robots' snapshots and the mission tree."""
+
+    kind = "joiner"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.snapshots: dict[str, dict] = {}
+        self.tree: dict | None = None
+
+    async def setup(self) -> None:
+        self.on_agents("snapshot", self._on_snapshot)
+        self.on_team("mission", self._on_tree, kind="mission.tree")
+
+    async def _on_snapshot(self, env, topic) -> None:
+        self.snapshots[env.sender] = env.body
+
+    async def _on_tree(self, env, topic) -> None:
+        self.tree = env.body
+
+
+async def join_late(cluster: RabbitCluster, node: int, team: str, mission: str) -> LateJoiner:
+    urls = cluster.urls
+    joiner = LateJoiner(
+        "late-joiner",
+        team=team,
+        endpoint=parse_endpoint(urls),
+        runtime=RuntimeSettings(cluster=True, resync_wait_s=2.0),
+        mission_id=mission,
+    )
+    joiner.connection.nodes.index = node  # pinned to `node` for its first connect
+    joiner.connection.endpoint = joiner.connection.nodes.current
+    async with joiner:
+        await joiner.wait_synced(30)
+    return joiner
+
+
+def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
+    rabbit_cluster: RabbitCluster, tmp_path: Path
+) -> None:
+    cluster = rabbit_cluster
+    ensure_up(cluster)
+    agents = ["pr2", "baxter", "world", "recorder", "pr2-driver", "baxter-driver"]
+    team = pick_team(
+        cluster,
+        f"tpc{int(time.time()) % 100000}-",
+        agents,
+        lambda n: n["recorder"] != n["pr2"] and n["baxter"] != n["pr2"],
+    )
+    stop = node_of(cluster, team, "pr2")
+    config = tmp_path / "tea.toml"
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    config.write_text(text.replace('name = "tea-party-s1"', f'name = "{team}"'))
+    proc, out = run_team(config, cluster, tmp_path)
+    try:
+        wait_for_line(out, r"^pr2 .*behaviour\.started", proc, 180)
+        cluster.stop_node(stop)
+        # pr2 is back on another node
+        wait_for_line(out, r"^pr2 .*agent\.online.*connects=2", proc, 60)
+        mission = json.loads((tmp_path / ".teamtree" / "current.json").read_text())["mission"]
+        live = [i for i in range(len(cluster.nodes)) if i != stop]
+        baxter_node = node_of(cluster, team, "baxter")
+        joiner_node = next((i for i in live if i != baxter_node), live[0])
+        joiner = asyncio.run(join_late(cluster, joiner_node, team, mission))
+        text = finish(proc, out)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(30)
+        cluster.start_node(stop)  # back in the background; the next test waits for it
+    seen = onlines(text)
+    assert {url for _, url, _ in seen} == set(cluster.urls), f"not spread: {seen}"
+    moved = [(a, url) for a, url, n in seen if a == "pr2" and n == 2]
+    assert moved and moved[0][1] != cluster.urls[stop], moved
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
+    ]
+    # every node done once, never by two bodies (the world counts double holds), in order
+    check_tea_party(without_failed_attempts(records))
+    # the late joiner, on another node than baxter's snapshots, saw the whole team
+    view = joiner.team_view
+    for agent in agents:
+        member = view.get(agent)
+        assert member is not None and member.presence is Presence.ONLINE, (agent, member)
+        assert member.factsheet.get("kind"), (agent, member)
+    assert {"pr2", "baxter"} <= set(joiner.snapshots), joiner.snapshots.keys()
+    assert joiner.tree is not None and joiner.tree.get("kind") == "tasktree"
+    assert joiner.resync.last_heard >= set(agents), joiner.resync.last_heard
+
+
+def test_kitting_with_two_replicas_loses_no_request_when_a_replicas_node_stops(
+    rabbit_cluster: RabbitCluster, tmp_path: Path
+) -> None:
+    cluster = rabbit_cluster
+    ensure_up(cluster)
+    agents = ["cobot", "human", "allocator-1", "allocator-2"]
+    team = pick_team(
+        cluster,
+        f"krc{int(time.time()) % 100000}-",
+        agents,
+        lambda n: len({n["cobot"], n["allocator-1"], n["allocator-2"]}) == 3,
+    )
+    stop = node_of(cluster, team, "allocator-1")
+    config = tmp_path / "kitting.toml"
+    text = (REPO / "configs" / "kitting_replicas.toml").read_text()
+    config.write_text(text.replace('name = "kitting-replicas"', f'name = "{team}"'))
+    proc, out = run_team(config, cluster, tmp_path)
+    try:
+        wait_for_line(out, r"^allocator-1 .*allocation\.answered", proc, 180)
+        cluster.stop_node(stop)
+        text = finish(proc, out)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(30)
+        cluster.start_node(stop)
+    assert "SUCCEEDED" in text, text[-4000:]
+    seen = onlines(text)
+    assert {url for _, url, _ in seen} == set(cluster.urls), f"not spread: {seen}"
+    assert any(a == "allocator-1" and n >= 2 for a, _, n in seen), "allocator-1 did not move"
+    answered = re.findall(r"^(allocator-\d) .*allocation\.answered", text, re.M)
+    assert {"allocator-1", "allocator-2"} <= set(answered), "both replicas must serve"
+    assert "allocation.refused" not in text and "RequestTimeoutError" not in text
+    assert "agent.failed" not in text, text[-4000:]

@@ -1,0 +1,242 @@
+"""A three-node RabbitMQ cluster with its MQTT plugin, on loopback, for the tests.
+
+Each node runs Debian's ``rabbitmq-server`` script as a child process with its own
+node name (``ttN@localhost``), ports, data and log folders under a temporary folder;
+the nodes share an Erlang cookie (``HOME/.erlang.cookie``) and an epmd started by
+this module on a free port (``ERL_EPMD_PORT``), so nothing outside the folder is
+touched and no system service is needed. The nodes form the cluster by themselves
+(classic-config peer discovery), and ``rabbitmq_mqtt`` is enabled offline through an
+``enabled_plugins`` file, and a policy mirrors the MQTT session queues on every node
+(``mirror_sessions``). Start-up takes 40-70 s on a busy machine, so the tests start one
+cluster per session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+CTL = Path("/usr/lib/rabbitmq/bin/rabbitmqctl")
+COOKIE = "teamtreeclustertestcookie"
+INSTALL_HINT = "apt-get install -y rabbitmq-server (Debian's RabbitMQ 3.10 with the MQTT plugin)"
+
+
+def rabbitmq_missing() -> str | None:
+    """Why a cluster cannot run here, or None when it can."""
+    if not SERVER.exists():
+        return f"rabbitmq-server is not installed: {INSTALL_HINT}"
+    if shutil.which("epmd") is None:
+        return f"epmd (Erlang) is not installed: {INSTALL_HINT}"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@dataclass
+class RabbitNode:
+    """One node: its name, ports and process (None while stopped)."""
+
+    name: str
+    folder: Path
+    mqtt_port: int
+    amqp_port: int
+    dist_port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.mqtt_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class RabbitCluster:
+    """The nodes of one cluster and how to stop and start them."""
+
+    folder: Path
+    epmd_port: int
+    nodes: list[RabbitNode] = field(default_factory=list)
+    epmd: subprocess.Popen[bytes] | None = None
+    started_in_s: float = 0.0
+
+    @property
+    def urls(self) -> list[str]:
+        return [node.url for node in self.nodes]
+
+    def _env(self, node: RabbitNode) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            HOME=str(self.folder / "home"),
+            ERL_EPMD_PORT=str(self.epmd_port),
+            RABBITMQ_NODENAME=node.name,
+            RABBITMQ_DIST_PORT=str(node.dist_port),
+            RABBITMQ_CONFIG_FILE=str(node.folder / "rabbitmq.conf"),
+            RABBITMQ_ADVANCED_CONFIG_FILE=str(node.folder / "advanced.config"),
+            RABBITMQ_CONF_ENV_FILE=str(node.folder / "rabbitmq-env.conf"),
+            RABBITMQ_ENABLED_PLUGINS_FILE=str(self.folder / "enabled_plugins"),
+            RABBITMQ_MNESIA_BASE=str(node.folder / "mnesia"),
+            RABBITMQ_LOG_BASE=str(node.folder / "log"),
+            RABBITMQ_PID_FILE=str(node.folder / "pid"),
+            RABBITMQ_LOGS="-",
+        )
+        return env
+
+    def start_node(self, index: int) -> None:
+        """Start node `index` (not waiting for it); a no-op when it runs."""
+        node = self.nodes[index]
+        if node.running:
+            return
+        log = (node.folder / "server.log").open("ab")
+        node.process = subprocess.Popen(
+            [str(SERVER)],
+            env=self._env(node),
+            cwd=node.folder,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as a whole
+        )
+        log.close()
+
+    def wait_node(self, index: int, timeout: float = 180.0) -> None:
+        """Wait until node `index` accepts MQTT connections; raises RuntimeError."""
+        node = self.nodes[index]
+        deadline = time.monotonic() + timeout
+        while not _port_open(node.mqtt_port):
+            if not node.running:
+                raise RuntimeError(f"rabbitmq node {node.name} exited; see {node.folder}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"rabbitmq node {node.name} not up in {timeout} s")
+            time.sleep(0.2)
+
+    def stop_node(self, index: int, *, kill: bool = False, timeout: float = 30.0) -> None:
+        """Stop node `index`: SIGTERM (a clean Erlang shutdown) or SIGKILL."""
+        node = self.nodes[index]
+        process = node.process
+        if process is None:
+            return
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+        # the script's children (beam.smp, the disk monitor) share its process group
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+        node.process = None
+
+    def running_nodes(self) -> str:
+        """What the first running node says of ``rabbit_nodes:all_running()``."""
+        node = next(n for n in self.nodes if n.running)
+        result = subprocess.run(
+            [str(CTL), "-n", node.name, "eval", "rabbit_nodes:all_running()."],
+            env=self._env(node),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return result.stdout
+
+    def wait_clustered(self, timeout: float = 120.0) -> None:
+        """Wait until every running node is seen running by the cluster."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.running_nodes()
+            if all(node.name in out for node in self.nodes if node.running):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"rabbitmq nodes did not cluster in {timeout} s: {out!r}")
+            time.sleep(0.5)
+
+    def mirror_sessions(self) -> None:
+        """Mirror the MQTT plugin's session queues on every node (a policy), so a
+        persistent session outlives its node: without it a client whose session queue
+        lives on a stopped node cannot connect anywhere until that node is back."""
+        node = self.nodes[0]
+        subprocess.run(
+            [str(CTL), "-n", node.name, "set_policy", "--apply-to", "queues", "mqtt-sessions",
+             "^mqtt-subscription-", '{"ha-mode":"all","ha-sync-mode":"automatic"}'],
+            env=self._env(node), capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        """Stop every node and the epmd; leaves no process behind."""
+        for index in range(len(self.nodes)):
+            self.stop_node(index)
+        if self.epmd is not None and self.epmd.poll() is None:
+            self.epmd.terminate()
+            self.epmd.wait(10)
+
+
+def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> RabbitCluster:
+    """Start a `size`-node cluster under `folder`; returns once every node speaks MQTT
+    and they are one cluster. Raises RuntimeError (the cluster is stopped first)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    cookie = home / ".erlang.cookie"
+    cookie.write_text(COOKIE)
+    cookie.chmod(0o400)
+    (folder / "enabled_plugins").write_text("[rabbitmq_mqtt].\n")
+    cluster = RabbitCluster(folder, _free_port())
+    names = [f"tt{i + 1}@localhost" for i in range(size)]
+    peers = "".join(
+        f"cluster_formation.classic_config.nodes.{i + 1} = {name}\n" for i, name in enumerate(names)
+    )
+    for name in names:
+        node = RabbitNode(name, folder / name.split("@")[0], _free_port(), _free_port(), 0)
+        node.dist_port = _free_port()
+        node.folder.mkdir(exist_ok=True)
+        (node.folder / "rabbitmq.conf").write_text(
+            f"listeners.tcp.default = 127.0.0.1:{node.amqp_port}\n"
+            f"mqtt.listeners.tcp.default = 127.0.0.1:{node.mqtt_port}\n"
+            "loopback_users = none\n"
+            "cluster_formation.peer_discovery_backend = classic_config\n" + peers
+        )
+        cluster.nodes.append(node)
+    started = time.monotonic()
+    cluster.epmd = subprocess.Popen(
+        [shutil.which("epmd") or "epmd", "-port", str(cluster.epmd_port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for index in range(size):
+            cluster.start_node(index)
+        for index in range(size):
+            cluster.wait_node(index, timeout)
+        cluster.wait_clustered(timeout)
+        cluster.mirror_sessions()
+    except BaseException:
+        cluster.close()
+        raise
+    cluster.started_in_s = time.monotonic() - started
+    return cluster
