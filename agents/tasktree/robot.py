@@ -62,6 +62,7 @@ from teamtree.planners.tasktree import (
     ActivationMetric,
     ArmModel,
     BehaviourFinished,
+    BodyWatch,
     Claim,
     ClaimDecided,
     ClaimReply,
@@ -171,6 +172,8 @@ class RobotAgent(PeerRuleMember):
         self.service_timeout_s = service_timeout_s
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
+        # commands whose end may have been lost with a progress message (body_watch.py)
+        self._body_watch = BodyWatch(start_s=self.lease.lease_s + 3.0)
         self._renewed_at = 0.0
         self.humans: dict[str, str] = dict(humans or {})  # human id -> hand name
         self.dialog_timeout_s = dialog_timeout_s
@@ -401,6 +404,7 @@ class RobotAgent(PeerRuleMember):
         if kind == "behaviour.execute":
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
+            self._body_watch.sent(node, command_id, time.monotonic())
             leaf = self.tree[node]
             score = self.scores.setdefault(node, {})
             name = leaf.param_dict.get("object")
@@ -484,6 +488,7 @@ class RobotAgent(PeerRuleMember):
             return
         for leaf in self._confirmed(env.body):
             await self.feed(EffectConfirmed(leaf))
+        await self._check_body(env.body)
         potentials = self._potentials()
         if self.controller is not None and not self._reads_potentials():
             self._deferred = potentials  # handed over by feed() once it reads them again
@@ -500,6 +505,21 @@ class RobotAgent(PeerRuleMember):
         if grasps != self._published_grasps:
             self._published_grasps = grasps
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
+
+    async def _check_body(self, body: dict[str, Any]) -> None:
+        """A behaviour the body no longer runs, whose end never reached us (its progress
+        message was lost, e.g. across a broker restart), failed: give the node back."""
+        c = self.controller
+        robot = body.get("robot")
+        if c is None or not isinstance(robot, dict):
+            return
+        busy = robot.get("busy")
+        busy = busy if isinstance(busy, str) else None
+        for node in self._body_watch.observe(busy, set(c.mine), time.monotonic()):
+            self.log.warning("behaviour.failed", node=node, reason="progress_lost")
+            self.executed.append({"node": node, "ok": False, "reason": "progress_lost"})
+            self._command_of.pop(node, None)
+            await self.feed(BehaviourFinished(node, False))
 
     def _confirmed(self, body: dict[str, Any]) -> list[str]:
         """Leaves not yet done whose object the world shows at its goal ("done means
