@@ -329,6 +329,12 @@ class SimDriverAgent(Agent):
                 await self._carry_out(op, body)
             except Exception as exc:  # one bad command must not stop the driver
                 self.log.error("driver.command_failed", op=op, error=repr(exc), exc_info=True)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise  # the driver stops
+                # a cancellation from below (e.g. a closed socket) is not ours: go on
+                self.log.error("driver.command_failed", op=op, error="cancelled")
 
     async def _carry_out(self, op: str, body: dict[str, Any]) -> None:
         command_id = body.get("command_id")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +153,41 @@ def test_forgotten_and_replaced_commands() -> None:
     watch.sent("m", "c3", 0.0)
     watch.forget("m")
     assert watch.observe(None, {"m"}, 100.0) == []
+
+
+def test_a_team_that_stands_still_ends_with_an_error_naming_the_open_leaves() -> None:
+    """Nobody can take the open leaves (here: potential 0 for this robot, no peer):
+    after ``stall_timeout_s`` the robot fails its mission (exit 2) instead of waiting."""
+
+    async def run() -> tuple[RobotAgent, list[dict]]:
+        robot = RobotAgent(
+            "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
+            profile="pr2", driver="pr2-driver", stall_timeout_s=0.1,
+        )  # fmt: skip
+        await robot.setup()
+        robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
+        with structlog.testing.capture_logs() as logs:
+            for _ in range(3):
+                await robot.feed(Tick())
+                robot._check_stall()
+            assert robot.exit_code == 0  # not yet: it may be a pause
+            await asyncio.sleep(0.15)
+            robot._check_stall()
+        return robot, logs
+
+    robot, logs = asyncio.run(run())
+    assert robot.exit_code == 2
+    failed = [r for r in logs if r["event"] == "mission.failed"]
+    assert len(failed) == 1 and "PLACE(cup)" in failed[0]["reason"], failed
+
+
+def test_a_busy_team_is_never_a_stall() -> None:
+    async def run() -> RobotAgent:
+        robot, _, _ = await _robot_holding_a_leaf()
+        robot.stall_timeout_s = 0.05
+        for _ in range(3):
+            robot._check_stall()
+            await asyncio.sleep(0.05)
+        return robot
+
+    assert asyncio.run(run()).exit_code == 0
