@@ -37,7 +37,7 @@ from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import ConfigError, PlanningError
+from teamtree.broker import ConfigError, PlanningError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.allocation import (
@@ -169,7 +169,10 @@ class KittingHumanAgent(Agent):
     It waits for the cobot's ``kitting.start`` and walks to the table (the scenario's
     ``human_min_start``), then repeatedly picks an action with the study's policy
     (``decide_human``) from its own view of the table, publishes its start, takes the
-    action's time, and publishes its end. It stops at ``kitting.done``.
+    action's time, and publishes its end. It stops at ``kitting.done``. A cobot that
+    goes away before the pattern is done and is not back within ``service_timeout_s``
+    ends the human's run with ``mission.failed`` naming it (exit code 2), never a
+    silent wait.
     """
 
     kind = "kitting_human"
@@ -184,9 +187,12 @@ class KittingHumanAgent(Agent):
         cobot: str = "cobot",
         time_factor: float = 10.0,
         pattern: tuple[Colour, ...] = DEFAULT_PATTERN,
+        service_timeout_s: float = 30.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        self.service_timeout_s = service_timeout_s
+        self._cobot_watch: asyncio.Task[None] | None = None
         self.human = SimulatedHuman(p_follow, p_error)
         self.rng = random.Random(seed)
         self.cobot = cobot
@@ -214,9 +220,30 @@ class KittingHumanAgent(Agent):
         self.on_agents(STATUS, self._on_status)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
-        gone = agent_id == self.cobot and new is not Presence.ONLINE
+        if agent_id != self.cobot:
+            return
+        gone = new is not Presence.ONLINE
         if gone and self._started.is_set() and self.board.all_placed():
             self._finished.set()
+        elif gone and self._cobot_watch is None:
+            self._cobot_watch = self.spawn(self._cobot_gone(new), "cobot_watch")
+        elif not gone and self._cobot_watch is not None:
+            self._cobot_watch.cancel()
+            self._cobot_watch = None
+
+    async def _cobot_gone(self, state: Presence) -> None:
+        """The cobot is gone; unless it is back within ``service_timeout_s``, fail."""
+        await asyncio.sleep(self.service_timeout_s)
+        if self._finished.is_set():
+            return
+        self.log.error(
+            "mission.failed",
+            reason=f"the cobot {self.cobot!r} has been {state.value} for "
+            f"{self.service_timeout_s:g} s and the pattern is not done",
+            fix="restart the cobot (and the allocation service it needs); "
+            "service_timeout_s sets how long the human waits for it",
+        )
+        self.request_stop(2)
 
     async def _on_status(self, env: Envelope, topic: Topic) -> None:
         if env.sender != self.cobot:
@@ -601,7 +628,11 @@ class CobotAgent(Agent):
             if self._robot is None and not self.board.all_placed():
                 if schedule is None or planned_version != self.version:
                     version = self.version
-                    schedule, planned_at = await self._plan()
+                    try:
+                        schedule, planned_at = await self._plan()
+                    except RequestTimeoutError as exc:
+                        self._service_lost(exc)
+                        return
                     planned_version = version
                 locked = set(self.board.robot_busy)
                 if self._human is not None:
@@ -618,6 +649,18 @@ class CobotAgent(Agent):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
         await self._finish()
+
+    def _service_lost(self, exc: RequestTimeoutError) -> None:
+        """No allocation service answered in ``attempts`` × ``request_timeout`` (a
+        service restarted within that window answers a retry, and the episode goes on):
+        end with an error naming the service (exit code 2), never a silent wait."""
+        self.log.error(
+            "mission.failed",
+            reason=f"the allocation service is gone: {exc}",
+            fix="start an allocator (kind 'allocator') for the team; attempts and "
+            "request_timeout set how long the cobot waits for one",
+        )
+        self.request_stop(2)
 
     def summary(self) -> dict[str, Any]:
         """The run's metrics (§VI) and service figures."""

@@ -36,6 +36,7 @@ class KittingHumanParams(Struct, frozen=True, forbid_unknown_fields=True):
     p_error: Probability = 0.1
     seed: Annotated[int, Meta(description="a whole number")] = 0
     cobot: Annotated[str, Meta(description="an id string", extra=ID)] = "cobot"
+    service_timeout_s: Positive = 30.0
 
 
 class CobotParams(Struct, frozen=True, forbid_unknown_fields=True):
