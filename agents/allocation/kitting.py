@@ -360,6 +360,7 @@ class CobotAgent(Agent):
         idle_grace: float = 1.0,
         h2_fraction: float = 0.5,
         start_timeout: float = 30.0,
+        service_timeout_s: float = 30.0,
         time_factor: float = 10.0,
         pattern: tuple[Colour, ...] = DEFAULT_PATTERN,
         **kwargs: Any,
@@ -381,6 +382,8 @@ class CobotAgent(Agent):
         self.idle_grace = idle_grace
         self.h2_fraction = h2_fraction
         self.start_timeout = start_timeout
+        self.service_timeout_s = service_timeout_s
+        self._service_lost_at: float | None = None
         self.time_factor = time_factor
         self.scenario = KittingScenario.default(pattern)
         self.board = Board(self.scenario)
@@ -631,8 +634,11 @@ class CobotAgent(Agent):
                     try:
                         schedule, planned_at = await self._plan()
                     except RequestTimeoutError as exc:
+                        if await self._service_back():
+                            continue  # plan again: a restarted service answers
                         self._service_lost(exc)
                         return
+                    self._service_lost_at = None
                     planned_version = version
                 locked = set(self.board.robot_busy)
                 if self._human is not None:
@@ -650,15 +656,30 @@ class CobotAgent(Agent):
                 await asyncio.wait_for(self._changed.wait(), timeout)
         await self._finish()
 
+    async def _service_back(self) -> bool:
+        """After a request nobody answered: wait for an allocation service to be ONLINE,
+        at most ``service_timeout_s`` since the service was first found missing. True:
+        one is (plan again); False: the service is lost."""
+        now = time.monotonic()
+        if self._service_lost_at is None:
+            self._service_lost_at = now
+        deadline = self._service_lost_at + self.service_timeout_s
+        while time.monotonic() < deadline:
+            if self.team_view.online("allocator"):
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
     def _service_lost(self, exc: RequestTimeoutError) -> None:
-        """No allocation service answered in ``attempts`` × ``request_timeout`` (a
-        service restarted within that window answers a retry, and the episode goes on):
-        end with an error naming the service (exit code 2), never a silent wait."""
+        """No allocation service answered and none came back within
+        ``service_timeout_s``: end with an error naming it (exit code 2), never a silent
+        wait."""
         self.log.error(
             "mission.failed",
-            reason=f"the allocation service is gone: {exc}",
-            fix="start an allocator (kind 'allocator') for the team; attempts and "
-            "request_timeout set how long the cobot waits for one",
+            reason=f"the allocation service is gone: {exc}, and none came back within "
+            f"service_timeout_s ({self.service_timeout_s:g} s)",
+            fix="start an allocator (kind 'allocator') for the team; service_timeout_s "
+            "sets how long the cobot waits for one",
         )
         self.request_stop(2)
 
