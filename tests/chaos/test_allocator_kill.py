@@ -71,7 +71,10 @@ async def test_allocator_killed_for_good_ends_the_episode_with_an_error(
 ) -> None:
     w, procs, codes, took = await _episode(mosquitto, team, tmp_path, gap_s=None, wait=5.0)
     done = w.done is not None
-    record("allocator kill -9, never back", Outcome(False, 0, int(done), f"{codes}"))
+    record(
+        "allocator kill -9, never back (must end in mission.failed)",
+        Outcome(False, 0, int(done), f"{codes}"),
+    )
     if done:  # the episode needed no plan after the kill: nothing to judge
         pytest.skip(f"the episode finished without asking the allocator again ({codes})")
     assert codes == {"cobot": 2, "human": 2}, (
