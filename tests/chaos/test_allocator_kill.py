@@ -84,7 +84,7 @@ async def test_allocator_killed_for_good_ends_the_episode_with_an_error(
     assert cobot and "allocation service" in cobot[0]["reason"], procs.log("cobot")[-3000:]
     human = _failed(procs.log("human"))
     assert human and "cobot" in human[0]["reason"], procs.log("human")[-3000:]
-    assert took < 40, took  # bounded: attempts x timeout + the human's wait + start-up
+    assert took < 90, took  # bounded (11 s of waits here), loose for a loaded machine
 
 
 @pytest.mark.skipif(not EXTENDED, reason="kept out of CI's time: CHAOS_EXTENDED=1 runs it")
