@@ -125,6 +125,13 @@ class DriverAgent(Agent):
                 await self.carry_out(op, command)
             except Exception as exc:  # one bad command must not stop the driver
                 self.log.error("driver.command_failed", op=op, error=repr(exc), exc_info=True)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise  # the driver stops
+                # a cancellation from below (e.g. a body client closed under a pending
+                # request when the world went away) is not ours: take the next command
+                self.log.error("driver.command_failed", op=op, error="cancelled")
 
     # -- the book of the running command -------------------------------------------
 

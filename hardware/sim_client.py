@@ -74,6 +74,7 @@ class SimClient:
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(LifecycleError(f"SimClient for {self.address} closed"))
+                future.exception()  # retrieved: a caller still sending never awaits it
         self._pending.clear()
         if self._socket is not None:
             self._socket.close(linger=0)
@@ -102,6 +103,13 @@ class SimClient:
                 kind=op,
                 correlation=str(rid),
             ) from None
+        except asyncio.CancelledError:
+            # close() while the send waited for a world (IMMEDIATE: none connected)
+            # cancels the send, not the caller: say so, or the caller's loop would end
+            task = asyncio.current_task()
+            if self._closed and (task is None or not task.cancelling()):
+                raise LifecycleError(f"SimClient for {self.address} closed") from None
+            raise
         finally:
             self._pending.pop(rid, None)
 

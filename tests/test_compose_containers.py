@@ -259,7 +259,9 @@ def test_down_and_up_again_runs_a_fresh_mission(first_run: Any) -> None:
 def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
     images: Images, tmp_path: Path
 ) -> None:
-    image, config = variant_image(images, tmp_path, "compose_tea_party_both", BOTH_ROBOTS)
+    image, config = variant_image(
+        images, tmp_path, "compose_tea_party_both", [*BOTH_ROBOTS, *PR2_CAN_TAKE_OVER]
+    )
     stack = Stack(images, image=image, config=config, mission_timeout_s=KILL_MISSION_S)
     try:
         stack.up()
@@ -280,13 +282,11 @@ def test_killing_the_baxter_container_mid_mission_pr2_finishes_its_node_once(
             # waiting on the Baxter's broken connection, and the PR2 never counted it
             # done. A robot-side theory-of-mind gap, not compose's: recorded, not hidden.
             pytest.xfail(f"{stuck} at the goal in the world but never counted done")
-        if code != 0:
-            # Safety is judged whatever happened: no leaf done by two agents. A mission
-            # that stalls after the kill is the liveness gap issue 14 leaves open (seen also in its chaos suite): recorded, not hidden.
-            done = done_by(records)
-            twice = {leaf: agents for leaf, agents in done.items() if len(set(agents)) > 1}
-            assert not twice, f"leaves done by more than one agent: {twice}"
-            pytest.xfail(f"liveness gap: the team stalled after the kill (done: {sorted(done)})")
+        # Safety is judged whatever happened: no leaf done by two agents.
+        done = done_by(records)
+        twice = {leaf: agents for leaf, agents in done.items() if len(set(agents)) > 1}
+        assert not twice, f"leaves done by more than one agent: {twice}"
+        assert code == 0, f"the mission did not complete after the kill (done: {sorted(done)})"
         assert_each_leaf_done_once(records)
         after = done_by(records)[node]
         if after == ["baxter"]:
@@ -352,6 +352,13 @@ BOTH_ROBOTS = [
     ("seed = 1\n", "seed = 1\nstart_timeout_s = 240.0\n"),
     ("seed = 2\n", "seed = 2\nstart_timeout_s = 240.0\n"),
 ]
+
+PR2_CAN_TAKE_OVER = [("dims = [0.045, 0.07]", "dims = [0.040, 0.07]")]
+"""The burger 8 cm wide instead of 9: the Baxter's first leaf is nearly always the
+burger, and at 9 cm the PR2's 9 cm gripper scores it below ``min_grasp`` (0.6-0.9 of
+100), so after the Baxter's removal nobody could place it and the team stood still (the
+stall this test saw; robots now end such a mission with ``stall_timeout_s``'s error).
+At 8 cm the PR2 scores it 4-6 and can take it over."""
 
 
 def three_robot_image(images: Images, workdir: Path) -> tuple[str, str]:

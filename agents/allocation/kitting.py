@@ -38,7 +38,7 @@ from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import ConfigError, PlanningError
+from teamtree.broker import ConfigError, PlanningError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.allocation import (
@@ -170,7 +170,10 @@ class KittingHumanAgent(Agent):
     It waits for the cobot's ``kitting.start`` and walks to the table (the scenario's
     ``human_min_start``), then repeatedly picks an action with the study's policy
     (``decide_human``) from its own view of the table, publishes its start, takes the
-    action's time, and publishes its end. It stops at ``kitting.done``.
+    action's time, and publishes its end. It stops at ``kitting.done``. A cobot that
+    goes away before the pattern is done and is not back within ``service_timeout_s``
+    ends the human's run with ``mission.failed`` naming it (exit code 2), never a
+    silent wait.
     """
 
     kind = "kitting_human"
@@ -185,9 +188,12 @@ class KittingHumanAgent(Agent):
         cobot: str = "cobot",
         time_factor: float = 10.0,
         pattern: tuple[Colour, ...] = DEFAULT_PATTERN,
+        service_timeout_s: float = 30.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        self.service_timeout_s = service_timeout_s
+        self._cobot_watch: asyncio.Task[None] | None = None
         self.human = SimulatedHuman(p_follow, p_error)
         self.rng = random.Random(seed)
         self.cobot = cobot
@@ -215,9 +221,30 @@ class KittingHumanAgent(Agent):
         self.on_agents(STATUS, self._on_status)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
-        gone = agent_id == self.cobot and new is not Presence.ONLINE
+        if agent_id != self.cobot:
+            return
+        gone = new is not Presence.ONLINE
         if gone and self._started.is_set() and self.board.all_placed():
             self._finished.set()
+        elif gone and self._cobot_watch is None:
+            self._cobot_watch = self.spawn(self._cobot_gone(new), "cobot_watch")
+        elif not gone and self._cobot_watch is not None:
+            self._cobot_watch.cancel()
+            self._cobot_watch = None
+
+    async def _cobot_gone(self, state: Presence) -> None:
+        """The cobot is gone; unless it is back within ``service_timeout_s``, fail."""
+        await asyncio.sleep(self.service_timeout_s)
+        if self._finished.is_set():
+            return
+        self.log.error(
+            "mission.failed",
+            reason=f"the cobot {self.cobot!r} has been {state.value} for "
+            f"{self.service_timeout_s:g} s and the pattern is not done",
+            fix="restart the cobot (and the allocation service it needs); "
+            "service_timeout_s sets how long the human waits for it",
+        )
+        self.request_stop(2)
 
     async def _on_status(self, env: Envelope, topic: Topic) -> None:
         if env.sender != self.cobot:
@@ -334,6 +361,7 @@ class CobotAgent(Agent):
         idle_grace: float = 1.0,
         h2_fraction: float = 0.5,
         start_timeout: float = 30.0,
+        service_timeout_s: float = 30.0,
         time_factor: float = 10.0,
         pattern: tuple[Colour, ...] = DEFAULT_PATTERN,
         **kwargs: Any,
@@ -355,6 +383,8 @@ class CobotAgent(Agent):
         self.idle_grace = idle_grace
         self.h2_fraction = h2_fraction
         self.start_timeout = start_timeout
+        self.service_timeout_s = service_timeout_s
+        self._service_lost_at: float | None = None
         self.time_factor = time_factor
         self.scenario = KittingScenario.default(pattern)
         self.board = Board(self.scenario)
@@ -605,7 +635,14 @@ class CobotAgent(Agent):
             if self._robot is None and not self.board.all_placed():
                 if schedule is None or planned_version != self.version:
                     version = self.version
-                    schedule, planned_at = await self._plan()
+                    try:
+                        schedule, planned_at = await self._plan()
+                    except RequestTimeoutError as exc:
+                        if await self._service_back():
+                            continue  # plan again: a restarted service answers
+                        self._service_lost(exc)
+                        return
+                    self._service_lost_at = None
                     planned_version = version
                 locked = set(self.board.robot_busy)
                 if self._human is not None:
@@ -622,6 +659,33 @@ class CobotAgent(Agent):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
         await self._finish()
+
+    async def _service_back(self) -> bool:
+        """After a request nobody answered: wait for an allocation service to be ONLINE,
+        at most ``service_timeout_s`` since the service was first found missing. True:
+        one is (plan again); False: the service is lost."""
+        now = time.monotonic()
+        if self._service_lost_at is None:
+            self._service_lost_at = now
+        deadline = self._service_lost_at + self.service_timeout_s
+        while time.monotonic() < deadline:
+            if self.team_view.online("allocator"):
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    def _service_lost(self, exc: RequestTimeoutError) -> None:
+        """No allocation service answered and none came back within
+        ``service_timeout_s``: end with an error naming it (exit code 2), never a silent
+        wait."""
+        self.log.error(
+            "mission.failed",
+            reason=f"the allocation service is gone: {exc}, and none came back within "
+            f"service_timeout_s ({self.service_timeout_s:g} s)",
+            fix="start an allocator (kind 'allocator') for the team; service_timeout_s "
+            "sets how long the cobot waits for one",
+        )
+        self.request_stop(2)
 
     def summary(self) -> dict[str, Any]:
         """The run's metrics (§VI) and service figures."""

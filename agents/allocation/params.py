@@ -36,6 +36,7 @@ class KittingHumanParams(Struct, frozen=True, forbid_unknown_fields=True):
     p_error: Probability = 0.1
     seed: Annotated[int, Meta(description="a whole number")] = 0
     cobot: Annotated[str, Meta(description="an id string", extra=ID)] = "cobot"
+    service_timeout_s: Positive = 30.0
 
 
 class CobotParams(Struct, frozen=True, forbid_unknown_fields=True):
@@ -59,3 +60,4 @@ class CobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     idle_grace: Annotated[float, Meta(gt=0, description="scenario seconds (positive)")] = 1.0
     h2_fraction: Probability = 0.5
     start_timeout: Positive = 30.0
+    service_timeout_s: Positive = 30.0

@@ -30,6 +30,7 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     service_timeout_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = (
         30.0
     )
+    stall_timeout_s: Annotated[float, Meta(ge=0, description="seconds (0: never give up)")] = 60.0
     lease_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 3.0
     lease_renew_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 0.5
     lease_margin_s: Annotated[float, Meta(ge=0, description="seconds (0 or more)")] = 1.0

@@ -71,6 +71,7 @@ from teamtree.planners.tasktree import (
     ActivationMetric,
     ArmModel,
     BehaviourFinished,
+    BodyWatch,
     Claim,
     ClaimDecided,
     ClaimReply,
@@ -145,7 +146,9 @@ class RobotAgent(PeerRuleMember):
     waits for its answer; then the robot concedes), ``lease_s``, ``lease_renew_s``,
     ``lease_margin_s`` (the body's lease, see ``LeaseTerms``), ``service_timeout_s``
     (how long the robot waits for a lost driver or world to come back before it ends
-    its mission with an error, exit code 2).
+    its mission with an error, exit code 2), ``stall_timeout_s`` (how long the team may
+    stand still, with leaves open that nobody works on and this robot cannot take,
+    before the robot ends its mission with an error naming them, exit code 2; 0: never).
     """
 
     kind = "robot"
@@ -170,6 +173,7 @@ class RobotAgent(PeerRuleMember):
         lease: LeaseTerms | None = None,
         roster: list[str] | None = None,
         service_timeout_s: float = 30.0,
+        stall_timeout_s: float = 60.0,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
@@ -178,8 +182,12 @@ class RobotAgent(PeerRuleMember):
         self._driver_lost_at: float | None = None
         self._world_lost_at: float | None = None
         self.service_timeout_s = service_timeout_s
+        self.stall_timeout_s = stall_timeout_s
+        self._stall: tuple[Any, float] | None = None  # (what the team looked like, since)
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
+        # commands whose end may have been lost with a progress message (body_watch.py)
+        self._body_watch = BodyWatch(start_s=self.lease.lease_s + 3.0)
         self._renewed_at = 0.0
         self.humans: dict[str, str] = dict(humans or {})  # human id -> hand name
         self.dialog_timeout_s = dialog_timeout_s
@@ -403,6 +411,41 @@ class RobotAgent(PeerRuleMember):
             self._command_of.pop(node, None)
             await self.feed(BehaviourFinished(node, False))
 
+    def _check_stall(self) -> None:
+        """A team standing still (this robot idle, no claim pending, nobody working,
+        nothing done) for ``stall_timeout_s`` while leaves are open will not finish: e.g.
+        the only robot able to grasp an object is gone. End with an error naming the
+        open leaves instead of a silent wait (exit code 2)."""
+        c = self.controller
+        if c is None or not self.stall_timeout_s:
+            return
+        now = time.monotonic()
+        idle = not c.mine and c.pending_claim is None and not c.working and c.connected
+        if not idle or c.mission_done:
+            self._stall = None
+            return
+        marker = frozenset(c.done)
+        if self._stall is None or self._stall[0] != marker:
+            self._stall = (marker, now)
+            return
+        if now - self._stall[1] < self.stall_timeout_s:
+            return
+        acts = c.activations()
+        open_leaves = [
+            f"{self.tree[leaf].label} (potential here {acts[leaf].potential:.3g})"
+            for leaf in self.tree.leaves
+            if leaf not in c.done and acts[leaf].level > 0
+        ]
+        self.log.error(
+            "mission.failed",
+            reason=f"no progress for {now - self._stall[1]:.0f} s: open and worked on by "
+            f"nobody: {', '.join(open_leaves) or 'none'}; this robot cannot take them "
+            "(potential 0: out of reach or no grasp) and no teammate does",
+            fix="bring back or add a member able to do them, or change the mission; "
+            f"stall_timeout_s ({self.stall_timeout_s:g} s) sets how long the team may wait",
+        )
+        self.request_stop(2)
+
     async def _publish_snapshot(self, snap: Snapshot) -> None:
         await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
 
@@ -410,6 +453,7 @@ class RobotAgent(PeerRuleMember):
         if kind == "behaviour.execute":
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
+            self._body_watch.sent(node, command_id, time.monotonic())
             leaf = self.tree[node]
             score = self.scores.setdefault(node, {})
             name = leaf.param_dict.get("object")
@@ -496,6 +540,7 @@ class RobotAgent(PeerRuleMember):
             return
         for leaf in self._confirmed(env.body):
             await self.feed(EffectConfirmed(leaf))
+        await self._check_body(env.body)
         potentials = self._potentials()
         if self.controller is not None and not self._reads_potentials():
             self._deferred = potentials  # handed over by feed() once it reads them again
@@ -512,6 +557,21 @@ class RobotAgent(PeerRuleMember):
         if grasps != self._published_grasps:
             self._published_grasps = grasps
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
+
+    async def _check_body(self, body: dict[str, Any]) -> None:
+        """A behaviour the body no longer runs, whose end never reached us (its progress
+        message was lost, e.g. across a broker restart), failed: give the node back."""
+        c = self.controller
+        robot = body.get("robot")
+        if c is None or not isinstance(robot, dict):
+            return
+        busy = robot.get("busy")
+        busy = busy if isinstance(busy, str) else None
+        for node in self._body_watch.observe(busy, set(c.mine), time.monotonic()):
+            self.log.warning("behaviour.failed", node=node, reason="progress_lost")
+            self.executed.append({"node": node, "ok": False, "reason": "progress_lost"})
+            self._command_of.pop(node, None)
+            await self.feed(BehaviourFinished(node, False))
 
     def _confirmed(self, body: dict[str, Any]) -> list[str]:
         """Leaves not yet done whose object the world shows at its goal ("done means
@@ -771,6 +831,7 @@ class RobotAgent(PeerRuleMember):
             await self.feed(Tick())
             await self._renew_leases()
             await self._check_driver()
+            self._check_stall()
 
     async def main(self) -> None:
         await self.wait_connected()

@@ -1,12 +1,12 @@
 """Shared THEN/AND/OR task trees with activation spreading and the peer rule (seed 000).
 
 Pure: tree model and parser (``tree``), node states (``status``), activation
-spreading (``activation``), the peer rule as a state machine (``peer``), activation
-metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a
-text renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a
-PLACE mission in the simulated world in one process (``place_trial``, seed 000 §4),
-and the theory of mind: intent from hand tracks and simulated human controllers
-(``theory_of_mind``, §2.3).
+spreading (``activation``), the peer rule as a state machine (``peer``), behaviours
+that ended unheard (``body_watch``), activation metrics and the grasp pipeline
+(``metrics``, pose factors in ``grasp_pose``), a text renderer (``render``), a
+discrete-event simulation of a team (``peer_sim``), a PLACE mission in the simulated
+world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent
+from hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
 """
 
 from teamtree.planners.tasktree.activation import (
@@ -15,6 +15,7 @@ from teamtree.planners.tasktree.activation import (
     select_behaviour,
     spread_activation,
 )
+from teamtree.planners.tasktree.body_watch import BodyWatch
 from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.lease import LeaseTerms
 from teamtree.planners.tasktree.metrics import (
@@ -102,6 +103,7 @@ __all__ = [
     "ActivationMetric",
     "ArmModel",
     "BehaviourFinished",
+    "BodyWatch",
     "Claim",
     "ClaimDecided",
     "ClaimReply",

@@ -48,6 +48,24 @@ def party_config(path: Path, team: str, *, time_factor: float = 2.0, keepalive: 
     return path
 
 
+def survivor_config(path: Path, team: str) -> Path:
+    """configs/compose_tea_party.toml's two robots without the human and the allocators,
+    the burger 8 cm wide so that the PR2 can grasp everything: either robot alone can
+    finish the mission, so killing one must not stop the other."""
+    text = (REPO / "configs" / "compose_tea_party.toml").read_text()
+    text = text.split("# Two replicas")[0]
+    human = text.index('[[agents]]\nid = "human"')
+    text = text[:human] + text[text.index('[[agents]]\nid = "world"') :]
+    text = text.replace('name = "tea-party"', f'name = "{team}"')
+    text = text.replace('zmq_host = "0.0.0.0"\nzmq_port = 5555\nzmq_advertise = "world"\n', "")
+    text = text.replace("dims = [0.045, 0.07]", "dims = [0.040, 0.07]")
+    text = text.replace("keepalive_s = 2", "keepalive_s = 1")
+    text = text.replace("timeout_s = 240", "timeout_s = 150")
+    text = text.split("[agents.hands.alice]")[0] + text[text.index("[agents.objects.burger]") :]
+    path.write_text(text)
+    return path
+
+
 @dataclass
 class Outcome:
     """What one run came to (see the module docstring)."""
@@ -69,14 +87,25 @@ class TeaParty:
     world_state: dict[str, Any] | None = None
 
     @classmethod
-    def make(cls, tmp_path: Path, broker_url: str, endpoint: Any, team: str, **kw: Any) -> TeaParty:
-        config = party_config(tmp_path / "party.toml", team, **kw)
+    def make(
+        cls,
+        tmp_path: Path,
+        broker_url: str,
+        endpoint: Any,
+        team: str,
+        config: Path | None = None,
+        observer_id: str | None = None,
+        credentials: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> TeaParty:
+        config = config or party_config(tmp_path / "party.toml", team, **kw)
         procs = AgentProcs(config, broker_url, team, tmp_path)
         observer = Agent(
-            f"chaos-observer-{os.getpid()}",
+            observer_id or f"chaos-observer-{os.getpid()}",
             team=team,
             endpoint=endpoint,
             runtime=RuntimeSettings(keepalive_s=2),
+            **(credentials or {}),
         )
         party = cls(procs, observer)
         observer.on_agents("state", party._on_transition, kind="node.transition")
@@ -118,14 +147,20 @@ class TeaParty:
 
     async def wait_robots(self, timeout: float) -> dict[str, int | None]:
         """Wait for both robots to end; their exit codes (None: still running)."""
+        return await self.wait_robots_of(ROBOTS, timeout)
+
+    async def wait_robots_of(
+        self, robots: tuple[str, ...], timeout: float
+    ) -> dict[str, int | None]:
+        """Wait for `robots` to end; their exit codes (None: still running)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
-            codes = {r: self.procs.procs[r].poll() for r in ROBOTS}
+            codes = {r: self.procs.procs[r].poll() for r in robots}
             if all(c is not None for c in codes.values()):
                 return codes
             await asyncio.sleep(0.2)
-        return {r: self.procs.procs[r].poll() for r in ROBOTS}
+        return {r: self.procs.procs[r].poll() for r in robots}
 
     async def final_state(self) -> dict[str, Any] | None:
         await asyncio.sleep(1.5)  # the world publishes its state about once a second
@@ -255,6 +290,9 @@ async def send_forged(
 
 RUNS = int(os.environ.get("CHAOS_RUNS", "1"))
 """How often each scenario runs (``CHAOS_RUNS``; 1 in CI)."""
+EXTENDED = RUNS > 1 or bool(os.environ.get("CHAOS_EXTENDED"))
+"""Whether the scenarios kept out of CI's time budget run too (``CHAOS_RUNS`` above 1,
+or ``CHAOS_EXTENDED=1``): they are measured for the docs' chaos table."""
 TABLE: dict[str, list[Outcome]] = {}
 
 
