@@ -32,6 +32,7 @@ the tap fell quiet (not mosquitto's).
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 500          # minutes
     python benchmarks/bench_tasktree.py --procs 1 --robots 16 --behaviours 50 # one process
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 500 --profile /tmp/prof
+    python benchmarks/bench_tasktree.py --robots --startup 20 50   # start-up only
 
 Measured with ``--robots 2 8 16 32 --behaviours 10 50 500 --procs 3 --timeout 240`` on
 the project's 2-core machine, mosquitto 2.0.11, time factor 50 (ms for claims and
@@ -107,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from startup import print_startup, startup_row  # benchmarks/startup.py, beside this script
 
 from teamtree.agents import Agent, RuntimeSettings, build_agent, parse_config
 from teamtree.broker import (
@@ -618,6 +620,14 @@ async def main_async(args: argparse.Namespace) -> None:
 
         broker = EmbeddedBroker()
     await broker.start()
+    startup = []
+    try:
+        for n in args.startup:
+            print(f"starting {n} agents and {n} bare clients ...", flush=True)
+            startup.append(await startup_row(broker.endpoint, n))
+    except BaseException:
+        await broker.close()
+        raise
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -645,12 +655,15 @@ async def main_async(args: argparse.Namespace) -> None:
                 print(f"  done in {row['mission_s']:.1f} s", flush=True)
     finally:
         await broker.close()
-    print_table(rows, broker.kind.value, args.time_factor)
+    if rows:
+        print_table(rows, broker.kind.value, args.time_factor)
+    if startup:
+        print_startup(startup)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--robots", type=int, nargs="+", default=[2, 8, 16])
+    parser.add_argument("--robots", type=int, nargs="*", default=[2, 8, 16])
     parser.add_argument("--behaviours", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--time-factor", type=float, default=50.0)
     parser.add_argument("--broker", choices=["mosquitto", "embedded"], default="mosquitto")
@@ -664,6 +677,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     parser.add_argument("--profile", type=Path, default=None, help="write cProfile files here")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--startup", type=int, nargs="*", default=[], metavar="N",
+        help="also start N agent processes at once and N bare aiomqtt clients, and print "
+        "the seconds until all are ONLINE (e.g. --startup 20 50; with --robots "
+        "given no arguments, only that)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.procs < 1:
         parser.error("--procs must be 1 or more")
