@@ -76,13 +76,9 @@ async def _launch(
     t0 = time.perf_counter()
     try:
         for k in range(n):
-            procs.append(
-                await asyncio.create_subprocess_exec(
-                    *argv_of(k),
-                    stdout=asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.DEVNULL,
-                )  # fmt: skip
-            )
+            quiet = asyncio.subprocess.DEVNULL
+            proc = await asyncio.create_subprocess_exec(*argv_of(k), stdout=quiet, stderr=quiet)
+            procs.append(proc)
         try:
             await asyncio.wait_for(all_online.wait(), timeout)
             elapsed = time.perf_counter() - t0
