@@ -129,6 +129,7 @@ PROTOCOL_KINDS = {
     "node.transition",
     "node.snapshot",
     "node.claim_decided",
+    "node.potentials",
 }
 PROGRESS_S = 5.0
 
@@ -197,6 +198,8 @@ class Tap:
         )
         self._filters = [
             pattern(team, None, "claims"),
+            pattern(team, "+", "claims", "+"),
+            pattern(team, "+", "potentials"),
             pattern(team, "+", "claim_reply", "+"),
             pattern(team, "+", "state"),
             pattern(team, "+", "snapshot"),

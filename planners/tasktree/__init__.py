@@ -1,7 +1,8 @@
 """Shared THEN/AND/OR task trees with activation spreading and the peer rule (seed 000).
 
 Pure: tree model and parser (``tree``), node states (``status``), activation
-spreading (``activation``), the peer rule as a state machine (``peer``), activation
+spreading (``activation``), the peer rule as a state machine (``peer``) and its
+contention avoidance for big teams (``contention``), activation
 metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a
 text renderer (``render``), a discrete-event simulation of a team (``peer_sim``),
 and the theory of mind: intent from hand tracks and simulated human controllers
@@ -13,6 +14,12 @@ from teamtree.planners.tasktree.activation import (
     node_statuses,
     select_behaviour,
     spread_activation,
+)
+from teamtree.planners.tasktree.contention import (
+    ContentionAvoider,
+    PeerPotentials,
+    PublishPotentials,
+    greedy_choice,
 )
 from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.lease import LeaseTerms
@@ -100,6 +107,7 @@ __all__ = [
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "ContentionAvoider",
     "ControllerAction",
     "CrashSpec",
     "EffectConfirmed",
@@ -124,10 +132,12 @@ __all__ = [
     "NodeReport",
     "NodeStatus",
     "PauseBehaviour",
+    "PeerPotentials",
     "PeerState",
     "PotentialsChanged",
     "PresenceChanged",
     "PublishClaim",
+    "PublishPotentials",
     "PublishReply",
     "PublishSnapshot",
     "PublishTransition",
@@ -153,6 +163,7 @@ __all__ = [
     "distance_score",
     "distance_scores",
     "fit_motion",
+    "greedy_choice",
     "leaf_potentials",
     "node_statuses",
     "orientation_ok",

@@ -55,6 +55,7 @@ activation spreading). A snapshot then lists every leaf the member works.
 
 from __future__ import annotations
 
+import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -65,6 +66,11 @@ from teamtree.planners.tasktree.activation import (
     node_statuses,
     select_behaviour,
     spread_activation,
+)
+from teamtree.planners.tasktree.contention import (
+    ContentionAvoider,
+    PeerPotentials,
+    PublishPotentials,
 )
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
@@ -275,6 +281,7 @@ Event = (
     | BehaviourFinished
     | ConnectionChanged
     | EffectConfirmed
+    | PeerPotentials
 )
 
 # ------------------------------------------------------------------ actions
@@ -357,6 +364,7 @@ ControllerAction = (
     | ResumeBehaviour
     | AbortBehaviour
     | ClaimDecided
+    | PublishPotentials
 )
 """What a ``TaskController`` asks its agent to do: publish, drive a behaviour, or
 report how a claim was decided."""
@@ -384,6 +392,8 @@ class _Pending:
     lost: str | None = None
     age: int = 0
     reclaim: bool = False
+    resends: int = 0
+    resend_at: int = 0  # age of the next resend (with contention avoidance)
 
 
 class TaskController:
@@ -417,6 +427,8 @@ class TaskController:
         capacity: int = 1,
         auto_select: bool = True,
         takeover_ms: int = 0,
+        avoid_contention: bool = False,
+        seed: int | str | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity {capacity}; expected 1 or more")
@@ -451,6 +463,11 @@ class TaskController:
         self._last_stamp: Stamp | None = None
         self._acts: dict[str, NodeActivation] | None = None
         self._acts_key: tuple | None = None
+        self.avoider: ContentionAvoider | None = None
+        """With ``avoid_contention``: peers' potentials, patience, backoff
+        (``contention.py``); the claim rule itself is unchanged."""
+        if avoid_contention:
+            self.avoider = ContentionAvoider(me, random.Random(me if seed is None else seed))
 
     # ----------------------------------------------------------- read-only views
 
@@ -547,6 +564,11 @@ class TaskController:
                 self._on_presence(event, now, out)
             case PotentialsChanged():
                 self.potentials.update(event.potentials)
+                if self.avoider is not None:
+                    self.avoider.potentials_changed()
+            case PeerPotentials():
+                if self.avoider is not None and event.agent in self.peers_online:
+                    self.avoider.on_peer(event)
             case BehaviourFinished():
                 self._on_finished(event, now, out)
             case ConnectionChanged():
@@ -568,10 +590,14 @@ class TaskController:
                 del self._inhibited[node]
         if not self.connected or not self.synced:
             return
+        if self.avoider is not None:
+            pub = self.avoider.maybe_publish(self.potentials, len(self.mine) < self.capacity)
+            if pub is not None:
+                out.append(pub)
         if self._pending is not None:
             self._pending.age += 1
             p = self._pending
-            if self.resend_ticks > 0 and p.age % self.resend_ticks == 0:
+            if self.resend_ticks > 0 and self._resend_due(p):
                 for q in sorted(self.peers_online):
                     if p.replies.get(q, -1) < p.need.get(q, 0):
                         out.append(PublishClaim(replace(p.claim, round=p.need.get(q, 0)), to=q))
@@ -583,9 +609,39 @@ class TaskController:
             return
         if not self.auto_select or len(self.mine) >= self.capacity:
             return
-        leaf = select_behaviour(self.tree, self.activations())
+        leaf = self._select()
         if leaf is not None:
             self._start_claim(leaf, now, out)
+
+    def _resend_due(self, p: _Pending) -> bool:
+        """Whether a pending claim's unanswered peers are asked again on this tick:
+        every ``resend_ticks``, or with contention avoidance after a jittered,
+        doubling wait (``ContentionAvoider.resend_after``)."""
+        if self.avoider is None:
+            return p.age % self.resend_ticks == 0
+        if p.resend_at == 0:
+            p.resend_at = self.avoider.resend_after(self.resend_ticks, 0)
+        if p.age < p.resend_at:
+            return False
+        p.resends += 1
+        p.resend_at = p.age + self.avoider.resend_after(self.resend_ticks, p.resends)
+        return True
+
+    def _select(self) -> str | None:
+        """The leaf to claim on this tick: the best by activation (§2.2), or with
+        contention avoidance the one the team's matching gives this member (or None:
+        wait for a better-placed idle peer to claim first)."""
+        acts = self.activations()
+        if self.avoider is None:
+            return select_behaviour(self.tree, acts)
+        mine = {}
+        for leaf in self.tree.leaves:
+            a = acts[leaf]
+            value = a.level * a.potential
+            if value > 0.0:
+                mine[leaf] = value
+        busy = {agent for agent, _s in self.working.values()}
+        return self.avoider.select(mine, self.peers_online, busy, id(acts))
 
     def _on_want(self, want: Want, now: Stamp, out: list[ControllerAction]) -> None:
         reason = ""
@@ -671,12 +727,16 @@ class TaskController:
             out.append(ClaimDecided(p.claim, False, p.lost))
             if p.reclaim:
                 self._abort_mine(leaf, p.lost, now, out)
+            elif self.avoider is not None:
+                self._inhibited[leaf] = self.avoider.lost(self.inhibit_ticks)
             else:
                 self._inhibited[leaf] = self.inhibit_ticks
             return
         if any(p.replies.get(q, -1) < p.need.get(q, 0) for q in self.peers_online):
             return
         self._pending = None
+        if self.avoider is not None:
+            self.avoider.won()
         out.append(ClaimDecided(p.claim, True, "every online peer answered, none beats it"))
         self.mine[leaf] = None
         self.working[leaf] = (self.me, now)
@@ -870,6 +930,8 @@ class TaskController:
             return
         self.peers_online.discard(ev.agent)
         self._awaiting.discard(ev.agent)
+        if self.avoider is not None:
+            self.avoider.forget(ev.agent)
         # Last Will: release its work so another completes it, once its lease lapsed
         self._lapsing.setdefault(ev.agent, now[0] + self.takeover_ms)
         self._release_lapsed(now)
