@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import itertools
 import random
 import socket
 import ssl
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 
 import aiomqtt
@@ -30,6 +31,8 @@ import structlog
 
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
+from teamtree.broker.fast_client import FastClient
+from teamtree.broker.inbound import CoalescingQueue
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -84,6 +87,9 @@ class Connection:
     messages (spawn a task for that). `on_connect` runs after every (re)connect, once
     subscriptions are back, and is where an agent re-announces its presence.
     `will` is called before each attempt so the Last Will carries fresh stamps.
+    `latest_topics`: topics whose messages only the newest counts (observations): a
+    newer one replaces a queued older one (``CoalescingQueue``); read at every message,
+    so the caller may add topics later.
     """
 
     def __init__(
@@ -104,8 +110,12 @@ class Connection:
         username: str | None = None,
         password: str | None = None,
         tls_context: ssl.SSLContext | None = None,
+        latest_topics: Container[str] = frozenset(),
     ):
         self.endpoint = endpoint
+        self._latest_topics = latest_topics
+        self._coalesced_before = 0
+        self._inbound: CoalescingQueue | None = None
         self.client_id = client_id
         self._on_message = on_message
         self._on_connect = on_connect
@@ -182,7 +192,10 @@ class Connection:
     async def _session(self) -> None:
         will = self._will() if self._will else None
         username, password = self._auth
-        client = aiomqtt.Client(
+        if self._inbound is not None:
+            self._coalesced_before += self._inbound.coalesced
+        queue = functools.partial(CoalescingQueue, latest=self._latest_topics)
+        client = FastClient(
             self.endpoint.host,
             self.endpoint.port,
             identifier=self.client_id,
@@ -197,7 +210,9 @@ class Connection:
             tls_context=self._tls or (ssl.create_default_context() if self.endpoint.tls else None),
             socket_options=NODELAY if self.endpoint.transport == "tcp" else None,
             max_inflight_messages=MAX_INFLIGHT,
+            queue_type=queue,  # type: ignore[arg-type]
         )
+        self._inbound = client._queue  # type: ignore[assignment]
         self._session_over = asyncio.Event()
         async with client:
             self._client = client
@@ -394,6 +409,11 @@ class Connection:
                     with contextlib.suppress(ValueError):
                         self._outbox.remove(message)
             self._direct = client is not None
+
+    @property
+    def coalesced(self) -> int:
+        """Messages on latest-only topics replaced by a newer one before being handled."""
+        return self._coalesced_before + (self._inbound.coalesced if self._inbound else 0)
 
     @property
     def outbox_size(self) -> int:

@@ -279,7 +279,9 @@ class RobotAgent(PeerRuleMember):
         )
         if self.avoid_contention:
             self.subscribe_potentials(POTENTIALS, tuple(self.tree.leaves))
-        self.on_agent(self.driver, "observation", self._on_observation, kind="observation")
+        self.on_agent(
+            self.driver, "observation", self._on_observation, kind="observation", latest=True
+        )
         self.on_agent(self.driver, "progress", self._on_progress)
 
     def _now(self) -> tuple[int, int, str]:
