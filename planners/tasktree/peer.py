@@ -62,18 +62,17 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from teamtree.planners.tasktree.activation import (
-    NodeActivation,
     node_statuses,
-    select_behaviour,
-    spread_activation,
 )
 from teamtree.planners.tasktree.contention import (
     ContentionAvoider,
     PeerPotentials,
     PublishPotentials,
 )
+from teamtree.planners.tasktree.incremental import ActivationView, IncrementalSpread
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
+from teamtree.planners.tasktree.versioned import VersionedDict, VersionedSet
 
 __all__ = [
     "AbortBehaviour",
@@ -445,10 +444,10 @@ class TaskController:
         self.inhibit_factor = inhibit_factor
         self.resend_ticks = resend_ticks
         self._dedup_window = dedup_window
-        self.potentials: dict[str, float] = dict(potentials or {})
+        self.potentials: dict[str, float] = VersionedDict(potentials or {})
         self.peers_online: set[str] = set(online_peers) - {me}
-        self.done: set[str] = set()
-        self.working: dict[str, tuple[str, Stamp]] = {}
+        self.done: set[str] = VersionedSet()
+        self.working: dict[str, tuple[str, Stamp]] = VersionedDict()
         self.mine: dict[str, None] = {}
         """The leaves this member works on, in the order it won them."""
         self._paused: set[str] = set()
@@ -461,7 +460,8 @@ class TaskController:
         self._conflicts: dict[str, frozenset[str]] = {}
         self._claims_made = 0
         self._last_stamp: Stamp | None = None
-        self._acts: dict[str, NodeActivation] | None = None
+        self._acts: ActivationView | None = None
+        self._spread = IncrementalSpread(tree)
         self._acts_key: tuple | None = None
         self.avoider: ContentionAvoider | None = None
         """With ``avoid_contention``: peers' potentials, patience, backoff
@@ -501,27 +501,27 @@ class TaskController:
         """True when the root's constraint is satisfied in this copy."""
         return self.activations()[self.tree.root.id].satisfied
 
-    def activations(self) -> dict[str, NodeActivation]:
-        """Activation level and potential of every node now (§2.2).
+    def activations(self) -> ActivationView:
+        """Activation level and potential of every node now (§2.2), as a mapping.
 
         Cached on what spreading reads (done, working, inhibited leaves, potentials):
-        every event asks, and most change none of it. Do not mutate the result.
+        every event asks, and most change none of it. Done, working and the potentials
+        count their changes (``versioned.py``), so the check costs no pass over the
+        tree, and spreading is kept up to date leaf by leaf (``incremental.py``; the
+        same results as ``spread_activation``). Read-only.
         """
         key = (
-            frozenset(self.done),
-            frozenset(self.working),
+            self.done.version,  # type: ignore[attr-defined]
+            self.working.version,  # type: ignore[attr-defined]
             frozenset(self._inhibited),
-            tuple(self.potentials.items()),
+            self.potentials.version,  # type: ignore[attr-defined]
         )
         if key != self._acts_key or self._acts is None:
+            if key[:2] != (self._acts_key or (None, None))[:2]:
+                self._spread.apply(self.done, self.working.keys())
             inhib = {n: self.inhibit_factor for n in self._inhibited}
-            self._acts = spread_activation(
-                self.tree,
-                self.done,
-                self.working.keys(),
-                self.potentials,
-                default_potential=self.default_potential,
-                inhibition=inhib,
+            self._acts = self._spread.view(
+                self.potentials, default_potential=self.default_potential, inhibition=inhib
             )
             self._acts_key = key
         return self._acts
@@ -563,7 +563,9 @@ class TaskController:
             case PresenceChanged():
                 self._on_presence(event, now, out)
             case PotentialsChanged():
-                self.potentials.update(event.potentials)
+                pots = self.potentials
+                if any(pots.get(k) != v for k, v in event.potentials.items()):
+                    pots.update(event.potentials)  # unchanged values: no new spreading
                 if self.avoider is not None:
                     self.avoider.potentials_changed()
             case PeerPotentials():
@@ -632,14 +634,11 @@ class TaskController:
         contention avoidance the one the team's matching gives this member (or None:
         wait for a better-placed idle peer to claim first)."""
         acts = self.activations()
-        if self.avoider is None:
-            return select_behaviour(self.tree, acts)
-        mine = {}
-        for leaf in self.tree.leaves:
-            a = acts[leaf]
-            value = a.level * a.potential
-            if value > 0.0:
-                mine[leaf] = value
+        values = {leaf: acts.leaf_value(leaf) for leaf in acts.selectable}
+        mine = {leaf: v for leaf, v in values.items() if v > 0.0}
+        if self.avoider is None:  # the highest, ties to the leftmost (select_behaviour)
+            index = self._spread.index
+            return max(mine, key=lambda leaf: (mine[leaf], -index[leaf]), default=None)
         busy = {agent for agent, _s in self.working.values()}
         return self.avoider.select(mine, self.peers_online, busy, id(acts))
 
