@@ -169,6 +169,14 @@ class ActivationView(Mapping[str, NodeActivation]):
         self.selectable: frozenset[str] = frozenset(spread.selectable)
         """Leaves with level > 0 that nobody works on or did."""
 
+    def satisfied(self, node_id: str) -> bool:
+        """Whether the node's constraint is met (without computing potentials)."""
+        return self._s.satisfied[node_id]
+
+    def level(self, node_id: str) -> float:
+        """The node's activation level (without computing potentials)."""
+        return self._s.level[node_id]
+
     def leaf_value(self, leaf: str) -> float:
         """``level * potential`` of a leaf (0 when it cannot be selected)."""
         if leaf not in self.selectable:

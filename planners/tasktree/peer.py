@@ -499,7 +499,7 @@ class TaskController:
     @property
     def mission_done(self) -> bool:
         """True when the root's constraint is satisfied in this copy."""
-        return self.activations()[self.tree.root.id].satisfied
+        return self.activations().satisfied(self.tree.root.id)
 
     def activations(self) -> ActivationView:
         """Activation level and potential of every node now (§2.2), as a mapping.
@@ -703,7 +703,7 @@ class TaskController:
         if w is not None and w[0] != self.me:
             return False
         acts = self.activations()
-        if acts[leaf].level <= 0.0:
+        if acts.level(leaf) <= 0.0:
             return False
         # an OR branch committed elsewhere (working by another member) also forbids it
         return all(
