@@ -16,17 +16,24 @@ pyproject.toml). Source changes rebuild only the Dockerfile's last layers (podma
 layer cache). The host's extra CA certificates (``/usr/local/share/ca-certificates``)
 are copied into the base so pip and apt inside the builds trust the same egress
 proxy the host does.
+
+tests/run.sh starts ``python -m tests.container_images`` in the background (niced)
+before pytest, so a cold build overlaps the other suites instead of adding its
+minutes to CI; builds hold an exclusive lock on ``$TEAMTREE_IMAGE_CACHE/build.lock``,
+so the container tests wait for that build and then find the images made.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +125,38 @@ def run_problem(image: str) -> str | None:
     return None
 
 
+_lock_depth = 0
+
+
+@contextlib.contextmanager
+def build_lock() -> Iterator[None]:
+    """Hold the cache's build lock (re-entrant within a process): one build at a time
+    on this machine, and a waiter finds what the holder built."""
+    global _lock_depth
+    if _lock_depth:
+        _lock_depth += 1
+        try:
+            yield
+        finally:
+            _lock_depth -= 1
+        return
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "build.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress("another build of the test images is running (tests/run.sh's); waiting")
+            t0 = time.monotonic()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            progress(f"waited {time.monotonic() - t0:.0f} s for it")
+        _lock_depth = 1
+        try:
+            yield
+        finally:
+            _lock_depth = 0
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _exists(ref: str) -> bool:
     return subprocess.run(["podman", "image", "exists", ref]).returncode == 0
 
@@ -134,6 +173,11 @@ def _run(cmd: list[str], what: str) -> None:
 
 def build_base() -> str:
     """The local bookworm base image (mmdebstrap + podman import), cached."""
+    with build_lock():
+        return _build_base()
+
+
+def _build_base() -> str:
     key = base_key()
     ref = f"localhost/teamtree-test-base:{key}"
     if _exists(ref):
@@ -153,6 +197,11 @@ def build_base() -> str:
 
 def build_images() -> Images:
     """Base, broker and teamtree images, built or taken from the caches."""
+    with build_lock():
+        return _build_images()
+
+
+def _build_images() -> Images:
     base = build_base()
     broker_key = _digest(base, BROKER_FILE.read_text())
     broker = f"localhost/teamtree-test-broker:{broker_key}"

@@ -70,11 +70,25 @@ if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/nul
 echo "== installing teamtree with its test extras"
 python3 -m pip install -q --disable-pip-version-check -e ".[test,vda5050]"
 
+# The whole suite (no arguments): build the container test images in the background,
+# niced, so a cold build (minutes) overlaps the other suites; the container tests wait
+# for it on the cache's build lock (tests/container_images.py).
+prebuild=""
+if [ "$#" = "0" ] && [ "${TEAMTREE_PREBUILD_IMAGES:-1}" = "1" ] && command -v podman >/dev/null 2>&1; then
+  log="${TMPDIR:-/tmp}/teamtree-image-prebuild.log"
+  echo "== building the container test images in the background (log: $log)"
+  nice -n 15 python3 -m tests.container_images >"$log" 2>&1 &
+  prebuild=$!
+fi
+
 echo "== running the tests"
 set +e
 python3 -m pytest -q -p no:cacheprovider "$@"
 code=$?
 set -e
+if [ -n "$prebuild" ] && kill -0 "$prebuild" 2>/dev/null; then
+  kill "$prebuild" 2>/dev/null || true  # the container tests did not need it (deselected)
+fi
 if [ "$code" = "5" ]; then
   echo "pytest collected no tests" >&2
   exit 1
