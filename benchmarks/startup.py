@@ -63,7 +63,7 @@ async def _launch(
 
     async def on_message(message: Incoming) -> None:
         parts = message.topic.split("/")
-        if len(parts) >= 3 and b"online" in message.payload:
+        if len(parts) >= 3 and b"online" in message.payload.lower():
             online.add(parts[1])
             if len(online) >= n:
                 all_online.set()

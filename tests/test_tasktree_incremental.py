@@ -28,7 +28,7 @@ def trees(draw: st.DrawFn) -> str:
 
 @given(trees(), st.data())
 @settings(
-    max_examples=int(os.environ.get("TEAMTREE_INCREMENTAL_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("TEAMTREE_INCREMENTAL_EXAMPLES", "100")),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -813,6 +813,8 @@ class RobotAgent(PeerRuleMember):
             avoid_contention=self.avoid_contention,
             seed=f"{self.seed}:{self.id}",
         )
+        if self.controller.avoider is not None:
+            self.controller.avoider.silent = set(self.humans)  # they publish no potentials
         self.log.info("mission.started", peers=sorted(peers), metric=self.metric_name)
         await self._publish_snapshot(self.controller.snapshot(self._now()))
         await self.feed(PotentialsChanged(self._potentials()))

@@ -122,6 +122,9 @@ class ContentionAvoider:
         self.tolerance = tolerance
         self.recompute_every = recompute_every
         self.peers: dict[str, dict[str, float]] = {}
+        self.silent: set[str] = set()
+        """Peers that never publish potentials (a robot's human teammates, whose
+        conflicts its models and dialogs handle): not counted as rivals."""
         self._published: dict[str, float] | None = None
         self._since_publish = publish_every
         self._dirty = True
@@ -188,7 +191,7 @@ class ContentionAvoider:
         if not mine:
             self._waited = 0
             return None
-        idle = [q for q in online if q not in busy]
+        idle = [q for q in online if q not in busy and q not in self.silent]
         rivals = {q: self.peers[q] for q in idle if q in self.peers}
         complete = len(rivals) == len(idle)
         key = (view_key, self._version, frozenset(rivals))
