@@ -21,15 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.broker import Connection, Endpoint, Incoming
+from teamtree.broker.topics import build, pattern
 
 __all__ = ["print_startup", "startup_row"]
 
 BARE = """
 import asyncio, sys
 import aiomqtt
-async def main(host, port, team, ident):
+async def main(host, port, topic, ident):
     async with aiomqtt.Client(host, int(port), identifier=f"bare-{ident}") as client:
-        await client.publish(f"{team}/{ident}/connection", b"online", qos=1, retain=False)
+        await client.publish(topic, b"online", qos=1, retain=False)
         await asyncio.Event().wait()
 asyncio.run(main(*sys.argv[1:]))
 """
@@ -62,14 +63,13 @@ async def _launch(
     all_online = asyncio.Event()
 
     async def on_message(message: Incoming) -> None:
-        parts = message.topic.split("/")
-        if len(parts) >= 3 and b"online" in message.payload.lower():
-            online.add(parts[1])
+        if b"online" in message.payload.lower():
+            online.add(message.topic)
             if len(online) >= n:
                 all_online.set()
 
     tap = Connection(endpoint, client_id=f"startup-tap-{team}", on_message=on_message)
-    await tap.subscribe(f"{team}/+/connection")
+    await tap.subscribe(pattern(team, "+", "connection"))
     tap_task = asyncio.create_task(tap.run())
     await asyncio.wait_for(tap.connected.wait(), 10)
     procs: list[asyncio.subprocess.Process] = []
@@ -113,8 +113,8 @@ async def startup_row(endpoint: Endpoint, n: int, timeout: float = 180.0) -> dic
                     "--id", f"r{k}", "--broker", url, "--log-level", "error"]  # fmt: skip
 
         def bare_argv(k: int) -> list[str]:
-            return [sys.executable, "-c", BARE, endpoint.host, str(endpoint.port), team + "b",
-                    f"b{k}"]  # fmt: skip
+            topic = build(team + "b", f"b{k}", "connection")
+            return [sys.executable, "-c", BARE, endpoint.host, str(endpoint.port), topic, f"b{k}"]
 
         bare_s, bare_rss = await _launch(endpoint, team + "b", n, bare_argv, timeout)
         agent_s, agent_rss = await _launch(endpoint, team, n, agent_argv, timeout)
