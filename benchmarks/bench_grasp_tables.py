@@ -9,10 +9,15 @@ the world's observations, and scores them with ``GraspScorer`` (seeded: the medi
 - per object x scenario: which robot grasps it better in the paper and here;
 - agreement counts: zeros (score 0 in both), orderings (same better robot), and the
   same counts for the shape-only scorer (``GraspScorer(pose_aware=False)``) as baseline;
+- per scenario x metric, the outcome in the simulated world in one process
+  (``planners.tasktree.place_trial``: the same world, potentials and peer rule as the
+  agents, no broker), who placed what and which OR branch, next to the paper's §4
+  outcome, and in how many of ``--offsets`` start-up offsets (the Baxter starting up to
+  0.2 s before or after the PR2) the outcome has what the paper says;
 - with ``--outcomes``: each scenario run over mosquitto (``teamtree run``) under both
   metrics, who placed what and which OR branch, next to the paper's §4 outcomes.
 
-    python benchmarks/bench_grasp_tables.py [--seeds 5] [--outcomes]
+    python benchmarks/bench_grasp_tables.py [--seeds 5] [--offsets 11] [--outcomes]
 
 Prints figures only; nothing is asserted (``tests/test_grasp_tables.py`` pins the
 zeros and orderings that match).
@@ -32,7 +37,14 @@ from pathlib import Path
 import numpy as np
 
 from teamtree.hardware.profiles import arm_model
-from teamtree.planners.tasktree import GraspScorer, ShapePrimitive
+from teamtree.planners.tasktree import (
+    GraspScorer,
+    ShapePrimitive,
+    TrialMember,
+    TrialResult,
+    parse_tree,
+    run_place_trial,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 OBJECTS = ("cup", "sugar", "tea_pot", "sandwich", "orange", "apple", "burger")
@@ -58,6 +70,71 @@ OUTCOMES: dict[tuple[int, str], str] = {
     (3, "distance+grasp"): "apple to the Baxter (OR: apple), tea_pot to the PR2, burger to the "
     "Baxter; the rest ?",
 }
+METRICS = ("distance", "distance+grasp")
+
+
+def _set(result: TrialResult, robot: str) -> set[str]:
+    return set(result.placed().get(robot, []))
+
+
+PINNED = {
+    # what §4 says of each trial, as a test on a trial's result
+    (1, "distance"): lambda r: r.placed() == {
+        "pr2": ["sandwich", "orange", "sugar"], "baxter": ["cup", "tea_pot", "burger"]},
+    (1, "distance+grasp"): lambda r: _set(r, "pr2") == {"cup", "sugar", "tea_pot"}
+    and _set(r, "baxter") - {"orange", "apple"} == {"sandwich", "burger"},
+    (2, "distance"): lambda r: r.placer("burger") == "baxter",
+    (2, "distance+grasp"): lambda r: r.placer("burger") == "pr2",
+    (3, "distance"): lambda r: r.placer("apple") == "pr2",
+    (3, "distance+grasp"): lambda r: r.placer("apple") == "baxter"
+    and r.placer("tea_pot") == "pr2" and r.placer("burger") == "baxter",
+}  # fmt: skip
+
+
+def trial(scenario: int, metric: str, **kwargs) -> TrialResult:
+    """One scenario config run by ``run_place_trial`` under ``metric`` (the robots'
+    own ``w_d``, ``w_g``, ``seed``; the world's ``time_factor``)."""
+    doc = tomllib.loads((REPO / "configs" / f"tea_party_s{scenario}.toml").read_text())
+    world = next(a for a in doc["agents"] if a.get("kind") == "world")
+    members = {
+        a["id"]: TrialMember(metric, float(a.get("w_d", 1.0)), float(a.get("w_g", 0.001)),
+                             int(a.get("seed", 0)), float(a.get("min_grasp", 1.0)))
+        for a in doc["agents"]
+        if a.get("kind") == "robot"
+    }  # fmt: skip
+    spec = {"objects": world["objects"], "robots": world["robots"]}
+    factor = float(world.get("time_factor", 8.0))
+    return run_place_trial(parse_tree(doc["mission"]["tree"]), spec, members,
+                           time_factor=factor, **kwargs)  # fmt: skip
+
+
+def paper_scores(scenario: int) -> dict[str, dict[str, float]]:
+    """Tables 1 and 2 for one scenario, as ``run_place_trial(grasp_table=...)`` takes them."""
+    return {r: {n: float(v[scenario - 1]) for n, v in PAPER[r].items()} for r in ROBOTS}
+
+
+def describe(result: TrialResult) -> str:
+    """``pr2 a, b; baxter c, d (OR: x)``."""
+    placed = result.placed()
+    ours = "; ".join(f"{r} {', '.join(placed.get(r, [])) or '-'}" for r in ROBOTS)
+    return f"{ours} (OR: {', '.join(result.or_branches.values()) or '-'})"
+
+
+def offsets(n: int) -> list[float]:
+    """``n`` start-up offsets of the Baxter against the PR2, -0.2 to 0.2 s."""
+    return [0.0] if n <= 1 else [-0.2 + 0.4 * i / (n - 1) for i in range(n)]
+
+
+def sweep(scenario: int, metric: str, n: int, **kwargs) -> tuple[TrialResult, int]:
+    """The trial at the default start, and in how many of ``n`` start-up offsets what
+    §4 says holds (``kwargs`` go to ``run_place_trial``)."""
+    runs = [
+        trial(scenario, metric, start={"pr2": max(0.0, -o), "baxter": max(0.0, o)}, **kwargs)
+        for o in offsets(n)
+    ]
+    return trial(scenario, metric, **kwargs), sum(PINNED[(scenario, metric)](r) for r in runs)
+
+
 _BEHAVIOUR = re.compile(r"summary\.behaviour.*?agent=(\S+).*?node=(\S+)")
 
 
@@ -131,6 +208,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5, help="generator seeds per score")
     parser.add_argument(
+        "--offsets", type=int, default=11, help="start-up offsets per simulated trial"
+    )
+    parser.add_argument(
         "--outcomes", action="store_true", help="also run the scenarios (mosquitto, ~6 runs)"
     )
     args = parser.parse_args()
@@ -175,6 +255,20 @@ def main() -> None:
         f"baseline, the shape-only scorer (pose_aware=False) on the same configs: zeros "
         f"{b_zeros} of {cells}, better robot {b_orders} of {pairs}"
     )
+    print("\noutcomes in the simulated world (place_trial): paper (§4) / teamtree at")
+    print(f"the default start, and in how many of {args.offsets} start-up offsets §4 holds")
+    for s in (1, 2, 3):
+        for metric in METRICS:
+            first, held = sweep(s, metric, args.offsets, grasp_cache={})
+            mark = "yes" if PINNED[(s, metric)](first) else "NO"
+            print(f"S{s} {metric:<15} paper:    {OUTCOMES[(s, metric)]}")
+            print(f"{'':>19} teamtree: {describe(first)}  [{mark}; {held} of {args.offsets}]")
+            if metric == "distance":
+                continue  # no grasp scores: the same trial
+            first, held = sweep(s, metric, args.offsets, grasp_table=paper_scores(s))
+            mark = "yes" if PINNED[(s, metric)](first) else "NO"
+            print(f"{'':>19} with Tables 1-2 as the scores: {describe(first)}  "
+                  f"[{mark}; {held} of {args.offsets}]")  # fmt: skip
     if not args.outcomes:
         return
     print("\noutcomes: paper (§4) / teamtree (objects each robot placed, in order)")

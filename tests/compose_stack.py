@@ -2,7 +2,7 @@
 tests: up, down, run, kill, and the files and exit codes they leave.
 
 Images come from ``tests/container_images.py`` (TEAMTREE_IMAGE / MOSQUITTO_IMAGE);
-host ports are free ones on 127.0.0.1 (MQTT_PORT, MQTT_WS_PORT, MQTT_HOST_IP), so a
+host ports are free ones on 127.0.0.1 (MQTT_PORT, MQTT_WS_PORT, MQTT_HOST_IP, WEB_PORT), so a
 local mosquitto or a parallel run does not clash. Each stack has its own project name,
 hence its own network and volumes.
 """
@@ -45,6 +45,7 @@ class Stack:
     ):
         self.project = f"ttc{uuid.uuid4().hex[:6]}"
         self.mqtt_port = free_port()
+        self.web_port = free_port()
         self.env = dict(
             os.environ,
             TEAMTREE_IMAGE=image or images.teamtree,
@@ -52,6 +53,8 @@ class Stack:
             MQTT_PORT=str(self.mqtt_port),
             MQTT_WS_PORT=str(free_port()),
             MQTT_HOST_IP="127.0.0.1",
+            WEB_PORT=str(self.web_port),
+            WEB_HOST_IP="127.0.0.1",
             TEAMTREE_MISSION_TIMEOUT=str(mission_timeout_s),
         )
         if config:

@@ -19,6 +19,10 @@ from teamtree.broker import Endpoint, MosquittoBroker, find_mosquitto, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_KINDS = ["mosquitto", "embedded"]
+# Agents the tests start by hand start at once, in the order each test chooses (some
+# start members first on purpose); tests/integration/test_services_wait.py checks the
+# wait itself with an explicit --wait-services.
+os.environ.setdefault("TEAMTREE_WAIT_SERVICES_S", "0")
 
 
 def teamtree_cmd(*args: str) -> list[str]:

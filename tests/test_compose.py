@@ -10,7 +10,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,8 +139,20 @@ def test_compose_structure() -> None:
     assert recorder["restart"] == "no" and "runs:/app/runs" in recorder["volumes"]
     for member in MEMBERS:  # the recorder hears each member's mission from its start
         assert services[member]["depends_on"]["recorder"]["condition"] == "service_started"
+    # the web view: reachable from the host on an overridable port, read-only, healthy
+    # while connected to the broker
+    web = services["web"]
+    argv = [interpolate(a, {}) for a in web["command"]]
+    assert argv[:2] == ["teamtree", "web"] and argv[argv.index("--port") + 1] == "8080"
+    assert argv[argv.index("--host") + 1] == "0.0.0.0", "reachable from outside its container"
+    assert argv[argv.index("--team") + 1] == "tea-party" and "--username" not in argv
+    assert [interpolate(p, {}) for p in web["ports"]] == ["127.0.0.1:8080:8080"]
+    moved = {"WEB_PORT": "18080", "WEB_HOST_IP": "0.0.0.0"}
+    assert [interpolate(p, moved) for p in web["ports"]] == ["0.0.0.0:18080:8080"]
+    assert "/healthz" in " ".join(web["healthcheck"]["test"])
+    assert web["environment"]["TEAMTREE_CREDENTIALS_DIR"] == "/run/teamtree/credentials"
     # observers are no team members: no config entry, no broker user of their own
-    assert not {"monitor", "recorder"} & set(kinds)
+    assert not {"monitor", "recorder", "web"} & set(kinds)
     assert "healthcheck" in broker and "healthcheck" in services["monitor"]
     assert set(compose["volumes"]) == {"broker-config", "broker-data", "runs"}
     for name, service in services.items():  # every dependency exists
@@ -171,7 +185,7 @@ class LocalCompose:
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
-        self.ports = {"1883": str(free_port()), "9001": str(free_port())}
+        self.ports = {"1883": str(free_port()), "9001": str(free_port()), "8080": str(free_port())}
         self.volumes = {v: workdir / "volumes" / v for v in load_compose()["volumes"]}
         for path in self.volumes.values():
             path.mkdir(parents=True)
@@ -199,6 +213,7 @@ class LocalCompose:
     def _map(self, value: str, mounts: dict[str, Path]) -> str:
         value = interpolate(value, self.host_env)
         value = value.replace("mosquitto:1883", f"127.0.0.1:{self.ports['1883']}")
+        value = value.replace("127.0.0.1:8080", f"127.0.0.1:{self.ports['8080']}")
         if value in self.ports:
             return self.ports[value]
         for inside in sorted(mounts, key=len, reverse=True):
@@ -207,6 +222,8 @@ class LocalCompose:
         return value
 
     def _local(self, argv: list[str]) -> list[str]:
+        if argv[0] == "python3":
+            return [sys.executable, *argv[1:]]
         if argv[0] != "teamtree":
             return argv
         if argv[1] == "agent":
@@ -308,7 +325,9 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
     local = LocalCompose(tmp_path)
     tasks = []
     try:
-        async with asyncio.timeout(180):
+        # a dozen Python processes start at once (one more with the web view): on a
+        # loaded 2-core machine the services alone took over 3 minutes to come up
+        async with asyncio.timeout(300):
             tasks = await local.up()
             robots = [local.services[m] for m in MEMBERS]
             while not all(r.process and r.process.poll() is not None for r in robots):
@@ -343,6 +362,16 @@ async def test_compose_services_run_locally_and_the_team_completes(tmp_path: Pat
             assert snap["agents"]["pr2"]["presence"] == "OFFLINE"  # left gracefully, done
             assert snap["broker"].get("version", "").startswith("mosquitto")
             assert "pr2" in local.log("monitor")  # the live view showed the team
+            # the web view: healthy (its healthcheck), the finished team on its page as the
+            # monitor user, and itself no member
+            assert local.services["web"].healthy.is_set(), local.log("web")
+            page = f"http://127.0.0.1:{local.ports['8080']}/"
+            with urllib.request.urlopen(page + "api/state", timeout=10) as reply:
+                state = json.loads(reply.read())
+            assert state["mission"]["complete"] and state["connected"], state["mission"]
+            assert {"pr2", "baxter", "world"} <= set(state["agents"])
+            assert not {a for a in state["agents"] if a.startswith("web")}, state["agents"]
+            assert state["broker"].get("version", "").startswith("mosquitto"), "read as monitor"
             # operator tools against this access-controlled broker, with the volume's
             # credentials: `tree --broker` reads as the monitor user and joins nothing,
             # `human` logs in as its id

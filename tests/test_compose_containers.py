@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,7 @@ def first_run(images: Images) -> Iterator[tuple[Stack, dict[str, Any]]]:
         seen["forgery"] = probe_forgery(stack)
         seen["host_view"] = monitor_from_host(stack)
         seen["records"] = finish(stack)
+        seen["web"] = web_from_host(stack)
         seen["mission_s"] = time.monotonic() - t0
         seen["states"] = {
             s: subprocess.run(
@@ -173,6 +175,22 @@ def monitor_from_host(stack: Stack) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+def web_from_host(stack: Stack, timeout: float = 60.0) -> dict[str, Any]:
+    """The web view's team page and snapshot from the host, on the published WEB_PORT."""
+    url = f"http://127.0.0.1:{stack.web_port}/"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                page = reply.read().decode()
+            with urllib.request.urlopen(url + "api/state", timeout=5) as reply:
+                return {"page": page, "state": json.loads(reply.read())}
+        except (OSError, ValueError):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no web view at {url}:\n{stack.logs('web')}") from None
+            time.sleep(1.0)
+
+
 def test_compose_up_runs_the_tea_party_across_containers(first_run: Any) -> None:
     _, seen = first_run
     records = seen["records"]
@@ -192,6 +210,13 @@ def test_compose_up_runs_the_tea_party_across_containers(first_run: Any) -> None
     view = seen["host_view"]
     assert {"world", "allocator-1", "allocator-2"} <= set(view["online"]), view["online"]
     assert not {"monitor", "recorder"} & set(view["agents"])
+    # the web view answers from the host (WEB_PORT), read as the monitor user, no member
+    web = seen["web"]
+    assert "<title>teamtree" in web["page"]
+    state = web["state"]
+    assert state["mission"]["complete"] and {"pr2", "baxter", "world"} <= set(state["agents"])
+    assert not {a for a in state["agents"] if a.startswith("web")}, state["agents"]
+    assert state["broker"].get("version", "").startswith("mosquitto"), "reads $SYS as monitor"
 
 
 def test_broker_refuses_anonymous_and_forged_topics_in_the_compose_network(

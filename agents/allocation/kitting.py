@@ -8,8 +8,9 @@ actions, the way a camera would see them:
   The human never publishes task state or whether it erred: the cobot judges each
   action against the pattern (wrong colour, or a spot filled before the one before it).
 - ``<cobot>/actions``  ``kitting.robot_action``  ``{action: R1|R2|R3|R4, task, phase,
-  cancels}``; ``phase`` is ``start``, ``end`` or ``abort``; ``cancels`` is ``R5``/``R6``
-  when the action first takes back an assignment (R5+R1, R6+R2).
+  cancels, colour}``; ``phase`` is ``start``, ``end`` or ``abort``; ``cancels`` is
+  ``R5``/``R6`` when the action first takes back an assignment (R5+R1, R6+R2);
+  ``colour`` is the pattern's colour for the spot (what the person's screen shows).
 - ``<cobot>/status``   ``kitting.start`` (the episode begins) and ``kitting.done``
   (every spot is filled correctly; the body is the run's summary).
 - ``<cobot>/plans``    ``kitting.plan`` each plan the allocation service returned.
@@ -480,7 +481,8 @@ class CobotAgent(Agent):
     async def _start_robot(self, tid: str) -> None:
         task, action, cancels, duration = self._robot_action(tid)
         self.board.robot_busy[task] = action
-        body = {"action": action.name, "task": task, "cancels": cancels}
+        colour = self.scenario.subtasks[task].colour.value  # what a person's screen shows
+        body = {"action": action.name, "task": task, "cancels": cancels, "colour": colour}
         await self.publish(ACTIONS, ROBOT_ACTION, {**body, "phase": "start"})
         job = self.spawn(self._perform(task, action, cancels, duration), f"act.{tid}")
         self._robot = _RobotDoing(task, action, cancels, job)
@@ -496,7 +498,9 @@ class CobotAgent(Agent):
         self._robot = None
         self.version += 1
         self._changed.set()
-        body = {"action": action.name, "task": task, "cancels": cancels, "phase": "end"}
+        colour = self.scenario.subtasks[task].colour.value
+        body = {"action": action.name, "task": task, "cancels": cancels, "phase": "end",
+                "colour": colour}  # fmt: skip
         await self.publish(ACTIONS, ROBOT_ACTION, body)
 
     async def _abort_robot(self, reason: str) -> None:

@@ -18,12 +18,14 @@ import sys
 from collections.abc import Sequence
 
 from teamtree.agents.cli.args import agent_id as _agent_id
+from teamtree.agents.cli.args import agent_ids as _agent_ids
 from teamtree.agents.cli.args import broker_url as _broker_url
 from teamtree.agents.cli.args import mission_id as _mission_id
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _positive
 from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.cli.args import team_id as _team_id
+from teamtree.agents.cli.args import wait_services_flag
 from teamtree.agents.cli.preflight import check_broker
 from teamtree.agents.runtime.config import load_config, parse_mission
 from teamtree.agents.runtime.credentials import agent_credentials
@@ -118,9 +120,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="replace the config's [mission] table (what a mission queue passes)",
     )  # fmt: skip
     agent.add_argument(
+        "--members", type=_agent_ids, metavar="ID,ID",
+        help="the on_call agents working this mission with it; they count as the config's "
+        "members (what a mission queue passes)",
+    )  # fmt: skip
+    agent.add_argument(
         "--mission-id", type=_mission_id, default=os.environ.get(MISSION_ENV) or None,
         help=f"the mission the agent works for (default: ${MISSION_ENV}; none: unscoped)",
     )  # fmt: skip
+    wait_services_flag(agent)
     override_flags(agent)
     logging_flags(agent, "auto")
 
@@ -211,6 +219,10 @@ async def _agent(args: argparse.Namespace) -> int:
             raise ConfigError(f"not JSON: {exc}", key="--mission-json") from None
         config = dataclasses.replace(config, mission=parse_mission(table, config.path))
     validate_kinds(config)
+    if args.members:  # after the checks: the queue's entry reads the on_call roles
+        from teamtree.agents.missions.protocol import mission_config
+
+        config = mission_config(config, config.mission, args.members)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:
         raise ConfigError(
@@ -219,12 +231,25 @@ async def _agent(args: argparse.Namespace) -> int:
             key="team.broker",
         )
     tls = TlsSettings.from_env()
+    tls_context = client_context(tls) if tls else None
+    if args.wait_services:  # (imports the observer only when there is something to await)
+        from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
+
+        await wait_for_services(
+            endpoint,
+            args.team or config.team,
+            services_to_await(config, config.agent(args.id)),
+            within=args.wait_services,
+            say=lambda line: print(f"{args.id}: {line}", flush=True),
+            tls_context=tls_context,
+            credentials=agent_credentials(args.id),
+        )
     agent = build_agent(
         config,
         args.id,
         endpoint=endpoint,
         team=args.team,
-        tls_context=client_context(tls) if tls else None,
+        tls_context=tls_context,
         mission_id=args.mission_id,
         **agent_credentials(args.id),
     )

@@ -4,6 +4,7 @@ usage error that says what is wrong (argparse prints it with the usage, exit 2).
 from __future__ import annotations
 
 import argparse
+import os
 import tomllib
 
 from teamtree.agents.runtime.config import load_config
@@ -33,6 +34,11 @@ def mission_id(value: str) -> str:
     return ident(value, "mission id")
 
 
+def agent_ids(value: str) -> list[str]:
+    """A comma-separated list of agent ids, e.g. ``pr2,baxter``."""
+    return [ident(part.strip(), "agent id") for part in value.split(",") if part.strip()]
+
+
 def broker_url(value: str) -> str:
     """A broker URL such as ``mqtt://127.0.0.1:1883`` (returned as given)."""
     try:
@@ -51,6 +57,32 @@ def seconds(value: str) -> float:
     if number <= 0:
         raise argparse.ArgumentTypeError(f"{value!r} must be positive")
     return number
+
+
+def wait_seconds(value: str) -> float:
+    """A number of seconds to wait, 0 or more (0: do not wait)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be 0 (do not wait) or more seconds")
+    return number
+
+
+#: environment variable with the default of ``--wait-services``
+WAIT_SERVICES_ENV = "TEAMTREE_WAIT_SERVICES_S"
+
+
+def wait_services_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--wait-services S``: how long a member waits for the team's services."""
+    default = os.environ.get(WAIT_SERVICES_ENV, "60")  # a string: argparse checks it
+    parser.add_argument(
+        "--wait-services", type=wait_seconds, default=default, metavar="S",
+        help="seconds a member waits for the config's services (world, drivers, recorder) "
+        f"to be online before it starts, so the recording misses nothing (default "
+        f"${WAIT_SERVICES_ENV} or 60; 0: do not wait)",
+    )  # fmt: skip
 
 
 def port(value: str) -> int:

@@ -30,6 +30,7 @@ from teamtree.agents.missions.protocol import (
     LIST,
     SUBMIT,
     TABLE,
+    split_members,
 )
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
@@ -86,7 +87,8 @@ def read_mission_file(path: str) -> dict[str, Any]:
             path=path,
             key=extra[0] if extra else "mission",
         )
-    parse_mission(data["mission"], Path(path))  # the same checks as a team config's
+    table, _ = split_members(data["mission"])  # members: the queue's key, checked there
+    parse_mission(table, Path(path))  # the same checks as a team config's
     return data["mission"]
 
 
@@ -162,11 +164,16 @@ async def run_missions(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows), flush=True)
         return 0
-    print(f"{'mission':<24} {'kind':<9} {'state':<10} {'submitted':<9} {'ended':<9} outcome")
+    print(
+        f"{'mission':<24} {'kind':<9} {'state':<10} {'submitted':<9} {'ended':<9} "
+        f"{'members':<14} outcome"
+    )
     for r in rows:
+        members = ",".join(r.get("members") or []) or "-"
         print(
             f"{r['id']:<24} {r['kind']:<9} {r['state']:<10} {_fmt_ms(r['submitted_ms']):<9} "
-            f"{_fmt_ms(r['ended_ms']):<9} {r.get('summary') or r.get('reason') or ''}"
+            f"{_fmt_ms(r['ended_ms']):<9} {members:<14} "
+            f"{r.get('summary') or r.get('reason') or ''}"
         )
     return 0
 

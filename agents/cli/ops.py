@@ -24,12 +24,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import DEFAULT_BROKER
+from teamtree.agents.cli.args import DEFAULT_BROKER, wait_services_flag
 from teamtree.agents.cli.args import broker_url as _url
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.args import setting as _setting
+from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
 from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.runtime.config import load_config
@@ -149,6 +150,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "--set", type=_setting, action="append", metavar="KEY=VALUE",
         help="override KEY on the agent when its kind allows it (repeatable)",
     )  # fmt: skip
+    wait_services_flag(att)
     att.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
     att.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -405,6 +407,19 @@ async def run_attach(args: argparse.Namespace) -> int:
         f"{', '.join(snap['online'])}{progress}",
         flush=True,
     )
+    try:
+        await wait_for_services(
+            endpoint,
+            team,
+            services_to_await(config, spec) if args.wait_services else [],
+            within=args.wait_services,
+            say=lambda line: print(f"{args.id}: {line}", flush=True),
+            tls_context=_tls(),
+            credentials=credentials,
+        )
+    except TeamtreeError as exc:
+        print(f"teamtree attach: {exc}", file=sys.stderr, flush=True)
+        return 1
     agent = build_agent(config, args.id, endpoint=endpoint, team=team, **credentials)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, agent.request_stop)

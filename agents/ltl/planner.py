@@ -526,6 +526,9 @@ class LtlPlannerAgent(Agent):
 
     async def _impossible(self, reason: str, *, strategy: str, robot: str | None = None) -> None:
         failed = sorted(self.failed)
+        if self.blocked_edges:  # the verdict (and so the run's summary) says what stood in the way
+            corridors = ", ".join(f"{a}-{b}" for a, b in sorted(self.blocked_edges))
+            reason = f"{reason} (blocked corridors: {corridors})"
         self.log.error(
             "ltl.mission_impossible", strategy=strategy, robot=robot, failed=failed, reason=reason
         )

@@ -6,8 +6,8 @@ every teamtree request); the mission queue answers on ``<queue>/reply/<requester
 ==================  =========================================  =========================
 request             body                                       reply (kind, body)
 ==================  =========================================  =========================
-``mission.submit``  ``{mission: {kind, tree, timeout_s}}``     ``mission.accepted``
-                                                               ``{id, state, position}``
+``mission.submit``  ``{mission: {kind, timeout_s, members?,  ``mission.accepted``
+                    ...the kind's keys}}``                     ``{id, state, position}``
                                                                or ``mission.rejected``
                                                                ``{field, error}``
 ``mission.list``    ``{}``                                     ``mission.table``
@@ -20,16 +20,25 @@ request             body                                       reply (kind, body
 The queue also keeps the table retained on ``<queue>/missions`` (kind
 ``mission.table``), so a web page sees it without asking. A row: ``id``, ``kind``,
 ``state`` (queued, running, cancelling, done, failed, cancelled), ``submitted_ms``,
-``started_ms``, ``ended_ms``, ``reason`` and ``summary``.
+``started_ms``, ``ended_ms``, ``reason``, ``summary`` and ``members`` (who works it).
+
+A submission is checked against the running team: its kind must be one the queue's
+members serve, and each member that would work it must accept it as its own
+``[mission]`` (the tree parses and names the world's objects, the LTL scenario or
+formula parses, ...); otherwise ``mission.rejected`` names the field and nothing
+changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.runtime.config import MissionSpec, parse_mission
+from teamtree.agents.missions.schedule import Need
+from teamtree.agents.runtime.config import MissionSpec, TeamConfig, parse_mission
 from teamtree.broker import ConfigError, SpecificationError
 from teamtree.planners.tasktree import tree_from_dict
 
@@ -43,8 +52,27 @@ ACCEPTED, REJECTED, TABLE, CANCELLED = (
     "mission.cancelled",
 )
 STATES = ("queued", "running", "cancelling", "done", "failed", "cancelled")
-#: mission kinds a queue can run today
-DISPATCHABLE = ("tasktree",)
+#: the mission kinds each built-in agent kind serves when a queue starts it; a plugin
+#: kind declares its own as a class attribute ``mission_kinds``
+SERVES: dict[str, tuple[str, ...]] = {
+    "cobot": ("kitting",),
+    "factory_robot": ("factory",),
+    "hello": ("hello",),
+    "job_source": ("factory",),
+    "kitting_human": ("kitting",),
+    "ltl_planner": ("ltl",),
+    "ltl_robot": ("ltl",),
+    "multitask_robot": ("multitask",),
+    "robot": ("tasktree",),
+}
+#: mission kinds a queue can run (those some agent kind serves)
+DISPATCHABLE = tuple(sorted({k for ks in SERVES.values() for k in ks}))
+#: mission kinds whose members are interchangeable peers, so a mission may name some
+#: (``members = ["pr2"]``) or ask for a number (``members = 1``); the other kinds need
+#: their whole cast (an LTL mission its planner and robots) and take every member
+CHOOSES_MEMBERS = frozenset({"tasktree", "multitask"})
+#: the key of a submitted ``[mission]`` table that says which members work it
+MEMBERS_KEY = "members"
 
 
 class SubmissionError(ValueError):
@@ -67,7 +95,9 @@ class MissionRow:
     ended_ms: int | None = None
     reason: str = ""
     summary: str = ""
+    members: list[str] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict, repr=False)
+    need: Need | None = field(default=None, repr=False)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -79,38 +109,127 @@ class MissionRow:
             "ended_ms": self.ended_ms,
             "reason": self.reason,
             "summary": self.summary,
+            "members": list(self.members),
         }
 
 
-def check_submission(body: Any, objects: set[str] | None) -> MissionSpec:
-    """The mission of a ``mission.submit`` body, validated; SubmissionError otherwise.
+def mission_config(config: TeamConfig, mission: MissionSpec, members: Any) -> TeamConfig:
+    """`config` as the agents of one mission see it: `mission` as its ``[mission]`` and
+    the on_call agents `members` as its members (so peers and rosters are exactly the
+    agents that work the mission)."""
+    chosen = set(members)
+    agents = tuple(
+        dataclasses.replace(a, role="member") if a.role == "on_call" and a.id in chosen else a
+        for a in config.agents
+    )
+    return dataclasses.replace(config, mission=mission, agents=agents)
+
+
+def split_members(table: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A submitted ``[mission]`` table without its ``members`` key, and that key's value
+    (None when absent): ``members`` is the queue's, not the mission kind's."""
+    rest = {k: v for k, v in table.items() if k != MEMBERS_KEY}
+    return rest, table.get(MEMBERS_KEY)
+
+
+def _need_members(value: Any, eligible: list[str], kind: str) -> tuple[frozenset[str], int | None]:
+    """(eligible members, count) from a ``members`` value; SubmissionError otherwise."""
+    if value is None:
+        return frozenset(eligible), None
+    if kind not in CHOOSES_MEMBERS:
+        raise SubmissionError(
+            "mission.members",
+            f"cannot be chosen for a {kind} mission: it takes every {kind} member of the team "
+            f"({', '.join(eligible)}); remove the key",
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= len(eligible):
+            raise SubmissionError(
+                "mission.members",
+                f"is {value}; give 1 to {len(eligible)} (the team's {kind} members: "
+                f"{', '.join(eligible)})",
+            )
+        return frozenset(eligible), value
+    if isinstance(value, list) and value and all(isinstance(m, str) for m in value):
+        wrong = [m for m in value if m not in eligible]
+        if wrong:
+            raise SubmissionError(
+                "mission.members",
+                f"names {wrong[0]!r}, which does not serve {kind} missions in this team "
+                f"(those that do: {', '.join(eligible)})",
+            )
+        return frozenset(value), None
+    raise SubmissionError(
+        "mission.members",
+        f"is {value!r}; give a number of members or a list of member ids "
+        f"(the team's {kind} members: {', '.join(eligible)})",
+    )
+
+
+def tree_objects(spec: MissionSpec) -> frozenset[str]:
+    """The objects a task-tree mission's leaves name (empty for other kinds)."""
+    if spec.kind != "tasktree" or spec.params.get("tree") is None:
+        return frozenset()
+    tree = tree_from_dict(spec.params["tree"], where="mission.tree")
+    found = (n.param_dict.get("object") for n in tree.nodes.values() if n.is_leaf)
+    return frozenset(o for o in found if isinstance(o, str))
+
+
+def check_submission(
+    body: Any,
+    objects: set[str] | None,
+    served: Mapping[str, Iterable[str]] | None = None,
+    check: Callable[[str, MissionSpec, frozenset[str]], None] | None = None,
+) -> tuple[MissionSpec, Need]:
+    """The mission of a ``mission.submit`` body and what it needs to run, validated;
+    SubmissionError naming the field otherwise.
 
     `objects` are the world's objects (every leaf's object must be one of them), or
-    None when the team has no world to check against."""
+    None when the team has no world to check against. `served` maps each member the
+    queue dispatches to onto the mission kinds it serves (default: every member
+    ``tasktree``). `check(member, spec, members)` validates the mission as that member
+    would read it (raising ConfigError), so a mission no member can work is refused
+    before it is queued."""
     if not isinstance(body, dict) or not isinstance(body.get("mission"), dict):
         raise SubmissionError("mission", "missing; send {mission: {kind, tree, ...}}")
+    table, members_value = split_members(body["mission"])
     try:
-        spec = parse_mission(body["mission"], Path("<submitted>"))
+        spec = parse_mission(table, Path("<submitted>"))
     except ConfigError as exc:
         raise SubmissionError(exc.key or "mission", str(exc).split("] ", 1)[-1]) from None
-    if spec.kind not in DISPATCHABLE:
+    served = {m: tuple(k) for m, k in (served or {}).items()}
+    kinds = sorted({k for ks in served.values() for k in ks}) if served else list(DISPATCHABLE)
+    if spec.kind not in kinds:
         raise SubmissionError(
             "mission.kind",
-            f"is {spec.kind!r}; this queue runs {', '.join(DISPATCHABLE)} missions",
+            f"is {spec.kind!r}; this team's members serve {', '.join(kinds) or 'no'} missions",
         )
-    raw = spec.params.get("tree")
-    if raw is None:
-        raise SubmissionError("mission.tree", 'missing; e.g. tree = "THEN(cup, sugar)"')
-    try:
-        tree = tree_from_dict(raw, where="mission.tree")
-    except SpecificationError as exc:
-        raise SubmissionError("mission.tree", str(exc)) from None
-    if objects is not None:
-        for node in tree.nodes.values():
-            obj = node.param_dict.get("object") if node.is_leaf else None
-            if obj is not None and obj not in objects:
+    eligible = sorted(m for m, ks in served.items() if spec.kind in ks)
+    members, count = (
+        _need_members(members_value, eligible, spec.kind) if served else (frozenset(), None)
+    )
+    needed: frozenset[str] = frozenset()
+    if spec.kind == "tasktree":
+        raw = spec.params.get("tree")
+        if raw is None:
+            raise SubmissionError("mission.tree", 'missing; e.g. tree = "THEN(cup, sugar)"')
+        try:
+            needed = tree_objects(spec)
+        except SpecificationError as exc:
+            raise SubmissionError("mission.tree", str(exc)) from None
+        if objects is not None:
+            for obj in sorted(needed - objects):
                 known = ", ".join(sorted(objects))
                 raise SubmissionError(
                     "mission.tree", f"names object {obj!r}, which the world lacks (has: {known})"
                 )
-    return spec
+    if check is not None:
+        for member in sorted(members):  # with a count, each as it may run: alone or with others
+            try:
+                check(member, spec, members if count is None else frozenset({member}))
+            except ConfigError as exc:
+                field = exc.key if exc.key and exc.key.startswith("mission") else "mission"
+                raise SubmissionError(
+                    field, f"{member} cannot work it: {str(exc).split('] ', 1)[-1]}"
+                ) from None
+    return spec, Need(members, count, needed)

@@ -1,17 +1,21 @@
 """The mission queue: a service that takes missions submitted to a running team.
 
 It answers the dispatch protocol (``teamtree.agents.missions.protocol``) and runs
-queued missions one at a time: for each it starts the config's ``on_call`` agents
-(the robots) as ``teamtree agent`` processes with the mission's id and tree, so every
-mission is scoped at the broker like a ``teamtree run``. The team's services (world,
-drivers, recorder) keep running between missions. A mission is done when every
-robot exits 0 (a task-tree robot exits 0 only when the root is done), failed when
-one does not, and cancelled by ``mission.cancel``: the robots get SIGTERM, go
-OFFLINE, and their drivers cancel the behaviour in progress.
+queued missions: for each it starts the config's ``on_call`` agents that serve the
+mission's kind (the robots; for an LTL mission the planner and its robots) as
+``teamtree agent`` processes with the mission's id and table, so every mission is
+scoped at the broker like a ``teamtree run``. The team's services (world, drivers,
+recorder) keep running between missions. A mission is done when every agent started
+for it exits 0 (a task-tree robot exits 0 only when the root is done), failed when one
+does not, and cancelled by ``mission.cancel``: its agents get SIGTERM, go OFFLINE, and
+their drivers cancel the behaviour in progress.
 
-Choice: one mission runs at a time. The task-tree robots work one tree each, so two
-missions at once would need two disjoint sets of robots; a queue per robot set does
-that today (``members`` says which robots this queue dispatches to).
+Missions run at once when they share no member and no object
+(``teamtree.agents.missions.schedule``): a mission may name its members
+(``members = ["pr2"]``) or ask for a number of idle ones (``members = 1``); without
+``members`` it takes every member serving its kind, so such missions run one at a time.
+Members that end a mission are idle at once and take the next queued mission that fits
+while other missions still run.
 """
 
 from __future__ import annotations
@@ -33,24 +37,45 @@ from teamtree.agents.missions.protocol import (
     CHANNEL,
     LIST,
     REJECTED,
+    SERVES,
     SUBMIT,
     TABLE,
     TABLE_CHANNEL,
     MissionRow,
     SubmissionError,
     check_submission,
+    mission_config,
 )
+from teamtree.agents.missions.schedule import Need, conflicts, next_starts
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.config import (
+    AgentSpec,
+    MissionSpec,
+    TeamConfig,
+    load_config,
+    spec_reader,
+)
+from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class
 from teamtree.agents.runtime.mission import new_mission_id
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
 
 
+def serves(spec: AgentSpec) -> tuple[str, ...]:
+    """The mission kinds an ``on_call`` entry serves (its kind's ``mission_kinds``, or
+    the built-in table ``SERVES``)."""
+    declared = getattr(AGENT_KINDS.get(spec.kind), "mission_kinds", None)
+    return tuple(declared) if declared else SERVES.get(spec.kind, ())
+
+
+#: seconds a mission's agent has to stop after SIGTERM before it is killed
+STOP_GRACE_S = 10.0
+
+
 class MissionQueue(Agent):
     """See the module docstring. Parameters: ``members`` (ids of ``on_call`` agents
-    to start per mission; default every ``on_call`` agent of the config)."""
+    to start for missions; default every ``on_call`` agent of the config)."""
 
     kind = "mission_queue"
 
@@ -60,17 +85,21 @@ class MissionQueue(Agent):
         config_path: str,
         members: list[str],
         objects: list[str] | None = None,
+        served: dict[str, list[str]] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
         self.config_path = config_path
         self.members = list(members)
         self.objects = None if objects is None else set(objects)
+        served = served or {m: ["tasktree"] for m in members}
+        self.served = {m: tuple(k) for m, k in served.items()}
+        self._config: TeamConfig | None = None
         self.rows: dict[str, MissionRow] = {}
         self.queue: deque[str] = deque()
         self._wake = asyncio.Event()
-        self._procs: dict[str, asyncio.subprocess.Process] = {}
-        self._current: str | None = None
+        self._procs: dict[str, dict[str, asyncio.subprocess.Process]] = {}  # mission -> procs
+        self._running: dict[str, asyncio.Task[None]] = {}
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -85,14 +114,31 @@ class MissionQueue(Agent):
                 )
         if not members:
             raise reader.error("members", 'is empty; mark the robots role = "on_call"')
+        served = {}
+        for member in members:
+            entry = config.agent(member)
+            kinds = serves(entry)
+            if not kinds:
+                raise reader.error(
+                    "members",
+                    f"names {member!r} of kind {entry.kind!r}, which serves no mission kind "
+                    f"(kinds that do: {', '.join(sorted(SERVES))})",
+                )
+            served[member] = list(kinds)
         worlds = [s for s in config.agents if s.kind == "world"]
         objects = None
         if worlds and isinstance(worlds[0].params.get("objects"), dict):
             objects = sorted(worlds[0].params["objects"])
-        return {"config_path": str(config.path), "members": members, "objects": objects}
+        return {
+            "config_path": str(config.path),
+            "members": members,
+            "objects": objects,
+            "served": served,
+        }
 
     def factsheet(self) -> dict[str, Any]:
-        return {**super().factsheet(), "serves": ["tasktree"], "members": self.members}
+        kinds = sorted({k for ks in self.served.values() for k in ks})
+        return {**super().factsheet(), "serves": kinds, "members": self.members}
 
     async def setup(self) -> None:
         self.on_team(CHANNEL, self._on_submit, kind=SUBMIT)
@@ -108,15 +154,44 @@ class MissionQueue(Agent):
         worker.cancel()
 
     async def on_stop(self) -> None:
-        for proc in self._procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
+        for procs in self._procs.values():
+            self._terminate(procs)
+
+    @staticmethod
+    def _terminate(procs: dict[str, asyncio.subprocess.Process]) -> None:
+        for proc in procs.values():
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+
+    async def _stop(self, procs: dict[str, asyncio.subprocess.Process]) -> None:
+        """SIGTERM every agent still running, and SIGKILL those still there after
+        `STOP_GRACE_S` (an agent must not hold its body, or the queue, for ever)."""
+        self._terminate(procs)
+        waits = [asyncio.create_task(p.wait()) for p in procs.values()]
+        _, late = await asyncio.wait(waits, timeout=STOP_GRACE_S)
+        for member, proc in procs.items():
+            if proc.returncode is None:
+                self.log.warning("mission.agent_killed", member=member, grace_s=STOP_GRACE_S)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        await asyncio.gather(*late, return_exceptions=True)
+
+    # -- checking a submission -------------------------------------------------------------
+
+    def _check_member(self, member: str, spec: MissionSpec, team: frozenset[str]) -> None:
+        """Validate `spec` as `member` would read it when started for it (ConfigError)."""
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        config = mission_config(self._config, spec, team)
+        entry = config.agent(member)
+        agent_class(entry, config).params_from_config(entry, config)
 
     # -- protocol ----------------------------------------------------------------------
 
     async def _on_submit(self, env: Envelope, topic: Topic) -> None:
         try:
-            spec = check_submission(env.body, self.objects)
+            spec, need = check_submission(env.body, self.objects, self.served, self._check_member)
         except SubmissionError as exc:
             self.log.info("mission.rejected", field=exc.field, error=str(exc), by=env.sender)
             await self.reply(env, REJECTED, {"field": exc.field, "error": str(exc)})
@@ -126,6 +201,7 @@ class MissionQueue(Agent):
             spec.kind,
             submitted_ms=wall_ms(),
             spec={"kind": spec.kind, "timeout_s": spec.timeout_s, **spec.params},
+            need=need,
         )
         self.rows[row.id] = row
         self.queue.append(row.id)
@@ -152,12 +228,11 @@ class MissionQueue(Agent):
         if row.state == "queued":
             self.queue.remove(row.id)
             self._end(row, "cancelled", f"cancelled by {env.sender} before it started")
+            self._wake.set()  # a mission waiting behind it may fit now
         elif row.state == "running":
             row.reason = f"cancelled by {env.sender}"
-            row.state = "cancelling"  # the worker ends it once the robots have stopped
-            for proc in self._procs.values():
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
+            row.state = "cancelling"  # its runner ends it once its agents have stopped
+            self._terminate(self._procs.get(row.id, {}))
         self.log.info("mission.cancel", id=row.id, state=row.state, by=env.sender)
         await self.reply(env, CANCELLED, {"id": row.id, "state": row.state})
         await self._publish_table()
@@ -174,45 +249,91 @@ class MissionQueue(Agent):
 
     # -- running missions ----------------------------------------------------------------
 
+    def _held(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+        """Running missions -> (members, objects) they hold."""
+        return {
+            m: (frozenset(self.rows[m].members), self.rows[m].need.objects)  # type: ignore[union-attr]
+            for m in self._running
+        }
+
     async def _work(self) -> None:
         while True:
-            while not self.queue:
-                self._wake.clear()
-                await self._wake.wait()
-            row = self.rows[self.queue.popleft()]
-            await self._run(row)
-            await self._publish_table()
+            self._wake.clear()
+            held = self._held()
+            queued = [(m, self.rows[m].need or Need(frozenset(self.members))) for m in self.queue]
+            busy_members = {x for members, _ in held.values() for x in members}
+            busy_objects = {x for _, objects in held.values() for x in objects}
+            for mission, members in next_starts(queued, busy_members, busy_objects):
+                self.queue.remove(mission)
+                row = self.rows[mission]
+                row.members = sorted(members)
+                clash = conflicts({**held, mission: (members, row.need.objects)})  # type: ignore[union-attr]
+                if clash:  # the schedule is wrong: refuse to put a body in two missions
+                    self._end(row, "failed", f"not started: {'; '.join(clash)}")
+                    self.log.error("mission.schedule_conflict", id=mission, clash=clash)
+                    continue
+                held[mission] = (members, row.need.objects)  # type: ignore[union-attr]
+                self._running[mission] = self.spawn(self._run(row), f"mission {mission}")
+            await self._wake.wait()
 
     async def _run(self, row: MissionRow) -> None:
-        row.state, row.started_ms, self._current = "running", wall_ms(), row.id
+        try:
+            await self._run_mission(row)
+        finally:
+            self._running.pop(row.id, None)
+            self._procs.pop(row.id, None)
+            await self._publish_table()
+            self._wake.set()  # its members are idle: the next queued mission may start
+
+    async def _run_mission(self, row: MissionRow) -> None:
+        row.state, row.started_ms = "running", wall_ms()
         await self._publish_table()
-        self.log.info("mission.running", id=row.id, members=self.members)
+        self.log.info("mission.running", id=row.id, members=row.members)
         started = time.monotonic()
         mission_json = json.dumps(row.spec)
-        for member in self.members:
-            self._procs[member] = await asyncio.create_subprocess_exec(
+        procs: dict[str, asyncio.subprocess.Process] = {}
+        last_words: dict[str, deque[str]] = {m: deque(maxlen=3) for m in row.members}
+        pumps = []
+        self._procs[row.id] = procs
+        for member in row.members:
+            procs[member] = proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "teamtree.agents", "agent",
                 "--config", self.config_path, "--id", member,
                 "--broker", self.endpoint.url, "--team", self.team,
                 "--mission-id", row.id, "--mission-json", mission_json,
+                "--members", ",".join(row.members),
                 "--log-format", "plain",
                 stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )  # fmt: skip
+            assert proc.stdout is not None
+            pumps.append(asyncio.create_task(_pump(proc.stdout, last_words[member])))
+            if row.state == "cancelling":  # cancelled while its agents were starting
+                self._terminate(procs)
         timeout = float(row.spec.get("timeout_s", 120.0))
-        waits = {m: asyncio.create_task(p.wait()) for m, p in self._procs.items()}
-        _, pending = await asyncio.wait(waits.values(), timeout=timeout)
-        for proc in self._procs.values():
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-        await asyncio.gather(*waits.values(), return_exceptions=True)
-        codes = {m: p.returncode for m, p in self._procs.items()}
-        self._procs.clear()
-        self._current = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pending = {asyncio.create_task(p.wait()) for p in procs.values()}
+        first_failed: str | None = None
+        while pending and first_failed is None and loop.time() < deadline:
+            _, pending = await asyncio.wait(
+                pending, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
+            )
+            failed = [m for m, p in procs.items() if p.returncode not in (None, 0)]
+            if failed and row.state != "cancelling":
+                first_failed = failed[0]  # the mission has failed: stop the others now
+        await self._stop(procs)
+        await asyncio.gather(*pumps, return_exceptions=True)
+        codes = {m: p.returncode for m, p in procs.items()}
         took = time.monotonic() - started
         if row.state == "cancelling":
             self._end(row, "cancelled")
+        elif first_failed is not None:
+            words = last_words[first_failed]
+            why = f" ({words[-1]})" if words else ""
+            self._end(row, "failed", f"{first_failed} exited {codes[first_failed]}{why}")
         elif pending:
             self._end(row, "failed", f"timed out after {timeout:g} s")
         elif all(code == 0 for code in codes.values()):
@@ -224,3 +345,23 @@ class MissionQueue(Agent):
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )
+
+
+#: words that mark a child's line as worth quoting when the mission fails
+ERROR_WORDS = ("error", "Error", "failed", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
+
+
+async def _pump(stream: asyncio.StreamReader, last_words: deque[str]) -> None:
+    """Pass a mission agent's output through, keeping its last error lines."""
+    while True:
+        try:
+            line = await stream.readline()
+        except ValueError:  # a line over the stream limit
+            line = (await stream.read(65536)) + b"\n"
+        if not line:
+            return
+        text = line.decode(errors="replace").rstrip("\n")
+        if any(word in text for word in ERROR_WORDS):
+            last_words.append(text.strip()[:300])
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()

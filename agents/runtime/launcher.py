@@ -163,6 +163,7 @@ class Launcher:
                     "--broker", endpoint.url,
                     "--team", self.config.team,
                     *(["--mission-id", self.mission_id] if self.scoped else []),
+                    *(["--wait-services", "0"] if spec.role == "member" else []),  # waited above
                     "--log-format", self.log_format,
                     "--log-level", self.log_level,
                     *[a for k, v in self.overrides.items() for a in ("--set", f"{k}={_toml(v)}")],

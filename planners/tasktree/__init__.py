@@ -4,7 +4,8 @@ Pure: tree model and parser (``tree``), node states (``status``), activation
 spreading (``activation``), the peer rule as a state machine (``peer``) and its
 contention avoidance for big teams (``contention``), activation
 metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a
-text renderer (``render``), a discrete-event simulation of a team (``peer_sim``),
+text renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a
+PLACE mission in the simulated world in one process (``place_trial``, seed 000 §4),
 and the theory of mind: intent from hand tracks and simulated human controllers
 (``theory_of_mind``, §2.3).
 """
@@ -77,6 +78,12 @@ from teamtree.planners.tasktree.peer_sim import (
     check_invariants,
     simulate,
 )
+from teamtree.planners.tasktree.place_trial import (
+    Placement,
+    TrialMember,
+    TrialResult,
+    run_place_trial,
+)
 from teamtree.planners.tasktree.render import WalkStep, render_unicode, walk
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.theory_of_mind import (
@@ -134,6 +141,7 @@ __all__ = [
     "PauseBehaviour",
     "PeerPotentials",
     "PeerState",
+    "Placement",
     "PotentialsChanged",
     "PresenceChanged",
     "PublishClaim",
@@ -153,6 +161,8 @@ __all__ = [
     "TaskTree",
     "Tick",
     "Transition",
+    "TrialMember",
+    "TrialResult",
     "WalkStep",
     "Want",
     "approach_geometry",
@@ -170,6 +180,7 @@ __all__ = [
     "parse_tree",
     "reach_factor",
     "render_unicode",
+    "run_place_trial",
     "select_behaviour",
     "simulate",
     "spread_activation",

@@ -166,3 +166,38 @@ def test_a_tree_whose_only_robot_dies_fails_with_the_reason(tmp_path: Path, mosq
     assert proc.returncode == 1, out[-3000:] + err[-2000:]
     assert "Mission FAILED" in out and "member pr2 exited with code -9" in out, out[-3000:]
     assert re.search(r"==== mission \S+: FAILED", out), out[-3000:]
+
+
+@pytest.mark.slow
+def test_an_ltl_mission_made_impossible_by_a_blocked_edge_fails_saying_why(
+    tmp_path: Path, mosquitto
+) -> None:
+    """Study 1 needs a delivery to p3, whose only corridor is c3-p3. Blocked for every
+    robot (``teamtree disturb``) while the team works, no plan completes the formula:
+    ``run`` exits 1 and its summary names the impossibility and the corridor."""
+    text = (REPO / "configs" / "hospital_study1.toml").read_text()
+    # slower than the config's 25x, so the block lands well before anyone reaches p3
+    text = re.sub(r"^time_factor = .*$", "time_factor = 5.0", text, count=1, flags=re.M)
+    config = tmp_path / "study1.toml"
+    config.write_text(text)
+    proc = subprocess.Popen(
+        teamtree_cmd("run", str(config), "--broker", mosquitto.url),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "ltl.plan_received" in line:  # the team is at work
+            break
+    disturb = run(
+        tmp_path, "disturb", "DR", "blocked_edge", "--edge", "c3,p3",
+        "--broker", mosquitto.url, "--team", "hospital-study1", timeout=60,
+    )  # fmt: skip
+    rest, err = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert disturb.returncode == 0, disturb.stdout + disturb.stderr + out[-3000:]
+    assert proc.returncode == 1, out[-3000:] + err[-2000:]
+    assert re.search(r"==== mission \S+: FAILED", out), out[-3000:]
+    summary = out[out.index("Mission FAILED") :]
+    assert "impossible" in summary and "blocked corridors: c3-p3" in summary, summary

@@ -1,15 +1,21 @@
 """The web view (``teamtree web``): a live team page for operators and a page per
 person in the team, served by starlette + uvicorn over websockets."""
 
+from teamtree.agents.observers.web.expectations import KittingExpectations
+from teamtree.agents.observers.web.missions import DeskError, MissionDesk
 from teamtree.agents.observers.web.person import HumanSessions, WebHuman
 from teamtree.agents.observers.web.server import STATIC, WebServer
-from teamtree.agents.observers.web.state import MAX_ALERTS, MAX_SPANS, WebState
+from teamtree.agents.observers.web.state import MAX_ALERTS, MAX_MISSIONS, MAX_SPANS, WebState
 
 __all__ = [
     "MAX_ALERTS",
+    "MAX_MISSIONS",
     "MAX_SPANS",
     "STATIC",
+    "DeskError",
     "HumanSessions",
+    "KittingExpectations",
+    "MissionDesk",
     "WebHuman",
     "WebServer",
     "WebState",

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from teamtree.agents.cli.args import DEFAULT_BROKER
@@ -57,6 +58,17 @@ def register(subparsers: Any) -> dict[str, Handler]:
         help="let /human/<id> join any id (default: only people the team's robots model, "
         "as listed in their factsheets)",
     )  # fmt: skip
+    p.add_argument(
+        "--login", action="store_true",
+        help="ask each browser to sign in with a broker user and password, and show it what "
+        "that user may read (the default when no credentials are given and the broker "
+        "refuses anonymous clients)",
+    )  # fmt: skip
+    p.add_argument(
+        "--missions-dir", type=Path, default=None,
+        help="mission files (*.toml with a [mission] table) the team page offers to submit "
+        "(default: ./configs/missions when it exists)",
+    )  # fmt: skip
     p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
     return {"web": run_web}
@@ -75,20 +87,42 @@ async def run_web(args: argparse.Namespace) -> int:
     if args.password is not None and args.username is None:
         print("teamtree web: --password needs --username", file=sys.stderr)
         return 2
+    if args.login and args.username is not None:
+        print("teamtree web: --login asks each browser for a user; drop --username",
+              file=sys.stderr)  # fmt: skip
+        return 2
     from teamtree.agents.observers.web.server import WebServer
+    from teamtree.agents.observers.web.watch import refuses_anonymous
 
+    missions_dir = args.missions_dir
+    if missions_dir is None and Path("configs/missions").is_dir():
+        missions_dir = Path("configs/missions").resolve()
+    elif missions_dir is not None and not missions_dir.is_dir():
+        print(f"teamtree web: --missions-dir {missions_dir}: no such directory", file=sys.stderr)
+        return 2
     settings = TlsSettings.from_env()
     tls = client_context(settings) if settings is not None else None
+    endpoint = parse_endpoint(args.broker)
+    credentials = {} if args.login else _credentials(args)
+    login = args.login
+    if not login and args.username is None and "password" not in credentials:
+        login = await refuses_anonymous(endpoint, tls_context=tls)
+        if login:
+            print(f"the broker at {args.broker} refuses anonymous clients: each browser will "
+                  "sign in with a broker user (--login)", flush=True)  # fmt: skip
     web = WebServer(
-        parse_endpoint(args.broker),
+        endpoint,
         args.team,
         tls_context=tls,
         any_person=args.any_person,
-        **_credentials(args),
+        missions_dir=missions_dir,
+        login=login,
+        **({} if login else credentials),
     )
     try:
         async with web:
-            await web.observer.wait_connected(10.0)
+            if web.observer is not None:
+                await web.observer.wait_connected(10.0)
 
             def ready(url: str) -> None:
                 print(f"web view of team {args.team} at {url} (people: {url}human/<id>)",

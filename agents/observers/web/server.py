@@ -11,6 +11,14 @@ Routes::
     GET /api/state            the team snapshot as JSON (scripts, health checks)
     GET /api/human/<id>       a hosted person's view as JSON (404 when not hosted)
     GET /healthz              200 once the broker is connected, else 503
+    GET /api/missions/files   the mission files the page offers to pick from
+    POST /api/missions        submit a mission ({"toml": text} or {"file": name})
+    POST /api/missions/<id>/cancel   cancel a queued or running mission
+    GET /login, POST /api/login, POST /api/logout   sign in and out (``login=True``)
+
+With ``login=True`` nothing is read before a browser signs in: each sign-in checks the
+user and password with the broker and gets its own reader of the team connected as
+that user (``TeamWatch``), so a page shows what the broker lets that user read.
     GET /static/...           the page's own JS and CSS (nothing from a CDN)
 """
 
@@ -19,26 +27,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import structlog
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.observers.web.missions import DeskError, mission_files, mission_from_toml
 from teamtree.agents.observers.web.person import HumanSessions
 from teamtree.agents.observers.web.state import WebState
+from teamtree.agents.observers.web.watch import TeamWatch, check_login
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker import TopicError
-from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint
-from teamtree.broker.envelope import Envelope
-from teamtree.broker.topics import Topic, validate_id
+from teamtree.broker.topics import validate_id
 
 __all__ = ["STATIC", "WebServer"]
 
@@ -46,6 +63,14 @@ STATIC = Path(__file__).resolve().parent / "static"
 #: seconds between checks for news to push; a page also gets a push at least every second
 PUSH_S = 0.2
 SEND_TIMEOUT_S = 5.0
+#: the cookie naming a browser's sign-in
+COOKIE = "teamtree_login"
+#: sign-ins kept at once (the oldest is signed out beyond)
+MAX_LOGINS = 32
+#: the websocket close code that sends a page to the sign-in form
+CLOSE_LOGIN = 4401
+#: seconds a refused sign-in waits before it answers
+REFUSED_DELAY_S = 1.0
 log = structlog.get_logger("teamtree.web")
 
 
@@ -64,27 +89,35 @@ class WebServer:
         tls_context: Any = None,
         sessions: HumanSessions | None = None,
         any_person: bool = False,
+        missions_dir: Path | None = None,
+        login: bool = False,
     ):
         self.team = validate_id(team, "team")
         self.endpoint = endpoint
         self.any_person = any_person
-        self.state = WebState(self.team)
-        self.observer = TeamObserver(
+        self.missions_dir = missions_dir
+        self.login = login
+        self.tls_context = tls_context
+        #: the one reader of every page, without a login
+        self.shared: TeamWatch | None = None
+        if not login:
+            self.shared = TeamWatch(
+                endpoint, self.team, username=username, password=password, tls_context=tls_context
+            )
+        self.logins: OrderedDict[str, TeamWatch] = OrderedDict()  # cookie -> reader
+        self._person_logins: dict[str, dict[str, str]] = {}  # person -> their sign-in
+        self.sessions = sessions or HumanSessions(
             endpoint,
             self.team,
-            username=username,
-            password=password,
             tls_context=tls_context,
-            on_message=self._on_message,
-            client_prefix="web",
+            is_taken=self._taken,
+            credentials=self._person_credentials,
         )
-        self.observer.state = self.state.monitor  # one view, fed once
-        self.sessions = sessions or HumanSessions(
-            endpoint, self.team, tls_context=tls_context, is_taken=self._taken
-        )
-        self._cache: tuple[tuple[int, int], str] | None = None
         self.app = Starlette(
             routes=[
+                Route("/login", self._login_page),
+                Route("/api/login", self._sign_in, methods=["POST"]),
+                Route("/api/logout", self._sign_out, methods=["POST"]),
                 Route("/", self._team_page),
                 Route("/human/{agent_id}", self._human_page),
                 WebSocketRoute("/ws", self._team_ws),
@@ -92,37 +125,133 @@ class WebServer:
                 Route("/api/state", self._api_state),
                 Route("/api/human/{agent_id}", self._api_human),
                 Route("/healthz", self._health),
+                Route("/api/missions/files", self._mission_files),
+                Route("/api/missions", self._submit, methods=["POST"]),
+                Route("/api/missions/{mission_id}/cancel", self._cancel, methods=["POST"]),
                 Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
             ]
         )
 
     async def __aenter__(self) -> WebServer:
-        await self.observer.__aenter__()
+        if self.shared is not None:
+            await self.shared.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.sessions.close()
-        await self.observer.__aexit__(*exc)
+        for watch in list(self.logins.values()):
+            await watch.__aexit__(None, None, None)
+        self.logins.clear()
+        if self.shared is not None:
+            await self.shared.__aexit__(*exc)
 
-    def _on_message(self, env: Envelope, topic: Topic, message: Incoming) -> None:
-        self.state.interpret(env, topic)
+    # the shared reader's parts, for callers from before sign-ins (None with a login)
+    @property
+    def observer(self) -> TeamObserver | None:
+        return None if self.shared is None else self.shared.observer
+
+    @property
+    def state(self) -> WebState | None:
+        return None if self.shared is None else self.shared.state
+
+    def _watch(self, conn: Request | WebSocket) -> TeamWatch | None:
+        """The reader for this browser: the shared one, or its sign-in's (None: not
+        signed in)."""
+        if self.shared is not None:
+            return self.shared
+        token = conn.cookies.get(COOKIE)
+        return self.logins.get(token) if token else None
+
+    def _watches(self) -> list[TeamWatch]:
+        return [self.shared] if self.shared is not None else list(self.logins.values())
 
     def _taken(self, agent_id: str) -> bool:
-        row = self.state.monitor.agents.get(agent_id)
-        return row is not None and row.presence == "ONLINE"
+        for watch in self._watches():
+            row = watch.state.monitor.agents.get(agent_id)
+            if row is not None and row.presence == "ONLINE":
+                return True
+        return False
+
+    def _person_credentials(self, agent_id: str) -> dict[str, str]:
+        """A person's agent's broker credentials: with sign-ins, that person's own
+        (they signed in as themselves); else from the environment, as ``agent``."""
+        if self.login:
+            return self._person_logins.get(agent_id, {})
+        return agent_credentials(agent_id)
 
     def snapshot_text(self) -> str:
-        """The team snapshot as JSON text, computed at most once per change and second."""
-        key = (self.state.version, int(time.time()))
-        if self._cache is None or self._cache[0] != key:
-            snap = self.state.snapshot()
-            snap["connected"] = self.observer.connection.connected.is_set()
-            self._cache = (key, json.dumps(snap, default=str))
-        return self._cache[1]
+        """The shared reader's team snapshot as JSON text."""
+        if self.shared is None:
+            raise RuntimeError("with sign-ins there is no shared snapshot")
+        return self.shared.snapshot_text()
+
+    # -- signing in ------------------------------------------------------------------
+
+    async def _login_page(self, request: Request) -> Response:
+        if not self.login:
+            return RedirectResponse("/", status_code=303)
+        return FileResponse(STATIC / "login.html")
+
+    async def _sign_in(self, request: Request) -> Response:
+        """Check the user with the broker and give this browser its own reader."""
+        if not self.login:
+            return JSONResponse({"error": "this server has no sign-in (started without --login)"},
+                                status_code=404)  # fmt: skip
+        try:
+            body = await _json_body(request)
+        except DeskError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        username, password = body.get("username"), body.get("password")
+        if not isinstance(username, str) or not username or not isinstance(password, str):
+            return JSONResponse({"error": "give a broker user name and its password"},
+                                status_code=400)  # fmt: skip
+        refused = await check_login(self.endpoint, username, password, tls_context=self.tls_context)
+        if refused is not None:
+            log.info("web.sign_in_refused", user=username, error=refused)
+            await asyncio.sleep(REFUSED_DELAY_S)  # slows password guessing through the page
+            return JSONResponse({"error": refused}, status_code=401)
+        watch = TeamWatch(
+            self.endpoint,
+            self.team,
+            username=username,
+            password=password,
+            tls_context=self.tls_context,
+            signed_in=True,
+        )
+        await watch.__aenter__()
+        token = secrets.token_urlsafe(24)
+        self.logins[token] = watch
+        with contextlib.suppress(TopicError):
+            self._person_logins[validate_id(username, "user")] = {
+                "username": username,
+                "password": password,
+            }
+        while len(self.logins) > MAX_LOGINS:
+            _, oldest = self.logins.popitem(last=False)
+            await oldest.__aexit__(None, None, None)
+        log.info("web.signed_in", user=username)
+        reply = JSONResponse({"user": username, "team": self.team})
+        reply.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return reply
+
+    async def _sign_out(self, request: Request) -> Response:
+        token = request.cookies.get(COOKIE)
+        watch = self.logins.pop(token, None) if token else None
+        if watch is not None:
+            await watch.__aexit__(None, None, None)
+            log.info("web.signed_out", user=watch.username)
+        reply = JSONResponse({"signed_out": watch is not None})
+        reply.delete_cookie(COOKIE, path="/")
+        return reply
+
+    def _to_login(self, request: Request) -> Response:
+        return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
 
     # -- pages -----------------------------------------------------------------------
 
     async def _team_page(self, request: Request) -> Response:
+        if self._watch(request) is None:
+            return self._to_login(request)
         return FileResponse(STATIC / "team.html")
 
     async def _human_page(self, request: Request) -> Response:
@@ -130,29 +259,96 @@ class WebServer:
             validate_id(request.path_params["agent_id"], "human id")
         except TopicError as exc:
             return HTMLResponse(f"<p>bad person id: {_escape(exc.reason)}</p>", status_code=400)
+        if self._watch(request) is None:
+            return self._to_login(request)
         return FileResponse(STATIC / "human.html")
 
     async def _api_state(self, request: Request) -> Response:
-        return Response(self.snapshot_text(), media_type="application/json")
+        watch = self._watch(request)
+        if watch is None:
+            return _sign_in_first()
+        return Response(watch.snapshot_text(), media_type="application/json")
 
     async def _api_human(self, request: Request) -> Response:
+        if self._watch(request) is None:
+            return _sign_in_first()
         agent = self.sessions.agents.get(request.path_params["agent_id"])
         if agent is None:
             return JSONResponse({"error": "no such person on this server"}, status_code=404)
         return JSONResponse(json.loads(json.dumps(agent.view(), default=str)))
 
     async def _health(self, request: Request) -> Response:
-        ok = self.observer.connection.connected.is_set()
+        if self.shared is None:  # nothing is read before a sign-in: the server is up
+            return JSONResponse({"broker": None, "team": self.team, "login": True})
+        ok = self.shared.connected
         return JSONResponse({"broker": ok, "team": self.team}, status_code=200 if ok else 503)
+
+    # -- missions (the dispatch protocol) ------------------------------------------------
+
+    async def _mission_files(self, request: Request) -> Response:
+        if self._watch(request) is None:
+            return _sign_in_first()
+        files = mission_files(self.missions_dir)
+        return JSONResponse({"directory": str(self.missions_dir or ""), "files": files})
+
+    async def _submit(self, request: Request) -> Response:
+        """Submit a mission pasted or uploaded as TOML, or picked by file name."""
+        watch = self._watch(request)
+        if watch is None:
+            return _sign_in_first()
+        try:
+            body = await _json_body(request)
+            if isinstance(body.get("file"), str):
+                files = mission_files(self.missions_dir)
+                if body["file"] not in files:
+                    raise DeskError(
+                        f"no mission file {body['file']!r} here (have: "
+                        f"{', '.join(files) or 'none'})",
+                        status=404,
+                    )
+                mission = mission_from_toml(files[body["file"]], body["file"])
+            elif isinstance(body.get("toml"), str):
+                mission = mission_from_toml(body["toml"], str(body.get("name") or "<pasted>"))
+            else:
+                raise DeskError('send {"toml": "<a mission file\'s text>"} or {"file": "<name>"}')
+            accepted = await watch.desk.submit(mission)
+        except DeskError as exc:
+            log.info("web.mission_refused", error=str(exc), field=exc.field)
+            return JSONResponse({"error": str(exc), "field": exc.field}, status_code=exc.status)
+        log.info("web.mission_submitted", id=accepted.get("id"), queue=accepted.get("queue"))
+        return JSONResponse(accepted)
+
+    async def _cancel(self, request: Request) -> Response:
+        mission = request.path_params["mission_id"]
+        watch = self._watch(request)
+        if watch is None:
+            return _sign_in_first()
+        try:
+            await _json_body(request)
+            validate_id(mission, "mission id")
+            answer = await watch.desk.cancel(mission)
+        except TopicError as exc:
+            return JSONResponse({"error": exc.reason, "field": "id"}, status_code=400)
+        except DeskError as exc:
+            return JSONResponse({"error": str(exc), "field": exc.field}, status_code=exc.status)
+        log.info("web.mission_cancel", id=mission, state=answer.get("state"))
+        return JSONResponse(answer)
 
     # -- websockets --------------------------------------------------------------------
 
     async def _team_ws(self, ws: WebSocket) -> None:
         await ws.accept()
+        watch = self._watch(ws)
+        if watch is None:
+            await ws.close(code=CLOSE_LOGIN)
+            return
         last, sent_at = "", 0.0
         try:
             while True:
-                text = self.snapshot_text()
+                if self.shared is None and watch not in self.logins.values():
+                    await ws.close(code=CLOSE_LOGIN)  # signed out meanwhile
+                    return
+                text = watch.snapshot_text()
                 now = time.monotonic()
                 if text != last or now - sent_at >= 1.0:
                     await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
@@ -161,24 +357,33 @@ class WebServer:
         except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
             return
 
-    def expected_by(self, person: str) -> list[str]:
+    def expected_by(self, person: str, state: WebState | None = None) -> list[str]:
         """The robots whose factsheet names `person` among the humans they model."""
+        state = state or self.state
+        if state is None:
+            return []
         return sorted(
             agent
-            for agent, sheet in self.state.factsheets.items()
+            for agent, sheet in state.factsheets.items()
             if isinstance(sheet.get("humans"), list) and person in sheet["humans"]
         )
 
-    async def _join(self, ws: WebSocket, person: str) -> bool:
+    async def _join(self, ws: WebSocket, person: str, watch: TeamWatch) -> bool:
         """Until the person taps "join": show who expects them. Joining is allowed when
         a robot of the team models this person (its factsheet's ``humans``), or with
         ``--any-person``; a stray visit to /human/<typo> never adds a team member."""
         receive: asyncio.Future[str] | None = None
         try:
             while True:
-                expected = self.expected_by(person)
+                expected = self.expected_by(person, watch.state)
                 allowed = bool(expected) or self.any_person
-                offer = {"id": person, "team": self.team, "expected_by": expected}
+                signed_in_as = not self.login or watch.username == person
+                offer = {
+                    "id": person,
+                    "team": self.team,
+                    "expected_by": expected,
+                    "expectations": watch.state.kitting.for_person(person),
+                }
                 await ws.send_text(json.dumps({"join": {**offer, "allowed": allowed}}))
                 if receive is None:
                     receive = asyncio.ensure_future(ws.receive_text())
@@ -186,9 +391,11 @@ class WebServer:
                 if not done:
                     continue
                 text, receive = receive.result(), None
-                if _tap(text).get("action") == "join" and allowed:
+                if _tap(text).get("action") == "join" and allowed and signed_in_as:
                     return True
                 why = "tap join first"
+                if not signed_in_as:
+                    why = f"sign in as {person!r} to take part as {person!r}"
                 if not allowed:
                     why = (
                         f"no robot of team {self.team!r} models a person {person!r} yet (their "
@@ -204,8 +411,16 @@ class WebServer:
 
     async def _human_ws(self, ws: WebSocket) -> None:
         await ws.accept()
+        watch = self._watch(ws)
+        if watch is None:
+            await ws.close(code=CLOSE_LOGIN)
+            return
         person = ws.path_params["agent_id"]
-        if person not in self.sessions.agents and not await self._join(ws, person):
+        # with sign-ins only the person's own sign-in acts for them; others only watch
+        watching = self.login and watch.username != person
+        if (person not in self.sessions.agents or watching) and not await self._join(
+            ws, person, watch
+        ):
             return
         try:
             agent = await self.sessions.get(person)
@@ -222,7 +437,9 @@ class WebServer:
                 now = time.monotonic()
                 if agent.version != version or now - sent_at >= 1.0:
                     version, sent_at = agent.version, now
-                    text = json.dumps(agent.view(), default=str)
+                    expects = watch.state.kitting.for_person(agent.id)
+                    view = {**agent.view(), "expectations": expects}
+                    text = json.dumps(view, default=str)
                     await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
                 await asyncio.sleep(PUSH_S / 2)
         except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
@@ -297,6 +514,25 @@ def _tap(text: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return tap if isinstance(tap, dict) else {}
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """A POST's JSON object. Only ``application/json`` is taken, which a page of
+    another site cannot send without the browser asking first (CORS), so a link or a
+    form elsewhere cannot submit or cancel missions."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise DeskError("send the request as application/json", status=415)
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError as exc:
+        raise DeskError(f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise DeskError("the request body must be a JSON object")
+    return body
+
+
+def _sign_in_first() -> Response:
+    return JSONResponse({"error": "sign in first (POST /api/login)"}, status_code=401)
 
 
 def _escape(text: str) -> str:

@@ -17,17 +17,20 @@ from typing import Any
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
+from teamtree.agents.observers.web.expectations import KittingExpectations
 from teamtree.broker import SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.tasktree import TaskTree, spread_activation, tree_from_dict
 
-__all__ = ["MAX_ALERTS", "MAX_SPANS", "WebState"]
+__all__ = ["MAX_ALERTS", "MAX_MISSIONS", "MAX_SPANS", "WebState"]
 
 #: timeline spans kept (oldest dropped first), so a page open for hours stays bounded
 MAX_SPANS = 600
 #: alerts kept
 MAX_ALERTS = 30
+#: rows of the mission queue's table shown (the newest)
+MAX_MISSIONS = 50
 STATES = ("inactive", "active", "working", "done", "skipped")
 
 
@@ -49,11 +52,14 @@ class WebState:
         self._open: dict[tuple[str, str], dict[str, Any]] = {}  # (agent, leaf) -> span
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
         self.humans = HumanWork()
+        self.kitting = KittingExpectations()  # what a cobot expects of its person (seed 001)
         self.plans: dict[str, dict[str, Any]] = {}  # robot -> its LTL plan and progress
         self.schedule: dict[str, Any] | None = None  # the latest allocation schedule
         self.first_schedule: dict[str, Any] | None = None
         self.world: dict[str, Any] = {}
         self.t0: int | None = None
+        self.missions: dict[str, Any] | None = None  # the mission queue's table
+        self.tree_mission: str | None = None  # the mission id the drawn tree belongs to
 
     # -- feeding -------------------------------------------------------------------
 
@@ -73,12 +79,15 @@ class WebState:
         body = env.body if isinstance(env.body, dict) else {}
         kind = env.kind
         self._people(self.humans.feed(kind, env.sender, env.body, env.ts))
+        self.kitting.feed(kind, env.sender, env.body, env.ts)
         if topic.agent is not None and topic.channel == "connection":
             self._presence(env, body)
         elif topic.agent is not None and topic.channel == "factsheet" and body:
             self.factsheets[env.sender] = body
         elif kind == "mission.tree":
             self._mission(body)
+        elif kind == "mission.table" and isinstance(body.get("missions"), list):
+            self._missions_table(env, body["missions"])
         elif kind == "node.transition":
             self._transition(env, body)
         elif kind == "node.claim_decided" and body.get("won") is False:
@@ -130,11 +139,12 @@ class WebState:
         raw = body.get("tree")
         with contextlib.suppress(SpecificationError, KeyError, TypeError, ValueError):
             tree = tree_from_dict(raw)
-            if self.tree_dict != raw:
+            mission = body.get("mission") if isinstance(body.get("mission"), str) else None
+            if self.tree_dict != raw or mission != self.tree_mission:
                 self.working.clear()
                 self.done_by.clear()
                 self.skipped.clear()
-            self.tree, self.tree_dict = tree, raw
+            self.tree, self.tree_dict, self.tree_mission = tree, raw, mission
 
     def _open_span(self, agent: str, node: str, status: str, ts: int) -> None:
         self._stamp(ts)
@@ -234,6 +244,26 @@ class WebState:
         if self.first_schedule is None:  # the whole plan, before the re-plans shrink it
             self.first_schedule = self.schedule
 
+    def _missions_table(self, env: Envelope, rows: list[Any]) -> None:
+        """The mission queue's retained table (the dispatch protocol): every mission
+        it knows of, queued to ended, newest last."""
+        keep = ("id", "kind", "state", "submitted_ms", "started_ms", "ended_ms", "reason")
+        table = [
+            {k: row.get(k) for k in keep} | {"summary": str(row.get("summary") or "")[:300]}
+            for row in rows[-MAX_MISSIONS:]
+            if isinstance(row, dict) and isinstance(row.get("id"), str)
+        ]
+        self.missions = {"queue": env.sender, "ts": env.ts, "rows": table}
+
+    def mission_queues(self) -> list[str]:
+        """The team's mission queues that are ONLINE (by factsheet kind)."""
+        return sorted(
+            agent
+            for agent, row in self.monitor.agents.items()
+            if row.presence == "ONLINE"
+            and (row.kind or self.factsheets.get(agent, {}).get("kind")) == "mission_queue"
+        )
+
     def _people(self, events: list[WorkEvent]) -> None:
         """Apply the people's work (``HumanWork``) to the tree and the timeline."""
         for event in events:
@@ -324,6 +354,9 @@ class WebState:
         snap["plans"] = self.plans
         snap["schedule"] = self.schedule
         snap["first_schedule"] = self.first_schedule
+        snap["missions"] = self.missions
+        snap["mission_queues"] = self.mission_queues()
+        snap["mission"]["id"] = self.tree_mission
         snap["version"] = self.version
         snap.pop("dialogs", None)
         snap["dialogs"] = [

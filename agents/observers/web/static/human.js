@@ -23,6 +23,8 @@ function render(v) {
   if (v.join) { renderJoin(v.join); return; }
   $("error").innerHTML = "";
   $("join").innerHTML = "";
+  document.body.classList.remove("watch");
+  renderExpect(v.expectations);
   view = v;
   offset = v.server_ms - Date.now();
   $("team").textContent = `team ${v.team}` + (v.world ? "" : " · no simulated world");
@@ -63,8 +65,44 @@ function readable(text) {
     .replace(" (answer answered)", "").replace(" (answer timeout)", " (no answer in time)");
 }
 
+const ACTION_TEXT = { H1: "placed a block of your choice", H2: "gave a subtask to the robot",
+  H4: "did what was assigned to you", H6: "handed an assignment back" };
+const ROBOT_TEXT = { R1: "fills", R2: "puts a block on your tray for", R3: "clears a wrong block from",
+  R4: "fills (you gave it)" };
+
+// seed 001: what the cobot expects of this person (its assignments, its lead/follow belief)
+function renderExpect(x) {
+  if (!x) { $("expect").innerHTML = ""; return; }
+  const swatch = (c) => c ? `<i class="swatch" style="background:${esc(c)}" title="${esc(c)}"></i>` : "";
+  const assigned = x.assigned.length
+    ? x.assigned.map((a) => `<div class="task assigned" data-task="${a.task}"><div class="name">${swatch(a.colour)}Place ${esc(a.colour || "the")} block on ${esc(a.spot)}<small>on your tray: ${esc(x.cobot)} assigned it to you</small></div><span class="chip open">yours</span></div>`).join("")
+    : `<div class="empty">nothing on your tray${x.done ? "" : " · choose a spot yourself, or wait for an assignment"}</div>`;
+  const planned = x.planned.length
+    ? `<div class="small" id="expect-planned">next in ${esc(x.cobot)}'s plan for you: ${x.planned.map((p) => esc(p.spot)).join(", ")} · for itself: ${x.robot_planned} subtask(s)</div>` : "";
+  const stance = x.stance
+    ? `<div id="expect-stance" data-stance="${esc(x.stance)}"><b>${esc(x.cobot)} ${x.stance === "follow" ? "expects you to follow" : "lets you lead"}</b>
+       <div class="meter" title="α_f: 0 leads, 1 follows"><span>lead</span><div><i style="left:${(100 * x.alpha_f).toFixed(0)}%"></i></div><span>follow</span></div>
+       <div class="small">its belief: α_f = ${x.alpha_f.toFixed(2)} (following preference), α_e = ${(x.alpha_e || 0).toFixed(2)} (error-proneness) · you followed ${x.followed}, led ${x.led}</div></div>`
+    : `<div class="small">${esc(x.cobot)} has not planned yet</div>`;
+  const doing = x.doing ? `<div class="small" id="expect-doing">now you: ${esc(x.doing.action)} at ${esc(x.doing.spot)} (${esc(ACTION_TEXT[x.doing.action] || "")})</div>` : "";
+  const robot = x.robot_doing ? `<div class="small">now ${esc(x.cobot)}: ${esc(ROBOT_TEXT[x.robot_doing.action] || x.robot_doing.action)} ${esc(x.robot_doing.spot)}</div>` : "";
+  const recent = x.recent.slice().reverse().map((r) => `<div class="${esc(r.role)}"><span class="chip ${r.role === "followed" ? "done" : "open"}">${esc(r.role)}</span> ${esc(r.action)} ${esc(r.spot)}: ${esc(ACTION_TEXT[r.action] || r.action)}</div>`).join("");
+  const done = x.done ? `<div class="banner" id="kitting-done">Kitting done: ${x.placed}/${x.n} spots${x.summary && x.summary.makespan ? ` in ${Number(x.summary.makespan).toFixed(0)} s (scenario time)` : ""}</div>` : "";
+  $("expect").innerHTML = `<section id="expectations" data-cobot="${esc(x.cobot)}">
+    <h2>What ${esc(x.cobot)} expects of you · ${x.placed}/${x.n} spots filled</h2>${done}
+    ${assigned}${planned}<div style="margin-top:8px">${stance}</div>${doing}${robot}
+    <div class="log" id="expect-recent" style="margin-top:6px">${recent}</div></section>`;
+}
+
 function renderJoin(j) {
   $("team").textContent = `team ${j.team}`;
+  renderExpect(j.expectations);
+  document.body.classList.toggle("watch", !!(j.expectations && !j.expected_by.length));
+  if (j.expectations && !j.expected_by.length) {
+    // a kitting person acts at the table; the page shows what the cobot expects of them
+    $("join").innerHTML = `<section class="small" id="watch-only">${esc(j.expectations.cobot)} works with you on the kitting task; act at the table, this page follows along.</section>`;
+    return;
+  }
   const who = j.expected_by.length
     ? `${j.expected_by.map(esc).join(", ")} ${j.expected_by.length > 1 ? "expect" : "expects"} you.`
     : "No robot of this team expects a person of this name yet (waiting for the robots).";

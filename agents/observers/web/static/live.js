@@ -14,7 +14,11 @@ function liveSocket(path, onData, onLink) {
       try { data = JSON.parse(ev.data); } catch (e) { return; }
       onData(data);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
+      if (ev.code === 4401) { // not signed in (or signed out): to the sign-in form
+        location.replace("/login?next=" + encodeURIComponent(location.pathname));
+        return;
+      }
       onLink(false);
       setTimeout(open, delay);
       delay = Math.min(delay * 2, 10000);
@@ -38,4 +42,9 @@ function ago(ms, now) {
   if (s < 60) return s + " s ago";
   if (s < 3600) return Math.floor(s / 60) + " min ago";
   return Math.floor(s / 3600) + " h ago";
+}
+
+async function signOut() {
+  await fetch("/api/logout", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  location.replace("/login?next=" + encodeURIComponent(location.pathname));
 }

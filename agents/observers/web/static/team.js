@@ -16,6 +16,10 @@ function setLink(on) {
 
 function renderHeader(s) {
   $("team").textContent = s.team;
+  if (s.user && $("user").hidden) {
+    $("user").hidden = false;
+    $("user").innerHTML = `as <b id="user-name">${esc(s.user)}</b> <button class="leave" id="sign-out" onclick="signOut()">sign out</button>`;
+  }
   const m = s.mission || {};
   $("mission").textContent = m.kind ? `${m.kind} mission` + (m.text ? ` · ${m.text}` : "") : "no mission yet";
   $("progress-text").textContent = m.leaves ? `${m.done}/${m.leaves} done` : "";
@@ -203,9 +207,103 @@ function renderPlans(s) {
   $("plans").innerHTML = out.join("");
 }
 
+const MISSION_STATES = { queued: "active", running: "working", cancelling: "working", done: "done",
+  failed: "failed", cancelled: "skipped" };
+
+function renderMissions(s) {
+  const table = s.missions;
+  const queues = s.mission_queues || [];
+  $("missions-section").hidden = !table && !queues.length;
+  $("missions-queue").textContent = queues.length ? `· served by ${queues.join(", ")}` : (table ? "· no queue online" : "");
+  $("mission-submit").disabled = !queues.length;
+  if (!table || !table.rows.length) return;
+  const rows = table.rows.slice().reverse().map((r) => {
+    const open = r.state === "queued" || r.state === "running";
+    const outcome = r.summary || r.reason || "";
+    return `<tr class="mission-row" data-mission="${esc(r.id)}" data-state="${esc(r.state)}">
+      <td><b>${esc(r.id)}</b><div class="kind">${esc(r.kind)}</div></td>
+      <td><span class="chip ${esc(MISSION_STATES[r.state] || "")}">${esc(r.state)}</span></td>
+      <td class="small">${r.submitted_ms ? clock(r.submitted_ms) : "-"}</td>
+      <td class="small">${r.started_ms ? clock(r.started_ms) : "-"}</td>
+      <td class="small">${r.ended_ms ? clock(r.ended_ms) : "-"}</td>
+      <td class="wrap">${esc(outcome)}</td>
+      <td>${open ? `<button class="cancel" data-cancel="${esc(r.id)}">Cancel</button>` : ""}</td></tr>`;
+  });
+  $("missions").className = "";
+  $("missions").innerHTML = `<table><thead><tr><th>mission</th><th>state</th><th>submitted</th>
+    <th>started</th><th>ended</th><th>outcome</th><th></th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+async function post(path, body) {
+  const reply = await fetch(path, { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify(body) });
+  let data = {};
+  try { data = await reply.json(); } catch (e) { data = { error: `the server answered ${reply.status}` }; }
+  return { ok: reply.ok, data };
+}
+
+function say(error, ok) {
+  $("mission-error").textContent = error || "";
+  $("mission-ok").textContent = ok || "";
+}
+
+async function loadMissionFiles() {
+  try {
+    const reply = await fetch("/api/missions/files");
+    const data = await reply.json();
+    const names = Object.keys(data.files || {});
+    $("mission-pick").innerHTML = `<option value="">(none: paste or upload below)</option>` +
+      names.map((n) => `<option value="${esc(n)}">${esc(n)}</option>`).join("");
+    window.__missionFiles = data.files || {};
+  } catch (e) { /* the form still takes pasted missions */ }
+}
+
+$("mission-pick").addEventListener("change", () => {
+  const name = $("mission-pick").value;
+  if (name && window.__missionFiles) $("mission-toml").value = window.__missionFiles[name];
+  say("", "");
+});
+
+$("mission-upload").addEventListener("change", () => {
+  const file = $("mission-upload").files[0];
+  if (!file) return;
+  const reader = new FileReader();
+  reader.onload = () => { $("mission-toml").value = reader.result; $("mission-pick").value = ""; say("", `read ${file.name}`); };
+  reader.readAsText(file);
+});
+
+$("submit-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const name = $("mission-pick").value;
+  const text = $("mission-toml").value;
+  if (!text.trim() && !name) { say("paste a mission, upload a .toml file or pick one first", ""); return; }
+  const picked = name && window.__missionFiles && window.__missionFiles[name] === text;
+  $("mission-submit").disabled = true;
+  say("", "submitting…");
+  try {
+    const { ok, data } = await post("/api/missions", picked ? { file: name } : { toml: text });
+    if (ok) say("", `accepted: ${data.id} (${data.state}, position ${data.position})`);
+    else say(data.error || "refused", "");
+  } catch (e) {
+    say(`the web view cannot be reached: ${e}`, "");
+  } finally {
+    $("mission-submit").disabled = !(last && (last.mission_queues || []).length);
+  }
+});
+
+$("missions").addEventListener("click", async (ev) => {
+  const b = ev.target.closest("button[data-cancel]");
+  if (!b) return;
+  b.disabled = true;
+  const { ok, data } = await post(`/api/missions/${encodeURIComponent(b.dataset.cancel)}/cancel`, {});
+  if (ok) say("", `${data.id}: ${data.state}`);
+  else say(data.error || "refused", "");
+});
+
 function render(s) {
   last = s;
   renderHeader(s);
+  renderMissions(s);
   renderAgents(s);
   renderTree(s);
   renderPlans(s);
@@ -221,4 +319,5 @@ $("agents").addEventListener("click", (ev) => {
   if (last) renderAgents(last);
 });
 
+loadMissionFiles();
 liveSocket("/ws", render, setLink);

@@ -1,0 +1,84 @@
+"""Members started by hand (``teamtree agent``, ``attach``) wait for the team's services.
+
+``teamtree run`` starts the members only once every service (world, drivers, recorder,
+allocator) has announced itself ONLINE, so the recording holds every behaviour from
+the first claim. A member started by hand does the same: before it connects as an
+agent, a passive client (no presence, never a team member) watches the team's
+presence until every service of the config is online, printing what it still waits
+for, and gives up after a bounded wait with an error naming the missing services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.broker import TeamtreeError
+from teamtree.broker.endpoint import Endpoint
+
+#: service kinds a member never needs before its first claim (they start members)
+NOT_AWAITED = frozenset({"mission_queue"})
+#: seconds between progress lines while waiting
+PROGRESS_EVERY_S = 5.0
+
+
+def services_to_await(config: TeamConfig, spec: AgentSpec) -> list[str]:
+    """The services `spec` waits for: every service of the config (none for a service)."""
+    if spec.role == "service":
+        return []
+    return sorted(s.id for s in config.services if s.kind not in NOT_AWAITED and s.id != spec.id)
+
+
+async def wait_for_services(
+    endpoint: Endpoint,
+    team: str,
+    services: list[str],
+    *,
+    within: float,
+    say: Callable[[str], None],
+    tls_context: Any = None,
+    credentials: dict[str, str] | None = None,
+) -> None:
+    """Return once every one of `services` is ONLINE in `team`; TeamtreeError naming
+    the missing ones after `within` seconds (ConnectError if the broker is gone)."""
+    if not services:
+        return
+    observer = TeamObserver(
+        endpoint,
+        team,
+        sys_topics=False,
+        client_prefix="svcwait",
+        tls_context=tls_context,
+        **(credentials or {}),
+    )
+    loop = asyncio.get_running_loop()
+    async with observer:
+        await observer.wait_connected(min(within, 10.0) if within > 0 else 10.0)
+        start = loop.time()
+        said = -PROGRESS_EVERY_S
+        while True:
+            online = set(observer.state.snapshot()["online"])
+            missing = [s for s in services if s not in online]
+            if not missing:
+                if loop.time() - start > 0.5:  # say so only when we had to wait
+                    say(f"services online: {', '.join(services)}")
+                return
+            waited = loop.time() - start
+            if waited >= within:
+                raise TeamtreeError(
+                    f"the team's services are not online after {within:g} s: "
+                    f"{', '.join(missing)} (online in team {team!r} at {endpoint.url}: "
+                    f"{', '.join(sorted(online)) or 'none'}). Start them first (teamtree run "
+                    "with this config, or docker compose up), check --broker and --team, or "
+                    "pass --wait-services 0 to start without them."
+                )
+            if waited - said >= PROGRESS_EVERY_S:
+                say(
+                    f"waiting for the team's services before the first claim: "
+                    f"{', '.join(missing)} ({waited:.0f}/{within:g} s)"
+                )
+                said = waited
+            await asyncio.sleep(0.1)
