@@ -16,55 +16,50 @@ Rooms (one subpackage each):
 This package re-exports the runtime's public names.
 """
 
-from teamtree.agents.runtime.agent import Agent, AgentState
-from teamtree.agents.runtime.config import (
-    AgentSpec,
-    MissionSpec,
-    RuntimeSettings,
-    TeamConfig,
-    load_config,
-    parse_config,
-    spec_reader,
-)
-from teamtree.agents.runtime.echo import EchoAgent
-from teamtree.agents.runtime.hello import HelloAgent
-from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class, build_agent, validate_kinds
-from teamtree.agents.runtime.launcher import Launcher
-from teamtree.agents.runtime.log_setup import configure_logging
-from teamtree.agents.runtime.pending import PendingRequest, PendingRequests
-from teamtree.agents.runtime.registry import (
-    KindInfo,
-    KindRegistry,
-    UnknownKindError,
-    installed_kinds,
-)
-from teamtree.agents.runtime.team_view import Member, Presence, TeamView
+from __future__ import annotations
 
-__all__ = [
-    "AGENT_KINDS",
-    "Agent",
-    "AgentSpec",
-    "AgentState",
-    "EchoAgent",
-    "HelloAgent",
-    "KindInfo",
-    "KindRegistry",
-    "Launcher",
-    "Member",
-    "MissionSpec",
-    "PendingRequest",
-    "PendingRequests",
-    "Presence",
-    "RuntimeSettings",
-    "TeamConfig",
-    "TeamView",
-    "UnknownKindError",
-    "agent_class",
-    "build_agent",
-    "configure_logging",
-    "installed_kinds",
-    "load_config",
-    "parse_config",
-    "spec_reader",
-    "validate_kinds",
-]
+from teamtree.broker.lazy import lazy_exports
+
+# where each public name lives; loaded on first use (an agent's start-up reads few)
+_HOMES: dict[str, tuple[str, ...]] = {
+    "runtime.agent": (
+        "Agent",
+        "AgentState",
+    ),
+    "runtime.config": (
+        "AgentSpec",
+        "MissionSpec",
+        "RuntimeSettings",
+        "TeamConfig",
+        "load_config",
+        "parse_config",
+        "spec_reader",
+    ),
+    "runtime.echo": ("EchoAgent",),
+    "runtime.hello": ("HelloAgent",),
+    "runtime.kinds": (
+        "AGENT_KINDS",
+        "agent_class",
+        "build_agent",
+        "validate_kinds",
+    ),
+    "runtime.launcher": ("Launcher",),
+    "runtime.log_setup": ("configure_logging",),
+    "runtime.pending": (
+        "PendingRequest",
+        "PendingRequests",
+    ),
+    "runtime.registry": (
+        "KindInfo",
+        "KindRegistry",
+        "UnknownKindError",
+        "installed_kinds",
+    ),
+    "runtime.team_view": (
+        "Member",
+        "Presence",
+        "TeamView",
+    ),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import itertools
 import random
 import socket
 import ssl
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 
 import aiomqtt
@@ -31,6 +32,8 @@ import structlog
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
 from teamtree.broker.failover import NodeRing
+from teamtree.broker.fast_client import FastClient
+from teamtree.broker.inbound import CoalescingQueue
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -88,6 +91,9 @@ class Connection:
     An endpoint with fallbacks (a broker cluster) is used one node at a time: the
     connection starts on a node picked by its client id and moves to the next when it
     loses or cannot reach it (``NodeRing``); ``endpoint`` is the node in use.
+    `latest_topics`: topics whose messages only the newest counts (observations): a
+    newer one replaces a queued older one (``CoalescingQueue``); read at every message,
+    so the caller may add topics later.
     """
 
     def __init__(
@@ -108,9 +114,13 @@ class Connection:
         username: str | None = None,
         password: str | None = None,
         tls_context: ssl.SSLContext | None = None,
+        latest_topics: Container[str] = frozenset(),
     ):
         self.nodes = NodeRing(endpoint, client_id)
         self.endpoint = self.nodes.current
+        self._latest_topics = latest_topics
+        self._coalesced_before = 0
+        self._inbound: CoalescingQueue | None = None
         self.client_id = client_id
         self._on_message = on_message
         self._on_connect = on_connect
@@ -190,7 +200,10 @@ class Connection:
     async def _session(self) -> None:
         will = self._will() if self._will else None
         username, password = self._auth
-        client = aiomqtt.Client(
+        if self._inbound is not None:
+            self._coalesced_before += self._inbound.coalesced
+        queue = functools.partial(CoalescingQueue, latest=self._latest_topics)
+        client = FastClient(
             self.endpoint.host,
             self.endpoint.port,
             identifier=self.client_id,
@@ -205,7 +218,9 @@ class Connection:
             tls_context=self._tls or (ssl.create_default_context() if self.endpoint.tls else None),
             socket_options=NODELAY if self.endpoint.transport == "tcp" else None,
             max_inflight_messages=MAX_INFLIGHT,
+            queue_type=queue,  # type: ignore[arg-type]
         )
+        self._inbound = client._queue  # type: ignore[assignment]
         self._session_over = asyncio.Event()
         async with client:
             self._client = client
@@ -414,6 +429,11 @@ class Connection:
                     with contextlib.suppress(ValueError):
                         self._outbox.remove(message)
             self._direct = client is not None
+
+    @property
+    def coalesced(self) -> int:
+        """Messages on latest-only topics replaced by a newer one before being handled."""
+        return self._coalesced_before + (self._inbound.coalesced if self._inbound else 0)
 
     @property
     def outbox_size(self) -> int:

@@ -20,6 +20,7 @@ from teamtree.agents.capability.favor_wire import (
 )
 from teamtree.agents.tasktree.peer_wire import (
     ClaimWire,
+    PotentialsWire,
     ReplyWire,
     ReportWire,
     SnapshotWire,
@@ -87,6 +88,7 @@ PEER = {
     "node.claim_reply": ReplyWire,
     "node.transition": TransitionWire,
     "node.snapshot": SnapshotWire,
+    "node.potentials": PotentialsWire,
 }
 
 

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import json
 import os
 import signal
@@ -25,32 +26,19 @@ from teamtree.agents.cli.args import seconds as _positive
 from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.cli.args import team_id as _team_id
 from teamtree.agents.cli.args import wait_services_flag
-from teamtree.agents.cli.dispatch import register as register_dispatch
-from teamtree.agents.cli.disturb import register as register_disturb
-from teamtree.agents.cli.human import register as register_human
-from teamtree.agents.cli.kinds import register as register_kinds
-from teamtree.agents.cli.ops import register as register_ops
 from teamtree.agents.cli.preflight import check_broker
-from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
-from teamtree.agents.cli.study import register as register_study
-from teamtree.agents.missions.protocol import mission_config
-from teamtree.agents.observers.mission import read_snapshots
-from teamtree.agents.observers.timeline import draw_timeline, load_records
-from teamtree.agents.observers.web.cli import register as register_web
 from teamtree.agents.runtime.config import load_config, parse_mission
 from teamtree.agents.runtime.credentials import agent_credentials
-from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
-from teamtree.agents.runtime.launcher import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, Launcher
 from teamtree.agents.runtime.log_setup import configure_logging
-from teamtree.agents.runtime.mission import MISSION_ENV, mission_of
-from teamtree.agents.tasktree.peer_wire import working_leaves
-from teamtree.agents.tasktree.robot import mission_tree
+from teamtree.agents.runtime.mission import MISSION_ENV
 from teamtree.broker import ConfigError, TeamtreeError
 from teamtree.broker.endpoint import parse_endpoint
-from teamtree.broker.local_broker import BrokerKind, make_local_broker
+from teamtree.broker.local_broker import BrokerKind
 from teamtree.broker.tls import TlsSettings, client_context
-from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
+
+# An agent process starts with this module: what only other commands need (observers,
+# the task tree's planner, matplotlib, the web view, the study) is imported inside them.
 
 LOG_FORMATS = ("auto", "plain", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -63,8 +51,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``teamtree`` and its subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of ``teamtree`` and its subcommands.
+
+    With `command` one of the built-in commands (``run``, ``agent``, ...), the commands
+    kept in their own modules are not registered (nor imported): an agent process starts
+    faster. None or any other word: every command."""
     parser = argparse.ArgumentParser(
         prog="teamtree",
         description="Run heterogeneous human-robot teams as agent processes over MQTT.",
@@ -198,12 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument("--title", default="", help="figure title")
     logging_flags(timeline, "auto")
 
-    for register in EXTRA_COMMANDS:
-        COMMANDS.update(register(sub))
+    if command not in COMMANDS:
+        for module in EXTRA_COMMANDS:
+            COMMANDS.update(importlib.import_module(module).register(sub))
     return parser
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from teamtree.agents.runtime.launcher import Launcher
+
     config = load_config(args.config)
     overrides = _overrides(args)
     validate_kinds(apply_overrides(config, overrides))
@@ -231,6 +226,8 @@ async def _agent(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, mission=parse_mission(table, config.path))
     validate_kinds(config)
     if args.members:  # after the checks: the queue's entry reads the on_call roles
+        from teamtree.agents.missions.protocol import mission_config
+
         config = mission_config(config, config.mission, args.members)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:
@@ -241,15 +238,18 @@ async def _agent(args: argparse.Namespace) -> int:
         )
     tls = TlsSettings.from_env()
     tls_context = client_context(tls) if tls else None
-    await wait_for_services(
-        endpoint,
-        args.team or config.team,
-        services_to_await(config, config.agent(args.id)) if args.wait_services else [],
-        within=args.wait_services,
-        say=lambda line: print(f"{args.id}: {line}", flush=True),
-        tls_context=tls_context,
-        credentials=agent_credentials(args.id),
-    )
+    if args.wait_services:  # (imports the observer only when there is something to await)
+        from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
+
+        await wait_for_services(
+            endpoint,
+            args.team or config.team,
+            services_to_await(config, config.agent(args.id)),
+            within=args.wait_services,
+            say=lambda line: print(f"{args.id}: {line}", flush=True),
+            tls_context=tls_context,
+            credentials=agent_credentials(args.id),
+        )
     agent = build_agent(
         config,
         args.id,
@@ -267,6 +267,8 @@ async def _agent(args: argparse.Namespace) -> int:
 
 
 async def _broker(args: argparse.Namespace) -> int:
+    from teamtree.broker.local_broker import make_local_broker
+
     broker = make_local_broker(args.kind, args.port, host=args.host)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -279,6 +281,13 @@ async def _broker(args: argparse.Namespace) -> int:
 
 
 async def _tree(args: argparse.Namespace) -> int:
+    from teamtree.agents.observers.mission import read_snapshots
+    from teamtree.agents.runtime.current_run import read_current_run
+    from teamtree.agents.runtime.mission import mission_of
+    from teamtree.agents.tasktree.peer_wire import working_leaves
+    from teamtree.agents.tasktree.robot import mission_tree
+    from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
+
     config = load_config(args.config)
     tree = mission_tree(config)
     team = args.team or config.team
@@ -327,21 +336,23 @@ async def _tree(args: argparse.Namespace) -> int:
 
 
 async def _timeline(args: argparse.Namespace) -> int:
+    from teamtree.agents.observers.timeline import draw_timeline, load_records
+
     records = load_records(args.run)
     path = draw_timeline(records, args.output, title=args.title or str(args.run))
     print(f"wrote {path}")
     return 0
 
 
-#: subcommands that live in their own modules: ``register(subparsers) -> {name: handler}``
+#: modules of the subcommands kept apart, each with ``register(subparsers) -> {name: handler}``
 EXTRA_COMMANDS = [
-    register_disturb,
-    register_study,
-    register_ops,
-    register_human,
-    register_kinds,
-    register_web,
-    register_dispatch,
+    "teamtree.agents.cli.disturb",
+    "teamtree.agents.cli.study",
+    "teamtree.agents.cli.ops",
+    "teamtree.agents.cli.human",
+    "teamtree.agents.cli.kinds",
+    "teamtree.agents.observers.web.cli",
+    "teamtree.agents.cli.dispatch",
 ]
 
 COMMANDS = {
@@ -355,19 +366,27 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``teamtree`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words[0] if words else None).parse_args(argv)
     configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
     try:
         check_broker(args)
         return asyncio.run(COMMANDS[args.command](args))
     except ConfigError as exc:
         print(f"teamtree: config error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _exit_code("EXIT_USAGE")
     except TeamtreeError as exc:
         print(f"teamtree: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return _exit_code("EXIT_FAILED")
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return _exit_code("EXIT_INTERRUPTED")
+
+
+def _exit_code(name: str) -> int:
+    """The launcher's exit code `name` (the launcher is imported only on these paths)."""
+    from teamtree.agents.runtime import launcher
+
+    return int(getattr(launcher, name))
 
 
 def _exit() -> None:

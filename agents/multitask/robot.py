@@ -252,7 +252,11 @@ class MultitaskRobot(PeerRuleMember):
     async def _act(self, action: Any) -> None:
         match action:
             case PublishClaim(claim=claim, to=to):
-                await self.publish(CLAIMS, "unit.claim", claim_to_wire(claim), team=True, to=to)
+                if to is None:
+                    await self.publish(CLAIMS, "unit.claim", claim_to_wire(claim), team=True)
+                else:  # only the peer that must answer receives it
+                    body = claim_to_wire(claim)
+                    await self.publish(CLAIMS, "unit.claim", body, recipient=to, to=to)
             case PublishReply(reply=reply):
                 await self.publish(
                     CLAIM_REPLY, "unit.claim_reply", reply_to_wire(reply), recipient=reply.claimant

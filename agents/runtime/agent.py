@@ -136,6 +136,7 @@ class Agent:
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
         self._pending = PendingRequests()
         self._filters: set[str] = set()
+        self._latest_topics: set[str] = set()
         self._taps: list[Handler] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
@@ -158,6 +159,7 @@ class Agent:
             password=password,
             clean_session=clean_session,
             tls_context=tls_context,
+            latest_topics=self._latest_topics,
         )
 
     # -- hooks for subclasses ------------------------------------------------------
@@ -474,13 +476,24 @@ class Agent:
         )
 
     def on_agent(
-        self, sender: str, channel: str, handler: Handler, *, kind: str | None = None
+        self,
+        sender: str,
+        channel: str,
+        handler: Handler,
+        *,
+        kind: str | None = None,
+        latest: bool = False,
     ) -> None:
         """Handle messages on one agent's own `channel` only (e.g. a robot's driver's
-        observations): the broker sends nothing else, which matters at scale."""
-        self._register(
-            ("agents", channel), handler, kind, pattern(self.team, validate_id(sender), channel)
-        )
+        observations): the broker sends nothing else, which matters at scale.
+
+        With `latest`, only the newest message counts: one still waiting to be handled
+        is replaced by a newer one (``CoalescingQueue``), so a busy agent skips stale
+        observations instead of falling behind on them."""
+        topic = pattern(self.team, validate_id(sender), channel)
+        if latest:
+            self._latest_topics.add(topic)
+        self._register(("agents", channel), handler, kind, topic)
 
     def on_any(self, handler: Handler) -> None:
         """See every valid message of the team (recorders, monitors), before routing."""

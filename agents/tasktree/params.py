@@ -34,3 +34,4 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     lease_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 3.0
     lease_renew_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 0.5
     lease_margin_s: Annotated[float, Meta(ge=0, description="seconds (0 or more)")] = 1.0
+    avoid_contention: Annotated[bool, Meta(description="true or false")] = True

@@ -23,6 +23,7 @@ from teamtree.agents.runtime.agent import Agent, AgentState
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.peer_wire import (
     claim_from_wire,
+    potentials_from_wire,
     reply_from_wire,
     snapshot_from_wire,
     transition_from_wire,
@@ -44,6 +45,7 @@ class PeerRuleMember(Agent):
 
     controller: TaskController | None = None
     roster: frozenset[str] | None = None
+    _potential_leaves: tuple[str, ...] = ()
 
     def in_roster(self, agent_id: str) -> bool:
         """Whether `agent_id` may speak for the tree (always, without a roster)."""
@@ -90,8 +92,12 @@ class PeerRuleMember(Agent):
     ) -> None:
         """Take claims on the team channel ``claims``, replies addressed to this agent on
         ``replies``, and every agent's ``transitions`` and retained ``snapshots``, of
-        message kinds ``<kinds>.claim``, ``.claim_reply``, ``.transition``, ``.snapshot``."""
+        message kinds ``<kinds>.claim``, ``.claim_reply``, ``.transition``, ``.snapshot``.
+        A claim to one peer comes on the claimant's ``claims`` channel addressed to it."""
         self.on_team(claims, self._on_peer_claim, kind=f"{kinds}.claim")
+        # a claim asked again of one peer comes on <claimant>/<claims>/<me>: only the
+        # peer that must answer receives it (not every member, as on the team channel)
+        self.on_agents(claims, self._on_peer_claim, kind=f"{kinds}.claim", addressed=True)
         self.on_agents(replies, self._on_peer_reply, kind=f"{kinds}.claim_reply", addressed=True)
         self.on_agents(transitions, self._on_peer_transition, kind=f"{kinds}.transition")
         self.on_agents(snapshots, self._on_peer_snapshot, kind=f"{kinds}.snapshot")
@@ -111,6 +117,18 @@ class PeerRuleMember(Agent):
             self._drop("sender_mismatch", str(topic), env.sender, f"{field} is not the sender")
             return
         await self.feed(event)
+
+    def subscribe_potentials(self, channel: str, leaves: tuple[str, ...]) -> None:
+        """Take peers' ``node.potentials`` (contention avoidance) on their ``channel``,
+        read in the order of `leaves` (the mission tree's)."""
+        self._potential_leaves = leaves
+        self.on_agents(channel, self._on_peer_potentials, kind="node.potentials")
+
+    async def _on_peer_potentials(self, env: Envelope, topic: Topic) -> None:
+        leaves = self._potential_leaves
+        await self._decoded(
+            env, topic, "potentials", lambda b: potentials_from_wire(b, leaves), "agent"
+        )
 
     async def _on_peer_claim(self, env: Envelope, topic: Topic) -> None:
         await self._decoded(env, topic, "claim", claim_from_wire, "claimant")

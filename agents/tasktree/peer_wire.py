@@ -10,16 +10,18 @@ drop the message and log it. Encoders write the same keys and msgpack shapes.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypeVar
 
 import msgspec
-from msgspec import Struct
+from msgspec import Meta, Struct
 
 from teamtree.planners.tasktree import (
     Claim,
     ClaimReply,
     NodeReport,
     NodeStatus,
+    PeerPotentials,
     PeerState,
     Snapshot,
     Stamp,
@@ -29,12 +31,15 @@ from teamtree.planners.tasktree import (
 __all__ = [
     "ClaimWire",
     "PeerWireError",
+    "PotentialsWire",
     "ReplyWire",
     "ReportWire",
     "SnapshotWire",
     "TransitionWire",
     "claim_from_wire",
     "claim_to_wire",
+    "potentials_from_wire",
+    "potentials_to_wire",
     "reply_from_wire",
     "reply_to_wire",
     "snapshot_from_wire",
@@ -106,6 +111,14 @@ class SnapshotWire(Struct, frozen=True):
     stamp: StampWire
     done: list[str]
     working: str | list[str] | None = None
+
+
+class PotentialsWire(Struct, frozen=True):
+    """The ``node.potentials`` body: ``agent``'s activation potential of every leaf of
+    the mission tree, in thousandths, in the tree's leaf order (pre-order)."""
+
+    agent: str
+    milli: list[Annotated[int, Meta(ge=0)]]
 
 
 def _decode(body: Any, typ: type[T]) -> T:
@@ -219,4 +232,26 @@ def snapshot_from_wire(body: Any) -> Snapshot:
     w = _decode(body, SnapshotWire)
     return Snapshot(
         agent=w.agent, stamp=w.stamp, done=tuple(w.done), working=working_leaves(w.working)
+    )
+
+
+def potentials_to_wire(agent: str, potentials: Mapping[str, float], leaves: Sequence[str]) -> dict:
+    """The ``node.potentials`` body for `leaves` (the tree's leaf order; missing: 0)."""
+    return {
+        "agent": agent,
+        "milli": [max(0, round(1000 * float(potentials.get(leaf, 0.0)))) for leaf in leaves],
+    }
+
+
+def potentials_from_wire(body: Any, leaves: Sequence[str]) -> PeerPotentials:
+    """A ``node.potentials`` body as PeerPotentials over `leaves`; raises PeerWireError
+    (also when it has a value count other than the tree's leaf count)."""
+    w = _decode(body, PotentialsWire)
+    if len(w.milli) != len(leaves):
+        raise PeerWireError(
+            f"bad potentials body: {len(w.milli)} values for a tree of {len(leaves)} leaves "
+            "(is the sender on another mission tree?)"
+        )
+    return PeerPotentials(
+        w.agent, {leaf: m / 1000 for leaf, m in zip(leaves, w.milli, strict=True)}
     )

@@ -3,7 +3,10 @@ the broker by the peer rule, acting through its driver (seed 000 §2.2-2.4, §3)
 
 Wire (see docs/protocol.md, "Task trees"):
 
-- ``_/claims``           ``node.claim``        a claim (to every peer, or ``to`` one)
+- ``_/claims``           ``node.claim``        a claim, to every peer
+- ``<me>/claims/<peer>`` ``node.claim``        the claim asked again of one peer only
+- ``<me>/potentials``    ``node.potentials``   retained, QoS 0: eq. 1 per leaf, for the
+  team's contention avoidance (``avoid_contention``, planners/tasktree/contention.py)
 - ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
 - ``<me>/state``         ``node.transition``   working / done / inactive (released)
 - ``<me>/snapshot``      ``node.snapshot``     retained: what this robot knows
@@ -59,7 +62,12 @@ from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
-from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
+from teamtree.agents.tasktree.peer_wire import (
+    claim_to_wire,
+    potentials_to_wire,
+    reply_to_wire,
+    snapshot_to_wire,
+)
 from teamtree.broker import ConfigError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
@@ -88,6 +96,7 @@ from teamtree.planners.tasktree import (
     PotentialsChanged,
     PresenceChanged,
     PublishClaim,
+    PublishPotentials,
     PublishReply,
     PublishSnapshot,
     PublishTransition,
@@ -105,6 +114,7 @@ from teamtree.planners.tasktree import (
 )
 
 CLAIMS = "claims"
+POTENTIALS = "potentials"
 CLAIM_REPLY = "claim_reply"
 STATE = "state"
 SNAPSHOT = "snapshot"
@@ -148,7 +158,10 @@ class RobotAgent(PeerRuleMember):
     (how long the robot waits for a lost driver or world to come back before it ends
     its mission with an error, exit code 2), ``stall_timeout_s`` (how long the team may
     stand still, with leaves open that nobody works on and this robot cannot take,
-    before the robot ends its mission with an error naming them, exit code 2; 0: never).
+    before the robot ends its mission with an error naming them, exit code 2; 0: never),
+    ``avoid_contention`` (publish potentials and claim the leaf the team's greedy
+    matching gives this robot, with jittered backoff; default true; false: seed 000's
+    selection, the highest activation).
     """
 
     kind = "robot"
@@ -174,9 +187,11 @@ class RobotAgent(PeerRuleMember):
         roster: list[str] | None = None,
         service_timeout_s: float = 30.0,
         stall_timeout_s: float = 60.0,
+        avoid_contention: bool = True,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        self.avoid_contention = avoid_contention
         if roster is not None:
             self.roster = frozenset(roster) | {self.id}
         self._driver_lost_at: float | None = None
@@ -208,6 +223,7 @@ class RobotAgent(PeerRuleMember):
         self.start_timeout_s = start_timeout_s
         self.min_grasp = min_grasp
         self.controller: TaskController | None = None
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.scorer = GraspScorer()
         self.arm: ArmModel | None = None
@@ -279,7 +295,11 @@ class RobotAgent(PeerRuleMember):
         self.subscribe_peer_rule(
             claims=CLAIMS, replies=CLAIM_REPLY, transitions=STATE, snapshots=SNAPSHOT
         )
-        self.on_agent(self.driver, "observation", self._on_observation, kind="observation")
+        if self.avoid_contention:
+            self.subscribe_potentials(POTENTIALS, tuple(self.tree.leaves))
+        self.on_agent(
+            self.driver, "observation", self._on_observation, kind="observation", latest=True
+        )
         self.on_agent(self.driver, "progress", self._on_progress)
 
     def _now(self) -> tuple[int, int, str]:
@@ -315,9 +335,11 @@ class RobotAgent(PeerRuleMember):
     async def _act(self, action: Any) -> None:
         match action:
             case PublishClaim(claim=claim, to=to):
-                if to is None or to not in self.humans:
+                if to is None:
+                    await self.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True)
+                elif to not in self.humans:  # only the peer that must answer receives it
                     body = claim_to_wire(claim)
-                    await self.publish(CLAIMS, "node.claim", body, team=True, to=to)
+                    await self.publish(CLAIMS, "node.claim", body, recipient=to, to=to)
                 for human in self.humans:
                     if to in (None, human):
                         self._local.append(self._model_reply(claim, human))
@@ -351,6 +373,9 @@ class RobotAgent(PeerRuleMember):
             case AbortBehaviour(node=node, reason=reason):
                 self.log.warning("behaviour.aborted", node=node, reason=reason)
                 await self._command("behaviour.cancel", node)
+            case PublishPotentials(potentials=potentials):
+                body = potentials_to_wire(self.id, potentials, self.tree.leaves)
+                await self.publish(POTENTIALS, "node.potentials", body, qos=0, retain=True)
             case ClaimDecided(claim=claim, won=won, reason=reason):
                 latency = self._now()[0] - claim.stamp[0]
                 self.log.info(
@@ -860,7 +885,11 @@ class RobotAgent(PeerRuleMember):
             rule=self.rule,
             default_potential=0.0,
             takeover_ms=self.lease.takeover_ms,
+            avoid_contention=self.avoid_contention,
+            seed=f"{self.seed}:{self.id}",
         )
+        if self.controller.avoider is not None:
+            self.controller.avoider.silent = set(self.humans)  # they publish no potentials
         self.log.info("mission.started", peers=sorted(peers), metric=self.metric_name)
         await self._publish_snapshot(self.controller.snapshot(self._now()))
         await self.feed(PotentialsChanged(self._potentials()))

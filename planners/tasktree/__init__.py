@@ -1,12 +1,13 @@
 """Shared THEN/AND/OR task trees with activation spreading and the peer rule (seed 000).
 
 Pure: tree model and parser (``tree``), node states (``status``), activation
-spreading (``activation``), the peer rule as a state machine (``peer``), behaviours
-that ended unheard (``body_watch``), activation metrics and the grasp pipeline
-(``metrics``, pose factors in ``grasp_pose``), a text renderer (``render``), a
-discrete-event simulation of a team (``peer_sim``), a PLACE mission in the simulated
-world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent
-from hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
+spreading (``activation``), the peer rule as a state machine (``peer``) and its
+contention avoidance for big teams (``contention``), behaviours that ended unheard
+(``body_watch``), activation metrics and the grasp pipeline (``metrics``, pose
+factors in ``grasp_pose``), a text renderer (``render``), a discrete-event simulation
+of a team (``peer_sim``), a PLACE mission in the simulated world in one process
+(``place_trial``, seed 000 §4), and the theory of mind: intent from hand tracks and
+simulated human controllers (``theory_of_mind``, §2.3).
 """
 
 from teamtree.planners.tasktree.activation import (
@@ -16,6 +17,12 @@ from teamtree.planners.tasktree.activation import (
     spread_activation,
 )
 from teamtree.planners.tasktree.body_watch import BodyWatch
+from teamtree.planners.tasktree.contention import (
+    ContentionAvoider,
+    PeerPotentials,
+    PublishPotentials,
+    greedy_choice,
+)
 from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.lease import LeaseTerms
 from teamtree.planners.tasktree.metrics import (
@@ -109,6 +116,7 @@ __all__ = [
     "ClaimReply",
     "ClaimRule",
     "ConnectionChanged",
+    "ContentionAvoider",
     "ControllerAction",
     "CrashSpec",
     "EffectConfirmed",
@@ -133,11 +141,13 @@ __all__ = [
     "NodeReport",
     "NodeStatus",
     "PauseBehaviour",
+    "PeerPotentials",
     "PeerState",
     "Placement",
     "PotentialsChanged",
     "PresenceChanged",
     "PublishClaim",
+    "PublishPotentials",
     "PublishReply",
     "PublishSnapshot",
     "PublishTransition",
@@ -165,6 +175,7 @@ __all__ = [
     "distance_score",
     "distance_scores",
     "fit_motion",
+    "greedy_choice",
     "leaf_potentials",
     "node_statuses",
     "orientation_ok",

@@ -55,19 +55,24 @@ activation spreading). A snapshot then lists every leaf the member works.
 
 from __future__ import annotations
 
+import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from teamtree.planners.tasktree.activation import (
-    NodeActivation,
     node_statuses,
-    select_behaviour,
-    spread_activation,
 )
+from teamtree.planners.tasktree.contention import (
+    ContentionAvoider,
+    PeerPotentials,
+    PublishPotentials,
+)
+from teamtree.planners.tasktree.incremental import ActivationView, IncrementalSpread
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
+from teamtree.planners.tasktree.versioned import VersionedDict, VersionedSet
 
 __all__ = [
     "AbortBehaviour",
@@ -275,6 +280,7 @@ Event = (
     | BehaviourFinished
     | ConnectionChanged
     | EffectConfirmed
+    | PeerPotentials
 )
 
 # ------------------------------------------------------------------ actions
@@ -357,6 +363,7 @@ ControllerAction = (
     | ResumeBehaviour
     | AbortBehaviour
     | ClaimDecided
+    | PublishPotentials
 )
 """What a ``TaskController`` asks its agent to do: publish, drive a behaviour, or
 report how a claim was decided."""
@@ -384,6 +391,8 @@ class _Pending:
     lost: str | None = None
     age: int = 0
     reclaim: bool = False
+    resends: int = 0
+    resend_at: int = 0  # age of the next resend (with contention avoidance)
 
 
 class TaskController:
@@ -417,6 +426,8 @@ class TaskController:
         capacity: int = 1,
         auto_select: bool = True,
         takeover_ms: int = 0,
+        avoid_contention: bool = False,
+        seed: int | str | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity {capacity}; expected 1 or more")
@@ -433,10 +444,10 @@ class TaskController:
         self.inhibit_factor = inhibit_factor
         self.resend_ticks = resend_ticks
         self._dedup_window = dedup_window
-        self.potentials: dict[str, float] = dict(potentials or {})
+        self.potentials: dict[str, float] = VersionedDict(potentials or {})
         self.peers_online: set[str] = set(online_peers) - {me}
-        self.done: set[str] = set()
-        self.working: dict[str, tuple[str, Stamp]] = {}
+        self.done: set[str] = VersionedSet()
+        self.working: dict[str, tuple[str, Stamp]] = VersionedDict()
         self.mine: dict[str, None] = {}
         """The leaves this member works on, in the order it won them."""
         self._paused: set[str] = set()
@@ -449,8 +460,14 @@ class TaskController:
         self._conflicts: dict[str, frozenset[str]] = {}
         self._claims_made = 0
         self._last_stamp: Stamp | None = None
-        self._acts: dict[str, NodeActivation] | None = None
+        self._acts: ActivationView | None = None
+        self._spread = IncrementalSpread(tree)
         self._acts_key: tuple | None = None
+        self.avoider: ContentionAvoider | None = None
+        """With ``avoid_contention``: peers' potentials, patience, backoff
+        (``contention.py``); the claim rule itself is unchanged."""
+        if avoid_contention:
+            self.avoider = ContentionAvoider(me, random.Random(me if seed is None else seed))
 
     # ----------------------------------------------------------- read-only views
 
@@ -482,29 +499,29 @@ class TaskController:
     @property
     def mission_done(self) -> bool:
         """True when the root's constraint is satisfied in this copy."""
-        return self.activations()[self.tree.root.id].satisfied
+        return self.activations().satisfied(self.tree.root.id)
 
-    def activations(self) -> dict[str, NodeActivation]:
-        """Activation level and potential of every node now (§2.2).
+    def activations(self) -> ActivationView:
+        """Activation level and potential of every node now (§2.2), as a mapping.
 
         Cached on what spreading reads (done, working, inhibited leaves, potentials):
-        every event asks, and most change none of it. Do not mutate the result.
+        every event asks, and most change none of it. Done, working and the potentials
+        count their changes (``versioned.py``), so the check costs no pass over the
+        tree, and spreading is kept up to date leaf by leaf (``incremental.py``; the
+        same results as ``spread_activation``). Read-only.
         """
         key = (
-            frozenset(self.done),
-            frozenset(self.working),
+            self.done.version,  # type: ignore[attr-defined]
+            self.working.version,  # type: ignore[attr-defined]
             frozenset(self._inhibited),
-            tuple(self.potentials.items()),
+            self.potentials.version,  # type: ignore[attr-defined]
         )
         if key != self._acts_key or self._acts is None:
+            if key[:2] != (self._acts_key or (None, None))[:2]:
+                self._spread.apply(self.done, self.working.keys())
             inhib = {n: self.inhibit_factor for n in self._inhibited}
-            self._acts = spread_activation(
-                self.tree,
-                self.done,
-                self.working.keys(),
-                self.potentials,
-                default_potential=self.default_potential,
-                inhibition=inhib,
+            self._acts = self._spread.view(
+                self.potentials, default_potential=self.default_potential, inhibition=inhib
             )
             self._acts_key = key
         return self._acts
@@ -546,7 +563,14 @@ class TaskController:
             case PresenceChanged():
                 self._on_presence(event, now, out)
             case PotentialsChanged():
-                self.potentials.update(event.potentials)
+                pots = self.potentials
+                if any(pots.get(k) != v for k, v in event.potentials.items()):
+                    pots.update(event.potentials)  # unchanged values: no new spreading
+                if self.avoider is not None:
+                    self.avoider.potentials_changed()
+            case PeerPotentials():
+                if self.avoider is not None and event.agent in self.peers_online:
+                    self.avoider.on_peer(event)
             case BehaviourFinished():
                 self._on_finished(event, now, out)
             case ConnectionChanged():
@@ -568,10 +592,14 @@ class TaskController:
                 del self._inhibited[node]
         if not self.connected or not self.synced:
             return
+        if self.avoider is not None:
+            pub = self.avoider.maybe_publish(self.potentials, len(self.mine) < self.capacity)
+            if pub is not None:
+                out.append(pub)
         if self._pending is not None:
             self._pending.age += 1
             p = self._pending
-            if self.resend_ticks > 0 and p.age % self.resend_ticks == 0:
+            if self.resend_ticks > 0 and self._resend_due(p):
                 for q in sorted(self.peers_online):
                     if p.replies.get(q, -1) < p.need.get(q, 0):
                         out.append(PublishClaim(replace(p.claim, round=p.need.get(q, 0)), to=q))
@@ -583,9 +611,36 @@ class TaskController:
             return
         if not self.auto_select or len(self.mine) >= self.capacity:
             return
-        leaf = select_behaviour(self.tree, self.activations())
+        leaf = self._select()
         if leaf is not None:
             self._start_claim(leaf, now, out)
+
+    def _resend_due(self, p: _Pending) -> bool:
+        """Whether a pending claim's unanswered peers are asked again on this tick:
+        every ``resend_ticks``, or with contention avoidance after a jittered,
+        doubling wait (``ContentionAvoider.resend_after``)."""
+        if self.avoider is None:
+            return p.age % self.resend_ticks == 0
+        if p.resend_at == 0:
+            p.resend_at = self.avoider.resend_after(self.resend_ticks, 0)
+        if p.age < p.resend_at:
+            return False
+        p.resends += 1
+        p.resend_at = p.age + self.avoider.resend_after(self.resend_ticks, p.resends)
+        return True
+
+    def _select(self) -> str | None:
+        """The leaf to claim on this tick: the best by activation (§2.2), or with
+        contention avoidance the one the team's matching gives this member (or None:
+        wait for a better-placed idle peer to claim first)."""
+        acts = self.activations()
+        values = {leaf: acts.leaf_value(leaf) for leaf in acts.selectable}
+        mine = {leaf: v for leaf, v in values.items() if v > 0.0}
+        if self.avoider is None:  # the highest, ties to the leftmost (select_behaviour)
+            index = self._spread.index
+            return max(mine, key=lambda leaf: (mine[leaf], -index[leaf]), default=None)
+        busy = {agent for agent, _s in self.working.values()}
+        return self.avoider.select(mine, self.peers_online, busy, id(acts))
 
     def _on_want(self, want: Want, now: Stamp, out: list[ControllerAction]) -> None:
         reason = ""
@@ -648,7 +703,7 @@ class TaskController:
         if w is not None and w[0] != self.me:
             return False
         acts = self.activations()
-        if acts[leaf].level <= 0.0:
+        if acts.level(leaf) <= 0.0:
             return False
         # an OR branch committed elsewhere (working by another member) also forbids it
         return all(
@@ -671,12 +726,16 @@ class TaskController:
             out.append(ClaimDecided(p.claim, False, p.lost))
             if p.reclaim:
                 self._abort_mine(leaf, p.lost, now, out)
+            elif self.avoider is not None:
+                self._inhibited[leaf] = self.avoider.lost(self.inhibit_ticks)
             else:
                 self._inhibited[leaf] = self.inhibit_ticks
             return
         if any(p.replies.get(q, -1) < p.need.get(q, 0) for q in self.peers_online):
             return
         self._pending = None
+        if self.avoider is not None:
+            self.avoider.won()
         out.append(ClaimDecided(p.claim, True, "every online peer answered, none beats it"))
         self.mine[leaf] = None
         self.working[leaf] = (self.me, now)
@@ -870,6 +929,8 @@ class TaskController:
             return
         self.peers_online.discard(ev.agent)
         self._awaiting.discard(ev.agent)
+        if self.avoider is not None:
+            self.avoider.forget(ev.agent)
         # Last Will: release its work so another completes it, once its lease lapsed
         self._lapsing.setdefault(ev.agent, now[0] + self.takeover_ms)
         self._release_lapsed(now)

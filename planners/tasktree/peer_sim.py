@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from teamtree.planners.tasktree.contention import PeerPotentials, PublishPotentials
 from teamtree.planners.tasktree.peer import (
     AbortBehaviour,
     BehaviourFinished,
@@ -139,6 +140,9 @@ class SimConfig:
     """Seconds peers wait beyond the lease after a Will (must cover clock skew)."""
     takeover: float | None = None
     """Seconds peers wait after a Will; None: ``lease + lease_margin`` (0 without lease)."""
+    avoid_contention: bool = False
+    """Robots publish potentials and claim where the team's matching puts them
+    (``TaskController(avoid_contention=True)``, ``contention.py``)."""
 
 
 @dataclass
@@ -291,6 +295,8 @@ class _Sim:
             inhibit_ticks=self.cfg.inhibit_ticks,
             capacity=self.cfg.capacity,
             takeover_ms=round(self.takeover() * 1000),
+            avoid_contention=self.cfg.avoid_contention,
+            seed=f"{self.cfg.seed}:{rid}",
         )
         self.robots[rid] = r
         self.broker_online.add(rid)
@@ -359,6 +365,8 @@ class _Sim:
                     self.publish(r.rid, tr)
                 case PublishSnapshot(snapshot=s):
                     self.publish(r.rid, s)
+                case PublishPotentials(agent=agent, potentials=pots):
+                    self.publish(r.rid, PeerPotentials(agent, pots))
                 case ClaimDecided(claim=c, won=won):
                     self.claims += 1
                     self.claims_won += won

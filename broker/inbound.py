@@ -1,0 +1,64 @@
+"""The inbound queue between the MQTT client and an agent's handlers.
+
+A handler that falls behind (a busy core, a big team) must not fall further behind on
+stale data: an observation is the world's state *now*, and a newer one on the same
+topic replaces it. So the queue keeps at most one message per *latest-only* topic
+(e.g. a driver's ``observation``): a newer message takes the queued one's place in the
+line (its position, its new content), and the replaced one is counted, not handled.
+Every other message (claims, replies, transitions, commands) is queued and delivered
+in order, never shed: the peer rule's messages are never dropped here.
+
+Used as aiomqtt's ``queue_type``; ``asyncio.Queue``'s ``_init``/``_put``/``_get`` are
+its documented extension points (``PriorityQueue`` and ``LifoQueue`` use them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Container
+from typing import Any
+
+__all__ = ["CoalescingQueue"]
+
+
+class _Slot:
+    __slots__ = ("item", "topic")
+
+    def __init__(self, topic: str | None, item: Any):
+        self.topic = topic
+        self.item = item
+
+
+class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
+    """An asyncio queue of aiomqtt messages that keeps only the newest message of each
+    topic in `latest` (a container of exact topic names, read at every put)."""
+
+    def __init__(self, maxsize: int = 0, *, latest: Container[str] = frozenset()):
+        self._latest = latest
+        self.coalesced = 0
+        """Messages replaced by a newer one on the same latest-only topic."""
+        super().__init__(maxsize)
+
+    def _init(self, maxsize: int) -> None:
+        self._queue: deque[_Slot] = deque()
+        self._queued: dict[str, _Slot] = {}
+
+    def _put(self, item: Any) -> None:
+        topic = getattr(getattr(item, "topic", None), "value", None)
+        if topic is not None and topic in self._latest:
+            slot = self._queued.get(topic)
+            if slot is not None:  # an older one still waits: the newer takes its place
+                slot.item = item
+                self.coalesced += 1
+                return
+            slot = self._queued[topic] = _Slot(topic, item)
+        else:
+            slot = _Slot(None, item)
+        self._queue.append(slot)
+
+    def _get(self) -> Any:
+        slot = self._queue.popleft()
+        if slot.topic is not None:
+            del self._queued[slot.topic]
+        return slot.item

@@ -1,0 +1,106 @@
+"""The inbound queue: observations coalesce (newest wins), every other message is kept
+in order; and aiomqtt's pending-publish bookkeeping without scans (FastClient)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from teamtree.agents import Agent
+from teamtree.broker import Endpoint, Envelope, Topic
+from teamtree.broker.fast_client import FastClient
+from teamtree.broker.inbound import CoalescingQueue
+
+LATEST = frozenset({"obs/a", "obs/b"})
+
+
+@dataclass
+class _Topic:
+    value: str
+
+
+@dataclass
+class _Message:
+    topic: _Topic
+    n: int
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("put"), st.sampled_from(["obs/a", "obs/b", "claims", "state"])),
+            st.tuples(st.just("get"), st.just("")),
+        ),
+        max_size=200,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops) -> None:
+    q = CoalescingQueue(latest=LATEST)
+    put: list[_Message] = []
+    got: list[_Message] = []
+    for n, (op, topic) in enumerate(ops):
+        if op == "put":
+            m = _Message(_Topic(topic), n)
+            q.put_nowait(m)
+            put.append(m)
+        elif not q.empty():
+            got.append(q.get_nowait())
+    while not q.empty():
+        got.append(q.get_nowait())
+    others = [m for m in put if m.topic.value not in LATEST]
+    assert [m for m in got if m.topic.value not in LATEST] == others  # none shed, in order
+    for topic in LATEST:
+        sent = [m.n for m in put if m.topic.value == topic]
+        seen = [m.n for m in got if m.topic.value == topic]
+        assert seen == sorted(set(seen))  # never an older one after a newer one
+        if sent:
+            assert seen[-1] == sent[-1]  # the newest is always delivered
+        assert q.coalesced >= 0
+    assert len(got) + q.coalesced == len(put)
+
+
+async def test_a_busy_agent_skips_stale_observations_but_no_claim(mosquitto, team) -> None:
+    endpoint = mosquitto.endpoint
+    sender = Agent("drv", team=team, endpoint=endpoint)
+    receiver = Agent("rob", team=team, endpoint=endpoint)
+    observations: list[int] = []
+    claims: list[int] = []
+
+    async def on_observation(env: Envelope, topic: Topic) -> None:
+        observations.append(env.body["n"])
+        time.sleep(0.02)  # a busy robot: the loop is blocked while it works
+
+    async def on_claim(env: Envelope, topic: Topic) -> None:
+        claims.append(env.body["n"])
+
+    receiver.on_agent("drv", "observation", on_observation, kind="observation", latest=True)
+    receiver.on_team("claims", on_claim, kind="node.claim")
+    async with sender, receiver:
+        await sender.wait_connected(10)
+        await receiver.wait_connected(10)
+        await asyncio.sleep(0.3)  # subscriptions are in place
+        for n in range(60):
+            await sender.publish("observation", "observation", {"n": n}, qos=0)
+            await sender.publish("claims", "node.claim", {"n": n}, team=True)
+        deadline = time.monotonic() + 15
+        while (len(claims) < 60 or observations[-1:] != [59]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    assert claims == list(range(60)), "every claim, in order"
+    assert observations[-1] == 59, "the newest observation is handled"
+    assert observations == sorted(set(observations))
+    assert len(observations) < 60, "stale observations were skipped"
+    assert receiver.connection.coalesced == 60 - len(observations)
+
+
+async def test_fast_client_acknowledges_a_burst_and_keeps_no_pending(mosquitto) -> None:
+    endpoint: Endpoint = mosquitto.endpoint
+    async with FastClient(
+        endpoint.host, endpoint.port, max_inflight_messages=200, timeout=120
+    ) as client:
+        await asyncio.gather(*(client.publish("burst/t", b"x", qos=1) for _ in range(1000)))
+        assert client._pending_publishes == {}
