@@ -267,6 +267,7 @@ class Launcher:
         self.outcome.feed(env.kind, env.sender, env.body)
 
     async def _stop_watch(self) -> None:
+        """Close the run's own watch (idempotent)."""
         if self._watch is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._watch.close(), 3.0)
@@ -274,6 +275,7 @@ class Launcher:
             self._watch_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._watch_task
+        self._watch, self._watch_task = None, None
 
     async def _check_resume(self, endpoint: Endpoint) -> None:
         """ConfigError unless the broker still keeps state of the mission to resume."""
@@ -418,6 +420,8 @@ class Launcher:
             return "recorder" if child.name in recorders else child.role
 
         for role in sorted(order, key=order.get):
+            if role == "broker":  # our own watch leaves first, so it sees no lost broker
+                await self._stop_watch()
             group = [c for c in self.children if role_of(c) == role and c.returncode is None]
             for child in group:
                 with contextlib.suppress(ProcessLookupError):
@@ -434,5 +438,6 @@ class Launcher:
             for pump in child.pumps:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(pump, 2.0)
+        await self._stop_watch()
         if self._mosquitto is not None:
             await self._mosquitto.close()
