@@ -26,10 +26,18 @@ PROGRESS_EVERY_S = 5.0
 
 
 def services_to_await(config: TeamConfig, spec: AgentSpec) -> list[str]:
-    """The services `spec` waits for: every service of the config (none for a service)."""
+    """The services `spec` waits for: every service of the config but other members'
+    drivers (none for a service). Another robot's driver starts with that robot, which
+    may join later (``attach``): waiting for it would hold this member back for good."""
     if spec.role == "service":
         return []
-    return sorted(s.id for s in config.services if s.kind not in NOT_AWAITED and s.id != spec.id)
+    own = spec.params.get("driver")
+    others = {m.params.get("driver") for m in config.members if m.id != spec.id} - {own}
+    return sorted(
+        s.id
+        for s in config.services
+        if s.kind not in NOT_AWAITED and s.id != spec.id and s.id not in others
+    )
 
 
 async def wait_for_services(

@@ -25,9 +25,11 @@ Readings and choices (the papers do not cover teams this large):
 - *Backoff with jitter*: a lost claim inhibits its leaf for ``base * u * 2**k`` ticks
   (``u`` uniform in [1, 2), ``k`` the member's consecutive losses, at most 4); a claim
   waiting for replies is re-sent after ``base * u * 2**k`` ticks (``k`` resends so far,
-  at most 6), so a storm damps out instead of growing. Over QoS 1 and persistent
-  sessions a resend to a connected peer is only ever needed for a message lost with a
-  session; a slow reply means a busy peer, and asking it again makes it busier.
+  at most 3: with the default 50 ticks of 50 ms, a resend at least every 20-40 s), so a
+  storm damps out instead of growing. Over QoS 1 and persistent sessions a resend to a
+  connected peer is only needed for a message lost with a session (a broker node that
+  stopped); a slow reply means a busy peer, and asking it again makes it busier. A
+  peer that announces itself ONLINE again is asked at once (the peer rule does that).
 - Published potentials are rounded to 1/1000 and re-published (at most every
   ``publish_every`` ticks) only while the member can take work and when some leaf
   moved by more than ``tolerance``: a working robot's arm moves, an idle one's does not.
@@ -236,4 +238,4 @@ class ContentionAvoider:
 
     def resend_after(self, base_ticks: int, resends: int) -> int:
         """Ticks until the next resend of a claim already re-sent `resends` times."""
-        return max(1, round(base_ticks * (1.0 + self.rng.random()) * 2 ** min(resends, 6)))
+        return max(1, round(base_ticks * (1.0 + self.rng.random()) * 2 ** min(resends, 3)))

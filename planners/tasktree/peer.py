@@ -922,10 +922,17 @@ class TaskController:
             return
         if ev.online:
             self._lapsing.pop(ev.agent, None)
+            p = self._pending
             if ev.agent not in self.peers_online:
                 self.peers_online.add(ev.agent)
-                if self._pending is not None:  # it never saw our claim: ask it too
-                    out.append(PublishClaim(self._pending.claim, to=ev.agent))
+                if p is not None:  # it never saw our claim: ask it too
+                    out.append(PublishClaim(p.claim, to=ev.agent))
+            elif p is not None and p.replies.get(ev.agent, -1) < p.need.get(ev.agent, 0):
+                # it announced itself again (a reconnect, perhaps to another broker node):
+                # our claim or its reply may have been lost with its old session, so ask
+                # now rather than after the backoff
+                again = replace(p.claim, round=p.need.get(ev.agent, 0))
+                out.append(PublishClaim(again, to=ev.agent))
             return
         self.peers_online.discard(ev.agent)
         self._awaiting.discard(ev.agent)
