@@ -72,6 +72,9 @@ def serves(spec: AgentSpec) -> tuple[str, ...]:
 
 #: seconds a mission's agent has to stop after SIGTERM before it is killed
 STOP_GRACE_S = 10.0
+#: seconds the queue waits, once a mission's agents have ended, for a ``mission.result``
+#: they sent (kinds whose agents send none end this much later)
+RESULT_GRACE_S = 0.5
 
 
 class MissionQueue(Agent):
@@ -340,6 +343,11 @@ class MissionQueue(Agent):
         await asyncio.gather(*pumps, return_exceptions=True)
         codes = {m: p.returncode for m, p in procs.items()}
         took = time.monotonic() - started
+        # a result sent just before its agent exited may still be on its way here
+        for _ in range(int(RESULT_GRACE_S / 0.05)):
+            if row.id in self._results or row.state == "cancelling":
+                break
+            await asyncio.sleep(0.05)
         result = self._results.pop(row.id, None)
         said = result["summary"] if result is not None else ""
         if row.state == "cancelling":
