@@ -36,6 +36,7 @@ from teamtree.agents.allocation.allocator import request_allocation as ask_servi
 from teamtree.agents.allocation.params import CobotParams, KittingHumanParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import ConfigError, PlanningError, RequestTimeoutError
@@ -308,6 +309,19 @@ class KittingHumanAgent(Agent):
 
 
 # -- the cobot ---------------------------------------------------------------------------
+
+
+def kitting_result(summary: dict[str, Any]) -> dict[str, Any]:
+    """The kitting episode's ``mission.result``: ok only when the kit holds the whole
+    pattern (every subtask placed right), with the episode's figures in one sentence."""
+    ok = bool(summary["pattern_correct"])
+    said = (
+        f"kit {'complete' if ok else 'NOT complete'} in {summary['makespan']:g} s of "
+        f"scenario time; {summary['robot_to_human']} subtask(s) assigned to the human by "
+        f"the robot, {summary['human_to_robot']} to the robot by the human, "
+        f"{summary['wrong_human_actions']} wrong human action(s) corrected"
+    )
+    return result_body("kitting", ok, said)
 
 
 @dataclass
@@ -713,6 +727,9 @@ class CobotAgent(Agent):
         summary = self.summary()
         await self.publish(STATUS, DONE, summary)
         self.log.info("kitting.summary", **summary)
+        await self.publish(
+            RESULT_CHANNEL, RESULT_KIND, kitting_result(summary), team=True, retain=True
+        )
         errors = [i for i, s in enumerate(self.board.states) if needs_correction(s)]
         if errors:  # pragma: no cover - all_placed() excludes this
             raise PlanningError(f"subtasks left wrong: {errors}")

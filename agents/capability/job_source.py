@@ -21,14 +21,14 @@ from teamtree.agents.capability.channels import (
     REPORT_CHANNEL,
 )
 from teamtree.agents.capability.job_wire import JobAssign, JobWireError, decode_report
-from teamtree.agents.capability.params import JobSourceParams
+from teamtree.agents.capability.params import JobEntry, JobSourceParams, MissionJobs
 from teamtree.agents.capability.robot import FactoryRobot
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
-from teamtree.agents.runtime.params import decode_params
+from teamtree.agents.runtime.params import convert_error, decode_params
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import TeamtreeError
+from teamtree.broker import ConfigError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.capability import (
@@ -56,6 +56,25 @@ def job_result(rows: list[dict[str, Any]]) -> dict[str, Any]:
         done=[{"item": r["job_id"], "by": r["agent"]} for r in done],
         failed=failed,
     )
+
+
+def mission_jobs(config: TeamConfig) -> tuple[list[JobEntry], int, str | None]:
+    """(jobs, random_jobs, "mission") from the ``[mission]`` table when it gives either
+    key (a factory mission submitted to a serving team says its jobs), else
+    ([], 0, None): the job source's own keys hold. ConfigError naming the key."""
+    table = {k: v for k, v in config.mission.params.items() if k in MISSION_JOB_KEYS}
+    if not table:
+        return [], 0, None
+    try:
+        given = msgspec.convert(table, MissionJobs, strict=True)
+    except msgspec.ValidationError as exc:
+        key, message = convert_error(exc, table, MissionJobs, "mission")
+        raise ConfigError(message, path=str(config.path), key=key) from None
+    return list(given.jobs), given.random_jobs, "mission"
+
+
+#: the ``[mission]`` keys that give a factory mission's jobs
+MISSION_JOB_KEYS = frozenset({"jobs", "random_jobs"})
 
 
 @dataclass
@@ -130,24 +149,31 @@ class JobSource(Agent):
         params = decode_params(spec, config, JobSourceParams)
         seed = params.seed if params.seed is not None else random.randrange(1 << 31)
         rng = random.Random(seed)
+        jobs, random_jobs, where = mission_jobs(config)
+        if where is None:
+            jobs, random_jobs = params.jobs, params.random_jobs
+
+        def error(key: str, message: str) -> ConfigError:
+            if where is None:
+                return reader.error(key, message)
+            return ConfigError(message, path=str(config.path), key=f"{where}.{key}")
+
         orders: list[JobOrder] = []
-        for i, entry in enumerate(params.jobs):
+        for i, entry in enumerate(jobs):
             if entry.job not in JOBS:
-                raise reader.error(
-                    f"jobs[{i}].job", f"is {entry.job!r}; expected one of {sorted(JOBS)}"
-                )
+                raise error(f"jobs[{i}].job", f"is {entry.job!r}; expected one of {sorted(JOBS)}")
             if entry.robot is not None and entry.robot not in robots:
-                raise reader.error(
+                raise error(
                     f"jobs[{i}].robot",
                     f"is {entry.robot!r}; expected a factory_robot id ({', '.join(robots)})",
                 )
             work_s = entry.work_s if entry.work_s is not None else params.work_s
             orders.append(JobOrder(f"j{i + 1}", entry.job, entry.robot, work_s))
         names = sorted(JOBS)
-        for _ in range(params.random_jobs):
+        for _ in range(random_jobs):
             orders.append(JobOrder(f"j{len(orders) + 1}", rng.choice(names), None, params.work_s))
         if not orders:
-            raise reader.error("jobs", "no jobs: give jobs = [...] or random_jobs > 0")
+            raise error("jobs", "no jobs: give jobs = [...] or random_jobs > 0")
         return {
             "robots": robots,
             "orders": orders,

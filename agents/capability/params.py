@@ -75,3 +75,12 @@ class JobSourceParams(Struct, frozen=True, forbid_unknown_fields=True):
     accept_timeout_s: Annotated[float, _seconds("a positive number")] = 3.0
     job_timeout_s: Annotated[float, _seconds("a positive number")] = 60.0
     settle_s: Annotated[float, Meta(ge=0, description="seconds (>= 0)")] = 0.1
+
+
+class MissionJobs(Struct, frozen=True, forbid_unknown_fields=True):
+    """The jobs a factory mission's ``[mission]`` table may give (a mission submitted to a
+    serving team): when ``jobs`` or ``random_jobs`` is there, the pair replaces the job
+    source's own ``jobs`` and ``random_jobs`` (a missing one of the two counts as none)."""
+
+    jobs: Annotated[list[JobEntry], Meta(description="a list of {job, robot, work_s} tables")] = []
+    random_jobs: Annotated[int, Meta(ge=0, description="a number of random jobs (>= 0)")] = 0

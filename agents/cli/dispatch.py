@@ -147,7 +147,8 @@ async def run_submit(args: argparse.Namespace) -> int:
         table = await _ask(args, LIST, {})
         row = next((r for r in table.body.get("missions", []) if r.get("id") == mission_id), None)
         if row is not None and row.get("state") in ENDED:
-            print(f"{mission_id}: {row['state']} {row.get('summary', '')}".rstrip(), flush=True)
+            said = row.get("summary") or row["state"]  # the summary starts with the state
+            print(f"{mission_id}: {said}", flush=True)
             return 0 if row["state"] == "done" else 1
 
 

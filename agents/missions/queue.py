@@ -57,6 +57,7 @@ from teamtree.agents.runtime.config import (
 )
 from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class
 from teamtree.agents.runtime.mission import new_mission_id
+from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
@@ -71,6 +72,9 @@ def serves(spec: AgentSpec) -> tuple[str, ...]:
 
 #: seconds a mission's agent has to stop after SIGTERM before it is killed
 STOP_GRACE_S = 10.0
+#: seconds the queue waits, once a mission's agents have ended, for a ``mission.result``
+#: they sent (kinds whose agents send none end this much later)
+RESULT_GRACE_S = 0.5
 
 
 class MissionQueue(Agent):
@@ -100,6 +104,7 @@ class MissionQueue(Agent):
         self._wake = asyncio.Event()
         self._procs: dict[str, dict[str, asyncio.subprocess.Process]] = {}  # mission -> procs
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._results: dict[str, dict[str, Any]] = {}  # mission -> its mission.result
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -144,6 +149,7 @@ class MissionQueue(Agent):
         self.on_team(CHANNEL, self._on_submit, kind=SUBMIT)
         self.on_team(CHANNEL, self._on_list, kind=LIST)
         self.on_team(CHANNEL, self._on_cancel, kind=CANCEL)
+        self.on_team(RESULT_CHANNEL, self._on_result, kind=RESULT_KIND)
 
     async def on_connected(self) -> None:
         await self._publish_table()
@@ -237,6 +243,15 @@ class MissionQueue(Agent):
         await self.reply(env, CANCELLED, {"id": row.id, "state": row.state})
         await self._publish_table()
 
+    async def _on_result(self, env: Envelope, topic: Topic) -> None:
+        """Keep a running mission's ``mission.result`` (its agents' own judgement of its
+        criterion: every job done, the formula satisfied, the kit right): its summary
+        says what the mission achieved, and why it failed, better than a log line."""
+        body = env.body if isinstance(env.body, dict) else {}
+        mission = body.get("mission")
+        if mission in self._running and isinstance(body.get("summary"), str):
+            self._results[mission] = body
+
     def _table(self) -> dict[str, Any]:
         return {"missions": [r.to_wire() for r in self.rows.values()]}
 
@@ -328,8 +343,17 @@ class MissionQueue(Agent):
         await asyncio.gather(*pumps, return_exceptions=True)
         codes = {m: p.returncode for m, p in procs.items()}
         took = time.monotonic() - started
+        # a result sent just before its agent exited may still be on its way here
+        for _ in range(int(RESULT_GRACE_S / 0.05)):
+            if row.id in self._results or row.state == "cancelling":
+                break
+            await asyncio.sleep(0.05)
+        result = self._results.pop(row.id, None)
+        said = result["summary"] if result is not None else ""
         if row.state == "cancelling":
             self._end(row, "cancelled")
+        elif result is not None and result.get("ok") is False:  # the mission's own verdict
+            self._end(row, "failed", said)
         elif first_failed is not None:
             words = last_words[first_failed]
             why = f" ({words[-1]})" if words else ""
@@ -342,6 +366,8 @@ class MissionQueue(Agent):
             bad = ", ".join(f"{m} exited {c}" for m, c in codes.items() if c != 0)
             self._end(row, "failed", bad)
         row.summary = f"{row.state} in {took:.1f} s" + (f" ({row.reason})" if row.reason else "")
+        if said and row.state == "done":
+            row.summary += f": {said}"
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )

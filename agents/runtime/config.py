@@ -191,6 +191,8 @@ MISSION_KEYS: dict[str, frozenset[str]] = {
             "drain_per_s",
             "favor_loss",
             "loss_seed",
+            "jobs",
+            "random_jobs",
         }
     ),
 }
