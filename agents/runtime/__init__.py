@@ -41,6 +41,14 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "launcher": ("Launcher",),
     "log_setup": ("configure_logging",),
+    "observation_wire": (
+        "HandView",
+        "ObjectView",
+        "ObservationBody",
+        "ObservationWireError",
+        "RobotView",
+        "decode_observation",
+    ),
     "params": (
         "decode_params",
         "params_dict",
