@@ -9,7 +9,7 @@ VDA 5050 bridge's ``connection``, ``battery``) are ignored. ``robot.busy`` is th
 running command's id; a driver that does not know it may send a bool (the VDA 5050
 bridge does), which counts as "no command id". The robot decodes each observation
 once with ``decode_observation``, which raises ObservationWireError (a ``ValueError``
-naming the field's path, e.g. ``$.objects.cup.position``) on a malformed body.
+naming the field's path, e.g. ``$.objects[...].position``) on a malformed body.
 """
 
 from __future__ import annotations
