@@ -17,17 +17,20 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from teamtree.agents.observers.web.state import WebState
 from teamtree.agents.runtime.observation_wire import (
     HandView,
     ObjectView,
     ObservationBody,
     ObservationWireError,
     RobotView,
+    WorldStateBody,
     decode_observation,
+    decode_world_state,
 )
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
-from teamtree.broker.topics import build
+from teamtree.broker.topics import build, parse
 from teamtree.hardware.world import World
 from teamtree.planners.tasktree import parse_tree
 from tests.test_protocol_docs import braces, fields, keys
@@ -174,3 +177,46 @@ def test_a_robot_drops_a_malformed_observation_naming_the_field_and_reads_the_ne
     assert robot.stats["dropped.malformed"] == 1
     assert set(robot.objects) == {"cup", "tea"}
     assert robot.arm_position == tuple(good["robot"]["arm"])
+
+
+def test_the_worlds_state_is_a_world_state_body() -> None:
+    world = World.from_spec(
+        OBJECTS, {"pr2": {"profile": "pr2", "base": [0, 0, 0]}}, {"alice": {"rest": [1, 0, 0.9]}}
+    )
+    assert world.execute("pr2", "c1", "n1", "place", {"object": "cup"}, 0.0)["ok"]
+    for t in (0.5, 60.0):
+        body = msgpack.unpackb(msgpack.packb(world.state(t, shared=True)), raw=False)
+        state = decode_world_state(body)
+        back = msgpack.unpackb(msgspec.msgpack.encode(state), raw=False)
+        assert back["hands"]["alice"].pop("track") == []  # the state carries no track
+        assert back == body
+    assert state.objects["cup"].at_goal and state.violations == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(bodies | st.fixed_dictionaries({"t": scalars, "objects": values, "robots": values,
+                                       "violations": scalars}))  # fmt: skip
+def test_any_world_state_body_decodes_or_names_its_fault(body: Any) -> None:
+    try:
+        state = decode_world_state(body)
+    except ObservationWireError as exc:
+        assert str(exc).startswith("bad world.state body: ")
+        return
+    assert decode_world_state(msgspec.to_builtins(state)) == state
+
+
+def test_an_observer_ignores_a_malformed_world_state() -> None:
+    web = WebState("t1")
+    topic = parse(build("t1", "world", "state"))
+    world = World.from_spec(OBJECTS, {"pr2": {"profile": "pr2", "base": [0, 0, 0]}})
+    good = msgpack.unpackb(msgpack.packb(world.state(0.0)), raw=False)
+    web.feed(Envelope("world.state", "world", 1, 1000, HlcStamp(1000, 0, "world"), good), topic)
+    bad = {**good, "violations": "many"}
+    web.feed(Envelope("world.state", "world", 2, 2000, HlcStamp(2000, 0, "world"), bad), topic)
+    assert web.world["violations"] == 0 and set(web.world["objects"]) == {"cup", "tea"}
+
+
+def test_protocol_md_world_state_body_matches_the_type() -> None:
+    text = (DOCS / "protocol.md").read_text()
+    start = text.index("`<world>/state` (`world.state`")
+    assert set(keys(braces(text, start))) == fields(WorldStateBody)

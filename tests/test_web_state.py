@@ -33,10 +33,15 @@ def feed(state: WebState, sender: str, channel: str, kind: str, body, ts: int) -
 
 
 def world(ts: int, hand: dict, at_goal: set[str]) -> dict:
+    """A ``world.state`` body (``WorldStateBody``): alice's hand `hand`, objects `at_goal`."""
     objects = {
-        o: {"at_goal": o in at_goal, "held_by": None} for o in ("burger", "cup", "tea_pot", "sugar")
-    }
-    return {"t": ts / 1000, "objects": objects, "hands": {"alice": hand}, "violations": 0}
+        o: {"shape": "box", "dims": [0.05, 0.05, 0.05], "position": [0.5, 0.0, 0.75],
+            "at_goal": o in at_goal, "held_by": None}
+        for o in ("burger", "cup", "tea_pot", "sugar")
+    }  # fmt: skip
+    hands = {"alice": {"position": [1.0, 0.0, 0.9], **hand}}
+    robots = {"pr2": {"name": "pr2", "arm": [0.0, 0.0, 0.9]}}
+    return {"t": ts / 1000, "objects": objects, "robots": robots, "hands": hands, "violations": 0}
 
 
 def story(state: WebState) -> None:

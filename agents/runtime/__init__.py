@@ -47,7 +47,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "ObservationBody",
         "ObservationWireError",
         "RobotView",
+        "WorldStateBody",
         "decode_observation",
+        "decode_world_state",
     ),
     "params": (
         "decode_params",

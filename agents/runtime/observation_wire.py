@@ -1,6 +1,7 @@
 """The driver's ``observation`` body on ``<driver>/observation`` (docs/protocol.md,
 "Simulated world and drivers") as declared msgspec Structs: what the body sees, the
-robot's pose and job, the objects, and (with people in the world) their tracked hands.
+robot's pose and job, the objects, and (with people in the world) their tracked hands;
+and the world's ``world.state``, made of the same views.
 
 Drivers of every sort publish it (the simulated one, the VDA 5050 bridge, third-party
 ones), so only what a robot needs is required: ``t``, ``robot.arm`` and each object's
@@ -86,3 +87,21 @@ class ObservationBody(Struct, frozen=True):
 def decode_observation(body: Any) -> ObservationBody:
     """An ``observation`` body; raises ObservationWireError naming the field."""
     return decode_body(body, ObservationBody, ObservationWireError, "observation")
+
+
+class WorldStateBody(Struct, frozen=True):
+    """``world.state`` on ``<world>/state`` (retained): the whole simulated world in the
+    same views as an observation, every robot's, and the count of violations so far.
+    Declared here, beside the views, so observers read it without loading the world
+    service."""
+
+    t: float
+    objects: dict[str, ObjectView]
+    robots: dict[str, RobotView]
+    violations: int
+    hands: dict[str, HandView] = {}
+
+
+def decode_world_state(body: Any) -> WorldStateBody:
+    """A ``world.state`` body; raises ObservationWireError naming the field."""
+    return decode_body(body, WorldStateBody, ObservationWireError, "world.state")

@@ -18,6 +18,7 @@ from typing import Any
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
 from teamtree.agents.observers.web.expectations import KittingExpectations
+from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
 from teamtree.broker import SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -183,14 +184,16 @@ class WebState:
             self._close_span(agent, node, env.ts)
 
     def _world_state(self, ts: int, body: dict[str, Any]) -> None:
-        objects = body.get("objects") if isinstance(body.get("objects"), dict) else {}
+        try:
+            world = decode_world_state(body)
+        except ObservationWireError:  # a malformed one is not shown
+            return
         self.world = {
-            "t": body.get("t"),
-            "violations": body.get("violations"),
+            "t": world.t,
+            "violations": world.violations,
             "objects": {
-                name: {"at_goal": bool(o.get("at_goal")), "held_by": o.get("held_by")}
-                for name, o in objects.items()
-                if isinstance(o, dict)
+                name: {"at_goal": o.at_goal, "held_by": o.held_by}
+                for name, o in world.objects.items()
             },
         }
 
