@@ -20,6 +20,7 @@ from tests.conftest import teamtree_cmd
 
 TEAM = "t1"
 TREE = parse_tree("THEN(AND(burger, cup), OR(tea_pot, sugar))").to_dict()
+MISSION = {"kind": "tasktree", "tree": TREE, "text": "THEN(AND(burger, cup), OR(tea_pot, sugar))"}
 BURGER, CUP, TEA, SUGAR = "root/0/0", "root/0/1", "root/1/0", "root/1/1"
 
 
@@ -48,7 +49,7 @@ def story(state: WebState) -> None:
     """pr2 places the burger; alice reaches for the cup, holds it and places it."""
     feed(state, "pr2", "connection", "presence", {"state": "ONLINE", "kind": "robot"}, 1000)
     feed(state, "alice", "factsheet", "factsheet", {"kind": "human", "hand": "alice"}, 1000)
-    feed(state, "pr2", "mission", "mission.tree", {"kind": "tasktree", "tree": TREE}, 1000)
+    feed(state, "pr2", "mission", "mission.tree", MISSION, 1000)
     feed(state, "pr2", "state", "node.transition", {"node": BURGER, "status": "working"}, 2000)
     feed(
         state,
@@ -130,7 +131,7 @@ def test_human_rows_and_the_timeline_panel_of_a_person() -> None:
     story(state)
     for e in [
         ("alice", "factsheet", {"kind": "human", "hand": "alice"}, 1000),
-        ("pr2", "mission.tree", {"tree": TREE}, 1000),
+        ("pr2", "mission.tree", MISSION, 1000),
         ("pr2", "node.transition", {"node": BURGER, "status": "working"}, 2000),
         ("world", "world.state", world(2500, {"target": "cup", "holding": None}, set()), 2500),
         ("pr2", "node.transition", {"node": BURGER, "status": "done"}, 4000),
@@ -189,7 +190,7 @@ def test_any_message_sequence_keeps_the_picture_whole(batch) -> None:
 
 def test_spans_are_capped_over_a_long_mission() -> None:
     state = WebState(TEAM)
-    feed(state, "pr2", "mission", "mission.tree", {"kind": "tasktree", "tree": TREE}, 0)
+    feed(state, "pr2", "mission", "mission.tree", MISSION, 0)
     for i in range(3 * MAX_SPANS):
         status = "working" if i % 2 == 0 else "inactive"
         feed(state, "pr2", "state", "node.transition", {"node": CUP, "status": status}, i)

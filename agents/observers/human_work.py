@@ -11,14 +11,18 @@ messages are used instead: what the team believes the person is doing.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from teamtree.agents.runtime.observation_wire import (
     ObservationWireError,
     WorldStateBody,
     decode_world_state,
 )
+from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
 
 __all__ = ["HumanWork", "WorkEvent", "human_rows"]
 
@@ -60,7 +64,8 @@ class HumanWork:
             hand = body.get("hand")
             self.hands[hand if isinstance(hand, str) else sender] = sender
         elif kind == "mission.tree":
-            self.set_leaves(_leaf_objects(body.get("tree")))
+            with contextlib.suppress(MissionWireError):  # a malformed one is not read
+                self.set_leaves(_leaf_objects(msgspec.to_builtins(decode_mission_tree(body).tree)))
         elif kind == "world.state" and isinstance(body.get("hands"), dict) and body["hands"]:
             try:
                 world = decode_world_state(body)

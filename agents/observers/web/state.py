@@ -19,10 +19,10 @@ from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
 from teamtree.agents.observers.web.expectations import KittingExpectations
 from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
-from teamtree.broker import SpecificationError
+from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
-from teamtree.planners.tasktree import TaskTree, spread_activation, tree_from_dict
+from teamtree.planners.tasktree import TaskTree, spread_activation
 
 __all__ = ["MAX_ALERTS", "MAX_MISSIONS", "MAX_SPANS", "WebState"]
 
@@ -138,8 +138,8 @@ class WebState:
 
     def _mission(self, body: dict[str, Any]) -> None:
         raw = body.get("tree")
-        with contextlib.suppress(SpecificationError, KeyError, TypeError, ValueError):
-            tree = tree_from_dict(raw)
+        with contextlib.suppress(MissionWireError):  # a malformed one is not shown
+            tree = tree_from_body(body)
             mission = body.get("mission") if isinstance(body.get("mission"), str) else None
             if self.tree_dict != raw or mission != self.tree_mission:
                 self.working.clear()
