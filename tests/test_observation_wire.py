@@ -31,6 +31,8 @@ from teamtree.agents.runtime.observation_wire import (
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build, parse
+from teamtree.drivers.vda5050.driver import Vda5050DriverAgent
+from teamtree.drivers.vda5050.site import site_from_config
 from teamtree.hardware.world import World
 from teamtree.planners.tasktree import parse_tree
 from tests.test_protocol_docs import braces, fields, keys
@@ -67,17 +69,22 @@ def test_the_worlds_observation_decodes_and_encodes_back_unchanged() -> None:
     assert seen[-1].robot.command_id is None and seen[-1].objects["cup"].at_goal
 
 
-def test_a_driver_that_sends_little_is_read_with_defaults() -> None:
-    """The VDA 5050 bridge: ``busy`` a bool, no goals, extra robot keys (ignored)."""
-    body = {
-        "t": 1.7e9,
-        "robot": {"name": "agv7", "arm": [1, 2, 0], "busy": True, "battery": 80.0},
-        "objects": {"dock": {"shape": "box", "dims": [0.5, 0.5, 0.05], "position": [0, 0, 0]}},
-    }
-    obs = decode_observation(body)
-    assert obs.robot.command_id is None and obs.robot.base is None
-    assert obs.objects["dock"] == ObjectView("box", (0.5, 0.5, 0.05), (0.0, 0.0, 0.0))
-    assert obs.hands == {}
+def test_the_vda5050_bridges_observation_is_read_with_defaults() -> None:
+    """The VDA 5050 bridge sends little: ``busy`` a bool, no goals, extra robot keys
+    (``connection``, ``battery``: ignored)."""
+    site = site_from_config({"A": {"x": 1, "y": 2}, "B": {"x": 3, "y": 0}},
+                            {"p1": {"at": "A", "goal": "B"}}, {})  # fmt: skip
+    driver = Vda5050DriverAgent(
+        "agv7-driver", team="t1", endpoint=Endpoint("127.0.0.1", 1), agent="agv7",
+        manufacturer="m", serial_number="s1", site=site, validate=False,
+    )  # fmt: skip
+    driver.connection_state = "ONLINE"
+    driver.agv_state = {"agvPosition": {"x": 1.0, "y": 2.0, "theta": 0.5},
+                        "batteryState": {"batteryCharge": 80}}  # fmt: skip
+    obs = decode_observation(msgpack.unpackb(msgpack.packb(driver.observation()), raw=False))
+    assert obs.robot.command_id is None and obs.robot.arm == (1.0, 2.0, 0.0)
+    assert obs.objects["B"] == ObjectView("box", (0.5, 0.5, 0.05), (3.0, 0.0, 0.0))
+    assert set(obs.objects) == {"A", "B", "p1"} and obs.hands == {}
 
 
 @pytest.mark.parametrize(
