@@ -117,7 +117,7 @@ def test_a_broken_connection_is_an_alert_with_its_time() -> None:
 
 def test_conceding_is_not_done_and_beliefs_stand_in_without_a_world() -> None:
     work = HumanWork()
-    work.feed("mission.tree", "pr2", {"tree": TREE}, 0)
+    work.feed("mission.tree", "pr2", MISSION, 0)
     events = work.feed("tom.belief", "pr2", {"human": "bob", "active": CUP, "done": []}, 100)
     assert [(e.person, e.node, e.started) for e in events] == [("bob", CUP, True)]
     events = work.feed("tom.belief", "pr2", {"human": "bob", "active": None, "done": []}, 200)
