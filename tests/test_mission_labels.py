@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.observers.mission_labels import mission_labels, tree_labels
+from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.planners.multitask import pick_and_place_tree
 from teamtree.planners.tasktree import parse_tree
 from tests.test_wire import bodies
@@ -29,3 +31,26 @@ def test_labels_match_the_tree_nodes_own() -> None:
 def test_hostile_trees_give_labels_not_errors(body) -> None:
     labels, leaves = tree_labels(body)
     assert set(leaves) <= set(labels)
+
+
+def test_mission_labels_reads_a_whole_body_and_ignores_a_malformed_one() -> None:
+    tree = parse_tree("THEN(PLACE(object=cup), PLACE(object=tea))")
+    labels, leaves = mission_labels(mission_tree_body(tree)) or ({}, [])
+    assert [labels[leaf] for leaf in leaves] == ["PLACE(cup)", "PLACE(tea)"]
+    assert mission_labels({"tree": tree.to_dict()}) is None  # no kind, no text
+    assert mission_labels({**mission_tree_body(tree), "tree": {"id": 3}}) is None
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["id", "kind", "text", "tree", "children", "behavior", "params", "type"]), inner, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(_values)
+def test_mission_labels_never_raises(body: object) -> None:
+    found = mission_labels(body)
+    assert found is None or set(found[1]) <= set(found[0])

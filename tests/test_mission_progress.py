@@ -21,7 +21,11 @@ def env(kind: str, sender: str, body: object) -> Envelope:
 
 
 def mission(tree=TREE) -> Envelope:
-    return env("mission.tree", "pr2", {"kind": "tasktree", "tree": tree.to_dict()})
+    return env(
+        "mission.tree",
+        "pr2",
+        {"kind": "tasktree", "tree": tree.to_dict(), "text": tree.to_string()},
+    )
 
 
 def done(node: str, agent: str = "pr2", status: str = "done") -> Envelope:

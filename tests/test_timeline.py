@@ -14,7 +14,7 @@ def test_a_skip_is_satisfied_in_every_other_copy_and_labels_keep_params() -> Non
     tree = pick_and_place_tree(["o1"]).to_dict()
     t = "node.transition"
     records = [
-        rec(0, "a", "mission.tree", {"tree": tree}),
+        rec(0, "a", "mission.tree", {"kind": "multitask", "tree": tree, "text": ""}),
         rec(1000, "a", t, {"node": "move-o1-1", "status": "skipped"}),
         rec(1000, "a", t, {"node": "pick-o1", "status": "working"}),
         rec(3000, "a", t, {"node": "pick-o1", "status": "done"}),

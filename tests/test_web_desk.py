@@ -55,10 +55,24 @@ def test_the_queue_table_and_who_serves_it() -> None:
 def test_a_new_mission_with_the_same_tree_starts_from_nothing() -> None:
     tree = {"id": "root", "behavior": "PLACE", "params": {"object": "cup"}}
     state = WebState(TEAM)
-    feed(state, "pr2", "mission", "mission.tree", {"tree": tree, "mission": "m1"}, 1)
+    feed(
+        state,
+        "pr2",
+        "mission",
+        "mission.tree",
+        {"kind": "tasktree", "tree": tree, "text": "PLACE(cup)", "mission": "m1"},
+        1,
+    )
     feed(state, "pr2", "state", "node.transition", {"node": "root", "status": "done"}, 2)
     assert state.snapshot()["mission"]["complete"]
-    feed(state, "pr2", "mission", "mission.tree", {"tree": tree, "mission": "m2"}, 3)
+    feed(
+        state,
+        "pr2",
+        "mission",
+        "mission.tree",
+        {"kind": "tasktree", "tree": tree, "text": "PLACE(cup)", "mission": "m2"},
+        3,
+    )
     snap = state.snapshot()
     assert not snap["mission"]["complete"] and snap["mission"]["id"] == "m2"
 

@@ -20,6 +20,7 @@ from tests.conftest import teamtree_cmd
 
 TEAM = "t1"
 TREE = parse_tree("THEN(AND(burger, cup), OR(tea_pot, sugar))").to_dict()
+MISSION = {"kind": "tasktree", "tree": TREE, "text": "THEN(AND(burger, cup), OR(tea_pot, sugar))"}
 BURGER, CUP, TEA, SUGAR = "root/0/0", "root/0/1", "root/1/0", "root/1/1"
 
 
@@ -33,17 +34,22 @@ def feed(state: WebState, sender: str, channel: str, kind: str, body, ts: int) -
 
 
 def world(ts: int, hand: dict, at_goal: set[str]) -> dict:
+    """A ``world.state`` body (``WorldStateBody``): alice's hand `hand`, objects `at_goal`."""
     objects = {
-        o: {"at_goal": o in at_goal, "held_by": None} for o in ("burger", "cup", "tea_pot", "sugar")
-    }
-    return {"t": ts / 1000, "objects": objects, "hands": {"alice": hand}, "violations": 0}
+        o: {"shape": "box", "dims": [0.05, 0.05, 0.05], "position": [0.5, 0.0, 0.75],
+            "at_goal": o in at_goal, "held_by": None}
+        for o in ("burger", "cup", "tea_pot", "sugar")
+    }  # fmt: skip
+    hands = {"alice": {"position": [1.0, 0.0, 0.9], **hand}}
+    robots = {"pr2": {"name": "pr2", "arm": [0.0, 0.0, 0.9]}}
+    return {"t": ts / 1000, "objects": objects, "robots": robots, "hands": hands, "violations": 0}
 
 
 def story(state: WebState) -> None:
     """pr2 places the burger; alice reaches for the cup, holds it and places it."""
     feed(state, "pr2", "connection", "presence", {"state": "ONLINE", "kind": "robot"}, 1000)
     feed(state, "alice", "factsheet", "factsheet", {"kind": "human", "hand": "alice"}, 1000)
-    feed(state, "pr2", "mission", "mission.tree", {"kind": "tasktree", "tree": TREE}, 1000)
+    feed(state, "pr2", "mission", "mission.tree", MISSION, 1000)
     feed(state, "pr2", "state", "node.transition", {"node": BURGER, "status": "working"}, 2000)
     feed(
         state,
@@ -111,7 +117,7 @@ def test_a_broken_connection_is_an_alert_with_its_time() -> None:
 
 def test_conceding_is_not_done_and_beliefs_stand_in_without_a_world() -> None:
     work = HumanWork()
-    work.feed("mission.tree", "pr2", {"tree": TREE}, 0)
+    work.feed("mission.tree", "pr2", MISSION, 0)
     events = work.feed("tom.belief", "pr2", {"human": "bob", "active": CUP, "done": []}, 100)
     assert [(e.person, e.node, e.started) for e in events] == [("bob", CUP, True)]
     events = work.feed("tom.belief", "pr2", {"human": "bob", "active": None, "done": []}, 200)
@@ -125,7 +131,7 @@ def test_human_rows_and_the_timeline_panel_of_a_person() -> None:
     story(state)
     for e in [
         ("alice", "factsheet", {"kind": "human", "hand": "alice"}, 1000),
-        ("pr2", "mission.tree", {"tree": TREE}, 1000),
+        ("pr2", "mission.tree", MISSION, 1000),
         ("pr2", "node.transition", {"node": BURGER, "status": "working"}, 2000),
         ("world", "world.state", world(2500, {"target": "cup", "holding": None}, set()), 2500),
         ("pr2", "node.transition", {"node": BURGER, "status": "done"}, 4000),
@@ -184,7 +190,7 @@ def test_any_message_sequence_keeps_the_picture_whole(batch) -> None:
 
 def test_spans_are_capped_over_a_long_mission() -> None:
     state = WebState(TEAM)
-    feed(state, "pr2", "mission", "mission.tree", {"kind": "tasktree", "tree": TREE}, 0)
+    feed(state, "pr2", "mission", "mission.tree", MISSION, 0)
     for i in range(3 * MAX_SPANS):
         status = "working" if i % 2 == 0 else "inactive"
         feed(state, "pr2", "state", "node.transition", {"node": CUP, "status": status}, i)

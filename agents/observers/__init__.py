@@ -2,7 +2,7 @@
 the people's work; the web view is the ``web`` subpackage)."""
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent, human_rows
-from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.observers.mission_labels import mission_labels, tree_labels
 from teamtree.agents.observers.monitor import MonitorState, TeamObserver, render_text
 from teamtree.agents.observers.recorder import RecorderAgent, behaviour_summary
 from teamtree.agents.observers.timeline import draw_timeline, load_records, node_intervals
@@ -17,6 +17,7 @@ __all__ = [
     "draw_timeline",
     "human_rows",
     "load_records",
+    "mission_labels",
     "node_intervals",
     "render_text",
     "tree_labels",

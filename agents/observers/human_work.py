@@ -11,8 +11,18 @@ messages are used instead: what the team believes the person is doing.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+
+from teamtree.agents.runtime.observation_wire import (
+    ObservationWireError,
+    WorldStateBody,
+    decode_world_state,
+)
+from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
 
 __all__ = ["HumanWork", "WorkEvent", "human_rows"]
 
@@ -54,10 +64,15 @@ class HumanWork:
             hand = body.get("hand")
             self.hands[hand if isinstance(hand, str) else sender] = sender
         elif kind == "mission.tree":
-            self.set_leaves(_leaf_objects(body.get("tree")))
+            with contextlib.suppress(MissionWireError):  # a malformed one is not read
+                self.set_leaves(_leaf_objects(msgspec.to_builtins(decode_mission_tree(body).tree)))
         elif kind == "world.state" and isinstance(body.get("hands"), dict) and body["hands"]:
+            try:
+                world = decode_world_state(body)
+            except ObservationWireError:  # a malformed one is not read
+                return []
             self.world_seen = True
-            return self._world(body, ts)
+            return self._world(world, ts)
         elif kind == "tom.belief" and not self.world_seen:
             return self._belief(body, ts)
         return []
@@ -82,20 +97,17 @@ class HumanWork:
             events.append(WorkEvent(person, leaf, ts, started=True))
         return events
 
-    def _world(self, body: dict[str, Any], ts: int) -> list[WorkEvent]:
-        objects = body.get("objects") if isinstance(body.get("objects"), dict) else {}
+    def _world(self, world: WorldStateBody, ts: int) -> list[WorkEvent]:
         placed = {
             leaf
             for leaf, obj in self.objects.items()
-            if isinstance(objects.get(obj), dict) and objects[obj].get("at_goal")
+            if obj in world.objects and world.objects[obj].at_goal
         }
         events: list[WorkEvent] = []
-        for hand, view in body["hands"].items():
-            if not isinstance(view, dict):
-                continue
-            person = self.hands.get(str(hand), str(hand))
-            self.holding[person] = view.get("holding")
-            leaf = self._leaf_of(view.get("holding") or view.get("target"))
+        for hand, view in world.hands.items():
+            person = self.hands.get(hand, hand)
+            self.holding[person] = view.holding
+            leaf = self._leaf_of(view.holding or view.target)
             events += self._move(person, leaf, ts, placed)
         return events
 

@@ -5,7 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["tree_labels"]
+import msgspec
+
+from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
+
+__all__ = ["mission_labels", "tree_labels"]
+
+
+def mission_labels(body: Any) -> tuple[dict[str, str], list[str]] | None:
+    """``tree_labels`` of a ``mission.tree`` body decoded as its declared type
+    (``MissionTreeBody``); None when the body is malformed, which observers ignore."""
+    try:
+        decoded = decode_mission_tree(body)
+    except MissionWireError:
+        return None
+    return tree_labels(msgspec.to_builtins(decoded.tree))
 
 
 def tree_labels(tree: Any) -> tuple[dict[str, str], list[str]]:

@@ -27,6 +27,7 @@ from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
 from teamtree.agents.runtime.presence_wire import decode_heartbeat
 from teamtree.agents.runtime.team_view import Presence, TeamView
+from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
 from teamtree.agents.tasktree.peer_wire import working_leaves
 from teamtree.broker import ConnectError, WireError
 from teamtree.broker.connection import Connection, Incoming
@@ -167,8 +168,10 @@ class MonitorState:
             with contextlib.suppress(ValueError):  # a malformed one is not shown
                 self.row(env.sender).heartbeat = msgspec.to_builtins(decode_heartbeat(body))
         elif kind == "mission.tree":
-            self.mission = {"kind": body.get("kind"), "text": body.get("text")}
-            self.labels, self.leaves = tree_labels(body.get("tree"))
+            with contextlib.suppress(MissionWireError):  # a malformed one is not shown
+                mission = decode_mission_tree(body)
+                self.mission = {"kind": mission.kind, "text": mission.text}
+                self.labels, self.leaves = tree_labels(msgspec.to_builtins(mission.tree))
         elif kind == "node.transition":
             self._transition(env.sender, body)
         elif kind == "node.snapshot":

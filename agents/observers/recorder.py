@@ -15,7 +15,7 @@ from typing import Annotated, Any, TextIO
 import msgspec
 
 from teamtree.agents.observers.human_work import human_rows
-from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.observers.mission_labels import mission_labels
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
@@ -125,8 +125,10 @@ class RecorderAgent(Agent):
             "body": env.body,
             "recorded_ms": time.time_ns() // 1_000_000,
         }
-        if env.kind == "mission.tree" and isinstance(env.body, dict):
-            self._labels = tree_labels(env.body.get("tree"))[0]
+        if env.kind == "mission.tree":
+            found = mission_labels(env.body)
+            if found is not None:
+                self._labels = found[0]
         try:
             line = json.dumps(record, default=_jsonable)
         except (TypeError, ValueError) as exc:

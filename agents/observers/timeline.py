@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.agents.observers.human_work import human_rows
-from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.observers.mission_labels import mission_labels
 from teamtree.broker import ConfigError
 
 COLOURS = {
@@ -66,7 +66,7 @@ def node_intervals(
         body = rec.get("body") if isinstance(rec.get("body"), dict) else {}
         kind = rec["kind"]
         if kind == "mission.tree":
-            tree_labels_, leaf_ids = tree_labels(body.get("tree"))
+            tree_labels_, leaf_ids = mission_labels(body) or ({}, [])
             labels.update({leaf: tree_labels_[leaf] for leaf in leaf_ids})
         elif kind == "node.claim":
             events.append((rec["ts"], rec["sender"], body.get("node"), "active", "own"))

@@ -41,6 +41,16 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "launcher": ("Launcher",),
     "log_setup": ("configure_logging",),
+    "observation_wire": (
+        "HandView",
+        "ObjectView",
+        "ObservationBody",
+        "ObservationWireError",
+        "RobotView",
+        "WorldStateBody",
+        "decode_observation",
+        "decode_world_state",
+    ),
     "params": (
         "decode_params",
         "params_dict",

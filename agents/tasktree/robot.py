@@ -46,6 +46,7 @@ import time
 import uuid
 from typing import Any, ClassVar
 
+import msgspec
 import numpy as np
 
 from teamtree.agents.runtime.behaviour_wire import (
@@ -57,6 +58,12 @@ from teamtree.agents.runtime.behaviour_wire import (
     to_wire,
 )
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.observation_wire import (
+    ObjectView,
+    ObservationBody,
+    ObservationWireError,
+    decode_observation,
+)
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.mission_wire import mission_tree_body
@@ -241,7 +248,7 @@ class RobotAgent(PeerRuleMember):
             for leaf in tree.leaves
         )
         # per object: its last observed view, and the shape and goal made from it
-        self._shapes: dict[str, tuple[dict[str, Any], ShapePrimitive, Any]] = {}
+        self._shapes: dict[str, tuple[ObjectView, ShapePrimitive, Any]] = {}
         # per object: (shape, goal, base) last checked and whether PLACE could reach it
         self._reach_last: dict[str, tuple[Any, Any, Any, bool]] = {}
         self._deferred: dict[str, float] | None = None
@@ -555,17 +562,21 @@ class RobotAgent(PeerRuleMember):
             await self.feed(BehaviourFinished(node, False))
 
     async def _on_observation(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.driver or not isinstance(env.body, dict):
+        if env.sender != self.driver:
             return
         try:
-            self._absorb_observation(env.body)
-            updates = self._observe_humans(env.body)
-        except (KeyError, TypeError, ValueError, IndexError, SpecificationError) as exc:
-            self._drop("malformed", str(topic), env.sender, f"observation: {exc}")
+            obs = decode_observation(env.body)
+            self._absorb_observation(obs)
+            updates = self._observe_humans(obs)
+        except ObservationWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
-        for leaf in self._confirmed(env.body):
+        except (ValueError, SpecificationError) as exc:  # typed, but not a shape or pose
+            self._drop("malformed", str(topic), env.sender, f"bad observation body: {exc}")
+            return
+        for leaf in self._confirmed(obs):
             await self.feed(EffectConfirmed(leaf))
-        await self._check_body(env.body)
+        await self._check_body(obs)
         potentials = self._potentials()
         if self.controller is not None and not self._reads_potentials():
             self._deferred = potentials  # handed over by feed() once it reads them again
@@ -583,22 +594,20 @@ class RobotAgent(PeerRuleMember):
             self._published_grasps = grasps
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
 
-    async def _check_body(self, body: dict[str, Any]) -> None:
+    async def _check_body(self, obs: ObservationBody) -> None:
         """A behaviour the body no longer runs, whose end never reached us (its progress
         message was lost, e.g. across a broker restart), failed: give the node back."""
         c = self.controller
-        robot = body.get("robot")
-        if c is None or not isinstance(robot, dict):
+        if c is None:
             return
-        busy = robot.get("busy")
-        busy = busy if isinstance(busy, str) else None
+        busy = obs.robot.command_id
         for node in self._body_watch.observe(busy, set(c.mine), time.monotonic()):
             self.log.warning("behaviour.failed", node=node, reason="progress_lost")
             self.executed.append({"node": node, "ok": False, "reason": "progress_lost"})
             self._command_of.pop(node, None)
             await self.feed(BehaviourFinished(node, False))
 
-    def _confirmed(self, body: dict[str, Any]) -> list[str]:
+    def _confirmed(self, obs: ObservationBody) -> list[str]:
         """Leaves not yet done whose object the world shows at its goal ("done means
         done": whoever put it there, e.g. a behaviour cancelled during its release).
         Only leaves without a ``goal`` parameter of their own: the world's ``at_goal``
@@ -606,44 +615,34 @@ class RobotAgent(PeerRuleMember):
         c = self.controller
         if c is None:
             return []
-        objects = body.get("objects")
-        if not isinstance(objects, dict):
-            return []
+        objects = obs.objects
         out = []
         for leaf, name in self._leaf_objects:
             if name is None or leaf in c.done or "goal" in self.tree[leaf].param_dict:
                 continue
             obj = objects.get(name)
-            if isinstance(obj, dict) and obj.get("at_goal") is True:
+            if obj is not None and obj.at_goal:
                 out.append(leaf)
         return out
 
-    def _absorb_observation(self, body: dict[str, Any]) -> None:
-        robot = body["robot"]
-        self.arm_position = tuple(float(v) for v in robot["arm"])  # type: ignore[assignment]
-        base = (*(float(v) for v in robot.get("base", robot["arm"])), float(robot.get("yaw", 0.0)))
+    def _absorb_observation(self, obs: ObservationBody) -> None:
+        robot = obs.robot
+        self.arm_position = robot.arm
+        base = (*(robot.arm if robot.base is None else robot.base), robot.yaw)
         if self.arm is None or base != self._base:
             self._base = base
             self.arm = self._arm_model(base)
         objects = {}
         self.goals = {}
         known, shapes = self._shapes, {}
-        for name, obj in body["objects"].items():
-            if obj.get("at_goal") or obj.get("held_by") not in (None, self.id):
+        for name, obj in obs.objects.items():
+            if obj.at_goal or obj.held_by not in (None, self.id):
                 continue
             seen = known.get(name)
             if seen is None or seen[0] != obj:  # most objects stand still: convert the rest
-                goal = None if obj.get("goal") is None else tuple(float(g) for g in obj["goal"])
-                if goal is not None:
-                    self.goals[name] = goal
-                shape = ShapePrimitive(
-                    str(obj["shape"]),
-                    tuple(float(d) for d in obj["dims"]),
-                    tuple(float(p) for p in obj["position"]),
-                    float(obj.get("yaw", 0.0)),
-                )
-                seen = (obj, shape, goal)
-            elif seen[2] is not None:
+                shape = ShapePrimitive(obj.shape, obj.dims, obj.position, obj.yaw)
+                seen = (obj, shape, obj.goal)
+            if seen[2] is not None:
                 self.goals[name] = seen[2]
             objects[name] = seen[1]
             shapes[name] = seen
@@ -706,27 +705,23 @@ class RobotAgent(PeerRuleMember):
 
     # -- humans: theory of mind and dialogs (seed 000 §2.3, Figs. 4-6) -------------
 
-    def _observe_humans(self, body: dict[str, Any]) -> list[tuple[str, ModelUpdate]]:
+    def _observe_humans(self, obs: ObservationBody) -> list[tuple[str, ModelUpdate]]:
         """Feed each human model the hand track in one observation."""
-        hands = body.get("hands") or {}
+        if not self.humans:
+            return []
         out = []
         done = self.controller.done if self.controller is not None else set()
+        views = {name: msgspec.structs.asdict(o) for name, o in obs.objects.items()}
         for human, hand in self.humans.items():
-            view = hands.get(hand)
-            if not isinstance(view, dict):
+            view = obs.hands.get(hand)
+            if view is None:
                 continue
-            samples = [
-                HandSample(float(r[0]), (float(r[1]), float(r[2]), float(r[3])))
-                for r in view.get("track") or []
-            ]
+            samples = [HandSample(r[0], (r[1], r[2], r[3])) for r in view.track]
             if not samples:
-                position = tuple(float(v) for v in view["position"])
-                samples = [HandSample(float(body["t"]), position)]  # type: ignore[arg-type]
+                samples = [HandSample(obs.t, view.position)]
             model = self.models[human]
             before = model.belief()
-            update = model.observe(
-                float(body["t"]), samples, body["objects"], view.get("holding"), done
-            )
+            update = model.observe(obs.t, samples, views, view.holding, done)
             if update or model.belief()["intent_object"] != before["intent_object"]:
                 out.append((human, update))
         return out

@@ -38,7 +38,14 @@ def test_monitor_state_from_messages() -> None:
     feed(state, "pr2/connection", "pr2", "presence", {"state": "ONLINE", "kind": "robot"}, 1)
     feed(state, "bx/connection", "bx", "presence", {"state": "ONLINE", "kind": "robot"}, 1)
     feed(state, "bx/connection", "bx", "presence", {"state": "CONNECTION_BROKEN"}, 2)
-    feed(state, "_/mission", "pr2", "mission.tree", {"kind": "tasktree", "tree": TREE}, 3)
+    feed(
+        state,
+        "_/mission",
+        "pr2",
+        "mission.tree",
+        {"kind": "tasktree", "tree": TREE, "text": "t"},
+        3,
+    )
     working = {"node": "root/0", "agent": "pr2", "status": "working"}
     feed(state, "pr2/state", "pr2", "node.transition", working, 4)
     lost = {"claim_id": "c", "node": "root/0", "won": False, "reason": "earlier claim"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from teamtree.agents.observers.mission_labels import tree_labels
+from teamtree.agents.observers.mission_labels import mission_labels
 from teamtree.broker.envelope import Envelope
 
 __all__ = ["MissionProgress"]
@@ -35,7 +35,7 @@ class MissionProgress:
         if not isinstance(body, dict):
             return
         if env.kind == "mission.tree":
-            labels, leaves = tree_labels(body.get("tree"))
+            labels, leaves = mission_labels(body) or ({}, [])
             if leaves and leaves != self.leaves:
                 self.labels, self.leaves = labels, leaves
                 self.done = {n: a for n, a in self.done.items() if n in labels}

@@ -18,10 +18,11 @@ from typing import Any
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
 from teamtree.agents.observers.web.expectations import KittingExpectations
-from teamtree.broker import SpecificationError
+from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
+from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
-from teamtree.planners.tasktree import TaskTree, spread_activation, tree_from_dict
+from teamtree.planners.tasktree import TaskTree, spread_activation
 
 __all__ = ["MAX_ALERTS", "MAX_MISSIONS", "MAX_SPANS", "WebState"]
 
@@ -137,8 +138,8 @@ class WebState:
 
     def _mission(self, body: dict[str, Any]) -> None:
         raw = body.get("tree")
-        with contextlib.suppress(SpecificationError, KeyError, TypeError, ValueError):
-            tree = tree_from_dict(raw)
+        with contextlib.suppress(MissionWireError):  # a malformed one is not shown
+            tree = tree_from_body(body)
             mission = body.get("mission") if isinstance(body.get("mission"), str) else None
             if self.tree_dict != raw or mission != self.tree_mission:
                 self.working.clear()
@@ -183,14 +184,16 @@ class WebState:
             self._close_span(agent, node, env.ts)
 
     def _world_state(self, ts: int, body: dict[str, Any]) -> None:
-        objects = body.get("objects") if isinstance(body.get("objects"), dict) else {}
+        try:
+            world = decode_world_state(body)
+        except ObservationWireError:  # a malformed one is not shown
+            return
         self.world = {
-            "t": body.get("t"),
-            "violations": body.get("violations"),
+            "t": world.t,
+            "violations": world.violations,
             "objects": {
-                name: {"at_goal": bool(o.get("at_goal")), "held_by": o.get("held_by")}
-                for name, o in objects.items()
-                if isinstance(o, dict)
+                name: {"at_goal": o.at_goal, "held_by": o.held_by}
+                for name, o in world.objects.items()
             },
         }
 
