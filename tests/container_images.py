@@ -17,10 +17,10 @@ layer cache). The host's extra CA certificates (``/usr/local/share/ca-certificat
 are copied into the base so pip and apt inside the builds trust the same egress
 proxy the host does.
 
-tests/run.sh starts ``python -m tests.container_images`` in the background (niced)
-before pytest, so a cold build overlaps the other suites instead of adding its
-minutes to CI; builds hold an exclusive lock on ``$TEAMTREE_IMAGE_CACHE/build.lock``,
-so the container tests wait for that build and then find the images made.
+Builds hold an exclusive lock on ``$TEAMTREE_IMAGE_CACHE/build.lock``, so two runs on
+one machine (or ``python -m tests.container_images`` started beside the tests) build
+once: the second waits and then finds the images made. tests/run.sh runs the container
+suite beside the other tests, so a cold build overlaps them.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def build_lock() -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            progress("another build of the test images is running (tests/run.sh's); waiting")
+            progress("another build of the test images is running here; waiting for it")
             t0 = time.monotonic()
             fcntl.flock(handle, fcntl.LOCK_EX)
             progress(f"waited {time.monotonic() - t0:.0f} s for it")
