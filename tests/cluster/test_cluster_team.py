@@ -106,7 +106,9 @@ def finish(proc: subprocess.Popen, out: Path, timeout: float = 240) -> str:
 def without_failed_attempts(records: list[dict]) -> list[dict]:
     """The record with each failed attempt removed (a ``working`` transition its agent
     ended with ``inactive``: a lease that lapsed while the robot moved nodes, redone
-    after), once no two agents' attempts at a node overlap, failed ones included."""
+    after), once no two agents' attempts at a node overlap, failed ones included. A
+    second ``working`` from an agent whose attempt is still open is its re-claim after a
+    reconnect (the same body, paused and resumed): it is folded into the open attempt."""
     spans: dict[str, list[list]] = {}
     failed: set[int] = set()
     for i, rec in enumerate(records):
@@ -115,6 +117,9 @@ def without_failed_attempts(records: list[dict]) -> list[dict]:
         body = rec["body"]
         node_spans = spans.setdefault(body["node"], [])
         if body["status"] == "working":
+            if any(sp[0] == body["agent"] and sp[2] is None for sp in node_spans):
+                failed.add(i)  # the same body again: its re-claim after a reconnect
+                continue
             node_spans.append([body["agent"], rec["ts"], None, i])
         elif body["status"] in ("done", "inactive"):
             for span in reversed(node_spans):
