@@ -600,6 +600,8 @@ class RobotAgent(PeerRuleMember):
         c = self.controller
         if c is None:
             return
+        if isinstance(obs.robot.busy, bool):
+            return  # this driver does not say which command runs: nothing to compare
         busy = obs.robot.command_id
         for node in self._body_watch.observe(busy, set(c.mine), time.monotonic()):
             self.log.warning("behaviour.failed", node=node, reason="progress_lost")

@@ -579,7 +579,9 @@ class Vda5050DriverAgent(DriverAgent):
                 "arm": [x, y, 0.0],
                 "base": [x, y, 0.0],
                 "yaw": float(position.get("theta", 0.0)),
-                "busy": self.current is not None,
+                # the running command's id, as the sim driver says it: robots compare it
+                # with what they sent (a behaviour that ended unheard, body_watch.py)
+                "busy": self.current.command_id if self.current is not None else None,
                 "paused": bool(state.get("paused")),
                 "connection": self.connection_state,
                 "battery": (state.get("batteryState") or {}).get("batteryCharge"),
