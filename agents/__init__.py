@@ -18,48 +18,12 @@ This package re-exports the runtime's public names.
 
 from __future__ import annotations
 
+from teamtree.agents.runtime import _HOMES as _RUNTIME_HOMES
 from teamtree.broker.lazy import lazy_exports
 
-# where each public name lives; loaded on first use (an agent's start-up reads few)
+# the runtime's own table (its __init__ is lazy too): one list of names to keep
 _HOMES: dict[str, tuple[str, ...]] = {
-    "runtime.agent": (
-        "Agent",
-        "AgentState",
-    ),
-    "runtime.config": (
-        "AgentSpec",
-        "MissionSpec",
-        "RuntimeSettings",
-        "TeamConfig",
-        "load_config",
-        "parse_config",
-        "spec_reader",
-    ),
-    "runtime.echo": ("EchoAgent",),
-    "runtime.hello": ("HelloAgent",),
-    "runtime.kinds": (
-        "AGENT_KINDS",
-        "agent_class",
-        "build_agent",
-        "validate_kinds",
-    ),
-    "runtime.launcher": ("Launcher",),
-    "runtime.log_setup": ("configure_logging",),
-    "runtime.pending": (
-        "PendingRequest",
-        "PendingRequests",
-    ),
-    "runtime.registry": (
-        "KindInfo",
-        "KindRegistry",
-        "UnknownKindError",
-        "installed_kinds",
-    ),
-    "runtime.team_view": (
-        "Member",
-        "Presence",
-        "TeamView",
-    ),
+    f"runtime.{module}": names for module, names in _RUNTIME_HOMES.items()
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
