@@ -69,12 +69,14 @@ class DriverAgent(Agent):
     # -- the body's specifics ------------------------------------------------------
 
     async def serve(self) -> None:
-        """Talk to the body for as long as the driver runs (reconnecting as needed)."""
-        raise NotImplementedError
+        """Talk to the body for as long as the driver runs (reconnecting as needed).
+        Each driver (sim, VDA 5050, a plugin's) supplies it: the base has no body."""
+        raise NotImplementedError(f"{type(self).__name__} must define serve()")
 
     async def carry_out(self, op: str, command: BehaviourCommand) -> None:
-        """Carry out one command: `op` is execute, renew, cancel, pause or resume."""
-        raise NotImplementedError
+        """Carry out one command: `op` is execute, renew, cancel, pause or resume.
+        Each driver supplies it (how its body takes commands)."""
+        raise NotImplementedError(f"{type(self).__name__} must define carry_out()")
 
     # -- commands in ---------------------------------------------------------------
 
