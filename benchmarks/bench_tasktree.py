@@ -141,6 +141,7 @@ import logging
 import math
 import multiprocessing
 import multiprocessing.connection
+import os
 import resource
 import time
 import uuid
@@ -234,6 +235,12 @@ class Tap:
         self.claims: dict[str, int] = {}
         self.latencies: list[float] = []
         self.done: set[str] = set()
+        self.delivered: dict[str, float] = {}
+        """claim id -> wall ms the tap received the claim (broker delivery)."""
+        self.replied: dict[str, list[int]] = {}
+        """claim id -> each reply's send stamp (the replier's HLC wall ms)."""
+        self.decided: dict[str, tuple[int, bool]] = {}
+        """claim id -> (decision stamp, won)."""
         self._seen: set[tuple[str, int]] = set()
         self.connection = Connection(
             endpoint, client_id=f"teamtree-{team}-tap", on_message=self._on_message
@@ -279,10 +286,29 @@ class Tap:
             self.counts["node.claim to one peer"] += 1
         elif env.kind == "node.claim" and body.get("round", 0) == 0:
             self.claims.setdefault(body.get("claim_id", ""), body["stamp"][0])
+            self.delivered.setdefault(body.get("claim_id", ""), time.time() * 1000)
+        elif env.kind == "node.claim_reply":
+            self.replied.setdefault(body.get("claim_id", ""), []).append(env.ts)
         elif env.kind == "node.claim_decided" and body.get("claim_id") in self.claims:
             self.latencies.append(env.ts - self.claims[body["claim_id"]])
+            self.decided[body["claim_id"]] = (env.ts, bool(body.get("won")))
         elif env.kind == "node.transition" and body.get("status") == "done":
             self.done.add(body.get("node"))
+
+    def breakdown(self) -> dict[str, float]:
+        """Where a won claim's time goes (p50s, ms from the claim's stamp): the tap's
+        receipt of the claim (broker delivery), the first and the last peer reply sent
+        (a peer's queueing and handling), and the decision after the last reply (the
+        reply's delivery and the claimant's queueing)."""
+        won = [c for c, (_ts, w) in self.decided.items() if w and self.replied.get(c)]
+        parts: dict[str, list[float]] = {"delivered": [], "first": [], "last": [], "after": []}
+        for c in won:
+            stamp, replies, (decided, _w) = self.claims[c], self.replied[c], self.decided[c]
+            parts["delivered"].append(self.delivered[c] - stamp)
+            parts["first"].append(min(replies) - stamp)
+            parts["last"].append(max(replies) - stamp)
+            parts["after"].append(decided - max(replies))
+        return {k: pct(v, 0.5) for k, v in parts.items()} | {"won": len(won)}
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -291,6 +317,11 @@ def pct(values: Sequence[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far, MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def cpu_seconds() -> float:
@@ -385,7 +416,7 @@ async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[s
         if members.done():  # else the coordinator gave up (or died): stop now
             conn.send(("done", *members.result()))
             await told
-        conn.send(("cpu", cpu_seconds() - cpu0))
+        conn.send(("cpu", cpu_seconds() - cpu0, peak_rss_mib()))
     finally:
         await group.stop()
 
@@ -425,6 +456,7 @@ class Worker:
         child.close()
         self.inbox = _pipe_inbox(self.conn)
         self.cpu_s = 0.0
+        self.rss_mib = float("nan")
 
     async def expect(self, what: str, timeout: float) -> tuple[Any, ...]:
         """The next message, which must be `what`; raises if the worker died or
@@ -455,7 +487,7 @@ class Worker:
         """Stop the worker; collect its CPU time since "go"; kill it if it does not exit."""
         self.send("stop")
         with contextlib.suppress(Exception):
-            self.cpu_s = (await self.expect("cpu", 20))[1]
+            _, self.cpu_s, self.rss_mib = await self.expect("cpu", 20)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(OSError, ValueError):
             loop.remove_reader(self.conn.fileno())
@@ -595,6 +627,7 @@ async def one_run(
             "rtt_p50": pct(rtts, 0.5),
             "rtt_p99": pct(rtts, 0.99),
             "procs": procs,
+            "load": os.getloadavg()[0],
         }
     finally:
         if local is not None:
@@ -608,6 +641,8 @@ async def one_run(
             await echo_main
         await tap.close()
     row["cpu_s"] = cpu + sum(w.cpu_s for w in workers)
+    row["rss_mib"] = max([w.rss_mib for w in workers[1:]] or [peak_rss_mib()])
+    row["breakdown"] = tap.breakdown()
     return row
 
 
@@ -643,15 +678,22 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
     print(f"task trees over {broker}, time factor {time_factor:g}")
     print(f"{'robots':>6} {'behav':>6} {'procs':>5} {'ok':>3} {'mission s':>10} {'msgs/behav':>11} "
           f"{'claim p50 ms':>13} {'claim p99 ms':>13} {'rtt p50 ms':>11} {'rtt p99 ms':>11} "
-          f"{'claim/rtt':>10} {'cpu s':>7}")  # fmt: skip
+          f"{'claim/rtt':>10} {'cpu s':>7} {'RSS MiB':>8} {'load':>5}")  # fmt: skip
     for r in rows:
         print(f"{r['robots']:>6} {r['behaviours']:>6} {r['procs']:>5} {'y' if r['ok'] else 'n':>3} "
               f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['claim_p50']:>13.1f} "
               f"{r['claim_p99']:>13.1f} {r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} "
-              f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['cpu_s']:>7.1f}")  # fmt: skip
+              f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['cpu_s']:>7.1f} "
+              f"{r['rss_mib']:>8.0f} {r['load']:>5.1f}")  # fmt: skip
     for r in rows:
         if r.get("why"):
             print(f"  {r['robots']} x {r['behaviours']} not ok: {r['why']}")
+    for r in rows:
+        b = r["breakdown"]
+        print(f"  {r['robots']} x {r['behaviours']} won claims ({b['won']}), p50 ms after the "
+              f"claim's stamp: tap got it {b['delivered']:.1f}, first reply sent "
+              f"{b['first']:.1f}, last reply sent {b['last']:.1f}; decided "
+              f"{b['after']:.1f} after the last reply")  # fmt: skip
     for r in rows:
         kinds = ", ".join(f"{k.removeprefix('node.')} {n}" for k, n in sorted(r["kinds"].items()))
         print(f"  {r['robots']} x {r['behaviours']} messages: {kinds}")
