@@ -66,6 +66,7 @@ from teamtree.agents.runtime.observation_wire import (
 )
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
+from teamtree.agents.tasktree.grasp_prefetch import GraspPrefetch
 from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
@@ -239,6 +240,8 @@ class RobotAgent(PeerRuleMember):
         self.objects: dict[str, ShapePrimitive] = {}
         self.scores: dict[str, dict[str, float]] = {}
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
+        # distance-only: the log's grasp scores, on a worker thread (grasp_prefetch.py)
+        self._log_grasps = GraspPrefetch(self._grasp_cache)  # type: ignore[arg-type]
         self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
         self.goals: dict[str, tuple[float, ...]] = {}
@@ -344,6 +347,7 @@ class RobotAgent(PeerRuleMember):
             case PublishClaim(claim=claim, to=to):
                 if to is None:
                     await self.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True)
+                    self._prefetch_grasp(claim.node)
                 elif to not in self.humans:  # only the peer that must answer receives it
                     body = claim_to_wire(claim)
                     await self.publish(CLAIMS, "node.claim", body, recipient=to, to=to)
@@ -487,17 +491,6 @@ class RobotAgent(PeerRuleMember):
             self._command_of[node] = command_id
             self._body_watch.sent(node, command_id, time.monotonic())
             leaf = self.tree[node]
-            score = self.scores.setdefault(node, {})
-            name = leaf.param_dict.get("object")
-            if score.get("grasp") is None and self.arm is not None and name in self.objects:
-                score["grasp"] = self._grasp(name, self.objects[name])
-            self.log.info(
-                "behaviour.started",
-                node=node,
-                label=leaf.label,
-                potential=round(score.get("potential", 0.0), 4),
-                grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
-            )
             token = self._token(node)
             body = to_wire(
                 ExecuteCommand(
@@ -509,6 +502,19 @@ class RobotAgent(PeerRuleMember):
                     token,
                 )
             )
+            await self.publish(COMMAND, kind, body, recipient=self.driver)
+            score = self.scores.setdefault(node, {})
+            name = leaf.param_dict.get("object")
+            if score.get("grasp") is None and self.arm is not None and name in self.objects:
+                score["grasp"] = await self._grasp_for_log(name, self.objects[name])
+            self.log.info(
+                "behaviour.started",
+                node=node,
+                label=leaf.label,
+                potential=round(score.get("potential", 0.0), 4),
+                grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
+            )
+            return
         elif kind == "behaviour.renew":
             command_id = self._command_of.get(node)
             if command_id is None:
@@ -658,11 +664,43 @@ class RobotAgent(PeerRuleMember):
         """Grasp score of `shape` for this arm (0-100; below `min_grasp` counts as 0),
         cached per object pose and arm base: it does not change as the arm moves."""
         assert self.arm is not None
-        key = (name, shape.position, shape.yaw, self.arm.base_position)
+        key = self._grasp_key(name, shape)
         if key not in self._grasp_cache:
             self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
         grasp = self._grasp_cache[key]
         return 0.0 if grasp < self.min_grasp else grasp  # tables round; a chord is no grasp
+
+    def _grasp_key(self, name: str, shape: ShapePrimitive) -> tuple[Any, ...]:
+        assert self.arm is not None
+        return (name, shape.position, shape.yaw, self.arm.base_position)
+
+    def _scoring(self, shape: ShapePrimitive) -> Any:
+        """The grasp-score call for `shape` from the arm as it is now (for a thread)."""
+        arm, scorer, rng = self.arm, self.scorer, self.rng
+        assert arm is not None
+        return lambda: scorer.score(shape, arm, rng).score
+
+    def _prefetch_grasp(self, node: str) -> None:
+        """Distance-only: start scoring the claimed leaf's grasp for the log now, on the
+        worker thread, so it is ready when the claim is won (grasp_prefetch.py)."""
+        name = self.tree[node].param_dict.get("object")
+        if self.metric.use_grasp or self.arm is None or name not in self.objects:
+            return
+        if self.scores.get(node, {}).get("grasp") is None:
+            shape = self.objects[name]
+            self._log_grasps.start(self._grasp_key(name, shape), self._scoring(shape))
+
+    async def _grasp_for_log(self, name: str, shape: ShapePrimitive) -> float:
+        """The grasp score of a starting behaviour: under distance+grasp the cached
+        one (potentials computed it), else from the worker thread."""
+        if self.metric.use_grasp:
+            return self._grasp(name, shape)
+        grasp = await self._log_grasps.get(self._grasp_key(name, shape), self._scoring(shape))
+        return 0.0 if grasp < self.min_grasp else grasp
+
+    async def on_stop(self) -> None:
+        self._log_grasps.close()
+        await super().on_stop()
 
     def _reachable(self, name: str, shape: ShapePrimitive) -> bool:
         """Whether the world would accept PLACE(name) from here (cached per pose)."""
