@@ -61,6 +61,7 @@ from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
 from teamtree.drivers.base import DriverAgent
+from teamtree.drivers.observation_delta import ObservationDelta
 from teamtree.drivers.sim_params import SimDriverParams
 from teamtree.hardware.profiles import PROFILES, RobotProfileSpec
 from teamtree.hardware.sim_client import SimClient
@@ -86,6 +87,7 @@ class SimDriverAgent(DriverAgent):
         profile: str | None = None,
         poll_hz: float = 20.0,
         observation_hz: float = 10.0,
+        keyframe_s: float = 1.0,
         zmq_timeout_s: float = 1.0,
         command_wait_s: float = 10.0,
         cancel_on_agent_loss: bool = True,
@@ -99,6 +101,7 @@ class SimDriverAgent(DriverAgent):
         self.profile: RobotProfileSpec | None = PROFILES.get(profile or robot)
         self.poll_period = 1.0 / poll_hz
         self.observation_period = 1.0 / observation_hz
+        self.keyframe_s = keyframe_s
         self.zmq_timeout_s = zmq_timeout_s
         self.command_wait_s = command_wait_s
         self.client: SimClient | None = None
@@ -186,7 +189,7 @@ class SimDriverAgent(DriverAgent):
         await self._reconcile(first)
         self.client = client
         self._client_ready.set()
-        last_published, last_body = 0.0, None
+        delta = ObservationDelta(self.keyframe_s)  # a keyframe first, whoever listens now
         failures = 0
         try:
             while self._world_still(address, session):
@@ -207,15 +210,14 @@ class SimDriverAgent(DriverAgent):
                 for event in obs["events"]:
                     since = max(since, int(event["seq"]))
                     await self._publish_progress(event)
-                body = {"t": obs["t"], "robot": obs["robot"], "objects": obs["objects"]}
-                if "hands" in obs:  # tracked human hands (seed 000 §2.3)
-                    body["hands"] = obs["hands"]
-                now = time.monotonic()
-                changed = (body["robot"], body["objects"], body.get("hands")) != last_body
-                if changed or now - last_published >= self.observation_period:
-                    self.observation = body
-                    last_body = (body["robot"], body["objects"], body.get("hands"))
-                    last_published = now
+                self.observation = {"t": obs["t"], "robot": obs["robot"], "objects": obs["objects"]}
+                hands = obs.get("hands")  # tracked human hands (seed 000 §2.3), if any
+                if hands is not None:
+                    self.observation["hands"] = hands
+                now, every = time.monotonic(), self.observation_period
+                body = delta.body(obs["t"], obs["robot"], obs["objects"], hands, now=now,
+                                  every_s=every)  # fmt: skip
+                if body is not None:  # a keyframe, or what changed since the last one
                     with contextlib.suppress(TeamtreeError):
                         await self.publish(OBSERVATION_CHANNEL, "observation", body, qos=0)
                 await asyncio.sleep(self.poll_period)

@@ -31,6 +31,7 @@ from teamtree.agents.runtime.observation_wire import (
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build, parse
+from teamtree.drivers.observation_delta import ObservationDelta
 from teamtree.drivers.vda5050.driver import Vda5050DriverAgent
 from teamtree.drivers.vda5050.site import site_from_config
 from teamtree.hardware.world import World
@@ -48,10 +49,10 @@ OBJECTS = {
 def driver_body(world: World, robot: str, t: float) -> dict[str, Any]:
     """What the simulated driver publishes (drivers/sim_driver.py), over the wire."""
     obs = world.observe(robot, t)
-    body = {"t": obs["t"], "robot": obs["robot"], "objects": obs["objects"]}
-    if "hands" in obs:
-        body["hands"] = obs["hands"]
-    return msgpack.unpackb(msgpack.packb(body), raw=False)
+    key = ObservationDelta().body(  # a keyframe: every object, "full": true
+        obs["t"], obs["robot"], obs["objects"], obs.get("hands"), now=0.0, every_s=0.1
+    )
+    return msgpack.unpackb(msgpack.packb(key), raw=False)
 
 
 def test_the_worlds_observation_decodes_and_encodes_back_unchanged() -> None:

@@ -50,6 +50,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "WorldStateBody",
         "decode_observation",
         "decode_world_state",
+        "merge_objects",
     ),
     "params": (
         "decode_params",

@@ -76,12 +76,31 @@ class HandView(Struct, frozen=True):
 
 class ObservationBody(Struct, frozen=True):
     """The ``observation`` body: ``t`` is the body's time (simulated seconds for the
-    simulated world, UTC seconds for a real one); ``hands`` only with people."""
+    simulated world, UTC seconds for a real one); ``hands`` only with people.
+
+    ``full`` false: ``objects`` holds only those that changed since the driver's last
+    full observation (a keyframe), to be merged over what the receiver has
+    (``merge_objects``); a driver that omits it sends every object each time."""
 
     t: float
     robot: RobotView
     objects: dict[str, ObjectView]
     hands: dict[str, HandView] = {}
+    full: bool = True
+
+
+def merge_objects(
+    known: dict[str, ObjectView] | None, obs: ObservationBody
+) -> dict[str, ObjectView] | None:
+    """The objects as `obs` shows them, over `known` (what earlier observations
+    showed): a full observation replaces them, a delta is merged over them. None while
+    only deltas arrived since the receiver started (it waits for a keyframe)."""
+    if obs.full:
+        return dict(obs.objects)
+    if known is None:
+        return None
+    known.update(obs.objects)
+    return known
 
 
 def decode_observation(body: Any) -> ObservationBody:

@@ -44,6 +44,7 @@ import asyncio
 import itertools
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import msgspec
@@ -63,6 +64,7 @@ from teamtree.agents.runtime.observation_wire import (
     ObservationBody,
     ObservationWireError,
     decode_observation,
+    merge_objects,
 )
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
@@ -254,7 +256,14 @@ class RobotAgent(PeerRuleMember):
         self._shapes: dict[str, tuple[ObjectView, ShapePrimitive, Any]] = {}
         # per object: (shape, goal, base) last checked and whether PLACE could reach it
         self._reach_last: dict[str, tuple[Any, Any, Any, bool]] = {}
-        self._deferred: dict[str, float] | None = None
+        self._stale_potentials = False  # not computed while working: feed() does it after
+        # the objects as the driver's keyframe and the deltas since show them
+        self._world_objects: dict[str, ObjectView] | None = None
+        self._views: dict[str, ObjectView] = {}  # per object: the view last absorbed
+        self._leaves_of: dict[str, list[tuple[str, str]]] = {}
+        for leaf, name in self._leaf_objects:
+            if name is not None:
+                self._leaves_of.setdefault(name, []).append((leaf, name))
         self.body = profile_spec(profile)
         self._commands = itertools.count(1)
         self._command_of: dict[str, str] = {}  # node -> command id
@@ -324,9 +333,9 @@ class RobotAgent(PeerRuleMember):
                 self._backlog.append(("event", event))
             return
         now = self._now()
-        if self._deferred is not None and self._reads_potentials():
-            c.handle(PotentialsChanged(self._deferred), now)  # the latest, before it selects
-            self._deferred = None
+        if self._stale_potentials and self._reads_potentials():
+            self._stale_potentials = False  # the latest, before it selects
+            c.handle(PotentialsChanged(self._potentials()), now)
         for action in c.handle(event, now):
             await self._act(action)
         while self._local:  # replies the human models give to our claims
@@ -572,7 +581,13 @@ class RobotAgent(PeerRuleMember):
             return
         try:
             obs = decode_observation(env.body)
-            self._absorb_observation(obs)
+            objects = merge_objects(self._world_objects, obs)
+            if objects is None:
+                return  # deltas before any keyframe: the next one comes within a second
+            self._world_objects = objects
+            names = None if obs.full else list(obs.objects)  # what a delta carries
+            obs = msgspec.structs.replace(obs, objects=objects, full=True)
+            changed = self._absorb_observation(obs, names)
             updates = self._observe_humans(obs)
         except ObservationWireError as exc:
             self._drop("malformed", str(topic), env.sender, str(exc))
@@ -580,15 +595,16 @@ class RobotAgent(PeerRuleMember):
         except (ValueError, SpecificationError) as exc:  # typed, but not a shape or pose
             self._drop("malformed", str(topic), env.sender, f"bad observation body: {exc}")
             return
-        for leaf in self._confirmed(obs):
+        for leaf in self._confirmed(obs, changed):
             await self.feed(EffectConfirmed(leaf))
         await self._check_body(obs)
-        potentials = self._potentials()
         if self.controller is not None and not self._reads_potentials():
-            self._deferred = potentials  # handed over by feed() once it reads them again
+            self._stale_potentials = True  # computed by feed() once it reads them again
         else:
-            self._deferred = None
-            await self.feed(PotentialsChanged(potentials))
+            potentials = self._potentials(None if self._stale_potentials else changed)
+            self._stale_potentials = False
+            if potentials or changed is None:
+                await self.feed(PotentialsChanged(potentials))
         for human, update in updates:
             await self._apply_model(human, update)
         grasps = {
@@ -615,17 +631,19 @@ class RobotAgent(PeerRuleMember):
             self._command_of.pop(node, None)
             await self.feed(BehaviourFinished(node, False))
 
-    def _confirmed(self, obs: ObservationBody) -> list[str]:
+    def _confirmed(self, obs: ObservationBody, changed: set[str] | None = None) -> list[str]:
         """Leaves not yet done whose object the world shows at its goal ("done means
         done": whoever put it there, e.g. a behaviour cancelled during its release).
         Only leaves without a ``goal`` parameter of their own: the world's ``at_goal``
-        is about the object's configured goal."""
+        is about the object's configured goal. `changed`: the objects whose view
+        changed (None: any may have)."""
         c = self.controller
         if c is None:
             return []
         objects = obs.objects
         out = []
-        for leaf, name in self._leaf_objects:
+        pairs = self._leaf_pairs(changed)
+        for leaf, name in pairs:
             if name is None or leaf in c.done or "goal" in self.tree[leaf].param_dict:
                 continue
             obj = objects.get(name)
@@ -633,29 +651,58 @@ class RobotAgent(PeerRuleMember):
                 out.append(leaf)
         return out
 
-    def _absorb_observation(self, obs: ObservationBody) -> None:
+    def _absorb_observation(
+        self, obs: ObservationBody, names: Iterable[str] | None = None
+    ) -> set[str] | None:
+        """Take the robot's pose and the objects' shapes from `obs` (only objects in
+        `names`, those a delta carried, when given). Returns the objects whose view
+        changed, or None when any leaf's potential may have (the arm or base moved,
+        or a keyframe)."""
         robot = obs.robot
+        moved = names is None or robot.arm != self.arm_position
         self.arm_position = robot.arm
         base = (*(robot.arm if robot.base is None else robot.base), robot.yaw)
         if self.arm is None or base != self._base:
             self._base = base
             self.arm = self._arm_model(base)
-        objects = {}
-        self.goals = {}
-        known, shapes = self._shapes, {}
-        for name, obj in obs.objects.items():
+            moved = True
+        objects = obs.objects
+        views = self._views
+        changed: set[str] = set()
+        if names is None:  # every object: also forget those no longer shown
+            names = objects
+            for name in [n for n in views if n not in objects]:
+                del views[name]
+                self._forget_object(name)
+                changed.add(name)
+        for name in names:
+            obj = objects.get(name)
+            if obj is None or views.get(name) == obj:
+                continue  # most objects stand still: convert the rest
+            views[name] = obj
+            changed.add(name)
             if obj.at_goal or obj.held_by not in (None, self.id):
+                self._forget_object(name)
                 continue
-            seen = known.get(name)
-            if seen is None or seen[0] != obj:  # most objects stand still: convert the rest
-                shape = ShapePrimitive(obj.shape, obj.dims, obj.position, obj.yaw)
-                seen = (obj, shape, obj.goal)
-            if seen[2] is not None:
-                self.goals[name] = seen[2]
-            objects[name] = seen[1]
-            shapes[name] = seen
-        self._shapes = shapes
-        self.objects = objects
+            shape = ShapePrimitive(obj.shape, obj.dims, obj.position, obj.yaw)
+            self._shapes[name] = (obj, shape, obj.goal)
+            self.objects[name] = shape
+            if obj.goal is not None:
+                self.goals[name] = obj.goal
+            else:
+                self.goals.pop(name, None)
+        return None if moved else changed
+
+    def _forget_object(self, name: str) -> None:
+        self._shapes.pop(name, None)
+        self.objects.pop(name, None)
+        self.goals.pop(name, None)
+
+    def _leaf_pairs(self, changed: set[str] | None) -> Iterable[tuple[str, str | None]]:
+        """(leaf, object) for every leaf, or only for leaves of the `changed` objects."""
+        if changed is None:
+            return self._leaf_objects
+        return [pair for name in changed for pair in self._leaves_of.get(name, ())]
 
     def _arm_model(self, base: tuple[float, ...]) -> ArmModel:
         return arm_model(self.profile, base[:3], yaw=base[3])
@@ -718,19 +765,20 @@ class RobotAgent(PeerRuleMember):
         self._reach_last[name] = (shape, goal, self._base, self._reach_cache[key])
         return self._reach_cache[key]
 
-    def _potentials(self) -> dict[str, float]:
-        """Eq. 1 per leaf from the latest observation. Grasp scores are computed only
-        under distance+grasp (they cost the most CPU); distance-only runs score the
-        grasp of a behaviour when it starts, for the log."""
+    def _potentials(self, changed: set[str] | None = None) -> dict[str, float]:
+        """Eq. 1 per leaf from the latest observation, for every leaf or (`changed`
+        given) only the leaves of the objects whose view changed: an idle arm stands
+        still, so the others keep theirs. Grasp scores are computed only under
+        distance+grasp (they cost the most CPU); distance-only runs score the grasp of
+        a behaviour when it starts, for the log."""
         if self.arm is None or self.arm_position is None:
             return {}
-        shapes = [
-            None if name is None else self.objects.get(name) for _, name in self._leaf_objects
-        ]
+        pairs = self._leaf_pairs(changed)
+        shapes = [None if name is None else self.objects.get(name) for _, name in pairs]
         found = [shape.position for shape in shapes if shape is not None]
         scores = iter(distance_scores(found, self.arm_position) if found else ())
         out: dict[str, float] = {}
-        for (leaf, name), shape in zip(self._leaf_objects, shapes, strict=True):
+        for (leaf, name), shape in zip(pairs, shapes, strict=True):
             if shape is None or name is None:
                 out[leaf] = 0.0
                 continue

@@ -80,7 +80,15 @@ class FakeRobot(Agent):
         self.on_agents("events", self._on_event, kind="world.violation")
 
     async def _on_observation(self, env: Envelope, topic: Topic) -> None:
-        self.observations[env.sender] = env.body
+        """Keep each driver's newest observation with every object: a keyframe, and
+        the changed-only ones merged over it (drivers/observation_delta.py)."""
+        body = dict(env.body)
+        known = self.observations.get(env.sender)
+        if not body.get("full", True):
+            if known is None:
+                return  # a delta before any keyframe
+            body["objects"] = {**known["objects"], **body["objects"]}
+        self.observations[env.sender] = body
         self.n_observations += 1
 
     async def _on_progress(self, env: Envelope, topic: Topic) -> None:
