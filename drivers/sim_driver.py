@@ -86,6 +86,7 @@ class SimDriverAgent(DriverAgent):
         world: str | None = None,
         profile: str | None = None,
         poll_hz: float = 20.0,
+        idle_poll_hz: float = 10.0,
         observation_hz: float = 10.0,
         keyframe_s: float = 1.0,
         zmq_timeout_s: float = 1.0,
@@ -100,6 +101,8 @@ class SimDriverAgent(DriverAgent):
         self.world_id = world
         self.profile: RobotProfileSpec | None = PROFILES.get(profile or robot)
         self.poll_period = 1.0 / poll_hz
+        self.idle_poll_period = 1.0 / idle_poll_hz
+        self._wake = asyncio.Event()  # a command went to the world: poll now
         self.observation_period = 1.0 / observation_hz
         self.keyframe_s = keyframe_s
         self.zmq_timeout_s = zmq_timeout_s
@@ -220,11 +223,24 @@ class SimDriverAgent(DriverAgent):
                 if body is not None:  # a keyframe, or what changed since the last one
                     with contextlib.suppress(TeamtreeError):
                         await self.publish(OBSERVATION_CHANNEL, "observation", body, qos=0)
-                await asyncio.sleep(self.poll_period)
+                await self._nap()
         finally:
             self._client_ready.clear()
             self.client = None
         self.log.info("driver.world_gone", world=address)
+
+    async def _nap(self) -> None:
+        """Wait until the next poll: ``poll_hz`` while the body runs a command,
+        ``idle_poll_hz`` while it runs none (then no event of ours can come; others'
+        objects moving changes only potentials), and no longer once a command went to
+        the world. At 32 robots most bodies are idle at any time, and each poll costs
+        the world a view of every object and the driver its decoding (issue 19)."""
+        period = self.poll_period if self.running is not None else self.idle_poll_period
+        if not self._wake.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(period):
+                    await self._wake.wait()
+        self._wake.clear()
 
     async def _reconcile(self, obs: dict[str, Any]) -> None:
         """After (re)connecting to a world: a command it accepted before and no longer
@@ -310,6 +326,7 @@ class SimDriverAgent(DriverAgent):
         else:
             call = lambda: getattr(client, op)(self.robot, command.command_id)  # noqa: E731
         reply = await self._retry(call)
+        self._wake.set()  # what the world did with it shows in the next poll
         if reply is None:
             await self._fail_locally(op, command, "world_timeout")
             return

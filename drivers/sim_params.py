@@ -21,6 +21,7 @@ class SimDriverParams(Struct, frozen=True, forbid_unknown_fields=True):
     world: Annotated[str | None, Meta(description="the world agent's id")] = None
     profile: Annotated[str | None, Meta(description="a robot profile name such as 'pr2'")] = None
     poll_hz: Annotated[float, _positive("a positive rate (Hz)")] = 20.0
+    idle_poll_hz: Annotated[float, _positive("a positive rate (Hz)")] = 10.0
     observation_hz: Annotated[float, _positive("a positive rate (Hz)")] = 10.0
     keyframe_s: Annotated[float, _positive("a positive number of s")] = 1.0
     zmq_timeout_s: Annotated[float, _positive("a positive number of s")] = 1.0
