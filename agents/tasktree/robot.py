@@ -242,7 +242,7 @@ class RobotAgent(PeerRuleMember):
         self.objects: dict[str, ShapePrimitive] = {}
         self.scores: dict[str, dict[str, float]] = {}
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
-        # distance-only: the log's grasp scores, on a worker thread (grasp_prefetch.py)
+        # distance-only: the log's grasp scores, in steps (grasp_prefetch.py)
         self._log_grasps = GraspPrefetch(self._grasp_cache)  # type: ignore[arg-type]
         self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
@@ -722,14 +722,20 @@ class RobotAgent(PeerRuleMember):
         return (name, shape.position, shape.yaw, self.arm.base_position)
 
     def _scoring(self, shape: ShapePrimitive) -> Any:
-        """The grasp-score call for `shape` from the arm as it is now (for a thread)."""
+        """The stepwise grasp score of `shape` from the arm as it is now."""
         arm, scorer, rng = self.arm, self.scorer, self.rng
         assert arm is not None
-        return lambda: scorer.score(shape, arm, rng).score
+
+        def steps() -> Any:
+            result = yield from scorer.score_steps(shape, arm, rng)
+            return result.score
+
+        return steps
 
     def _prefetch_grasp(self, node: str) -> None:
-        """Distance-only: start scoring the claimed leaf's grasp for the log now, on the
-        worker thread, so it is ready when the claim is won (grasp_prefetch.py)."""
+        """Distance-only: start scoring the claimed leaf's grasp for the log now, in
+        steps between other work, so it is ready when the claim is won
+        (grasp_prefetch.py)."""
         name = self.tree[node].param_dict.get("object")
         if self.metric.use_grasp or self.arm is None or name not in self.objects:
             return
@@ -739,7 +745,7 @@ class RobotAgent(PeerRuleMember):
 
     async def _grasp_for_log(self, name: str, shape: ShapePrimitive) -> float:
         """The grasp score of a starting behaviour: under distance+grasp the cached
-        one (potentials computed it), else from the worker thread."""
+        one (potentials computed it), else the stepwise one."""
         if self.metric.use_grasp:
             return self._grasp(name, shape)
         grasp = await self._log_grasps.get(self._grasp_key(name, shape), self._scoring(shape))

@@ -35,8 +35,9 @@ Readings chosen where the paper is ambiguous:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -44,6 +45,8 @@ from teamtree.broker import SpecificationError
 from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive
 from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.tree import TaskTree
+
+_T = TypeVar("_T")
 
 __all__ = [
     "ActivationMetric",
@@ -151,6 +154,14 @@ class GraspScorer:
         self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator
     ) -> list[GraspCandidate]:
         """Sample antipodal candidates that fit the gripper; quality 0-100, best first."""
+        return _drain(self.candidate_steps(shape, arm, rng))
+
+    def candidate_steps(
+        self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator, every: int = 16
+    ) -> Generator[None, None, list[GraspCandidate]]:
+        """``candidates`` as a generator that yields after every `every` samples and
+        returns the list: an event loop can run other work between the steps (one
+        score is 30-45 ms of CPU here). The same samples in the same order."""
         orient = arm.orientation if self.constrain_sampler else GraspOrientation.ANY
         tol = math.radians(arm.tolerance_deg)
         cos_mu = math.cos(math.atan(self.friction))
@@ -160,7 +171,9 @@ class GraspScorer:
             d = shape.center - np.asarray(arm.base_position, dtype=float)
             bearing = math.atan2(float(d[1]), float(d[0]))
         out: list[GraspCandidate] = []
-        for _ in range(self.n_candidates):
+        for i in range(self.n_candidates):
+            if i and i % every == 0:
+                yield
             a, c = self._sample_axes(orient, tol, rng, bearing)
             e2 = _cross(a, c)
             extent_a = shape.support(a) + shape.support(-a)
@@ -249,7 +262,13 @@ class GraspScorer:
 
     def score(self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator) -> GraspResult:
         """Best candidate → reachability filter → orientation filter (§2.4.2)."""
-        cands = self.candidates(shape, arm, rng)
+        return _drain(self.score_steps(shape, arm, rng))
+
+    def score_steps(
+        self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator, every: int = 16
+    ) -> Generator[None, None, GraspResult]:
+        """``score`` in steps, as ``candidate_steps``; the same result."""
+        cands = yield from self.candidate_steps(shape, arm, rng, every)
         if not cands:
             return GraspResult(0.0, None, "no candidate", 0)
         best = cands[0]
@@ -260,6 +279,15 @@ class GraspScorer:
         if not orientation_ok(best.approach, best.closing, arm.orientation, arm.tolerance_deg):
             return GraspResult(0.0, best, "orientation", len(cands))
         return GraspResult(best.quality, best, "ok", len(cands))
+
+
+def _drain(steps: Generator[None, None, _T]) -> _T:
+    """Run a stepwise computation to its end; its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 def distance_score(
