@@ -284,6 +284,8 @@ class Tap:
             # a claim again to one peer: resent for a missing reply, re-asked (rule 4),
             # or shown to a peer that came online meanwhile
             self.counts["node.claim to one peer"] += 1
+            if body.get("round", 0) == 0:  # not a rule-4 re-ask: a resend, or a newcomer
+                self.counts["node.claim resent in round 0"] += 1
         elif env.kind == "node.claim" and body.get("round", 0) == 0:
             self.claims.setdefault(body.get("claim_id", ""), body["stamp"][0])
             self.delivered.setdefault(body.get("claim_id", ""), time.time() * 1000)
