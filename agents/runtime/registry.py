@@ -70,11 +70,16 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
     seen: set[str] = set()
     out = []
     for dist in importlib.metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name in seen:
+        # most distributions declare no kinds: a look at their entry_points.txt, not
+        # a parse of their metadata (which cost ~1 ms each, 150 ms per agent start)
+        text = dist.read_text("entry_points.txt")
+        if not text or f"[{ENTRY_POINT_GROUP}]" not in text:
             continue
         eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
-        if eps:
+        if not eps:
+            continue
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name not in seen:
             seen.add(name)
             out.extend(eps)
     return out
