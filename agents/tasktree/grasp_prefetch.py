@@ -6,9 +6,10 @@ grasp candidates: 30-45 ms of CPU here. Computed in one go when the behaviour st
 it stalled every agent of the process, and with them the replies other robots' claims
 were waiting for (issue 19). On a worker thread it was no better: a CPU-bound thread
 holds the GIL, and the event loop's thread waits up to the switch interval (5 ms)
-after every select. So the score runs as a task in steps of 16 samples
-(``GraspScorer.score_steps``), started when the robot claims the leaf, so it is
-usually ready when the claim is won, and awaited only when the behaviour starts. One
+after every select. So the score runs as a task in steps of 4 samples (~1.5 ms;
+``GraspScorer.score_steps``), started `delay_s` after the robot claims the leaf (its
+claim leaves first), so it is usually ready when the claim is won, and awaited only
+when the behaviour starts. One
 score at a time (a lock): the robot's random generator gives the same samples in the
 same order as the one-go score would.
 """
@@ -31,9 +32,10 @@ class GraspPrefetch:
     event loop; ``close`` cancels what is under way.
     """
 
-    def __init__(self, cache: dict[Hashable, float], max_pending: int = 8):
+    def __init__(self, cache: dict[Hashable, float], max_pending: int = 8, delay_s: float = 0.02):
         self.cache = cache
         self.max_pending = max_pending
+        self.delay_s = delay_s
         self._pending: dict[Hashable, asyncio.Task[float]] = {}
         self._one_at_a_time = asyncio.Lock()
 
@@ -42,10 +44,12 @@ class GraspPrefetch:
         `max_pending` at once: a prefetch is a hint, not a promise)."""
         if key in self.cache or key in self._pending or len(self._pending) >= self.max_pending:
             return
-        self._pending[key] = asyncio.ensure_future(self._run(key, steps))
+        self._pending[key] = asyncio.ensure_future(self._run(key, steps, self.delay_s))
 
-    async def _run(self, key: Hashable, steps: Callable[[], Steps]) -> float:
+    async def _run(self, key: Hashable, steps: Callable[[], Steps], delay_s: float = 0.0) -> float:
         try:
+            if delay_s > 0:  # let what the caller just sent (a claim) leave first
+                await asyncio.sleep(delay_s)
             async with self._one_at_a_time:
                 if key in self.cache:
                     return self.cache[key]
