@@ -506,10 +506,24 @@ class RobotAgent(PeerRuleMember):
 
     async def _command(self, kind: str, node: str) -> None:
         if kind == "behaviour.execute":
+            leaf = self.tree[node]
+            score = self.scores.setdefault(node, {})
+            name = leaf.param_dict.get("object")
+            if score.get("grasp") is None and self.arm is not None and name in self.objects:
+                # before the command, as ever: while this robot waits for its score
+                # (other agents run meanwhile) its body has not started, so nothing it
+                # queues meanwhile (observations, progress) can race the body's end
+                score["grasp"] = await self._grasp_for_log(name, self.objects[name])
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
             self._body_watch.sent(node, command_id, time.monotonic())
-            leaf = self.tree[node]
+            self.log.info(
+                "behaviour.started",
+                node=node,
+                label=leaf.label,
+                potential=round(score.get("potential", 0.0), 4),
+                grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
+            )
             token = self._token(node)
             body = to_wire(
                 ExecuteCommand(
@@ -521,19 +535,6 @@ class RobotAgent(PeerRuleMember):
                     token,
                 )
             )
-            await self.publish(COMMAND, kind, body, recipient=self.driver)
-            score = self.scores.setdefault(node, {})
-            name = leaf.param_dict.get("object")
-            if score.get("grasp") is None and self.arm is not None and name in self.objects:
-                score["grasp"] = await self._grasp_for_log(name, self.objects[name])
-            self.log.info(
-                "behaviour.started",
-                node=node,
-                label=leaf.label,
-                potential=round(score.get("potential", 0.0), 4),
-                grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
-            )
-            return
         elif kind == "behaviour.renew":
             command_id = self._command_of.get(node)
             if command_id is None:
