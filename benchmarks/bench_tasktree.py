@@ -129,6 +129,66 @@ minutes apart at load 40-48, so the bare clients' own times differ 2-5x between 
 The agent's imports before it connects (``python -m teamtree.agents agent`` for a
 robot, one process, quiet moments): 1.5-1.6 CPU s and 58 MB on main, 0.75-0.95 s and
 47 MB on the branch; aiomqtt alone 0.3 s and 25 MB.
+
+Issue 19, second pass (three engineers on the machine, load average in the last
+column). Each row also prints where a won claim's time goes: the tap's receipt of the
+claim, the first and last peer reply *sent*, and the decision after the last reply.
+At 8 x 50 on main (load 5): 7 / 18 / 98 ms and 67 ms more to decide: the time is
+spent waiting in the peers' and the claimant's processes (4 robots and 4 drivers
+share one event loop here), not in the broker. What was found and changed:
+
+- a distance-only robot scored the grasp of each starting behaviour for its log in
+  one go, 30-45 ms of CPU with the event loop stopped (every agent of the process
+  waiting); it is now scored in steps of 4 samples between other work, prefetched
+  from the claim (``agents/tasktree/grasp_prefetch.py``);
+- drivers sent every object whenever anything moved, and robots rescored every leaf
+  per observation: now a keyframe each second and changed objects in between
+  (``drivers/observation_delta.py``), robots rescore only the leaves of changed
+  objects and none while working; an idle driver polls its body at 10 Hz, not 20;
+- claims still missing replies were re-sent every 5-10 s; under load most replies
+  were merely late, so the resends were most of the traffic. Robots now resend after
+  20-40 s (a peer that lost its session re-announces itself and is asked at once).
+
+Main first (the session's start, load 2-3), then the branch's last run (load 7-8):
+
+    side   robots behav ok mission s msgs/behav claim p50 claim p99 rtt p50 claim/rtt cpu s
+    main        8    50  y       3.7       19.8       172       345     6.3     27.3x   5.5
+    main       16    50  y       6.7       46.2       806      1562     5.6    142.8x  11.6
+    main       32    50  y      45.9      221.2      2104     29167     8.0    261.6x  79.3
+    branch      2    50  y       7.4        8.3        13       375     8.7      1.5x   4.1
+    branch      8    50  y       6.4       20.5       458      1195     7.6     60.6x   6.8
+    branch     16    50  y      24.9       45.3      2548      6892    13.2    193.8x  21.8
+    branch     32    50  y      47.7      119.2      4306     14105     8.7    493.3x  61.7
+
+Peak RSS of a robots' worker (16 robots and 16 drivers at 32 x 50): 85 MiB. Claim
+latency varies 2-5x between back-to-back runs at this load; side by side (main and
+branch alternated, load 2-3) 16 x 50 gave claim p50 1337 / 1481 ms on main against
+1176 / 1046 ms on the branch and 18-21 against 15-18 CPU s. At 32 x 50 the resends to
+one peer fell from 2,311 (main) to 88. The goals (3x RTT at 8 robots, 10x at 32) are
+not met.
+
+Beside a CPU hog (two ``while 1: pass`` processes), 16 x 50, one run each, load 8-13:
+main finished in 79.8 s (claim p50 11.4 s, 1,492 claims to one peer, 108.9 messages
+per behaviour, 44 CPU s); the branch in 30.1 s with --verbose (3.8 s, 38, 46.8, 20 CPU s), against
+about 10 s without the hog. 32 x 500 did not finish on the branch: 34 of 500 done
+after 280 s, then no progress until stopped at 400 s (the workers at 65 % CPU each,
+almost no protocol traffic); with the old 5 s resend 27 of 500 after 200 s, with 2,550
+resends and the last reply of a claim sent 97 s (p50) after it.
+
+Start-up (``--robots --startup 20 50``), branch then main minutes apart; the load
+rose from 6 to 40 during main's run, so the bare clients' times differ 2-3x:
+
+    side    N  agents s  bare s  ratio  agent RSS MiB  bare RSS MiB
+    branch 20      21.7     4.8   4.5x             48            26
+    branch 50      54.7     7.6   7.2x             48            26
+    main   20      28.3    11.9   2.4x             49            26
+    main   50      89.4    23.0   3.9x             50            26
+
+Per agent process the branch loads 480 modules before it is ONLINE against 508 (the
+hardware and task-tree planner packages load their names lazily, so a robot no
+longer imports the simulated world or the PLACE trials), and reading the installed
+agent kinds takes 40 ms instead of 118 (the registry looks for its group in each
+distribution's entry points before parsing its metadata).
 """
 
 from __future__ import annotations
