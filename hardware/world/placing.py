@@ -83,7 +83,8 @@ class Placing(WorldState):
         elif str(behaviour).lower() not in BEHAVIOURS:
             reason = "unknown_behaviour"
         else:
-            obj = self.objects.get(params.get("object"))  # type: ignore[arg-type]
+            name = params.get("object")  # a hostile one may be any msgpack value
+            obj = self.objects.get(name) if isinstance(name, str) else None
             if obj is None:
                 reason = "unknown_object"
             else:
