@@ -113,7 +113,7 @@ def instances(typ: type) -> st.SearchStrategy[Any]:
 def test_every_request_type_round_trips(op: str, data: st.DataObject) -> None:
     request = data.draw(instances(wire.REQUEST_TYPES[op]))
     raw = encode(request)
-    assert wire.decode_request(raw) == request
+    assert encode(wire.decode_request(raw)) == raw  # bytes: NaN in params is NaN again
     assert msgpack.unpackb(raw)["op"] == op  # the wire names the op as before
 
 
@@ -126,7 +126,7 @@ def test_every_reply_type_passes_the_clients_check(op: str, data: st.DataObject)
     reply["ok"], reply["rid"] = True, 7  # a reply the client matches: ok, to its request
     decoded = wire.decode_reply(encode(reply))
     wire.check_reply(op, decoded)
-    assert msgspec.convert(decoded, typ) == msgspec.convert(reply, typ)
+    assert encode(msgspec.convert(decoded, typ)) == encode(msgspec.convert(reply, typ))
 
 
 def test_the_client_check_names_a_wrong_reply_field() -> None:
