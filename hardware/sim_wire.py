@@ -217,11 +217,11 @@ class Event(Struct, frozen=True):
 
 class CommandReply(Reply, frozen=True):
     """A command's answer: its `status` (``running``, ``paused``, ``finished``,
-    ``failed``, ``cancelled``, ``idle``), its `command_id`, and ``duplicate`` on a
-    repeated ``execute``."""
+    ``failed``, ``cancelled``, ``idle``), its `command_id` (nil: ``cancel`` of an idle
+    robot), and ``duplicate`` on a repeated ``execute``."""
 
-    status: str | None = None
-    command_id: str | None = None
+    status: str
+    command_id: str | None
     duplicate: bool = False
 
 
@@ -287,8 +287,8 @@ REPLY_TYPES: dict[str, type[Reply]] = {
     "resume": CommandReply,
     "state": StateReply,
 }
-"""op -> the type of its ``ok`` reply (a refusal is a plain ``Reply``, or a
-``CommandReply`` for commands)."""
+"""op -> the type of its ``ok`` reply (a refusal is a ``Reply``, whatever else it
+carries)."""
 
 
 # -- codec ----------------------------------------------------------------------------
@@ -385,10 +385,8 @@ def decode_reply(raw: bytes) -> dict[str, Any]:
 
 def check_reply(op: str, reply: dict[str, Any]) -> None:
     """Raise SchemaError naming the field when `reply` is not the reply type of `op`
-    (its ``ok`` type; a refusal is checked as a ``CommandReply`` or ``Reply``)."""
-    typ = REPLY_TYPES[op]
-    if reply.get("ok") is not True:
-        typ = CommandReply if typ is CommandReply else Reply
+    (its ``ok`` type; a refusal is checked as a ``Reply``)."""
+    typ = REPLY_TYPES[op] if reply.get("ok") is True else Reply
     try:
         msgspec.convert(reply, typ, strict=True)
     except msgspec.ValidationError as exc:
