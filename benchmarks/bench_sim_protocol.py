@@ -1,0 +1,137 @@
+"""Cost of one request on the simulated world's ZeroMQ protocol, hand-validated (the
+protocol before its requests were typed, loaded from git at ``--baseline``) against the
+typed one (``sim_wire``), measured in the same run.
+
+- world side: request bytes -> decode -> the world's answer -> reply bytes (what the
+  world agent does per request, without the socket);
+- client side: build and encode the request, decode (and, typed, check) the reply.
+
+Requests: ``observe`` (a driver polls it ~20 times a second; the reply carries every
+object, so its cost grows with ``--objects``), ``execute`` (a repeated one: the world
+answers it as a duplicate, so the figure is mostly the protocol's own cost) and
+``pause`` (a small command). Prints µs per request (best of ``--repeats`` runs of
+``--number``) and the ratio old / typed (> 1: typed is faster). Nothing is asserted.
+
+    python benchmarks/bench_sim_protocol.py [--objects 10] [--number 5000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import timeit
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from teamtree.hardware import sim_protocol as proto
+from teamtree.hardware import sim_wire as wire
+from teamtree.hardware.world import World
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "679dd44"
+"""The last commit with the hand-validated protocol."""
+NOW_MS = 1_700_000_000_000
+
+
+def load_baseline(commit: str) -> types.ModuleType:
+    """``hardware/sim_protocol.py`` as it was at `commit`, as a module."""
+    source = subprocess.run(
+        ["git", "show", f"{commit}:hardware/sim_protocol.py"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    module = types.ModuleType("sim_protocol_hand")
+    exec(compile(source, f"{commit}:hardware/sim_protocol.py", "exec"), module.__dict__)
+    return module
+
+
+def make_world(n: int) -> World:
+    objects = {
+        f"o{i}": {"shape": "cylinder", "dims": [0.04, 0.1],
+                  "position": [0.4 + 0.05 * (i % 5), -0.2 + 0.1 * (i // 5), 0.75],
+                  "goal": [0.5, 0.3, 0.75]}
+        for i in range(n)
+    }  # fmt: skip
+    robots = {"pr2": {"profile": "pr2", "base": [0.0, 0.0, 0.0]}}
+    return World.from_spec(objects, robots, {"alice": {"rest": [1.0, 0.0, 0.9]}})
+
+
+REQUESTS: dict[str, dict[str, Any]] = {
+    "observe": {"robot": "pr2", "since": 0},
+    "execute": {"robot": "pr2", "command_id": "c1", "behaviour": "place", "node": "n1",
+                "params": {"object": "o0"}, "lease_ms": NOW_MS + 60_000,
+                "token": [NOW_MS, 0, "pr2"]},
+    "pause": {"robot": "pr2", "command_id": "c1"},
+}  # fmt: skip
+
+
+def world_side(old: types.ModuleType, w: World, op: str) -> tuple[Callable, Callable]:
+    """(hand, typed): bytes in, reply bytes out, as the world agent serves them."""
+    raw = old.encode(old.request(op, 7, **REQUESTS[op]))
+    kwargs = {"now_ms": NOW_MS, "time_factor": 1.0}
+
+    def hand() -> bytes:
+        return old.encode(old.serve(w, old.decode(raw), 1.0, **kwargs))
+
+    def typed() -> bytes:
+        return proto.encode(proto.serve(w, proto.decode_request(raw), 1.0, **kwargs))
+
+    return hand, typed
+
+
+def client_side(old: types.ModuleType, w: World, op: str) -> tuple[Callable, Callable]:
+    """(hand, typed): encode the request, decode (typed: and check) its reply."""
+    reply = proto.encode(proto.answer(w, proto.encode(wire.make_request(op, 7, **REQUESTS[op])),
+                                      1.0, now_ms=NOW_MS, time_factor=1.0))  # fmt: skip
+    fields = REQUESTS[op]
+
+    def hand() -> dict:
+        old.encode(old.request(op, 7, **fields))
+        return old.decode(reply)
+
+    def typed() -> dict:
+        wire.encode(wire.make_request(op, 7, **fields))
+        decoded = wire.decode_reply(reply)
+        wire.check_reply(op, decoded)
+        return decoded
+
+    return hand, typed
+
+
+def best_us(fn: Callable[[], Any], number: int, repeats: int) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=repeats)) / number * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=10)
+    parser.add_argument("--number", type=int, default=5000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--baseline", default=BASELINE, help="git commit of the old protocol")
+    args = parser.parse_args()
+    try:
+        old = load_baseline(args.baseline)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"cannot load the baseline from git ({exc}); run in a git checkout")
+    w = make_world(args.objects)
+    proto.answer(w, proto.encode(wire.make_request("execute", 1, **REQUESTS["execute"])), 1.0,
+                 now_ms=NOW_MS, time_factor=1.0)  # fmt: skip
+    print(f"{args.objects} objects + 1 hand; µs per request, best of {args.repeats} x "
+          f"{args.number}; ratio old / typed (> 1: typed is faster)")  # fmt: skip
+    print(f"{'request':<10}{'side':<8}{'old':>9}{'typed':>9}{'ratio':>8}")
+    for op in REQUESTS:
+        for side, make in (("world", world_side), ("client", client_side)):
+            hand, typed = make(old, w, op)
+            assert typed() is not None and hand() is not None
+            # alternate, so both see the same machine load
+            h = t = float("inf")
+            for _ in range(args.repeats):
+                h = min(h, best_us(hand, args.number, 1))
+                t = min(t, best_us(typed, args.number, 1))
+            print(f"{op:<10}{side:<8}{h:>9.2f}{t:>9.2f}{h / t:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
