@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_observation import table_world  # the same table, run as a script
+
 from teamtree.hardware import sim_protocol as proto
 from teamtree.hardware import sim_wire as wire
 from teamtree.hardware.world import World
@@ -45,17 +47,6 @@ def load_baseline(commit: str) -> types.ModuleType:
     module = types.ModuleType("sim_protocol_hand")
     exec(compile(source, f"{commit}:hardware/sim_protocol.py", "exec"), module.__dict__)
     return module
-
-
-def make_world(n: int) -> World:
-    objects = {
-        f"o{i}": {"shape": "cylinder", "dims": [0.04, 0.1],
-                  "position": [0.4 + 0.05 * (i % 5), -0.2 + 0.1 * (i // 5), 0.75],
-                  "goal": [0.5, 0.3, 0.75]}
-        for i in range(n)
-    }  # fmt: skip
-    robots = {"pr2": {"profile": "pr2", "base": [0.0, 0.0, 0.0]}}
-    return World.from_spec(objects, robots, {"alice": {"rest": [1.0, 0.0, 0.9]}})
 
 
 REQUESTS: dict[str, dict[str, Any]] = {
@@ -115,7 +106,7 @@ def main() -> None:
         old = load_baseline(args.baseline)
     except (OSError, subprocess.CalledProcessError) as exc:
         sys.exit(f"cannot load the baseline from git ({exc}); run in a git checkout")
-    w = make_world(args.objects)
+    w = table_world(args.objects)
     proto.answer(w, proto.encode(wire.make_request("execute", 1, **REQUESTS["execute"])), 1.0,
                  now_ms=NOW_MS, time_factor=1.0)  # fmt: skip
     print(f"{args.objects} objects + 1 hand; µs per request, best of {args.repeats} x "

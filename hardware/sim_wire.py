@@ -90,25 +90,24 @@ class RenewRequest(RequestBase, frozen=True, tag="renew"):
     token: Token | None = None
 
 
-class CancelRequest(RequestBase, frozen=True, tag="cancel"):
+class ControlRequest(RequestBase, frozen=True):
+    """What ``cancel``, ``pause`` and ``resume`` share: the `robot` and its
+    `command_id` (nil: whatever it runs now)."""
+
+    robot: Name
+    command_id: Name | None = None
+
+
+class CancelRequest(ControlRequest, frozen=True, tag="cancel"):
     """Cancel `command_id` (nil: whatever `robot` runs)."""
 
-    robot: Name
-    command_id: Name | None = None
 
-
-class PauseRequest(RequestBase, frozen=True, tag="pause"):
+class PauseRequest(ControlRequest, frozen=True, tag="pause"):
     """Pause `command_id` (nil: whatever `robot` runs)."""
 
-    robot: Name
-    command_id: Name | None = None
 
-
-class ResumeRequest(RequestBase, frozen=True, tag="resume"):
+class ResumeRequest(ControlRequest, frozen=True, tag="resume"):
     """Resume `command_id` (nil: whatever `robot` has paused)."""
-
-    robot: Name
-    command_id: Name | None = None
 
 
 class MoveObjectRequest(RequestBase, frozen=True, tag="move_object"):
