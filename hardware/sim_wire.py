@@ -23,6 +23,47 @@ from msgspec import Meta, Struct
 
 from teamtree.broker import DecodeError, SchemaError
 
+__all__ = [
+    "MAX_MESSAGE",
+    "OPS",
+    "PROTOCOL_VERSION",
+    "REPLY_TYPES",
+    "REQUEST_TYPES",
+    "BadRequest",
+    "CancelRequest",
+    "CommandReply",
+    "ControlRequest",
+    "Event",
+    "ExecuteRequest",
+    "HandCancelRequest",
+    "HandMoveRequest",
+    "HandObserveReply",
+    "HandObserveRequest",
+    "HandPlaceRequest",
+    "HandReachRequest",
+    "InfoReply",
+    "InfoRequest",
+    "MoveObjectRequest",
+    "Name",
+    "ObserveReply",
+    "ObserveRequest",
+    "PauseRequest",
+    "Position",
+    "RenewRequest",
+    "Reply",
+    "Request",
+    "RequestBase",
+    "ResumeRequest",
+    "StateReply",
+    "StateRequest",
+    "Token",
+    "check_reply",
+    "decode_reply",
+    "decode_request",
+    "encode",
+    "make_request",
+]
+
 PROTOCOL_VERSION = 1
 MAX_MESSAGE = 1 << 20
 """Largest request or reply accepted, bytes."""
