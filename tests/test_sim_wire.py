@@ -5,6 +5,7 @@ Hypothesis prints the failing example and its reproduce blob."""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -183,6 +184,8 @@ def _assert_answered(w: World, raw: bytes) -> dict[str, Any]:
     if reply["reason"] == "bad_request":
         assert isinstance(reply["detail"], str) and reply["detail"]
     encode(reply)  # the answer can go out
+    for obj in w.objects.values():  # and nothing unreadable got into the world
+        assert all(math.isfinite(v) for v in (*obj.position, obj.yaw)), obj
     return reply
 
 
@@ -244,3 +247,12 @@ def test_execute_with_hostile_params_gets_an_answer(params: dict, robot: str) ->
                "behaviour": "place", "params": params}  # fmt: skip
     reply = _assert_answered(world(), _packb(message))
     assert reply["rid"] == 5
+
+
+@pytest.mark.parametrize("yaw", [math.nan, math.inf, -math.inf])
+def test_a_non_finite_yaw_is_refused(yaw: float) -> None:
+    w = world()
+    message = {"v": 1, "op": "move_object", "rid": 6, "object": "cup",
+               "position": [0.1, 0.1, 0.8], "yaw": yaw}  # fmt: skip
+    reply = _assert_answered(w, _packb(message))
+    assert reply == {"rid": 6, "ok": False, "reason": "bad_params"}

@@ -12,6 +12,7 @@ release  ``release_time``; then the object is at its goal and the gripper stays 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -191,6 +192,8 @@ class Placing(WorldState):
             return reply(False, "unknown_object")
         if obj.held_by is not None:
             return reply(False, "held")
+        if yaw is not None and not math.isfinite(yaw):
+            return reply(False, "bad_params")
         try:
             obj.position = vec3(position, "position")
         except SpecificationError:
