@@ -1,8 +1,8 @@
 """What a robot is: geometry, resources, profiles, capability matrices; the simulated world.
 
-The simulated world's ZeroMQ messages, protocol and client (``sim_wire``,
-``sim_protocol``, ``sim_client``) are submodules imported by name, not from here, so
-planners importing this package load neither zmq nor asyncio.
+The simulated world's ZeroMQ protocol and client (``sim_protocol``, ``sim_client``) are
+submodules imported by name, not from here, so planners importing this package load
+neither zmq nor asyncio.
 """
 
 from teamtree.hardware.assembled_team import (
