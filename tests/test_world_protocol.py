@@ -164,3 +164,33 @@ async def test_client_times_out_and_drops_late_replies() -> None:
             assert client.stats["stale"] == 1
         with pytest.raises(LifecycleError):
             client.connect()
+
+
+async def test_client_drops_a_reply_that_is_not_its_ops_type() -> None:
+    """A reply whose fields do not match its op's reply type is dropped and counted
+    malformed (the call times out), as an undecodable one is."""
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.ROUTER)
+    sock.setsockopt(zmq.LINGER, 0)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+
+    async def broken_world() -> None:
+        while True:
+            frames = await sock.recv_multipart()
+            rid = msgpack.unpackb(frames[-1])["rid"]
+            reply = {"rid": rid, "ok": True, "reason": None, "t": 0.0, "robot": {},
+                     "objects": {}, "events": [], "seq": "seven"}  # fmt: skip
+            await sock.send_multipart([*frames[:-1], proto.encode(reply)])
+
+    task = asyncio.create_task(broken_world())
+    try:
+        async with asyncio.timeout(10), SimClient(f"tcp://127.0.0.1:{port}", timeout=0.3) as c:
+            with pytest.raises(RequestTimeoutError):
+                await c.observe("pr2")
+            assert c.stats["malformed"] == 1 and c.stats["replies"] == 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        sock.close(0)
+        ctx.destroy(0)
