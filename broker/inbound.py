@@ -3,8 +3,11 @@
 A handler that falls behind (a busy core, a big team) must not fall further behind on
 stale data: an observation is the world's state *now*, and a newer one on the same
 topic replaces it. So the queue keeps at most one message per *latest-only* topic
-(e.g. a driver's ``observation``): a newer message takes the queued one's place in the
-line (its position, its new content), and the replaced one is counted, not handled.
+(e.g. a driver's ``observation``): a newer message drops the queued one (counted, not
+handled) and joins the back of the line. It never takes the older one's place: a
+newer observation must not overtake what arrived between the two (a driver's
+"behaviour finished" followed by an observation of the idle body would otherwise reach
+the robot in the wrong order, and its body watch would call the behaviour lost).
 Every other message (claims, replies, transitions, commands) is queued and delivered
 in order, never shed: the peer rule's messages are never dropped here.
 
@@ -23,11 +26,12 @@ __all__ = ["CoalescingQueue"]
 
 
 class _Slot:
-    __slots__ = ("item", "topic")
+    __slots__ = ("dead", "item", "topic")
 
     def __init__(self, topic: str | None, item: Any):
         self.topic = topic
         self.item = item
+        self.dead = False
 
 
 class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
@@ -43,15 +47,20 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
     def _init(self, maxsize: int) -> None:
         self._queue: deque[_Slot] = deque()
         self._queued: dict[str, _Slot] = {}
+        self._dead = 0  # replaced slots still in the deque (skipped, not counted)
+
+    def qsize(self) -> int:
+        return len(self._queue) - self._dead
 
     def _put(self, item: Any) -> None:
         topic = getattr(getattr(item, "topic", None), "value", None)
         if topic is not None and topic in self._latest:
-            slot = self._queued.get(topic)
-            if slot is not None:  # an older one still waits: the newer takes its place
-                slot.item = item
+            older = self._queued.get(topic)
+            if older is not None:  # an older one still waits: drop it, queue the newer last
+                older.dead = True
+                older.item = None
+                self._dead += 1
                 self.coalesced += 1
-                return
             slot = self._queued[topic] = _Slot(topic, item)
         else:
             slot = _Slot(None, item)
@@ -59,6 +68,9 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
 
     def _get(self) -> Any:
         slot = self._queue.popleft()
+        while slot.dead:
+            self._dead -= 1
+            slot = self._queue.popleft()
         if slot.topic is not None:
             del self._queued[slot.topic]
         return slot.item

@@ -62,6 +62,9 @@ def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops
             assert seen[-1] == sent[-1]  # the newest is always delivered
         assert q.coalesced >= 0
     assert len(got) + q.coalesced == len(put)
+    # an observation never overtakes a message that arrived before it
+    order = {id(m): i for i, m in enumerate(put)}
+    assert [order[id(m)] for m in got] == sorted(order[id(m)] for m in got)
 
 
 async def test_a_busy_agent_skips_stale_observations_but_no_claim(mosquitto, team) -> None:
