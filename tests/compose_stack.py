@@ -160,11 +160,30 @@ class Stack:
             if predicate(records):
                 return records
             time.sleep(0.5)
-        raise AssertionError(f"{what}: not seen in {timeout:.0f} s\n{self.logs('recorder')}")
+        raise AssertionError(
+            f"{what}: not seen in {timeout:.0f} s ({len(self.record())} records; last "
+            f"presence: {last_presence(self.record())})\n{self.diagnose()}"
+        )
 
     def password(self, user: str) -> str:
         return (self.volume("broker-config") / "credentials" / user).read_text().strip()
 
     def diagnose(self) -> str:
-        """The tails of every service's log, for a failure message."""
-        return "\n".join(f"--- {s}\n{self.logs(s)[-1500:]}" for s in sorted(self.containers()))
+        """The tails of every service's log (and the containers' states), for a failure
+        message."""
+        ps = subprocess.run(
+            ["podman", "ps", "-a", "--filter", f"label=io.podman.compose.project={self.project}",
+             "--format", "{{.Names}} {{.Status}}"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        logs = "\n".join(f"--- {s}\n{self.logs(s)[-1500:]}" for s in sorted(self.containers()))
+        return f"containers:\n{ps.stdout}{ps.stderr}\n{logs}"
+
+
+def last_presence(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Each sender's latest presence state in a record (for failure messages)."""
+    state: dict[str, str] = {}
+    for r in records:
+        if r.get("kind") == "presence" and isinstance(r.get("body"), dict):
+            state[str(r.get("sender"))] = str(r["body"].get("state"))
+    return state

@@ -97,14 +97,20 @@ if [ "$#" = "0" ] && [ "${TEAMTREE_SPLIT_SUITES:-1}" = "1" ]; then
   echo "== running the container and cluster suites in the background (log: $slow_log)"
   nice -n 5 python3 -m pytest -q -p no:cacheprovider -m "containers or cluster" >"$slow_log" 2>&1 &
   slow=$!
+  fast_log="$(mktemp "${TMPDIR:-/tmp}/teamtree-tests.XXXXXX")"
   echo "== running the other tests"
-  run_pytest -m "not containers and not cluster"
-  code=$?
+  run_pytest -m "not containers and not cluster" 2>&1 | tee "$fast_log"
+  code=${PIPESTATUS[0]}
   echo "== waiting for the container and cluster suites"
   wait "$slow"
   slow_code=$?
   echo "== the container and cluster suites (exit $slow_code):"
   cat "$slow_log"
+  # Both suites' outcomes last, where a truncated CI log still shows them.
+  echo "== summary: the other tests (exit $code), then the container and cluster suites (exit $slow_code)"
+  for log in "$fast_log" "$slow_log"; do
+    grep -E '^(FAILED|ERROR) |^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error).* =+$' "$log" || true
+  done
   [ "$code" = "5" ] && code=1  # nothing collected in the foreground is a failure
   [ "$slow_code" = "5" ] && slow_code=0  # none selected (e.g. both skipped by marker)
   [ "$code" = "0" ] && code=$slow_code

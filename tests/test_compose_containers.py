@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import container_images
-from tests.compose_stack import TEAM, Stack
+from tests.compose_stack import TEAM, Stack, last_presence
 from tests.conftest import REPO
 from tests.container_images import (
     Images,
@@ -84,11 +84,7 @@ def working(records: list[dict[str, Any]], agent: str | None = None) -> list[str
 
 def online(records: list[dict[str, Any]]) -> set[str]:
     """Agents whose latest presence in the record is ONLINE."""
-    state: dict[str, str] = {}
-    for r in records:
-        if r["kind"] == "presence" and isinstance(r["body"], dict):
-            state[r["sender"]] = str(r["body"].get("state"))
-    return {a for a, s in state.items() if s == "ONLINE"}
+    return {a for a, s in last_presence(records).items() if s == "ONLINE"}
 
 
 def finish(stack: Stack) -> list[dict[str, Any]]:
