@@ -373,8 +373,26 @@ class Connection:
             self._flush_task = asyncio.ensure_future(self._flush_quietly())
 
     async def _flush_quietly(self) -> None:
-        with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
-            await self._flush()
+        """Flush after a late PUBACK, retrying on the same live session until the outbox
+        is empty. Giving up after one failed attempt left every later message queued
+        (and QoS 0 ones dropped) until a reconnect that a live session never makes: on a
+        RabbitMQ cluster, whose PUBACKs wait for every mirror of every queue a message
+        reaches, agents fell silent for good while a stopped node's queues failed over."""
+        session = self._session_over
+        while True:
+            try:
+                await self._flush()
+                return
+            except (aiomqtt.MqttError, TimeoutError) as exc:
+                if session.is_set() or session is not self._session_over or not self._client:
+                    return  # the session ended: the next connect flushes
+                log.warning(
+                    "broker.ack_late",
+                    endpoint=str(self.endpoint),
+                    outbox=len(self._outbox),
+                    error=str(exc),
+                )
+                await asyncio.sleep(0.1)
 
     async def publish_now(self, message: Outgoing) -> None:
         """Publish bypassing the outbox order (used for presence while connecting).
