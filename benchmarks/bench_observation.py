@@ -38,8 +38,8 @@ from teamtree.planners.tasktree import parse_tree
 TEAM = "bench"
 
 
-def observation_body(n: int) -> dict[str, Any]:
-    """A driver's observation body of a world with `n` objects and one hand."""
+def table_world(n: int) -> World:
+    """A simulated world with `n` objects on the table, a PR2 and one hand."""
     objects = {
         f"o{i}": {"shape": "cylinder", "dims": [0.04, 0.1],
                   "position": [0.4 + 0.05 * (i % 5), -0.2 + 0.1 * (i // 5), 0.75],
@@ -48,8 +48,12 @@ def observation_body(n: int) -> dict[str, Any]:
     }  # fmt: skip
     robots = {"pr2": {"profile": "pr2", "base": [0.0, 0.0, 0.0]}}
     hands = {"alice": {"rest": [1.0, 0.0, 0.9]}}
-    world = World.from_spec(objects, robots, hands)
-    obs = world.observe("pr2", 1.0)
+    return World.from_spec(objects, robots, hands)
+
+
+def observation_body(n: int) -> dict[str, Any]:
+    """A driver's observation body of a world with `n` objects and one hand."""
+    obs = table_world(n).observe("pr2", 1.0)
     body = {"t": obs["t"], "robot": obs["robot"], "objects": obs["objects"]}
     if "hands" in obs:
         body["hands"] = obs["hands"]

@@ -3,7 +3,9 @@
 ``async with SimClient("tcp://127.0.0.1:5555") as world:`` connects a DEALER; every
 call sends one request and waits for its reply, at most ``timeout`` seconds, then
 raises RequestTimeoutError. Replies arrive in any order and are matched by ``rid``;
-a reply that comes after its deadline is dropped.
+a reply that comes after its deadline is dropped. Requests are built as their Structs
+(``sim_wire``); each reply is checked against the reply type of its op, and one that
+does not match is dropped and logged with the field named (the call then times out).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import zmq
 import zmq.asyncio
 
 from teamtree.broker import LifecycleError, RequestTimeoutError, WireError
-from teamtree.hardware import sim_protocol as proto
+from teamtree.hardware import sim_wire as wire
 
 log = structlog.get_logger("teamtree.sim_client")
 
@@ -39,7 +41,7 @@ class SimClient:
         self._context = context or zmq.asyncio.Context.instance()
         self._socket: zmq.asyncio.Socket | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self._rids = itertools.count(1)
         self._closed = False
         self.stats = {"sent": 0, "replies": 0, "timeouts": 0, "stale": 0, "malformed": 0}
@@ -71,7 +73,7 @@ class SimClient:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
-        for future in self._pending.values():
+        for _, future in self._pending.values():
             if not future.done():
                 future.set_exception(LifecycleError(f"SimClient for {self.address} closed"))
                 future.exception()  # retrieved: a caller still sending never awaits it
@@ -82,18 +84,19 @@ class SimClient:
 
     async def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict:
         """Send `op` with `fields`; return the reply map (``ok`` may be false: the world
-        answered no). Raises RequestTimeoutError after `timeout` s (default the client's)
-        and LifecycleError when not connected."""
+        answered no). Raises RequestTimeoutError after `timeout` s (default the client's),
+        LifecycleError when not connected and SchemaError for an unknown op or field."""
         sock = self._socket
         if sock is None:
             raise LifecycleError(f"SimClient for {self.address} is not connected")
         timeout = self.timeout if timeout is None else timeout
         rid = next(self._rids)
+        payload = wire.encode(wire.make_request(op, rid, **fields))
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = future
+        self._pending[rid] = (op, future)
         try:
             async with asyncio.timeout(timeout):
-                await sock.send(proto.encode(proto.request(op, rid, **fields)))
+                await sock.send(payload)
                 self.stats["sent"] += 1
                 return await future
         except TimeoutError:
@@ -118,12 +121,15 @@ class SimClient:
         while True:
             frames = await self._socket.recv_multipart()
             try:
-                reply = proto.decode(frames[-1])
+                reply = wire.decode_reply(frames[-1])
+                pending = self._pending.get(reply["rid"])
+                if pending is not None:
+                    wire.check_reply(pending[0], reply)
             except WireError as exc:
                 self.stats["malformed"] += 1
                 log.warning("sim_client.malformed", address=self.address, reason=exc.reason)
                 continue
-            future = self._pending.get(reply.get("rid"))  # type: ignore[arg-type]
+            future = None if pending is None else pending[1]
             if future is None or future.done():
                 self.stats["stale"] += 1
                 continue

@@ -26,6 +26,7 @@ from teamtree.agents.tasktree.peer_wire import (
     SnapshotWire,
     TransitionWire,
 )
+from teamtree.hardware import sim_wire
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _KEY = re.compile(r"^([a-z_][a-z0-9_]*)\??$")
@@ -141,3 +142,52 @@ def test_allocation_md_result_bodies_match_the_types() -> None:
     assert set(keys(braces(text, start))) == fields(AllocationResult)
     start = text.index("`schedule` = `{", start)
     assert set(keys(braces(text, start))) == fields(ScheduleResult)
+
+
+def _zmq_rows() -> dict[str, list[str]]:
+    """op -> (request cell, reply cell) of docs/protocol.md's ZeroMQ request table."""
+    text = (DOCS / "protocol.md").read_text()
+    start = text.index("### The simulated world's ZeroMQ requests")
+    section = text[start : text.index("\n## ", start)]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def _documented(cell: str) -> tuple[set[str], set[str]]:
+    """(every key, the keys marked optional with ``?``) of a ``{a, b?}`` cell."""
+    inner = braces(cell)
+    return set(keys(inner)), set(re.findall(r"([a-z_]+)\?", inner))
+
+
+def _optional(typ: type[msgspec.Struct]) -> set[str]:
+    info = msgspec.inspect.type_info(typ)
+    return {f.encode_name for f in info.fields if not f.required}  # type: ignore[attr-defined]
+
+
+def test_protocol_md_zeromq_requests_match_the_types() -> None:
+    rows = _zmq_rows()
+    assert set(rows) == set(sim_wire.OPS)
+    base, base_reply = fields(sim_wire.RequestBase), fields(sim_wire.Reply)
+    for op, (request_cell, reply_cell) in rows.items():
+        request = sim_wire.REQUEST_TYPES[op]
+        documented, optional = _documented(request_cell)
+        assert documented == fields(request) - base, op
+        assert optional == _optional(request) - base, op
+        reply = sim_wire.REPLY_TYPES[op]
+        documented, optional = _documented(reply_cell)
+        assert documented == fields(reply) - base_reply, op
+        assert optional == _optional(reply) - base_reply, op
+
+
+def test_protocol_md_zeromq_event_and_reply_match_the_types() -> None:
+    text = (DOCS / "protocol.md").read_text()
+    start = text.index("### The simulated world's ZeroMQ requests")
+    reply = braces(text, text.index("Every reply is `{", start))
+    assert set(keys(reply)) == fields(sim_wire.Reply)
+    event = braces(text, text.index("Each entry of `events`", start))
+    assert set(keys(event)) == fields(sim_wire.Event)
+    assert set(re.findall(r"([a-z_]+)\?", event)) == _optional(sim_wire.Event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import msgpack
 import pytest
@@ -14,8 +15,9 @@ import zmq.asyncio
 from teamtree.broker import DecodeError, LifecycleError, RequestTimeoutError, SchemaError
 from teamtree.hardware import World
 from teamtree.hardware import sim_protocol as proto
+from teamtree.hardware import sim_wire as wire
 from teamtree.hardware.sim_client import SimClient
-from teamtree.hardware.sim_protocol import serve
+from teamtree.hardware.sim_protocol import answer
 from tests.test_world_model import APPLE, CUP, ROBOTS
 
 
@@ -24,16 +26,25 @@ def world() -> World:
 
 
 def test_codec_round_trip_and_rejections() -> None:
-    message = proto.request("observe", 7, robot="pr2", since=3)
-    assert proto.decode(proto.encode(message)) == {"v": 1, **message}
+    request = wire.make_request("observe", 7, robot="pr2", since=3)
+    assert proto.decode_request(proto.encode(request)) == request
     with pytest.raises(DecodeError):
-        proto.decode(b"\xc1")
+        proto.decode_request(b"\xc1")
     with pytest.raises(DecodeError):
-        proto.decode(msgpack.packb([1, 2]))
-    with pytest.raises(SchemaError):
-        proto.decode(msgpack.packb({"v": 99, "op": "info"}))
+        proto.decode_request(msgpack.packb([1, 2]))
+    with pytest.raises(SchemaError, match="version 99"):
+        proto.decode_request(msgpack.packb({"v": 99, "op": "info", "rid": 1}))
     with pytest.raises(DecodeError):
-        proto.decode(b"\x00" * (proto.MAX_MESSAGE + 1))
+        proto.decode_request(b"\x00" * (proto.MAX_MESSAGE + 1))
+    with pytest.raises(SchemaError, match="fly"):
+        wire.make_request("fly", 1)
+    with pytest.raises(SchemaError, match="colour"):
+        wire.make_request("observe", 1, robot="pr2", colour="red")
+
+
+def ask(w: World, message: dict, t: float, **kwargs: Any) -> dict:
+    """`message` (``v`` added) as bytes through the world's dispatcher."""
+    return answer(w, msgpack.packb({"v": 1, **message}), t, **kwargs)
 
 
 EXECUTE = {"op": "execute", "rid": 1, "robot": "pr2", "command_id": "c", "behaviour": "place"}
@@ -58,29 +69,30 @@ EXECUTE = {"op": "execute", "rid": 1, "robot": "pr2", "command_id": "c", "behavi
     ],
 )
 def test_serve_answers_bad_requests(message: dict, detail: str) -> None:
-    reply = serve(world(), message, 0.0)
+    reply = ask(world(), message, 0.0)
     assert reply["ok"] is False and reply["reason"] == "bad_request"
     assert detail in reply["detail"]
-    assert reply["rid"] == message["rid"]
+    rid = message["rid"]
+    assert reply["rid"] == (rid if isinstance(rid, int) else None)  # an unreadable rid: nil
 
 
 def test_serve_dispatches_to_the_world() -> None:
     w = world()
-    info = serve(w, {"op": "info", "rid": 1}, 0.0, time_factor=5.0)
+    info = ask(w, {"op": "info", "rid": 1}, 0.0, time_factor=5.0)
     assert info["ok"] and info["rid"] == 1 and info["time_factor"] == 5.0
     assert info["robots"]["baxter"]["profile"]["name"] == "baxter"
     execute = {"op": "execute", "rid": 2, "robot": "pr2", "command_id": "c1", "node": "n1",
                "behaviour": "PLACE", "params": {"object": "cup"}}  # fmt: skip
-    assert serve(w, execute, 0.0)["status"] == "running"
-    assert serve(w, {"op": "pause", "rid": 3, "robot": "pr2"}, 0.5)["status"] == "paused"
-    assert serve(w, {"op": "resume", "rid": 4, "robot": "pr2", "command_id": "c1"}, 1.0)["ok"]
-    obs = serve(w, {"op": "observe", "rid": 5, "robot": "pr2", "since": 0}, 1.0)
+    assert ask(w, execute, 0.0)["status"] == "running"
+    assert ask(w, {"op": "pause", "rid": 3, "robot": "pr2"}, 0.5)["status"] == "paused"
+    assert ask(w, {"op": "resume", "rid": 4, "robot": "pr2", "command_id": "c1"}, 1.0)["ok"]
+    obs = ask(w, {"op": "observe", "rid": 5, "robot": "pr2", "since": 0}, 1.0)
     assert [e["kind"] for e in obs["events"]] == ["started", "paused", "resumed"]
     assert obs["robot"]["busy"] == "c1" and obs["seq"] == 3
-    assert serve(w, {"op": "cancel", "rid": 6, "robot": "pr2"}, 1.5)["status"] == "cancelled"
+    assert ask(w, {"op": "cancel", "rid": 6, "robot": "pr2"}, 1.5)["status"] == "cancelled"
     moved = {"op": "move_object", "rid": 7, "object": "apple", "position": [0.4, 0.3, 0.79]}
-    assert serve(w, moved, 2.0) == {"rid": 7, "ok": True, "reason": None}
-    state = serve(w, {"op": "state", "rid": 8}, 2.0)
+    assert ask(w, moved, 2.0) == {"rid": 7, "ok": True, "reason": None}
+    state = ask(w, {"op": "state", "rid": 8}, 2.0)
     assert state["objects"]["apple"]["position"] == [0.4, 0.3, 0.79]
 
 
@@ -98,7 +110,7 @@ async def router(w: World | None) -> AsyncIterator[str]:
             frames = await sock.recv_multipart()
             if w is None:
                 continue
-            reply = serve(w, proto.decode(frames[-1]), clock["t"])
+            reply = answer(w, frames[-1], clock["t"])
             if reply.get("rid") == 99:  # a reply for nobody: the client drops it
                 reply["rid"] = 12345
             await sock.send_multipart([*frames[:-1], proto.encode(reply)])
@@ -152,3 +164,33 @@ async def test_client_times_out_and_drops_late_replies() -> None:
             assert client.stats["stale"] == 1
         with pytest.raises(LifecycleError):
             client.connect()
+
+
+async def test_client_drops_a_reply_that_is_not_its_ops_type() -> None:
+    """A reply whose fields do not match its op's reply type is dropped and counted
+    malformed (the call times out), as an undecodable one is."""
+    ctx = zmq.asyncio.Context()
+    sock = ctx.socket(zmq.ROUTER)
+    sock.setsockopt(zmq.LINGER, 0)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+
+    async def broken_world() -> None:
+        while True:
+            frames = await sock.recv_multipart()
+            rid = msgpack.unpackb(frames[-1])["rid"]
+            reply = {"rid": rid, "ok": True, "reason": None, "t": 0.0, "robot": {},
+                     "objects": {}, "events": [], "seq": "seven"}  # fmt: skip
+            await sock.send_multipart([*frames[:-1], proto.encode(reply)])
+
+    task = asyncio.create_task(broken_world())
+    try:
+        async with asyncio.timeout(10), SimClient(f"tcp://127.0.0.1:{port}", timeout=0.3) as c:
+            with pytest.raises(RequestTimeoutError):
+                await c.observe("pr2")
+            assert c.stats["malformed"] == 1 and c.stats["replies"] == 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        sock.close(0)
+        ctx.destroy(0)

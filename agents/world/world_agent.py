@@ -1,7 +1,7 @@
 """The world service: the simulated robot SDK that stands in for real robots.
 
 Holds a ``hardware.World``, runs it on simulated time (wall time × ``time_factor``),
-and serves it over ZeroMQ (``drivers.sim_protocol``) on a ROUTER whose address is the
+and serves it over ZeroMQ (``hardware.sim_protocol``) on a ROUTER whose address is the
 ``zmq`` field of its retained factsheet. On the broker it publishes:
 
 ==================== ================= === ====== ====================================
@@ -54,6 +54,7 @@ from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic, validate_id
 from teamtree.hardware import sim_protocol as proto
 from teamtree.hardware.profiles import PROFILES
+from teamtree.hardware.sim_wire import InfoRequest, MoveObjectRequest, ObserveRequest, StateRequest
 from teamtree.hardware.world import GOAL_TOLERANCE, HAND_SAMPLE_S, World
 
 WORLD_CHANNEL = "world"
@@ -62,6 +63,7 @@ EVENTS_CHANNEL = "events"
 _SHAPES = {"box": 3, "cylinder": 2, "sphere": 1}
 _HAND_KEYS = ("speed", "noise", "path_noise", "lift", "grasp_time", "release_time")
 _LOOP_S = 0.02
+_READS = (InfoRequest, ObserveRequest, StateRequest)
 
 
 class WorldAgent(Agent):
@@ -207,24 +209,24 @@ class WorldAgent(Agent):
                 self.stats["zmq_malformed"] += 1
                 continue
             try:
-                message = proto.decode(frames[-1])
+                request = proto.decode_request(frames[-1])
             except WireError as exc:
                 self.stats["zmq_malformed"] += 1
-                reply = {"rid": None, "ok": False, "reason": "bad_request", "detail": exc.reason}
+                reply = proto.bad_request(exc)
             else:
                 try:
                     reply = proto.serve(
                         self.world,
-                        message,
+                        request,
                         self.now(),
                         now_ms=time.time_ns() // 1_000_000,
                         time_factor=self.time_factor,
                     )
                 except Exception as exc:  # a bug in the world must not stop the server
                     self.log.error("world.request_failed", error=repr(exc), exc_info=True)
-                    reply = {"rid": message.get("rid"), "ok": False, "reason": "internal_error"}
-                if message.get("op") not in ("observe", "info", "state"):
-                    self.log.debug("world.request", op=message.get("op"), reply=reply)
+                    reply = {"rid": request.rid, "ok": False, "reason": "internal_error"}
+                if not isinstance(request, _READS):
+                    self.log.debug("world.request", request=request, reply=reply)
             self.stats["zmq_requests"] += 1
             await sock.send_multipart([*frames[:-1], proto.encode(reply)])
 
@@ -245,11 +247,12 @@ class WorldAgent(Agent):
                 answer = {"ok": False, "reason": "bad_params", "detail": str(exc)}
                 await self.reply(env, "world.move_object.reply", answer)
             return
+        request = MoveObjectRequest(rid=0, object=move.object, position=move.position, yaw=move.yaw)
+        reply = proto.serve(self.world, request, self.now())
+        reply.pop("rid", None)
         message: dict[str, Any] = {"object": move.object, "position": list(move.position)}
         if move.yaw is not None:
             message["yaw"] = move.yaw
-        reply = proto.serve(self.world, {"op": "move_object", "rid": 0, **message}, self.now())
-        reply.pop("rid", None)
         self.log.info("world.move_object", by=env.sender, **message, ok=reply["ok"])
         if env.reply_to is not None:
             await self.reply(env, "world.move_object.reply", reply)

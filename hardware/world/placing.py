@@ -12,6 +12,7 @@ release  ``release_time``; then the object is at its goal and the gripper stays 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -83,7 +84,8 @@ class Placing(WorldState):
         elif str(behaviour).lower() not in BEHAVIOURS:
             reason = "unknown_behaviour"
         else:
-            obj = self.objects.get(params.get("object"))  # type: ignore[arg-type]
+            name = params.get("object")  # a hostile one may be any msgpack value
+            obj = self.objects.get(name) if isinstance(name, str) else None
             if obj is None:
                 reason = "unknown_object"
             else:
@@ -190,6 +192,8 @@ class Placing(WorldState):
             return reply(False, "unknown_object")
         if obj.held_by is not None:
             return reply(False, "held")
+        if yaw is not None and not math.isfinite(yaw):
+            return reply(False, "bad_params")
         try:
             obj.position = vec3(position, "position")
         except SpecificationError:
