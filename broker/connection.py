@@ -373,8 +373,29 @@ class Connection:
             self._flush_task = asyncio.ensure_future(self._flush_quietly())
 
     async def _flush_quietly(self) -> None:
-        with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
+        """Flush after a PUBACK that did not come in time; when the flush too waits in
+        vain on the same live session, end that session so the usual reconnect sends
+        the outbox again. A broker may never acknowledge some messages: a RabbitMQ
+        cluster lost the PUBACKs of messages routed to a stopped node's mirrored queues,
+        and paho keeps such messages in its in-flight window for the whole session, so
+        later publishes waited behind them. Leaving the outbox to "the next connect"
+        then silenced the agent for good (QoS 0 dropped, QoS 1 queued) on a session that
+        stayed up: the unexplained cluster stall."""
+        session = self._session_over
+        client = self._client
+        try:
             await self._flush()
+        except (aiomqtt.MqttError, TimeoutError) as exc:
+            if session.is_set() or session is not self._session_over or client is None:
+                return  # the session ended anyway: the next connect flushes
+            log.warning(
+                "broker.ack_lost",
+                endpoint=str(self.endpoint),
+                outbox=len(self._outbox),
+                error=str(exc),
+                action="reconnecting",
+            )
+            client._client.disconnect()  # the session loop reconnects and flushes
 
     async def publish_now(self, message: Outgoing) -> None:
         """Publish bypassing the outbox order (used for presence while connecting).

@@ -37,6 +37,7 @@ from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
+from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S as _SYNC_GRACE_S
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
 from teamtree.broker.acl import OBSERVER_KINDS, team_users, write_broker_files
 from teamtree.broker.connection import Incoming
@@ -230,6 +231,7 @@ async def run_monitor(args: argparse.Namespace) -> int:
             await observer.wait_connected()
             if args.once:
                 await asyncio.sleep(args.wait)
+                await observer.wait_synced(_SYNC_GRACE_S)  # a broker cluster's state
                 snap = observer.state.snapshot()
                 print(json.dumps(snap, default=str) if args.json else render_text(snap), flush=True)
                 missing = [a for a in args.require or [] if a not in snap["online"]]

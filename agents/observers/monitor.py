@@ -17,7 +17,7 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
@@ -26,6 +26,7 @@ import msgspec
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
 from teamtree.agents.runtime.presence_wire import decode_heartbeat
+from teamtree.agents.runtime.sync_ask import SyncAsker
 from teamtree.agents.runtime.team_view import Presence, TeamView
 from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
 from teamtree.agents.tasktree.peer_wire import working_leaves
@@ -381,7 +382,11 @@ class TeamObserver:
     hooks) with every valid message of `team`.
 
     ``async with TeamObserver(...) as obs:`` connects; ``wait_connected`` raises
-    ConnectError when the broker cannot be reached in time."""
+    ConnectError when the broker cannot be reached in time. After every connect it
+    also asks the team to re-sync (``SyncAsker``; ``resync=False`` does not), so it
+    sees the team's state on a broker cluster whose retained messages do not reach
+    wildcard subscriptions; re-published state is fed as retained. It announces no
+    presence, so it never shows up as a team member."""
 
     def __init__(
         self,
@@ -395,6 +400,7 @@ class TeamObserver:
         client_prefix: str = "monitor",
         tls_context: Any = None,
         mission_id: str | None = None,
+        resync: bool = True,
     ):
         self.team = validate_id(team, "team")
         self.endpoint = endpoint
@@ -404,11 +410,15 @@ class TeamObserver:
             endpoint,
             client_id=f"teamtree-{self.team}-{client_prefix}-{uuid.uuid4().hex[:8]}",
             on_message=self._receive,
+            on_connect=self._on_connect if resync else None,
             clean_session=True,
             username=username,
             password=password,
             tls_context=tls_context,
         )
+        #: the re-sync asked after every connect (a broker cluster's readers need it)
+        self._resync = resync
+        self.sync = SyncAsker(self.team, self.connection.publish, prefix=client_prefix)
         self._filters = [f"teamtree/v1/{self.team}/#"] + (["$SYS/broker/#"] if sys_topics else [])
         self._task: asyncio.Task[None] | None = None
         self._seen: set[tuple[str, int]] = set()
@@ -421,6 +431,7 @@ class TeamObserver:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.sync.close()
         await self.connection.close()
         if self._task is not None:
             self._task.cancel()
@@ -438,6 +449,17 @@ class TeamObserver:
                 "(is it running? are the credentials right?)",
                 endpoint=self.endpoint.url,
             ) from None
+
+    async def wait_synced(self, timeout: float) -> bool:
+        """Wait until the re-sync asked after the last connect is over (False after
+        `timeout` seconds): by then every member running in cluster mode re-published
+        its state. Returns at once for an observer made with ``resync=False``."""
+        if not self._resync:
+            return True
+        return await self.sync.wait_synced(timeout)
+
+    async def _on_connect(self) -> None:
+        self.sync.connected()
 
     async def _receive(self, message: Incoming) -> None:
         if message.topic.startswith("$SYS/"):
@@ -462,6 +484,9 @@ class TeamObserver:
         self._order.append(key)
         if len(self._order) > 8192:
             self._seen.discard(self._order.popleft())
+        self.sync.on_message(env, topic)
+        if not message.retain and self.sync.kept(env, message):
+            message = replace(message, retain=True)  # re-published state, not news
         self.state.feed(env, topic, retained=message.retain)
         if self._hook is not None:
             result = self._hook(env, topic, message)

@@ -286,7 +286,14 @@ class Launcher:
                 f"cannot resume mission {self.mission_id}: the broker at {endpoint.url} keeps "
                 f"none of its state (a later mission's replaced it, or it never ran there; "
                 f"missions kept for team {self.config.team}: {others}); "
-                "run without --resume to start a new mission",
+                "run without --resume to start a new mission"
+                + (
+                    " (a RabbitMQ cluster sends no retained state to this check's wildcard "
+                    "subscription and shows it only through running teammates' re-sync; "
+                    "resuming a stopped team needs a broker that keeps it, such as mosquitto)"
+                    if endpoint.fallbacks and not kept
+                    else ""
+                ),
                 key="--resume",
             )
         self.say(f"the broker keeps {kept[self.mission_id]} topic(s) of {self.mission_id}")

@@ -78,6 +78,20 @@ def wait_for_line(path: Path, pattern: str, proc: subprocess.Popen, timeout: flo
     raise AssertionError(f"no {pattern!r} in {timeout} s:\n{path.read_text()[-4000:]}")
 
 
+def wait_after(path: Path, first: str, then: str, proc: subprocess.Popen) -> None:
+    """Wait for a line matching `then` after the first line matching `first`."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        text = path.read_text()
+        start = re.search(first, text, re.M)
+        if start and re.search(then, text[start.end() :], re.M):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before {then!r}:\n{text[-4000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"no {then!r} after {first!r}:\n{path.read_text()[-4000:]}")
+
+
 def run_team(config: Path, cluster: RabbitCluster, cwd: Path) -> tuple[subprocess.Popen, Path]:
     out = cwd / "run.out"
     proc = subprocess.Popen(
@@ -173,6 +187,59 @@ async def join_late(cluster: RabbitCluster, node: int, team: str, mission: str) 
     return joiner
 
 
+MEMBER_CHANNELS = ("connection", "factsheet", "heartbeat")
+
+
+def start_readers(
+    config: Path, url: str, team: str, mission: str, cwd: Path
+) -> list[subprocess.Popen]:
+    """``monitor --once --json``, ``tree --broker`` and ``record`` on one node,
+    mid-mission."""
+    common = ["--broker", url, "--team", team, "--mission", mission]
+    record = ("record", "-o", str(cwd / "late.jsonl"), "--duration", "4")
+    return [
+        subprocess.Popen(
+            teamtree_cmd(*command, *common),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in (
+            ("monitor", "--once", "--json", "--wait", "1"),
+            ("tree", str(config), "--wait", "1"),
+            record,
+        )
+    ]
+
+
+def collect(reader: subprocess.Popen) -> str:
+    stdout, stderr = reader.communicate(timeout=60)
+    assert reader.returncode == 0, f"{reader.args}: {stderr[-2000:]}"
+    return stdout
+
+
+def check_readers(monitor: str, tree: str, record: Path, agents: list[str]) -> None:
+    """Mid-mission, the monitor knew every member (kind and presence) and the mission
+    tree (published once, when the mission started: known only from kept state),
+    ``tree`` read both robots' snapshots, and ``record`` wrote the re-synced state (no
+    retained message reaches it here) as kept, once."""
+    snap = json.loads(monitor)
+    for agent in agents:
+        row = snap["agents"].get(agent)
+        assert row is not None and row["presence"] in ("ONLINE", "OFFLINE"), (agent, row)
+        assert row["kind"], (agent, row)
+    assert snap["mission"]["kind"] == "tasktree" and snap["mission"]["leaves"] == 7, snap
+    assert not set(snap["agents"]) - set(agents), snap["agents"].keys()
+    assert "(2 robot snapshot(s) read from" in tree, tree
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    keys = [(r["topic"], tuple(r["hlc"]), r["sender"]) for r in lines]
+    assert len(keys) == len(set(keys)), "a re-published message was recorded twice"
+    kept = {(r["kind"], r["sender"]) for r in lines if r["retained"]}
+    assert any(kind == "mission.tree" for kind, _ in kept), kept
+    assert {("factsheet", a) for a in agents} <= kept, kept
+
+
 def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
     rabbit_cluster: RabbitCluster, tmp_path: Path
 ) -> None:
@@ -188,7 +255,9 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
     stop = node_of(cluster, team, "pr2")
     config = tmp_path / "tea.toml"
     text = (REPO / "configs" / "tea_party_s1.toml").read_text()
-    config.write_text(text.replace('name = "tea-party-s1"', f'name = "{team}"'))
+    text = text.replace('name = "tea-party-s1"', f'name = "{team}"')
+    # the world at real time (not 8x): work remains while the readers start
+    config.write_text(text.replace("time_factor = 8.0", "time_factor = 1.0"))
     proc, out = run_team(config, cluster, tmp_path)
     try:
         wait_for_line(out, r"^pr2 .*behaviour\.started", proc, 180)
@@ -199,7 +268,15 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
         live = [i for i in range(len(cluster.nodes)) if i != stop]
         baxter_node = node_of(cluster, team, "baxter")
         joiner_node = next((i for i in live if i != baxter_node), live[0])
+        # both robots working again (a member whose node's acknowledgements were lost
+        # with the stopped node is silent for ~10 s, then reconnects): then the readers
+        for robot in ("pr2", "baxter"):
+            wait_after(
+                out, r"^pr2 .*agent\.online.*connects=2", rf"^{robot} .*behaviour\.started", proc
+            )
+        readers = start_readers(config, cluster.urls[joiner_node], team, mission, tmp_path)
         joiner = asyncio.run(join_late(cluster, joiner_node, team, mission))
+        monitor, tree, _ = (collect(reader) for reader in readers)
         text = finish(proc, out)
     finally:
         if proc.poll() is None:
@@ -228,6 +305,14 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
     assert {"pr2", "baxter"} <= set(joiner.snapshots), joiner.snapshots.keys()
     assert joiner.tree is not None and joiner.tree.get("kind") == "tasktree"
     assert joiner.resync.last_heard >= set(agents), joiner.resync.last_heard
+    # the CLI readers on that node (one URL: no cluster setting) saw the team through
+    # their own re-sync, and never showed up as members
+    check_readers(monitor, tree, tmp_path / "late.jsonl", agents)
+    observers = {a for a in view.members if a not in agents}
+    assert observers <= {"late-joiner"}, f"observers seen as members: {observers}"
+    members = {r["sender"] for r in records if r["topic"].split("/")[4] in MEMBER_CHANNELS}
+    others = members - set(agents) - {"late-joiner"}  # the joiner is a member, by design
+    assert not others, f"presence from readers: {others}"
 
 
 def test_kitting_with_two_replicas_loses_no_request_when_a_replicas_node_stops(

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S
 from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope
@@ -25,7 +26,8 @@ async def read_snapshots(
     password: str | None = None,
     tls_context: Any = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{robot: snapshot body}`` collected for `wait_s` seconds. Raises ConnectError
+    """``{robot: snapshot body}`` collected for `wait_s` seconds (and until the re-sync
+    asked on connecting is over, for a broker cluster). Raises ConnectError
     when the broker cannot be reached (or refuses the credentials) within 5 s."""
     snapshots: dict[str, dict[str, Any]] = {}
 
@@ -52,4 +54,5 @@ async def read_snapshots(
     async with observer:
         await observer.wait_connected(5.0)
         await asyncio.sleep(wait_s)
+        await observer.wait_synced(SYNC_GRACE_S)  # on a broker cluster: the re-sync's
     return snapshots

@@ -1,0 +1,118 @@
+"""A broker that does not acknowledge in time on a live session (a RabbitMQ cluster
+never acknowledged messages routed to a stopped node's mirrored queues): the publisher
+ends that session, reconnects and sends everything, in order, instead of waiting for a
+reconnect that would never come.
+
+The broker is a real mosquitto behind a TCP relay that stops passing the broker's
+bytes (PUBACKs) to the session under test, without closing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from teamtree.broker.connection import Connection, Incoming, Outgoing
+from teamtree.broker.endpoint import parse_endpoint
+
+pytestmark = pytest.mark.integration
+
+
+class AckLosingRelay:
+    """Relays TCP to `port`; ``lose()`` makes the connections open then get nothing
+    more from the broker (acknowledgements included) while theirs still reach it; later
+    connections are relayed whole. (RabbitMQ lost acknowledgements per session.)"""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.server: asyncio.base_events.Server | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.deaf: list[asyncio.Event] = []
+
+    async def __aenter__(self) -> AckLosingRelay:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for task in list(self.tasks):
+            task.cancel()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"mqtt://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    def lose(self) -> None:
+        for event in self.deaf:
+            event.set()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        deaf = asyncio.Event()
+        self.deaf.append(deaf)
+        for source, sink, cut in ((reader, up_writer, None), (up_reader, writer, deaf)):
+            task = asyncio.create_task(self._pump(source, sink, cut))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _pump(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, cut: asyncio.Event | None
+    ) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+            while chunk := await source.read(65536):
+                if cut is None or not cut.is_set():
+                    sink.write(chunk)
+                    await sink.drain()
+        sink.close()
+
+
+async def test_a_session_that_loses_acknowledgements_is_replaced_and_nothing_is_lost(
+    mosquitto, team
+) -> None:
+    topic = f"teamtree/v1/{team}/p/n"
+    got: list[int] = []
+
+    async def on_message(message: Incoming) -> None:
+        got.append(int(message.payload))
+
+    async def nothing(message: Incoming) -> None:
+        return None
+
+    reader = Connection(mosquitto.endpoint, client_id=f"{team}-r", on_message=on_message)
+    await reader.subscribe(topic)
+    async with AckLosingRelay(mosquitto.endpoint.port) as relay:
+        writer = Connection(
+            parse_endpoint(relay.url),
+            client_id=f"{team}-w",
+            on_message=nothing,
+            keepalive=60,  # the lost session's pings would fail only after 90 s
+            publish_timeout=0.5,
+        )
+        tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
+        try:
+            async with asyncio.timeout(30):
+                await reader.connected.wait()
+                await writer.connected.wait()
+                relay.lose()  # this session's acknowledgements never come
+                for n in range(40):
+                    await writer.publish(Outgoing(topic, str(n).encode()), wait=False)
+                    await asyncio.sleep(0.05)
+                while len(set(got)) < 40:
+                    await asyncio.sleep(0.05)
+            assert writer.connects >= 2, "the writer kept the session that lost its acks"
+            firsts = list(dict.fromkeys(got))
+            assert firsts == list(range(40)), firsts
+            async with asyncio.timeout(10):
+                while writer.outbox_size or writer.inflight:
+                    await asyncio.sleep(0.05)
+        finally:
+            for c in (writer, reader):
+                await c.close()
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
