@@ -107,3 +107,18 @@ def test_any_message_is_taken_without_raising(messages):
         progress.feed(env(kind, "x", body), retained=retained)
     assert isinstance(progress.missing(), list)
     assert progress.complete == (bool(progress.leaves) and not progress.missing())
+
+
+def test_an_or_needs_one_branch_and_the_other_is_never_waited_for() -> None:
+    """tea_party_s3's shape: once the apple is placed, the orange is not needed."""
+    tree = parse_tree("THEN(AND(burger, cup), OR(apple, orange))")
+    burger, cup, apple, orange = tree.leaves
+    progress = MissionProgress()
+    progress.feed(mission(tree), retained=False)
+    progress.feed(done(burger), retained=False)
+    progress.feed(done(cup, "baxter"), retained=False)
+    assert not progress.complete
+    assert progress.missing() == [tree[apple].label, tree[orange].label]
+    progress.feed(done(apple, "baxter"), retained=False)
+    assert progress.complete and progress.missing() == []
+    assert orange not in progress.done

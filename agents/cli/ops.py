@@ -126,8 +126,8 @@ def register(subparsers: Any) -> dict[str, Handler]:
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
     rec.add_argument(
         "--until-done", action="store_true",
-        help="stop when every leaf of the mission is done, as live messages (not retained "
-        "ones) report it, and exit 0; exit 1 if --duration passes first (compose's "
+        help="stop when the mission is done (every leaf, one branch of each OR), as live "
+        "messages (not retained ones) report it, and exit 0; exit 1 if --duration passes first (compose's "
         "mission outcome: `up --exit-code-from recorder`)",
     )  # fmt: skip
     _logging_flags(rec)

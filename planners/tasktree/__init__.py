@@ -3,10 +3,10 @@
 Pure: tree model and parser (``tree``), node states (``status``), activation
 spreading (``activation``), the peer rule as a state machine (``peer``) and its
 contention avoidance for big teams (``contention``), behaviours that ended unheard
-(``body_watch``), activation metrics and the grasp pipeline (``metrics``, pose
-factors in ``grasp_pose``), a text renderer (``render``), a discrete-event simulation
-of a team (``peer_sim``), a PLACE mission in the simulated world in one process
-(``place_trial``, seed 000 §4), and the theory of mind: intent from hand tracks and
+(``body_watch``), whether finished leaves meet the tree (``outcome``), activation
+metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a text
+renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
+mission in the simulated world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent from hand tracks and
 simulated human controllers (``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
@@ -49,6 +49,10 @@ _HOMES = {
         "distance_scores",
         "leaf_potentials",
         "orientation_ok",
+    ),
+    "outcome": (
+        "leaves_still_needed",
+        "satisfied_nodes",
     ),
     "peer": (
         "AbortBehaviour",
