@@ -127,8 +127,8 @@ def register(subparsers: Any) -> dict[str, Handler]:
     rec.add_argument(
         "--until-done", action="store_true",
         help="stop when the mission is done (every leaf, one branch of each OR), as live "
-        "messages (not retained ones) report it, and exit 0; exit 1 if --duration passes first (compose's "
-        "mission outcome: `up --exit-code-from recorder`)",
+        "messages (not retained ones) report it, and exit 0; exit 1 if --duration passes "
+        "first (compose's mission outcome: `up --exit-code-from recorder`)",
     )  # fmt: skip
     _logging_flags(rec)
 
