@@ -241,11 +241,20 @@ class Connection:
                     Incoming(str(message.topic), bytes(payload), bool(message.retain), message.qos)
                 )
 
-    async def close(self, final: list[Outgoing] | None = None, *, timeout: float = 2.0) -> None:
+    async def close(
+        self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0
+    ) -> None:
         """Publish `final` (e.g. OFFLINE presence) if connected, then disconnect cleanly
-        so the broker does not fire the Last Will. Returns when the session has ended."""
+        so the broker does not fire the Last Will. Returns when the session has ended.
+
+        Messages still in the outbox (queued while reconnecting, or put back when their
+        PUBACK was lost) are given up to `drain` seconds to reach the broker first: an
+        agent that finished its work just as its session ended must not take its last
+        words (its "done") with it. What is still unsent then is logged, not hidden."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
+        if (self._outbox or self._inflight) and self.state is not ConnectionState.UNSTARTED:
+            await self._drain(drain)
         was = self.state
         self.state = ConnectionState.CLOSING
         client = self._client
@@ -266,6 +275,24 @@ class Connection:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def _drain(self, within: float) -> None:
+        """Wait (at most `within` s) until a connected session has sent the outbox and
+        the broker acknowledged every message in flight."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while self._outbox or self._inflight or not self.connected.is_set():
+            if loop.time() >= deadline:
+                log.warning(
+                    "broker.unsent",
+                    endpoint=str(self.endpoint),
+                    outbox=len(self._outbox) + len(self._inflight),
+                    error=f"the broker did not take them within {within:g} s of stopping",
+                )
+                return
+            if self.connected.is_set():
+                self._kick_flush()
+            await asyncio.sleep(0.05)
 
     # -- subscribe / publish -----------------------------------------------------
 

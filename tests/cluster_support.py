@@ -49,6 +49,24 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _mqtt_accepts(port: int) -> bool:
+    """True when the node answers an MQTT 3.1.1 CONNECT with CONNACK 0 (accepted): its
+    port opens before the MQTT plugin takes sessions (after a restart it may refuse
+    them while it rejoins the cluster, and a client then fails over to another node)."""
+    client_id = b"teamtree-probe"
+    variable = b"\x00\x04MQTT\x04\x02\x00\x0a"  # protocol 4, clean session, keepalive 10
+    payload = len(client_id).to_bytes(2, "big") + client_id
+    body = variable + payload
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2.0) as s:
+            s.sendall(bytes([0x10, len(body)]) + body)
+            reply = s.recv(4)
+            s.sendall(b"\xe0\x00")  # DISCONNECT
+    except OSError:
+        return False
+    return len(reply) == 4 and reply[0] == 0x20 and reply[3] == 0
+
+
 @dataclass
 class RabbitNode:
     """One node: its name, ports and process (None while stopped)."""
@@ -118,10 +136,10 @@ class RabbitCluster:
         log.close()
 
     def wait_node(self, index: int, timeout: float = 180.0) -> None:
-        """Wait until node `index` accepts MQTT connections; raises RuntimeError."""
+        """Wait until node `index` accepts MQTT sessions; raises RuntimeError."""
         node = self.nodes[index]
         deadline = time.monotonic() + timeout
-        while not _port_open(node.mqtt_port):
+        while not (_port_open(node.mqtt_port) and _mqtt_accepts(node.mqtt_port)):
             if not node.running:
                 raise RuntimeError(f"rabbitmq node {node.name} exited; see {node.folder}")
             if time.monotonic() > deadline:

@@ -116,3 +116,50 @@ async def test_a_session_that_loses_acknowledgements_is_replaced_and_nothing_is_
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+async def test_a_connection_closed_while_its_acknowledgements_are_lost_sends_them_first(
+    mosquitto, team
+) -> None:
+    """An agent that stops just after its last publishes (a robot whose mission is done)
+    while the broker has not acknowledged them: ``close`` waits for the reconnect to
+    send them, instead of ending the session with them (a done lost with it)."""
+    topic = f"teamtree/v1/{team}/p/last"
+    got: list[int] = []
+
+    async def on_message(message: Incoming) -> None:
+        got.append(int(message.payload))
+
+    async def nothing(message: Incoming) -> None:
+        return None
+
+    reader = Connection(mosquitto.endpoint, client_id=f"{team}-r", on_message=on_message)
+    await reader.subscribe(topic)
+    async with AckLosingRelay(mosquitto.endpoint.port) as relay:
+        writer = Connection(
+            parse_endpoint(relay.url),
+            client_id=f"{team}-w",
+            on_message=nothing,
+            keepalive=60,
+            publish_timeout=0.5,
+        )
+        tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
+        try:
+            async with asyncio.timeout(30):
+                await reader.connected.wait()
+                await writer.connected.wait()
+                relay.lose()
+                for n in range(10):
+                    await writer.publish(Outgoing(topic, str(n).encode()), wait=False)
+                await writer.close(drain=10.0)  # at once: every PUBACK is still missing
+                assert writer.connects >= 2, "close ended the session that lost its acks"
+                while len(set(got)) < 10:
+                    await asyncio.sleep(0.05)
+            assert list(dict.fromkeys(got)) == list(range(10))
+        finally:
+            for c in (writer, reader):
+                await c.close()
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
