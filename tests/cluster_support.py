@@ -136,10 +136,10 @@ class RabbitCluster:
         log.close()
 
     def wait_node(self, index: int, timeout: float = 180.0) -> None:
-        """Wait until node `index` accepts MQTT sessions; raises RuntimeError."""
+        """Wait until node `index` accepts MQTT connections; raises RuntimeError."""
         node = self.nodes[index]
         deadline = time.monotonic() + timeout
-        while not (_port_open(node.mqtt_port) and _mqtt_accepts(node.mqtt_port)):
+        while not _port_open(node.mqtt_port):
             if not node.running:
                 raise RuntimeError(f"rabbitmq node {node.name} exited; see {node.folder}")
             if time.monotonic() > deadline:
@@ -193,6 +193,16 @@ class RabbitCluster:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"rabbitmq nodes did not cluster in {timeout} s: {out!r}")
             time.sleep(0.5)
+
+    def wait_sessions(self, timeout: float = 120.0) -> None:
+        """Wait until every running node accepts an MQTT session (CONNACK 0). Only once
+        the nodes are clustered: probed while it boots, a node did not come up at all."""
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            while node.running and not _mqtt_accepts(node.mqtt_port):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"rabbitmq node {node.name} takes no MQTT session")
+                time.sleep(0.5)
 
     def mirror_sessions(self) -> None:
         """Mirror the MQTT plugin's session queues on every node (a policy), so a
@@ -253,6 +263,7 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
             cluster.wait_node(index, timeout)
         cluster.wait_clustered(timeout)
         cluster.mirror_sessions()
+        cluster.wait_sessions(timeout)
     except BaseException:
         cluster.close()
         raise

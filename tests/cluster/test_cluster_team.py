@@ -53,6 +53,7 @@ def ensure_up(cluster: RabbitCluster) -> None:
         cluster.start_node(index)
         cluster.wait_node(index)
     cluster.wait_clustered()
+    cluster.wait_sessions()  # an agent refused by a rejoining node fails over elsewhere
 
 
 def onlines(text: str) -> list[tuple[str, str, int]]:
