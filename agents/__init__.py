@@ -19,11 +19,11 @@ This package re-exports the runtime's public names.
 from __future__ import annotations
 
 from teamtree.agents.runtime import _HOMES as _RUNTIME_HOMES
-from teamtree.broker.lazy import lazy_exports
+from teamtree.broker.lazy import lazy_exports as _lazy_exports
 
 # the runtime's own table (its __init__ is lazy too): one list of names to keep
 _HOMES: dict[str, tuple[str, ...]] = {
     f"runtime.{module}": names for module, names in _RUNTIME_HOMES.items()
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, _HOMES)

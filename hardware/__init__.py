@@ -8,7 +8,7 @@ Names load on first use (PEP 562): an agent process that needs one robot profile
 does not import the simulated world or the capability matrices with it.
 """
 
-from teamtree.broker.lazy import lazy_exports
+from teamtree.broker.lazy import lazy_exports as _lazy_exports
 
 _HOMES = {
     "assembled_team": (
@@ -65,4 +65,4 @@ _HOMES = {
     ),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, _HOMES)

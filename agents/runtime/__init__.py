@@ -5,7 +5,7 @@ Every agent kind (and every driver) builds on this package; it imports no kind.
 
 from __future__ import annotations
 
-from teamtree.broker.lazy import lazy_exports
+from teamtree.broker.lazy import lazy_exports as _lazy_exports
 
 # where each public name lives; loaded on first use (an agent's start-up reads few)
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -82,4 +82,4 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "wire_decode": ("decode_body",),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, _HOMES)

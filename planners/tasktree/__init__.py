@@ -14,7 +14,7 @@ the PLACE trials (and the simulated world with them) or the renderer's helpers i
 never calls.
 """
 
-from teamtree.broker.lazy import lazy_exports
+from teamtree.broker.lazy import lazy_exports as _lazy_exports
 
 _HOMES = {
     "activation": (
@@ -125,4 +125,4 @@ _HOMES = {
     ),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, _HOMES)
