@@ -6,8 +6,9 @@ contention avoidance for big teams (``contention``), behaviours that ended unhea
 (``body_watch``), whether finished leaves meet the tree (``outcome``), activation
 metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a text
 renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
-mission in the simulated world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent from hand tracks and
-simulated human controllers (``theory_of_mind``, §2.3).
+mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
+theory of mind: intent from hand tracks and simulated human controllers
+(``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
 the PLACE trials (and the simulated world with them) or the renderer's helpers it
