@@ -203,6 +203,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import resource
+import signal
 import time
 import uuid
 from collections import Counter
@@ -467,6 +468,10 @@ def _worker_main(conn: multiprocessing.connection.Connection, job: dict[str, Any
 async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[str, Any]) -> None:
     inbox = _pipe_inbox(conn)
     group = Group(job["config"], job["url"], job["services"], job["members"])
+    with contextlib.suppress(ValueError, AttributeError):  # SIGUSR1: dump robots' state
+        asyncio.get_running_loop().add_signal_handler(
+            signal.SIGUSR1, lambda: _dump_state(group.members)
+        )
     try:
         await group.start()
         conn.send(("ready",))
@@ -481,6 +486,41 @@ async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[s
         conn.send(("cpu", cpu_seconds() - cpu0, peak_rss_mib()))
     finally:
         await group.stop()
+
+
+def _dump_state(agents: Sequence[Agent]) -> None:
+    """Print what each robot believes (pending claim, who it waits for, patience):
+    ``kill -USR1 <worker pid>`` while a run seems stuck."""
+    for agent in agents:
+        c = getattr(agent, "controller", None)
+        if c is None:
+            continue
+        p = c._pending
+        waits = (
+            []
+            if p is None
+            else sorted(q for q in c.peers_online if p.replies.get(q, -1) < p.need.get(q, 0))
+        )
+        av = c.avoider
+        acts = c.activations()
+        mine = {leaf: round(acts.leaf_value(leaf), 3) for leaf in acts.selectable}
+        print(
+            f"STATE {agent.id}: connected={c.connected} synced={c.synced} "
+            f"mine={list(c.mine)} pending={None if p is None else (p.claim.node, p.age, p.resends)} "
+            f"waits_for={waits} online={len(c.peers_online)} done={len(c.done)} "
+            f"working={len(c.working)} inhibited={len(c._inhibited)} "
+            f"selectable={len(mine)} positive={sum(v > 0 for v in mine.values())} "
+            f"best={sorted(mine.items(), key=lambda kv: -kv[1])[:3]} "
+            f"waited={None if av is None else (av._waited, av._patience)} "
+            f"rivals={None if av is None else len(av.peers)} "
+            f"inbound={_inbound_size(agent)}",
+            flush=True,
+        )
+
+
+def _inbound_size(agent: Agent) -> int | None:
+    queue = getattr(agent.connection, "_inbound", None)
+    return None if queue is None else queue.qsize()
 
 
 def _pipe_inbox(conn: multiprocessing.connection.Connection) -> asyncio.Queue[Any]:
