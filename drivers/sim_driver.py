@@ -222,7 +222,7 @@ class SimDriverAgent(DriverAgent):
                 if hands is not None:
                     self.observation["hands"] = hands
                 now, every = time.monotonic(), self.observation_period
-                body = delta.body(obs["t"], obs["robot"], obs["objects"], hands, now=now,
+                body = delta.body(obs["t"], obs["robot"], objects, hands, now=now,
                                   every_s=every)  # fmt: skip
                 if body is not None:  # a keyframe, or what changed since the last one
                     with contextlib.suppress(TeamtreeError):
