@@ -743,6 +743,7 @@ async def one_run(
             await echo_main
         await tap.close()
     row["cpu_s"] = cpu + sum(w.cpu_s for w in workers)
+    row["worker_cpu"] = {w.name: w.cpu_s for w in workers}
     row["rss_mib"] = max([w.rss_mib for w in workers[1:]] or [peak_rss_mib()])
     row["breakdown"] = tap.breakdown()
     return row
@@ -799,6 +800,9 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
     for r in rows:
         kinds = ", ".join(f"{k.removeprefix('node.')} {n}" for k, n in sorted(r["kinds"].items()))
         print(f"  {r['robots']} x {r['behaviours']} messages: {kinds}")
+        if r.get("worker_cpu"):
+            each = ", ".join(f"{name} {cpu:.1f}" for name, cpu in r["worker_cpu"].items())
+            print(f"  {r['robots']} x {r['behaviours']} CPU s per worker: {each}")
 
 
 async def main_async(args: argparse.Namespace) -> None:
