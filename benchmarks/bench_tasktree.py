@@ -189,6 +189,38 @@ hardware and task-tree planner packages load their names lazily, so a robot no
 longer imports the simulated world or the PLACE trials), and reading the installed
 agent kinds takes 40 ms instead of 118 (the registry looks for its group in each
 distribution's entry points before parsing its metadata).
+
+Issue 19, third pass: the 32 x 500 "stall". Read with ``kill -USR1`` on the robots'
+workers (each robot prints its pending claim, the peers it still waits for, its inbound
+queue) and py-spy, at load 7-27 (no CPU hog): no livelock showed. Progress was slow
+but never stopped (162 of 500 after 480 s); every robot with a claim waited for
+replies, mostly from the robots of the *other* worker, whose event loop was behind;
+no robot was stuck on patience or an unarmed timer, and no claim had been re-sent.
+Both workers were busy on every sample (py-spy) yet got about 40 % of a core each: CPU
+starvation, and half of each worker's time was its 16 sim drivers decoding the
+world's every object on each poll (``SimClient._read`` 41-50 %). The earlier 120 s
+standstill (beside a CPU hog) was not reproduced here.
+
+So the world now sends only what changed: ``observe`` takes ``objects_since`` (the
+``objects_version`` of the last reply) and returns only the objects whose view changed
+after it (``hardware/world/object_versions.py``; the sim driver merges them,
+``drivers/changed_objects.py``). Measured with the code before (``git archive`` of the
+commit before, on ``PYTHONPATH``) and after, minutes apart:
+
+    side    robots behav  timeout  done      cpu s robots' workers  load
+    before       2   500    240 s  500/500   26.8 + 26.6             11.8
+    after        2   500    240 s  500/500   22.0 + 21.8              8.4
+    before      32   500    300 s  167/500   161.3 + 164.4            9.5
+    after       32   500    480 s  495/500   200.9 + 197.4            4.8
+
+At 32 x 500 the done count at equal times, before / after: 41 / 87 (62 s), 104 / 186
+(121 s), 167 / 375 (300 s); 1.9 against 0.8 CPU s per behaviour done; claim p50
+19.8 s against 14.6 s. The run after still did not finish in 480 s (495 of 500, the
+last leaves contended: 685 claims decided for 487 done). In the 2 x 500 run after,
+py-spy puts the driver at 2.5 % of its worker (the log's grasp scoring is now the
+largest part, 31 %); at 32 x 500 after, 41 % of a robots' worker is msgpack decoding
+of the peer-rule messages in ``broker.envelope.decode`` (each robot receives every
+peer's claims, snapshots and potentials).
 """
 
 from __future__ import annotations
