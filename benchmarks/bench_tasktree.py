@@ -219,8 +219,9 @@ At 32 x 500 the done count at equal times, before / after: 41 / 87 (62 s), 104 /
 last leaves contended: 685 claims decided for 487 done). In the 2 x 500 run after,
 py-spy puts the driver at 2.5 % of its worker (the log's grasp scoring is now the
 largest part, 31 %); at 32 x 500 after, 41 % of a robots' worker is msgpack decoding
-of the peer-rule messages in ``broker.envelope.decode`` (each robot receives every
-peer's claims, snapshots and potentials).
+of incoming envelopes (``broker.envelope.decode``; which kinds was not measured: a
+robot takes observations from its own driver only, and every peer's claims,
+snapshots and potentials).
 """
 
 from __future__ import annotations
