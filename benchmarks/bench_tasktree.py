@@ -189,6 +189,39 @@ hardware and task-tree planner packages load their names lazily, so a robot no
 longer imports the simulated world or the PLACE trials), and reading the installed
 agent kinds takes 40 ms instead of 118 (the registry looks for its group in each
 distribution's entry points before parsing its metadata).
+
+Issue 19, third pass: the 32 x 500 "stall". Read with ``kill -USR1`` on the robots'
+workers (each robot prints its pending claim, the peers it still waits for, its inbound
+queue) and py-spy, at load 7-27 (no CPU hog): no livelock showed. Progress was slow
+but never stopped (162 of 500 after 480 s); every robot with a claim waited for
+replies, mostly from the robots of the *other* worker, whose event loop was behind;
+no robot was stuck on patience or an unarmed timer, and no claim had been re-sent.
+Both workers were busy on every sample (py-spy) yet got about 40 % of a core each: CPU
+starvation, and half of each worker's time was its 16 sim drivers decoding the
+world's every object on each poll (``SimClient._read`` 41-50 %). The earlier 120 s
+standstill (beside a CPU hog) was not reproduced here.
+
+So the world now sends only what changed: ``observe`` takes ``objects_since`` (the
+``objects_version`` of the last reply) and returns only the objects whose view changed
+after it (``hardware/world/object_versions.py``; the sim driver merges them,
+``drivers/changed_objects.py``). Measured with the code before (``git archive`` of the
+commit before, on ``PYTHONPATH``) and after, minutes apart:
+
+    side    robots behav  timeout  done      cpu s robots' workers  load
+    before       2   500    240 s  500/500   26.8 + 26.6             11.8
+    after        2   500    240 s  500/500   22.0 + 21.8              8.4
+    before      32   500    300 s  167/500   161.3 + 164.4            9.5
+    after       32   500    480 s  495/500   200.9 + 197.4            4.8
+
+At 32 x 500 the done count at equal times, before / after: 41 / 87 (62 s), 104 / 186
+(121 s), 167 / 375 (300 s); 1.9 against 0.8 CPU s per behaviour done; claim p50
+19.8 s against 14.6 s. The run after still did not finish in 480 s (495 of 500, the
+last leaves contended: 685 claims decided for 487 done). In the 2 x 500 run after,
+py-spy puts the driver at 2.5 % of its worker (the log's grasp scoring is now the
+largest part, 31 %); at 32 x 500 after, 41 % of a robots' worker is msgpack decoding
+of incoming envelopes (``broker.envelope.decode``; which kinds was not measured: a
+robot takes observations from its own driver only, and every peer's claims,
+snapshots and potentials).
 """
 
 from __future__ import annotations
@@ -203,6 +236,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import resource
+import signal
 import time
 import uuid
 from collections import Counter
@@ -467,6 +501,10 @@ def _worker_main(conn: multiprocessing.connection.Connection, job: dict[str, Any
 async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[str, Any]) -> None:
     inbox = _pipe_inbox(conn)
     group = Group(job["config"], job["url"], job["services"], job["members"])
+    with contextlib.suppress(ValueError, AttributeError):  # SIGUSR1: dump robots' state
+        asyncio.get_running_loop().add_signal_handler(
+            signal.SIGUSR1, lambda: _dump_state(group.members)
+        )
     try:
         await group.start()
         conn.send(("ready",))
@@ -481,6 +519,41 @@ async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[s
         conn.send(("cpu", cpu_seconds() - cpu0, peak_rss_mib()))
     finally:
         await group.stop()
+
+
+def _dump_state(agents: Sequence[Agent]) -> None:
+    """Print what each robot believes (pending claim, who it waits for, patience):
+    ``kill -USR1 <worker pid>`` while a run seems stuck."""
+    for agent in agents:
+        c = getattr(agent, "controller", None)
+        if c is None:
+            continue
+        p = c._pending
+        waits = (
+            []
+            if p is None
+            else sorted(q for q in c.peers_online if p.replies.get(q, -1) < p.need.get(q, 0))
+        )
+        av = c.avoider
+        acts = c.activations()
+        mine = {leaf: round(acts.leaf_value(leaf), 3) for leaf in acts.selectable}
+        print(
+            f"STATE {agent.id}: connected={c.connected} synced={c.synced} "
+            f"mine={list(c.mine)} pending={None if p is None else (p.claim.node, p.age, p.resends)} "
+            f"waits_for={waits} online={len(c.peers_online)} done={len(c.done)} "
+            f"working={len(c.working)} inhibited={len(c._inhibited)} "
+            f"selectable={len(mine)} positive={sum(v > 0 for v in mine.values())} "
+            f"best={sorted(mine.items(), key=lambda kv: -kv[1])[:3]} "
+            f"waited={None if av is None else (av._waited, av._patience)} "
+            f"rivals={None if av is None else len(av.peers)} "
+            f"inbound={_inbound_size(agent)}",
+            flush=True,
+        )
+
+
+def _inbound_size(agent: Agent) -> int | None:
+    queue = getattr(agent.connection, "_inbound", None)
+    return None if queue is None else queue.qsize()
 
 
 def _pipe_inbox(conn: multiprocessing.connection.Connection) -> asyncio.Queue[Any]:
@@ -703,6 +776,7 @@ async def one_run(
             await echo_main
         await tap.close()
     row["cpu_s"] = cpu + sum(w.cpu_s for w in workers)
+    row["worker_cpu"] = {w.name: w.cpu_s for w in workers}
     row["rss_mib"] = max([w.rss_mib for w in workers[1:]] or [peak_rss_mib()])
     row["breakdown"] = tap.breakdown()
     return row
@@ -759,6 +833,9 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
     for r in rows:
         kinds = ", ".join(f"{k.removeprefix('node.')} {n}" for k, n in sorted(r["kinds"].items()))
         print(f"  {r['robots']} x {r['behaviours']} messages: {kinds}")
+        if r.get("worker_cpu"):
+            each = ", ".join(f"{name} {cpu:.1f}" for name, cpu in r["worker_cpu"].items())
+            print(f"  {r['robots']} x {r['behaviours']} CPU s per worker: {each}")
 
 
 async def main_async(args: argparse.Namespace) -> None:

@@ -6,6 +6,7 @@ SDK's protocol and client live with the simulated world in ``teamtree.hardware``
 """
 
 from teamtree.drivers.base import DriverAgent, RunningCommand
+from teamtree.drivers.changed_objects import merge_changed
 from teamtree.drivers.sim_driver import SimDriverAgent
 
-__all__ = ["DriverAgent", "RunningCommand", "SimDriverAgent"]
+__all__ = ["DriverAgent", "RunningCommand", "SimDriverAgent", "merge_changed"]

@@ -98,7 +98,8 @@ class ObservationDelta:
             for name, view in objects.items()
             if name not in key
             or (
-                key[name] != view
+                key[name] is not view  # unchanged views are kept as the same objects
+                and key[name] != view
                 and (
                     not isinstance(view, Mapping)
                     or not isinstance(key[name], Mapping)

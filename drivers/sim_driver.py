@@ -61,6 +61,7 @@ from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
 from teamtree.drivers.base import DriverAgent
+from teamtree.drivers.changed_objects import merge_changed
 from teamtree.drivers.observation_delta import ObservationDelta
 from teamtree.drivers.sim_params import SimDriverParams
 from teamtree.hardware.profiles import PROFILES, RobotProfileSpec
@@ -194,10 +195,12 @@ class SimDriverAgent(DriverAgent):
         self._client_ready.set()
         delta = ObservationDelta(self.keyframe_s)  # a keyframe first, whoever listens now
         failures = 0
+        objects: dict[str, Any] = {}  # every object as the world last showed it
+        version = 0  # the world's objects_version of `objects` (0: none yet)
         try:
             while self._world_still(address, session):
                 try:
-                    obs = await client.observe(self.robot, since)
+                    obs = await client.observe(self.robot, since, objects_since=version)
                 except RequestTimeoutError:
                     failures += 1
                     if failures in (1, 10) or failures % 100 == 0:
@@ -208,17 +211,18 @@ class SimDriverAgent(DriverAgent):
                     self.log.error("driver.observe_failed", reason=obs.get("reason"))
                     await asyncio.sleep(1.0)
                     continue
+                objects, version = merge_changed(objects, version, obs)
                 if obs["seq"] < since:  # the world restarted on the same address
-                    since = 0
+                    since = version = 0  # and every object again on the next poll
                 for event in obs["events"]:
                     since = max(since, int(event["seq"]))
                     await self._publish_progress(event)
-                self.observation = {"t": obs["t"], "robot": obs["robot"], "objects": obs["objects"]}
+                self.observation = {"t": obs["t"], "robot": obs["robot"], "objects": objects}
                 hands = obs.get("hands")  # tracked human hands (seed 000 §2.3), if any
                 if hands is not None:
                     self.observation["hands"] = hands
                 now, every = time.monotonic(), self.observation_period
-                body = delta.body(obs["t"], obs["robot"], obs["objects"], hands, now=now,
+                body = delta.body(obs["t"], obs["robot"], objects, hands, now=now,
                                   every_s=every)  # fmt: skip
                 if body is not None:  # a keyframe, or what changed since the last one
                     with contextlib.suppress(TeamtreeError):

@@ -142,9 +142,14 @@ class SimClient:
         """Robots (with profiles and start poses), object names, time factor."""
         return await self.request("info")
 
-    async def observe(self, robot: str, since: int = 0) -> dict[str, Any]:
-        """What `robot` sees now, with its events after sequence number `since`."""
-        return await self.request("observe", robot=robot, since=since)
+    async def observe(
+        self, robot: str, since: int = 0, objects_since: int | None = None
+    ) -> dict[str, Any]:
+        """What `robot` sees now, with its events after sequence number `since`; with
+        `objects_since`, only the objects changed after that ``objects_version``."""
+        if objects_since is None:
+            return await self.request("observe", robot=robot, since=since)
+        return await self.request("observe", robot=robot, since=since, objects_since=objects_since)
 
     async def execute(
         self,

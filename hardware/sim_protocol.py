@@ -139,7 +139,9 @@ def _control(name: str) -> _Handler:
 
 
 def _observe(w: World, r: ObserveRequest, t: float, now_ms: int | None, info: dict) -> dict:
-    return w.observe(r.robot, t, r.since, r.track_s, shared=True)  # encoded at once
+    return w.observe(  # encoded at once
+        r.robot, t, r.since, r.track_s, shared=True, objects_since=r.objects_since
+    )
 
 
 def _move(w: World, r: MoveObjectRequest, t: float, now_ms: int | None, info: dict) -> dict:

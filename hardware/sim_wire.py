@@ -102,11 +102,14 @@ class StateRequest(RequestBase, frozen=True, tag="state"):
 
 
 class ObserveRequest(RequestBase, frozen=True, tag="observe"):
-    """What `robot` sees, with its events after `since` and `track_s` s of hand track."""
+    """What `robot` sees, with its events after `since` and `track_s` s of hand track;
+    with `objects_since` (0, then the reply's ``objects_version``) only the objects whose
+    view changed after that version (without it, every object: older clients)."""
 
     robot: Name
     since: Annotated[int, Meta(ge=0)] = 0
     track_s: Annotated[float, Meta(ge=0)] = 0.5
+    objects_since: Annotated[int, Meta(ge=0)] | None = None
 
 
 class ExecuteRequest(RequestBase, frozen=True, tag="execute"):
@@ -266,7 +269,8 @@ class CommandReply(Reply, frozen=True):
 
 
 class ObserveReply(Reply, frozen=True):
-    """A robot's view: the world's time, its body, every object, its events after
+    """A robot's view: the world's time, its body, every object (or, asked with
+    ``objects_since``, those changed after it, and ``objects_version``), its events after
     ``since`` with the latest ``seq``, and (with people in the world) tracked hands."""
 
     t: float
@@ -275,6 +279,7 @@ class ObserveReply(Reply, frozen=True):
     events: list[Event]
     seq: int
     hands: dict[str, dict[str, Any]] | None = None
+    objects_version: int | None = None
 
 
 class HandObserveReply(Reply, frozen=True):

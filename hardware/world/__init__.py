@@ -7,22 +7,23 @@ wall time to simulated time (``× time_factor``) and serves this over ZeroMQ.
 
 One concept per module; ``World`` (``facade``) composes them:
 
-============== ====================================================================
-vectors        three-vector helpers
-objects        ``WorldObject``: shape, pose, goal, holder
-commands       ``CommandStatus``, ``Stage``, ``CommandRecord`` and reply maps
-events         ``EventLog``: numbered events and violations
-bodies         ``RobotBody``, its ``PlaceJob`` and straight-line ``BodyLeg`` motion
-hands          ``HumanHand``, its ``HandJob``, curved ``HandLeg`` arcs and noisy track
-fences         ``Fences``: the newest fencing token per object
-state          ``WorldState``: what the parts share
-clock          ``advance``: stage ends and lease deadlines in time order
-placing        ``execute`` (PLACE), ``cancel``, ``pause``, ``resume``, ``move_object``
-leases         ``renew``, and stopping a body whose lease lapsed
-hand_commands  ``hand_reach``, ``hand_place``, ``hand_move``, ``hand_cancel``
-views          poses, object/robot/hand views, ``observe``, ``state``, ``info``
-facade         ``World`` and ``World.from_spec``
-============== ====================================================================
+=============== ====================================================================
+vectors         three-vector helpers
+objects         ``WorldObject``: shape, pose, goal, holder
+object_versions ``ObjectVersions``: which object views changed since a version
+commands        ``CommandStatus``, ``Stage``, ``CommandRecord`` and reply maps
+events          ``EventLog``: numbered events and violations
+bodies          ``RobotBody``, its ``PlaceJob`` and straight-line ``BodyLeg`` motion
+hands           ``HumanHand``, its ``HandJob``, curved ``HandLeg`` arcs and noisy track
+fences          ``Fences``: the newest fencing token per object
+state           ``WorldState``: what the parts share
+clock           ``advance``: stage ends and lease deadlines in time order
+placing         ``execute`` (PLACE), ``cancel``, ``pause``, ``resume``, ``move_object``
+leases          ``renew``, and stopping a body whose lease lapsed
+hand_commands   ``hand_reach``, ``hand_place``, ``hand_move``, ``hand_cancel``
+views           poses, object/robot/hand views, ``observe``, ``state``, ``info``
+facade          ``World`` and ``World.from_spec``
+=============== ====================================================================
 
 Failure reasons: ``busy`` (another command runs), ``held`` (another robot holds the
 object), ``unreachable`` (a fixed base cannot reach object or goal, or a mobile base
@@ -49,6 +50,7 @@ from teamtree.hardware.world.hands import (
     HandLeg,
     HumanHand,
 )
+from teamtree.hardware.world.object_versions import ObjectVersions
 from teamtree.hardware.world.objects import GOAL_TOLERANCE, WorldObject
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "HandJob",
     "HandLeg",
     "HumanHand",
+    "ObjectVersions",
     "PlaceJob",
     "RobotBody",
     "Stage",

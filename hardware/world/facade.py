@@ -17,6 +17,7 @@ from teamtree.hardware.world.fences import Fences
 from teamtree.hardware.world.hand_commands import HandCommands
 from teamtree.hardware.world.hands import HAND_SAMPLE_S, HumanHand
 from teamtree.hardware.world.leases import Leases
+from teamtree.hardware.world.object_versions import ObjectVersions
 from teamtree.hardware.world.objects import GOAL_TOLERANCE, WorldObject
 from teamtree.hardware.world.placing import Placing
 from teamtree.hardware.world.views import Views
@@ -60,6 +61,7 @@ class World(Clock, Placing, Leases, HandCommands, Views):
         self._fences = Fences()
         # object name -> (the fields its view was made from, the view)
         self._views = {}
+        self._versions = ObjectVersions()  # for observations of what changed only
 
     @classmethod
     def from_spec(

@@ -15,6 +15,7 @@ from teamtree.hardware.world.commands import CommandRecord
 from teamtree.hardware.world.events import EventLog
 from teamtree.hardware.world.fences import Fences
 from teamtree.hardware.world.hands import HumanHand
+from teamtree.hardware.world.object_versions import ObjectVersions
 from teamtree.hardware.world.objects import WorldObject
 
 
@@ -33,6 +34,7 @@ class WorldState:
     _commands: dict[tuple[str, str], CommandRecord]
     _fences: Fences
     _views: dict[str, tuple[tuple[Any, ...], dict[str, Any]]]
+    _versions: ObjectVersions
 
     @property
     def violations(self) -> list[dict[str, Any]]:

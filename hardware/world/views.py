@@ -114,24 +114,37 @@ class Views(WorldState):
         track_s: float = 0.5,
         *,
         shared: bool = False,
+        objects_since: int | None = None,
     ) -> dict[str, Any]:
         """What `robot`'s driver sees at `t`, plus its events after sequence `since`;
         with hands in the world, ``hands`` carries each hand's last `track_s` seconds
         of tracked (noisy) samples. ``shared``: the views of objects nobody holds are
         the world's own (``object_view``), for a caller that encodes the reply at once
-        and does not change it (the ZeroMQ server)."""
+        and does not change it (the ZeroMQ server). With `objects_since` (a version
+        from an earlier reply's ``objects_version``, 0 for all) ``objects`` holds only
+        the objects whose view changed after it (``object_versions``)."""
         self.advance(t)
         if robot not in self.robots:
             return reply(False, "unknown_robot")
+        if objects_since is None:
+            objects = {name: self.object_view(name, shared=shared) for name in self.objects}
+        else:
+            objects = self._versions.changed_since(
+                objects_since, self.objects, lambda name: self.object_view(name, shared=True)
+            )
+            if not shared:
+                objects = {name: self.object_view(name) for name in objects}
         out = {
             "ok": True,
             "reason": None,
             "t": round(self.t, 4),
             "robot": self.robot_view(robot),
-            "objects": {name: self.object_view(name, shared=shared) for name in self.objects},
+            "objects": objects,
             "events": self.events_since(since, robot),
             "seq": self.seq,
         }
+        if objects_since is not None:
+            out["objects_version"] = self._versions.version
         if self.hands:
             out["hands"] = {name: self.hand_view(name, track_s) for name in self.hands}
         return out
