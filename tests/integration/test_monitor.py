@@ -82,8 +82,12 @@ def test_monitor_state_from_messages() -> None:
 
 @pytest.mark.integration
 async def test_monitor_once_json_against_a_live_team(mosquitto, tmp_path: Path) -> None:
+    # the world at 3x (not 8x): the mission lasts while monitors start one after another
+    config = tmp_path / "tea_party_s1.toml"
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    config.write_text(text.replace("time_factor = 8.0", "time_factor = 3.0"))
     run = subprocess.Popen(
-        teamtree_cmd("run", str(REPO / "configs" / "tea_party_s1.toml"), "--broker", mosquitto.url),
+        teamtree_cmd("run", str(config), "--broker", mosquitto.url),
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     seen_node = None
