@@ -220,9 +220,7 @@ def collect(reader: subprocess.Popen) -> str:
     return stdout
 
 
-def check_readers(
-    monitor: str, tree: str, record: Path, agents: list[str], joiner: str
-) -> None:
+def check_readers(monitor: str, tree: str, record: Path, agents: list[str], joiner: str) -> None:
     """Mid-mission, the monitor knew every member (kind and presence; the late
     ``joiner``, a member by design, may have come in while it looked) and the mission
     tree (published once, when the mission started: known only from kept state),
