@@ -71,7 +71,7 @@ async def wait_for_services(
             online = set(observer.state.snapshot()["online"])
             missing = [s for s in services if s not in online]
             if not missing:
-                if loop.time() - start > 0.5:  # say so only when we had to wait
+                if said >= 0:  # we said we were waiting: say the wait is over
                     say(f"services online: {', '.join(services)}")
                 return
             waited = loop.time() - start
@@ -83,7 +83,8 @@ async def wait_for_services(
                     "with this config, or docker compose up), check --broker and --team, or "
                     "pass --wait-services 0 to start without them."
                 )
-            if waited - said >= PROGRESS_EVERY_S:
+            # the first line after half a second: kept presences arrive in a few ms
+            if waited >= 0.5 and waited - said >= PROGRESS_EVERY_S:
                 say(
                     f"waiting for the team's services before the first claim: "
                     f"{', '.join(missing)} ({waited:.0f}/{within:g} s)"
