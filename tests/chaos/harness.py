@@ -290,9 +290,6 @@ async def send_forged(
 
 RUNS = int(os.environ.get("CHAOS_RUNS", "1"))
 """How often each scenario runs (``CHAOS_RUNS``; 1 in CI)."""
-EXTENDED = RUNS > 1 or bool(os.environ.get("CHAOS_EXTENDED"))
-"""Whether the scenarios kept out of CI's time budget run too (``CHAOS_RUNS`` above 1,
-or ``CHAOS_EXTENDED=1``): they are measured for the docs' chaos table."""
 TABLE: dict[str, list[Outcome]] = {}
 
 

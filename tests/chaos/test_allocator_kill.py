@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import RuntimeSettings
-from tests.chaos.harness import EXTENDED, Outcome, record
+from tests.chaos.harness import Outcome, record
 from tests.conftest import AgentProcs, BrokerUnderTest, eventually
 from tests.test_kitting_agents import Watcher, team_config
 
@@ -87,7 +87,6 @@ async def test_allocator_killed_for_good_ends_the_episode_with_an_error(
     assert took < 90, took  # bounded (11 s of waits here), loose for a loaded machine
 
 
-@pytest.mark.skipif(not EXTENDED, reason="kept out of CI's time: CHAOS_EXTENDED=1 runs it")
 async def test_allocator_back_within_the_wait_the_episode_completes(
     mosquitto: BrokerUnderTest, team: str, tmp_path: Path
 ) -> None:

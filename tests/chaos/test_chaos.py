@@ -13,7 +13,6 @@ import pytest
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker import MosquittoBroker, MosquittoSettings, find_mosquitto
 from tests.chaos.harness import (
-    EXTENDED,
     ROBOTS,
     RUNS,
     Outcome,
@@ -166,7 +165,6 @@ async def secured(tmp_path, team):
         await broker.close()
 
 
-@pytest.mark.skipif(not EXTENDED, reason="kept out of CI's time: CHAOS_EXTENDED=1 runs it")
 @pytest.mark.parametrize("run", range(RUNS))
 async def test_forged_messages_with_access_control(run, secured, team, tmp_path, monkeypatch):
     """Attacks 3-7 of issue 14 with access control on, sent with an observer's own

@@ -183,9 +183,10 @@ async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mos
 def test_a_hospital_team_takes_ltl_missions_and_fails_an_impossible_one(
     tmp_path: Path, mosquitto
 ) -> None:
-    """LTL missions go to the planner and robots a hospital queue serves: a formula no
-    robot can satisfy fails at once with the planner's reason, and submissions the
-    members cannot read are refused naming the field."""
+    """LTL missions go to the planner and robots a hospital queue serves: study 1's
+    deliveries succeed (exit 0), a formula no robot can satisfy fails at once with the
+    planner's reason, and submissions the members cannot read are refused naming the
+    field."""
     url = mosquitto.url
     team = subprocess.Popen(
         teamtree_cmd("run", str(REPO / "configs" / "hospital_queue.toml"), "--broker", url),
@@ -212,6 +213,12 @@ def test_a_hospital_team_takes_ltl_missions_and_fails_an_impossible_one(
             bad = submit_ltl(name, text)
             log = (tmp_path / "team.log").read_text()[-2000:]
             assert bad.returncode == 2 and field in bad.stderr, (name, bad.stderr, log)
+        # a formula the team can satisfy (study 1's deliveries) succeeds, exit 0
+        study1 = (REPO / "configs" / "missions" / "hospital_study1.toml").read_text()
+        good = submit_ltl("study1", study1, "--wait")
+        assert good.returncode == 0, good.stdout + good.stderr
+        done = good.stdout.splitlines()[0].strip()
+        assert f"{done}: done in" in good.stdout, good.stdout
         started = time.monotonic()
         out = submit_ltl(
             "never",
@@ -233,6 +240,8 @@ def test_a_hospital_team_takes_ltl_missions_and_fails_an_impossible_one(
         )  # fmt: skip
         row = next(line for line in listing.stdout.splitlines() if line.startswith(mission))
         assert " ltl " in row and " failed " in row and "A1,DR,planner" in row, listing.stdout
+        row = next(line for line in listing.stdout.splitlines() if line.startswith(done))
+        assert " ltl " in row and " done " in row, listing.stdout
     finally:
         team.send_signal(signal.SIGINT)
         team.wait(60)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -95,6 +96,58 @@ def test_a_second_mission_does_its_full_work_and_resume_continues_the_first(
     again = run(tmp_path, "run", str(config), "--broker", mosquitto.url, "--resume", m1)
     assert again.returncode == 2, again.stdout[-3000:] + again.stderr[-2000:]
     assert f"cannot resume mission {m1}" in again.stderr and m2 in again.stderr, again.stderr
+
+
+@pytest.mark.slow
+def test_an_interrupted_mission_resumed_finishes_without_redoing_its_done_leaf(
+    tmp_path: Path, mosquitto
+) -> None:
+    """Ctrl-C after the first leaf is done: ``run`` exits 130 (not done, not claimed
+    done); ``run --resume ID`` finishes the mission, works only the leaf left, and
+    exits 0."""
+    config = small_tea_party(tmp_path)
+    # in sequence (THEN), the world at 2x: the second leaf is still to do when the first
+    # is done
+    text = config.read_text().replace(SMALL_TREE, 'tree = "THEN(cup, sandwich)"')
+    config.write_text(text.replace("time_factor = 8.0", "time_factor = 2.0"))
+    out = tmp_path / "first.log"
+    with out.open("w") as log:
+        first = subprocess.Popen(
+            teamtree_cmd("run", str(config), "--broker", mosquitto.url),
+            stdout=log, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        done: list[tuple[str, str]] = []
+        while not done:
+            assert first.poll() is None, out.read_text()[-4000:]
+            assert time.monotonic() < deadline, out.read_text()[-4000:]
+            time.sleep(0.2)
+            if re.search(r"starting mission \S+", out.read_text()):
+                m1 = mission_id(out.read_text())
+                recording = tmp_path / "runs" / f"tea_party_s1.{m1}.jsonl"
+                done = done_leaves(recording) if recording.exists() else []
+        first.send_signal(signal.SIGINT)
+        assert first.wait(60) == 130, out.read_text()[-4000:]
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    text = out.read_text()
+    assert "SUCCEEDED" not in text, text[-3000:]
+    done_first = {n for _, n in done_leaves(recording)}
+    assert len(done_first) == 1, done_first  # interrupted before the second was done
+
+    lines_before = len(recording.read_text().splitlines())
+    resumed = run(tmp_path, "run", str(config), "--broker", mosquitto.url, "--resume", m1)
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-2000:]
+    assert mission_id(resumed.stdout) == m1
+    assert f"==== mission {m1}: SUCCEEDED" in resumed.stdout, resumed.stdout[-3000:]
+    appended = recording.read_text().splitlines()[lines_before:]
+    redone = {r["body"]["node"] for r in working(appended)}
+    assert not redone & done_first, f"resuming re-ran {redone & done_first}"
+    done_after = {n for _, n in done_leaves(recording)}
+    assert done_after == {"root/0", "root/1"}, done_after
 
 
 def test_a_typo_under_mission_exits_2_naming_file_table_and_key(tmp_path: Path) -> None:
