@@ -101,3 +101,37 @@ def test_broker_errors_do_not_load_the_mqtt_client() -> None:
     loaded = _loaded_after("from teamtree.broker import ConfigError, SpecificationError")
     assert not (HEAVY & loaded), sorted(HEAVY & loaded)
     assert "teamtree.broker.connection" not in loaded
+
+
+#: what hardware/ and planners/ may take from broker/ besides its error classes: the
+#: I/O-free helper that loads a package's names on first use
+BROKER_UTILITIES = {"teamtree.broker.lazy"}
+
+
+def test_hardware_and_planners_take_only_errors_from_broker() -> None:
+    """The issue's rule: hardware/ and planners/ import nothing of broker/ but its errors
+    (and the lazy-export helper), so they never reach the wire or the MQTT client."""
+    import teamtree.broker.errors as errors
+
+    error_names = {
+        n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, Exception)
+    }
+    bad = []
+    for folder in ("hardware", "planners"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            for node in ast.walk(ast.parse(path.read_text(), str(rel))):
+                if isinstance(node, ast.Import):
+                    taken = [(a.name, None) for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    taken = [(node.module, a.name) for a in node.names]
+                else:
+                    continue
+                for module, name in taken:
+                    if module == "teamtree.broker" and name in error_names:
+                        continue
+                    if module in ("teamtree.broker.errors", *BROKER_UTILITIES):
+                        continue
+                    if module.startswith("teamtree.broker"):
+                        bad.append(f"{rel}: {module}{'.' + name if name else ''}")
+    assert not bad, "hardware/planners take more than errors from broker/:\n" + "\n".join(bad)
