@@ -137,3 +137,23 @@ def test_protocol_md_progress_body_matches_the_type() -> None:
     text = (DOCS / "protocol.md").read_text()
     at = text.index("`<driver>/progress`")
     assert set(keys(braces(text, at))) == fields(Progress)
+
+
+def test_a_will_after_the_same_sessions_goodbye_is_not_a_crash() -> None:
+    """amqtt can publish a client's Will in a race with its clean DISCONNECT: a member
+    that said OFFLINE stays OFFLINE when a Will of the same session follows, while a
+    Will of a later session (the agent came back and then vanished) counts."""
+    view = TeamView("me")
+    online = {"state": "ONLINE", "kind": "robot", "session": "s1"}
+    assert view.apply_presence("pr2", online, 1) == (Presence.UNKNOWN, Presence.ONLINE)
+    assert view.apply_presence("pr2", {"state": "OFFLINE", "session": "s1"}, 2) == (
+        Presence.ONLINE,
+        Presence.OFFLINE,
+    )
+    assert view.apply_presence("pr2", {"state": "CONNECTION_BROKEN", "session": "s1"}, 3) is None
+    assert view.get("pr2").presence is Presence.OFFLINE
+    # the same agent back in a new process, then gone without a goodbye: a crash
+    view.apply_presence("pr2", {**online, "session": "s2"}, 4)
+    view.apply_presence("pr2", {"state": "OFFLINE", "session": "s2"}, 5)
+    broken = view.apply_presence("pr2", {"state": "CONNECTION_BROKEN", "session": "s3"}, 6)
+    assert broken == (Presence.OFFLINE, Presence.CONNECTION_BROKEN)
