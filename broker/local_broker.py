@@ -196,9 +196,13 @@ class EmbeddedBroker:
         """Start amqtt and wait until it accepts connections. Raises BrokerStartError."""
         from amqtt.broker import Broker  # imported late: it is slow and noisy to import
 
+        from teamtree.broker.amqtt_keepalive import GRACE_S, enforce_keepalive
+
         for name in ("amqtt", "transitions"):
             logging.getLogger(name).setLevel(logging.ERROR)
+        enforce_keepalive()  # amqtt alone never drops a silent client (no Will)
         config = {
+            "timeout_disconnect_delay": GRACE_S,
             "listeners": {
                 "default": {"type": "tcp", "bind": f"{self.endpoint.host}:{self.endpoint.port}"}
             },
