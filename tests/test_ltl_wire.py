@@ -259,3 +259,33 @@ def test_a_robot_drops_a_malformed_peer_done_and_map_and_goes_on() -> None:
     assert "bad ltl.map body" in details and "$.blocked" in details
     assert robot.stats["dropped.malformed"] == 2 and robot.stats["handler_errors"] == 0
     assert robot.peer_done == {"A1": (1, 2)}
+
+
+def test_a_robot_drops_a_malformed_disturbance_answers_why_and_takes_the_next() -> None:
+    config = _config()
+    acks: list[tuple[str, dict]] = []
+
+    async def run() -> LtlRobotAgent:
+        params = LtlRobotAgent.params_from_config(config.agent("DR"), config)
+        robot = LtlRobotAgent("DR", team="t1", endpoint=Endpoint("127.0.0.1", 1), **params)
+
+        async def reply(env: Envelope, kind: str, body: Any) -> None:
+            acks.append((kind, body))
+
+        robot.reply = reply  # type: ignore[method-assign]
+        await robot.setup()
+        bad = {"kind": "blocked_edge", "edge": "r1-r2"}
+        await robot._receive(_incoming("cli", "ltl.disturb", "ltl.disturb", bad, 1, team=True))
+        await robot._receive(_incoming("cli", "ltl.disturb", "ltl.disturb", {"kind": "critical"},
+                                       2, team=True))  # fmt: skip
+        return robot
+
+    with structlog.testing.capture_logs() as logs:
+        robot = asyncio.run(run())
+    drops = [e for e in logs if e["event"] == "message.dropped"]
+    assert len(drops) == 1 and "bad ltl.disturb body" in drops[0]["detail"]
+    assert "$.edge" in drops[0]["detail"] and robot.stats["handler_errors"] == 0
+    assert [k for k, _ in acks] == ["ltl.disturb_ack", "ltl.disturb_ack"]
+    assert acks[0][1]["accepted"] is False and "$.edge" in acks[0][1]["detail"]
+    assert acks[1][1]["accepted"] is True  # deferred until the first plan
+    assert robot.deferred == [DisturbWire("critical")]
