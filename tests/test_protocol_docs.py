@@ -1,5 +1,6 @@
-"""docs/protocol.md and docs/favors.md are checked against the declared wire types: a
-body's keys in the docs' tables must be exactly the fields of its Struct."""
+"""docs/protocol.md, docs/favors.md, docs/ltl.md and docs/humans.md are checked against
+the declared wire types: a body's keys in the docs' tables must be exactly the fields of
+its Struct (and those marked ``?`` its optional ones)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from teamtree.agents.capability.favor_wire import (
     QueryWire,
     RequestWire,
 )
+from teamtree.agents.ltl import ltl_wire
+from teamtree.agents.tasktree import dialog_wire
 from teamtree.agents.tasktree.peer_wire import (
     ClaimWire,
     PotentialsWire,
@@ -191,3 +194,32 @@ def test_protocol_md_zeromq_event_and_reply_match_the_types() -> None:
     event = braces(text, text.index("Each entry of `events`", start))
     assert set(keys(event)) == fields(sim_wire.Event)
     assert set(re.findall(r"([a-z_]+)\?", event)) == _optional(sim_wire.Event)
+
+
+def _row_bodies(path: Path, body_column: int) -> dict[str, str]:
+    """kind -> body cell of every row of `path`'s message tables."""
+    out = {}
+    for row in table_rows(path):
+        if len(row) > body_column and re.fullmatch(r"`[a-z_.]+`", row[1]):
+            out[row[1].strip("`")] = row[body_column]
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(ltl_wire.BODIES))
+def test_ltl_md_bodies_match_the_types(kind: str) -> None:
+    cell = _row_bodies(DOCS / "ltl.md", 3)[kind]
+    documented, optional = _documented(cell)
+    typ = ltl_wire.BODIES[kind]
+    if typ is ltl_wire.VerdictWire:  # a view: the fields every verdict has
+        assert fields(typ) <= documented
+        return
+    assert documented == fields(typ), kind
+    assert optional == _optional(typ), kind
+
+
+@pytest.mark.parametrize("kind", sorted(dialog_wire.BODIES))
+def test_humans_md_bodies_match_the_types(kind: str) -> None:
+    cell = _row_bodies(DOCS / "humans.md", 4)[kind]
+    documented, optional = _documented(cell)
+    assert documented == fields(dialog_wire.BODIES[kind]), kind
+    assert optional == _optional(dialog_wire.BODIES[kind]), kind

@@ -15,6 +15,7 @@ from typing import Any
 
 from teamtree.agents.cli.args import DEFAULT_BROKER, team_and_broker
 from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.ltl.ltl_wire import DisturbAckWire, DisturbWire, LtlWireError, decode, to_wire
 from teamtree.agents.ltl.planner import DISTURB, DISTURBANCES
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import RuntimeSettings
@@ -128,15 +129,8 @@ async def send_disturbance(
     reached, the robot is not a live ``ltl_robot`` of the team, or it does not answer."""
     if kind not in DISTURBANCES:
         raise DisturbError(f"unknown disturbance {kind!r}; expected one of {DISTURBANCES}")
-    body: dict[str, Any] = {"kind": kind}
-    if mode is not None:
-        body["mode"] = mode
-    if region is not None:
-        body["region"] = region
-    if edge is not None:
-        body["edge"] = list(edge)
-    if kind == "blocked_edge" and scope != "map":
-        body["scope"] = scope
+    robot_only = scope if kind == "blocked_edge" and scope != "map" else None
+    body = to_wire(DisturbWire(kind, mode, region, edge, robot_only))
     agent = Agent(
         f"disturb-{uuid.uuid4().hex[:8]}",
         team=team,
@@ -174,8 +168,11 @@ async def send_disturbance(
             reply = await agent.request(DISTURB, "ltl.disturb", body, to=robot, timeout=timeout)
         except RequestError as exc:
             raise DisturbError(f"{robot} did not answer: {exc}", robot=robot) from None
-    answer = reply.body if isinstance(reply.body, dict) else {}
-    return {"accepted": bool(answer.get("accepted")), "detail": str(answer.get("detail", ""))}
+    try:
+        answer = decode(reply.body, DisturbAckWire)
+    except LtlWireError as exc:
+        raise DisturbError(f"{robot} answered with a {exc}", robot=robot) from None
+    return {"accepted": answer.accepted, "detail": answer.detail}
 
 
 async def run_disturb(args: argparse.Namespace) -> int:

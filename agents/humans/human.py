@@ -45,6 +45,13 @@ from teamtree.agents.humans.params import HumanParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.agents.tasktree.dialog_wire import (
+    AnswerWire,
+    AskWire,
+    DialogWireError,
+    decode,
+    to_wire,
+)
 from teamtree.broker import LifecycleError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -205,14 +212,18 @@ class HumanAgent(Agent):
         return "continue"
 
     async def _on_question(self, env: Envelope, topic: Topic) -> None:
-        if env.to != self.id or not isinstance(env.body, dict):
+        if env.to != self.id:
             return
-        self.spawn(self._answer(env), "answer")
+        try:
+            ask = decode(env.body, AskWire)
+        except DialogWireError as exc:  # unanswered: the robot's timeout answers for us
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        self.spawn(self._answer(env, ask), "answer")
 
-    async def _answer(self, env: Envelope) -> None:
+    async def _answer(self, env: Envelope, ask: AskWire) -> None:
         """Stop the hand (the robot stopped too), think, answer; then go on or give up."""
-        body = env.body
-        node = str(body.get("node"))
+        node = ask.node
         holding = (self.view or {}).get("hand", {}).get("holding")
         stopped = self.target == node and holding is None
         self._questions += 1
@@ -226,7 +237,7 @@ class HumanAgent(Agent):
                 "human.answered",
                 robot=env.sender,
                 node=node,
-                label=body.get("label"),
+                label=ask.label,
                 answer=answer,
             )
             self.answered.append({"robot": env.sender, "node": node, "answer": answer})
@@ -234,9 +245,7 @@ class HumanAgent(Agent):
                 self.conceded.add(node)
                 if self.target == node:
                     self.target, self.command = None, None
-            await self.reply(
-                env, "dialog.answer", {"dialog_id": body.get("dialog_id"), "answer": answer}
-            )
+            await self.reply(env, "dialog.answer", to_wire(AnswerWire(ask.dialog_id, answer)))
             if answer == "continue" and stopped and self.target == node:
                 await self._reach(node)
         finally:

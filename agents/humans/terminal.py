@@ -32,6 +32,14 @@ from typing import Any
 
 from teamtree.agents.humans.human import DIALOG, done_leaves, find_world, leaf_objects
 from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.tasktree.dialog_wire import (
+    AnswerWire,
+    AskWire,
+    DialogWireError,
+    ResolvedWire,
+    decode,
+    to_wire,
+)
 from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker import LifecycleError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
@@ -79,7 +87,7 @@ class TerminalHuman(Agent):
         self.exit_when_done = exit_when_done
         self.tree: TaskTree | None = None
         self.client: SimClient | None = None
-        self.questions: list[Envelope] = []
+        self.questions: list[tuple[Envelope, AskWire]] = []
         self.holding: str | None = None
         self._commands = itertools.count(1)
         self._command: str | None = None
@@ -104,22 +112,30 @@ class TerminalHuman(Agent):
                 self._drop("malformed", str(topic), env.sender, str(exc))
 
     async def _on_question(self, env: Envelope, topic: Topic) -> None:
-        if env.to != self.id or not isinstance(env.body, dict):
+        if env.to != self.id:
             return
-        self.questions.append(env)
-        b = env.body
+        try:
+            b = decode(env.body, AskWire)
+        except DialogWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        self.questions.append((env, b))
         self.write(
-            f"question {env.sender} {b.get('node')} {b.get('label')}: {b.get('question')} "
-            f"[yes = I continue / no = you take it; {b.get('timeout_s')} s]"
+            f"question {env.sender} {b.node} {b.label}: {b.question} "
+            f"[yes = I continue / no = you take it; {b.timeout_s} s]"
         )
 
     async def _on_resolved(self, env: Envelope, topic: Topic) -> None:
-        b = env.body if isinstance(env.body, dict) else {}
-        if b.get("human") != self.id:
+        try:
+            b = decode(env.body, ResolvedWire)
+        except DialogWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
-        self.questions = [q for q in self.questions if q.body.get("dialog_id") != b["dialog_id"]]
-        verb = "continues with" if b.get("robot_continues") else "leaves you"
-        self.write(f"robot {env.sender} {verb} {b.get('label')} (answer {b.get('how')})")
+        if b.human != self.id:
+            return
+        self.questions = [q for q in self.questions if q[1].dialog_id != b.dialog_id]
+        verb = "continues with" if b.robot_continues else "leaves you"
+        self.write(f"robot {env.sender} {verb} {b.label} (answer {b.how})")
 
     # -- commands ----------------------------------------------------------------------
 
@@ -151,10 +167,9 @@ class TerminalHuman(Agent):
             if not self.questions:
                 self.write("error no open question")
                 return True
-            env = self.questions.pop(0)
+            env, ask = self.questions.pop(0)
             answer = "continue" if cmd in YES else "concede"
-            body = {"dialog_id": env.body.get("dialog_id"), "answer": answer}
-            await self.reply(env, "dialog.answer", body)
+            await self.reply(env, "dialog.answer", to_wire(AnswerWire(ask.dialog_id, answer)))
             self.log.info("human.answered", robot=env.sender, answer=answer)
             self.write(f"answered {env.sender} {answer}")
             if answer == "concede" and self._command is not None and not self.holding:

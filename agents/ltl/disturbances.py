@@ -11,8 +11,9 @@ global reallocation holds the robot, accepted disturbances wait in ``deferred``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from teamtree.agents.ltl.ltl_wire import DisturbAckWire, DisturbWire, LtlWireError, decode, to_wire
 from teamtree.agents.ltl.planner import DISTURBANCES
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -30,7 +31,12 @@ class DisturbanceHandling:
     of an ``LtlRobotAgent``."""
 
     async def _on_disturb(self: LtlRobotAgent, env: Envelope, topic: Topic) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
+        try:
+            body = decode(env.body, DisturbWire)
+        except LtlWireError as exc:  # dropped, and the sender told why (it is waiting)
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            await self.reply(env, "ltl.disturb_ack", to_wire(DisturbAckWire(False, str(exc))))
+            return
         ok, detail = self._check_disturbance(body)
         if ok and (self.plan is None or self.hold_epoch is not None):
             self.deferred.append(body)
@@ -38,12 +44,12 @@ class DisturbanceHandling:
         elif ok:
             detail = await self._apply_disturbance(body)
         (self.log.info if ok else self.log.warning)(
-            "ltl.disturbance", kind=body.get("kind"), accepted=ok, detail=detail
+            "ltl.disturbance", kind=body.kind, accepted=ok, detail=detail
         )
-        await self.reply(env, "ltl.disturb_ack", {"accepted": ok, "detail": detail})
+        await self.reply(env, "ltl.disturb_ack", to_wire(DisturbAckWire(ok, detail)))
 
-    def _check_disturbance(self: LtlRobotAgent, body: dict[str, Any]) -> tuple[bool, str]:
-        kind = body.get("kind")
+    def _check_disturbance(self: LtlRobotAgent, body: DisturbWire) -> tuple[bool, str]:
+        kind = body.kind
         if kind not in DISTURBANCES:
             return False, f"unknown disturbance {kind!r}; expected one of {list(DISTURBANCES)}"
         if kind == "fall" and not self.spec.legged:
@@ -68,24 +74,23 @@ class DisturbanceHandling:
             return False, f"{self.id} has already failed"
         return True, kind
 
-    def _state_change_target(self: LtlRobotAgent, body: dict[str, Any]) -> TSState:
+    def _state_change_target(self: LtlRobotAgent, body: DisturbWire) -> TSState:
         modes = ROBOT_TYPES[self.spec.type][1]
-        mode = body.get("mode")
+        mode = body.mode
         if mode is None:  # the load falls off / the training stops / a load is put on
             others = [m for m in modes if m != self.current.mode]
             mode = "standby" if self.current.mode != "standby" else others[0]
-        region = body.get("region") or self.current.region
-        target = TSState(str(region), str(mode))
+        region = body.region or self.current.region
+        target = TSState(region, mode)
         if target not in self.ts.succ:
             raise ValueError(f"{tuple(target)} is not a state of {self.id} (modes {list(modes)})")
         if target == self.current:
             raise ValueError(f"{self.id} is already in {tuple(target)}")
         return target
 
-    def _blocked_edge(self: LtlRobotAgent, body: dict[str, Any]) -> tuple[str, str]:
-        raw = body.get("edge")
-        if raw:
-            a, b = str(raw[0]), str(raw[1])
+    def _blocked_edge(self: LtlRobotAgent, body: DisturbWire) -> tuple[str, str]:
+        if body.edge:
+            a, b = body.edge
         else:
             if self.plan is None:
                 raise ValueError(f"{self.id} has no plan yet; give the edge (--edge A,B)")
@@ -97,8 +102,8 @@ class DisturbanceHandling:
             raise ValueError(f"{a}-{b} is not an edge of the map")
         return a, b
 
-    async def _apply_disturbance(self: LtlRobotAgent, body: dict[str, Any]) -> str:
-        kind = body["kind"]
+    async def _apply_disturbance(self: LtlRobotAgent, body: DisturbWire) -> str:
+        kind = body.kind
         if kind == "fall":
             self.fallen = True  # detected by the 'upright' check at its rate
             return "fallen; R1 recovery stand follows"
@@ -117,7 +122,7 @@ class DisturbanceHandling:
         a, b = self._blocked_edge(body)
         self.blocked |= {(a, b), (b, a)}  # a blocked corridor is blocked both ways
         self.unreported |= {(a, b)}
-        if body.get("scope") == "robot":  # only for this robot (too narrow for it, say)
+        if body.scope == "robot":  # only for this robot (too narrow for it, say)
             self.private_edges |= {(a, b)}
             return f"edge {a}-{b} blocked for {self.id} only; R4 follows"
         return f"edge {a}-{b} blocked; R4 follows"

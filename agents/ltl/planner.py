@@ -17,6 +17,20 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
+from teamtree.agents.ltl.ltl_wire import (
+    DoneWire,
+    LtlWireError,
+    MapWire,
+    PlanMessageWire,
+    PlanReceivedWire,
+    ReplanResultWire,
+    ReplanWire,
+    StepWire,
+    SyncReplyWire,
+    SyncWire,
+    decode,
+    to_wire,
+)
 from teamtree.agents.ltl.params import LtlPlannerParams
 from teamtree.agents.ltl.plan_wire import plan_digest, plan_from_wire, plan_to_wire
 from teamtree.agents.runtime.agent import Agent
@@ -208,8 +222,8 @@ def ltl_mission(config: TeamConfig) -> LtlMissionSpec:
 # -- plan codec ------------------------------------------------------------------------
 
 
-def _states(raw: Any) -> list[TSState]:
-    return [TSState(str(r), str(m)) for r, m in raw]
+def _states(raw: Sequence[tuple[str, str]]) -> list[TSState]:
+    return [TSState(r, m) for r, m in raw]
 
 
 def _summary(plan: RobotPlan) -> str:
@@ -346,21 +360,15 @@ class LtlPlannerAgent(Agent):
         return EnvironmentChange(delete=tuple(mine))
 
     async def _publish_map(self) -> None:
-        body = {"run": self.session, "blocked": [list(e) for e in sorted(self.blocked_edges)]}
+        body = to_wire(MapWire(self.session, sorted(self.blocked_edges)))
         await self.publish(MAP, "ltl.map", body, team=True, retain=True)
 
     async def _publish_plans(self, robots: Sequence[str], strategy: str) -> None:
         dropped = sorted(self.failed)
         for name in robots:
             seq, plan = self.plans[name]
-            body = {
-                "run": self.session,
-                "epoch": self.epoch,
-                "seq": seq,
-                "strategy": strategy,
-                "dropped": dropped,
-                "plan": plan_to_wire(plan),
-            }
+            wire = plan_to_wire(plan)
+            body = to_wire(PlanMessageWire(self.session, self.epoch, seq, strategy, dropped, wire))
             self.log.info(
                 "ltl.plan",
                 robot=name,
@@ -376,36 +384,41 @@ class LtlPlannerAgent(Agent):
     # -- traces and status -------------------------------------------------------------
 
     async def _on_step(self, env: Envelope, topic: Topic) -> None:
-        body = env.body
-        if not isinstance(body, dict) or body.get("run") != self.session:
-            return
         try:
-            state = TSState(*map(str, body["state"]))
-            epoch = int(body["epoch"])
-        except (KeyError, TypeError, ValueError):
+            step = decode(env.body, StepWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
-        self.stream.setdefault(env.sender, {}).setdefault(epoch, []).append(state)
+        if step.run != self.session:
+            return
+        state = TSState(*step.state)
+        self.stream.setdefault(env.sender, {}).setdefault(step.epoch, []).append(state)
 
     async def _on_status(self, env: Envelope, topic: Topic) -> None:
-        body = env.body
-        if not isinstance(body, dict) or body.get("run") != self.session:
+        if env.kind not in ("ltl.plan_received", "ltl.done"):
+            return
+        try:
+            if env.kind == "ltl.plan_received":
+                got = decode(env.body, PlanReceivedWire)
+            else:
+                done = decode(env.body, DoneWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
         if env.kind == "ltl.plan_received":
             seq_plan = self.plans.get(env.sender)
-            if body.get("epoch") == self.epoch and seq_plan and body.get("seq") == seq_plan[0]:
-                match = body.get("digest") == plan_digest(seq_plan[1])
+            if got.run != self.session or got.epoch != self.epoch or not seq_plan:
+                return
+            if got.seq == seq_plan[0]:
+                match = got.digest == plan_digest(seq_plan[1])
                 (self.log.debug if match else self.log.warning)(
                     "ltl.plan_acknowledged", robot=env.sender, digest_match=match
                 )
             return
-        if env.kind != "ltl.done":
+        if done.run != self.session:
             return
-        try:
-            segs = {int(e): _states(s) for e, s in body["segments"].items()}
-            version = (int(body["epoch"]), int(body["seq"]))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            self.log.warning("ltl.bad_done", robot=env.sender, error=repr(exc))
-            return
+        segs = {int(e): _states(s) for e, s in done.segments.items()}
+        version = (done.epoch, done.seq)
         self.segments[env.sender] = segs
         self.done[env.sender] = version
         self.log.info("ltl.robot_done", robot=env.sender, epoch=version[0], seq=version[1])
@@ -517,40 +530,43 @@ class LtlPlannerAgent(Agent):
         self.spawn(self._replan(env), "replan")
 
     async def _replan(self, env: Envelope) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
-        strategy = body.get("strategy")
+        try:
+            request = decode(env.body, ReplanWire)
+        except LtlWireError as exc:  # dropped, and the robot told why (it is waiting)
+            self._drop("malformed", REPLAN, env.sender, str(exc))
+            refused = ReplanResultWire("error", detail=str(exc))
+            await self.reply(env, "ltl.replan_result", to_wire(refused))
+            return
         robot = env.sender
         async with self._lock:
-            outcome = await self._replan_locked(robot, strategy, body)
-        await self.reply(env, "ltl.replan_result", outcome)
+            outcome = await self._replan_locked(robot, request)
+        await self.reply(env, "ltl.replan_result", to_wire(outcome))
         await self._maybe_finish()
 
-    async def _replan_locked(self, robot: str, strategy: Any, body: dict) -> dict[str, Any]:
+    async def _replan_locked(self, robot: str, request: ReplanWire) -> ReplanResultWire:
+        strategy = request.strategy
         if self.mission is None or self._finished is None or self._finished.done():
-            return {"outcome": "error", "detail": "no mission running"}
+            return ReplanResultWire("error", detail="no mission running")
         if robot not in self.plans:
-            return {"outcome": "error", "detail": f"{robot!r} is not a robot of this mission"}
+            return ReplanResultWire("error", detail=f"{robot!r} is not a robot of this mission")
         if strategy not in ("R2", "R3", "R4"):
-            return {"outcome": "error", "detail": f"unknown strategy {strategy!r}"}
+            return ReplanResultWire("error", detail=f"unknown strategy {strategy!r}")
         seq, plan = self.plans[robot]
-        if (body.get("epoch"), body.get("seq")) != (self.epoch, seq):
-            return {"outcome": "stale", "epoch": self.epoch, "seq": seq}
+        if (request.epoch, request.seq) != (self.epoch, seq):
+            return ReplanResultWire("stale", self.epoch, seq)
         if strategy == "R2":
             return await self._global(robot, "R2", "critical failure", failed=[robot])
-        try:
-            executed = _states(body.get("executed", []))
-        except (TypeError, ValueError) as exc:
-            return {"outcome": "error", "detail": f"bad executed trace: {exc}"}
+        executed = _states(request.executed or [])
         t0 = time.perf_counter()
         try:
             if strategy == "R3":
                 new = reallocate_state_change(self.mission, plan, executed)
                 why = f"state change to {tuple(executed[-1])}"
             else:
-                edges = [(str(a), str(b)) for a, b in body.get("edges", [])]
+                edges = list(request.edges or [])
                 if not edges:
-                    return {"outcome": "error", "detail": "R4 needs edges"}
-                private = {(str(a), str(b)) for a, b in body.get("private", [])}
+                    return ReplanResultWire("error", detail="R4 needs edges")
+                private = set(request.private or [])
                 change = self._block(robot, edges, private)
                 new, _ = reallocate_environment_change(self.mission, plan, executed, change)
                 why = "blocked " + ", ".join(f"{a}-{b}" for a, b in edges)
@@ -567,7 +583,7 @@ class LtlPlannerAgent(Agent):
             )
             return await self._global(robot, f"{strategy}->global", f"local failed: {exc}")
         except SpecificationError as exc:
-            return {"outcome": "error", "detail": str(exc)}
+            return ReplanResultWire("error", detail=str(exc))
         except PlanningError as exc:  # the trace left the plan: resynchronise globally
             return await self._global(robot, f"{strategy}->global", str(exc))
         took = time.perf_counter() - t0
@@ -586,11 +602,11 @@ class LtlPlannerAgent(Agent):
         self.log.info("ltl.replanned", **record)
         await self.publish(EVENT, "ltl.replanned", record)
         await self._publish_plans([robot], strategy)
-        return {"outcome": "local", "epoch": self.epoch, "seq": seq + 1, "took_ms": took * 1000}
+        return ReplanResultWire("local", self.epoch, seq + 1, took * 1000)
 
     async def _global(
         self, robot: str, strategy: str, why: str, *, failed: Sequence[str] = ()
-    ) -> dict[str, Any]:
+    ) -> ReplanResultWire:
         """Synchronise every robot (they stop and report their traces), then search the
         synchronised team automaton. Called with the lock held."""
         assert self.mission is not None and self.team_plan is not None
@@ -598,7 +614,7 @@ class LtlPlannerAgent(Agent):
         replies = await self.gather(
             SYNC,
             "ltl.sync",
-            {"run": self.session, "epoch": self.epoch},
+            to_wire(SyncWire(self.session, self.epoch)),
             expect=self.robot_ids,
             timeout=self.sync_timeout_s,
         )
@@ -607,13 +623,15 @@ class LtlPlannerAgent(Agent):
         for name in self.robot_ids:
             env = replies.get(name)
             seg: list[TSState] = []
-            if env is not None and isinstance(env.body, dict):
+            if env is not None:
                 try:
-                    seg = _states(env.body.get("segment", []))
-                except (TypeError, ValueError):
-                    seg = []
-                if env.body.get("failed"):
-                    newly_failed.add(name)
+                    reply = decode(env.body, SyncReplyWire)
+                except LtlWireError as exc:  # its step stream stands in for it
+                    self._drop("malformed", SYNC, env.sender, str(exc))
+                else:
+                    seg = _states(reply.segment)
+                    if reply.failed:
+                        newly_failed.add(name)
             if not seg:
                 seg = self._stream_segment(name, self.epoch)
                 if env is None:
@@ -627,7 +645,7 @@ class LtlPlannerAgent(Agent):
             self.failed |= newly_failed
             self.replans.append({"strategy": strategy, "robot": robot, "scope": "global"})
             await self._impossible(str(exc), strategy=strategy, robot=robot)
-            return {"outcome": "impossible", "detail": str(exc)}
+            return ReplanResultWire("impossible", detail=str(exc))
         took = time.perf_counter() - t0
         self.failed |= newly_failed
         self.epoch += 1
@@ -651,4 +669,4 @@ class LtlPlannerAgent(Agent):
         self.log.info("ltl.replanned", **record)
         await self.publish(EVENT, "ltl.replanned", record)
         await self._publish_plans(self.robot_ids, strategy)
-        return {"outcome": "global", "epoch": self.epoch, "seq": 0, "took_ms": took * 1000}
+        return ReplanResultWire("global", self.epoch, 0, took * 1000)

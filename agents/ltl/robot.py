@@ -27,7 +27,6 @@ Disturbances (how they are checked and what they set) are in ``disturbances``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -44,7 +43,24 @@ from teamtree.agents.ltl.behaviours import (
     render_tree,
 )
 from teamtree.agents.ltl.disturbances import DisturbanceHandling
+from teamtree.agents.ltl.ltl_wire import (
+    DisturbWire,
+    DoneWire,
+    LtlWireError,
+    MapWire,
+    PlanMessageWire,
+    PlanReceivedWire,
+    ReplanResultWire,
+    ReplanWire,
+    StepWire,
+    SyncReplyWire,
+    SyncWire,
+    VerdictWire,
+    decode,
+    to_wire,
+)
 from teamtree.agents.ltl.params import LtlRobotParams
+from teamtree.agents.ltl.plan_wire import PlanWireError
 from teamtree.agents.ltl.planner import (
     DISTURB,
     EVENT,
@@ -76,11 +92,6 @@ RATES = {"upright": 20.0, "operational": 10.0, "on_plan": 10.0, "environment": 5
 
 
 # -- the agent ------------------------------------------------------------------------
-
-
-def _state(raw: Any) -> TSState:
-    region, mode = raw
-    return TSState(str(region), str(mode))
 
 
 class LtlRobotAgent(DisturbanceHandling, Agent):
@@ -125,10 +136,10 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         self.hold_epoch: int | None = None
         self.peer_done: dict[str, tuple[int, int]] = {}
         self.reported: tuple[int, int] | None = None
-        self.verdict: dict[str, Any] | None = None
+        self.verdict: VerdictWire | None = None
         self.strategies: Counter[str] = Counter()
-        self.deferred: list[dict[str, Any]] = []
-        self._offered: dict[str, Any] | None = None  # newest plan body not yet accepted
+        self.deferred: list[DisturbWire] = []
+        self._offered: PlanMessageWire | None = None  # newest plan body not yet accepted
         self.bt = self._build_tree()
 
     @classmethod
@@ -259,12 +270,12 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
             self.bt.tick_once()
             await asyncio.sleep(period)
         self.bt.stop(Status.INVALID)
-        ok = bool(self.verdict.get("satisfied"))
+        ok = self.verdict.satisfied
         self.log.info(
             "ltl.robot_finished",
             satisfied=ok,
-            impossible=bool(self.verdict.get("impossible")),
-            reason=self.verdict.get("reason"),
+            impossible=self.verdict.impossible,
+            reason=self.verdict.reason,
             strategies=dict(self.strategies),
             failed=self.failed,
             state=list(self.current),
@@ -282,23 +293,28 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         return None if member is None or not member.online else member.session
 
     async def _on_plan(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.planner or not isinstance(env.body, dict):
+        if env.sender != self.planner:
             return
-        await self._accept(env.body)
+        try:
+            msg = decode(env.body, PlanMessageWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        await self._accept(msg)
 
-    async def _accept(self, body: dict[str, Any]) -> None:
+    async def _accept(self, msg: PlanMessageWire) -> None:
         """Take a plan from the live planner session if it is newer than ours; plans
         from an old session (retained from an earlier run) wait for its presence."""
-        run = body.get("run")
+        run = msg.run
         if run != self._planner_session():
-            self._offered = body
+            self._offered = msg
             return
         self._offered = None
+        version = (msg.epoch, msg.seq)
         try:
-            version = (int(body["epoch"]), int(body["seq"]))
-            plan = plan_from_wire(body["plan"])
-        except (KeyError, TypeError, ValueError) as exc:  # PlanWireError names the field
-            self._drop("malformed", PLAN, self.planner, f"ltl.plan: {exc!r}")
+            plan = plan_from_wire(msg.plan)
+        except PlanWireError as exc:  # names the field
+            self._drop("malformed", PLAN, self.planner, f"ltl.plan: {exc}")
             return
         if run == self.run and version <= self.version:
             return
@@ -318,29 +334,20 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         self.plan_trace = [self.current]
         if self.hold_epoch is not None and version[0] > self.hold_epoch:
             self.hold_epoch = None
-        self.failure_acked = self.id in body.get("dropped", [])
+        self.failure_acked = self.id in msg.dropped
         digest = plan_digest(plan)
         self.log.info(
             "ltl.plan_received",
             epoch=version[0],
             seq=version[1],
-            strategy=body.get("strategy"),
+            strategy=msg.strategy,
             digest=digest,
             waits_for=list(plan.waits_for),
             actions=" ".join(plan.actions) or "(idle)",
         )
-        await self.publish(
-            STATUS,
-            "ltl.plan_received",
-            {
-                "run": run,
-                "epoch": version[0],
-                "seq": version[1],
-                "digest": digest,
-                "sent_digest": body["plan"].get("digest"),
-                "plan": body["plan"],
-            },
-        )
+        sent = msg.plan.get("digest")
+        received = PlanReceivedWire(run, version[0], version[1], digest, sent, msg.plan)
+        await self.publish(STATUS, "ltl.plan_received", to_wire(received))
         if self.hold_epoch is None:
             for disturbance in self.deferred:
                 await self._apply_disturbance(disturbance)
@@ -349,16 +356,16 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
     async def _on_map(self, env: Envelope, topic: Topic) -> None:
         """Corridors another robot found blocked: block them here too and, if the rest
         of this robot's plan crosses one, ask for R4 now rather than at the corridor."""
-        body = env.body
-        if env.sender != self.planner or not isinstance(body, dict):
-            return
-        if body.get("run") != self._planner_session():
+        if env.sender != self.planner:
             return
         try:
-            edges = [(str(a), str(b)) for a, b in body.get("blocked", [])]
-        except (TypeError, ValueError):
-            self._drop("malformed", str(topic), env.sender, "ltl.map: blocked")
+            msg = decode(env.body, MapWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
+        if msg.run != self._planner_session():
+            return
+        edges = msg.blocked
         ahead = set(self._moves_ahead())
         for a, b in edges:
             if (a, b) in self.blocked:
@@ -376,37 +383,43 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         return [(s.region, t.region) for s, t in itertools.pairwise(states) if s.region != t.region]
 
     async def _on_verdict(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.planner or not isinstance(env.body, dict):
+        if env.sender != self.planner:
             return
-        run = env.body.get("run")
-        if run is not None and run in (self.run, self._planner_session()):
-            self.verdict = env.body  # never a stale retained one from an earlier run
+        try:
+            verdict = decode(env.body, VerdictWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        if verdict.run in (self.run, self._planner_session()):
+            self.verdict = verdict  # never a stale retained one from an earlier run
 
     async def _on_peer_status(self, env: Envelope, topic: Topic) -> None:
-        body = env.body
-        if isinstance(body, dict) and body.get("run") == self.run:
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                self.peer_done[env.sender] = (int(body["epoch"]), int(body["seq"]))
+        try:
+            done = decode(env.body, DoneWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        if done.run == self.run:
+            self.peer_done[env.sender] = (done.epoch, done.seq)
 
     async def _on_sync(self, env: Envelope, topic: Topic) -> None:
         """Global reallocation: stop where we are and report this epoch's trace."""
-        body = env.body if isinstance(env.body, dict) else {}
-        if env.sender != self.planner or body.get("run") != self.run:
+        if env.sender != self.planner:
             return
-        epoch = int(body.get("epoch", self.version[0]))
+        try:
+            sync = decode(env.body, SyncWire)
+        except LtlWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        if sync.run != self.run:
+            return
+        epoch = sync.epoch
         self.hold_epoch = epoch if self.hold_epoch is None else max(epoch, self.hold_epoch)
         self._interrupt()
         segment = self.segments.get(epoch, [self.current])
         self.log.info("ltl.sync", epoch=epoch, at=list(self.current), steps=len(segment) - 1)
-        await self.reply(
-            env,
-            "ltl.sync_reply",
-            {
-                "segment": [list(s) for s in segment],
-                "state": list(self.current),
-                "failed": self.failed,
-            },
-        )
+        reply = SyncReplyWire(list(segment), self.current, self.failed)
+        await self.reply(env, "ltl.sync_reply", to_wire(reply))
 
     # -- actions ---------------------------------------------------------------------
 
@@ -414,18 +427,10 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         self.current = state
         self.plan_trace.append(state)
         self.segments.setdefault(self.version[0], [state]).append(state)
-        await self.publish(
-            TRACE,
-            "ltl.step",
-            {
-                "run": self.run,
-                "epoch": self.version[0],
-                "seq": self.version[1],
-                "index": len(self.segments[self.version[0]]) - 1,
-                "action": action,
-                "state": list(state),
-            },
-        )
+        assert self.run is not None
+        index = len(self.segments[self.version[0]]) - 1
+        step = StepWire(self.run, self.version[0], self.version[1], index, action, state)
+        await self.publish(TRACE, "ltl.step", to_wire(step))
 
     async def _execute_step(self) -> bool:
         """One plan action in simulated time, or report the plan done."""
@@ -436,19 +441,10 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
             if self.reported != self.version:
                 self.reported = self.version
                 self.log.info("ltl.plan_done", epoch=self.version[0], seq=self.version[1])
-                await self.publish(
-                    STATUS,
-                    "ltl.done",
-                    {
-                        "run": self.run,
-                        "epoch": self.version[0],
-                        "seq": self.version[1],
-                        "state": list(self.current),
-                        "segments": {
-                            str(e): [list(s) for s in seg] for e, seg in self.segments.items()
-                        },
-                    },
-                )
+                assert self.run is not None
+                segments = {str(e): list(seg) for e, seg in self.segments.items()}
+                done = DoneWire(self.run, *self.version, self.current, segments)
+                await self.publish(STATUS, "ltl.done", to_wire(done))
             await asyncio.sleep(0.05)
             return True
         action, target = plan.actions[self.step], plan.states[self.step + 1]
@@ -484,20 +480,17 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         if self.plan is None or self.run is None:
             return False
         asked = self.version
-        body: dict[str, Any] = {
-            "run": self.run,
-            "strategy": strategy,
-            "epoch": asked[0],
-            "seq": asked[1],
-        }
-        if strategy in ("R3", "R4"):
-            body["executed"] = [list(s) for s in self.plan_trace]
         edges = sorted(self.unreported)
-        if strategy == "R4":
-            body["edges"] = [list(e) for e in edges]
-            private = [list(e) for e in edges if e in self.private_edges]
-            if private:
-                body["private"] = private
+        private = [e for e in edges if e in self.private_edges]
+        request = ReplanWire(
+            self.run,
+            strategy,
+            *asked,
+            executed=list(self.plan_trace) if strategy in ("R3", "R4") else None,
+            edges=edges if strategy == "R4" else None,
+            private=private if strategy == "R4" and private else None,
+        )
+        body = to_wire(request)
         self.strategies[strategy] += 1
         self.log.info(
             "ltl.strategy",
@@ -517,12 +510,17 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         except (RequestError, TeamtreeError) as exc:
             self.log.warning("ltl.replan_unanswered", strategy=strategy, error=str(exc))
             return False
-        result = reply.body if isinstance(reply.body, dict) else {}
-        outcome = result.get("outcome")
+        try:
+            result = decode(reply.body, ReplanResultWire)
+        except LtlWireError as exc:
+            self._drop("malformed", REPLAN, reply.sender, str(exc))
+            return False
+        outcome = result.outcome
         if strategy == "R4" and outcome != "stale":
             self.unreported -= set(edges)
         if outcome in ("local", "global", "stale"):
-            want = (int(result.get("epoch", asked[0])), int(result.get("seq", asked[1])))
+            epoch = asked[0] if result.epoch is None else result.epoch
+            want = (epoch, asked[1] if result.seq is None else result.seq)
             if outcome == "stale":
                 want = max(want, asked)
             while self.version < want or (outcome == "stale" and self.version == asked):
@@ -534,15 +532,15 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
                 "ltl.replan_done",
                 strategy=strategy,
                 outcome=outcome,
-                planner_ms=round(float(result.get("took_ms", 0.0)), 3),
+                planner_ms=round(result.took_ms or 0.0, 3),
                 round_trip_ms=round((loop.time() - t0) * 1000, 1),
             )
             return True
         if outcome == "impossible":
-            self.log.error("ltl.mission_impossible", strategy=strategy, detail=result.get("detail"))
+            self.log.error("ltl.mission_impossible", strategy=strategy, detail=result.detail)
             while self.verdict is None:
                 await asyncio.sleep(0.05)
             return False
-        self.log.warning("ltl.replan_refused", strategy=strategy, detail=result.get("detail"))
+        self.log.warning("ltl.replan_refused", strategy=strategy, detail=result.detail)
         await asyncio.sleep(0.2)
         return False

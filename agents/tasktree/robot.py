@@ -68,6 +68,15 @@ from teamtree.agents.runtime.observation_wire import (
 )
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
+from teamtree.agents.tasktree.dialog_wire import (
+    AnswerWire,
+    AskWire,
+    BeliefWire,
+    DialogWireError,
+    ResolvedWire,
+)
+from teamtree.agents.tasktree.dialog_wire import decode as decode_dialog
+from teamtree.agents.tasktree.dialog_wire import to_wire as dialog_to_wire
 from teamtree.agents.tasktree.grasp_prefetch import GraspPrefetch
 from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
@@ -854,7 +863,8 @@ class RobotAgent(PeerRuleMember):
         model = self.models[human]
         belief = model.belief()
         self.log.info("tom.belief", reason=update.reason or None, **belief)
-        await self.publish(BELIEF, "tom.belief", belief, recipient=human, retain=True)
+        body = dialog_to_wire(BeliefWire(**belief))  # type: ignore[arg-type]
+        await self.publish(BELIEF, "tom.belief", body, recipient=human, retain=True)
         if self.controller is None:
             return
         for node in update.done:
@@ -891,17 +901,18 @@ class RobotAgent(PeerRuleMember):
         leaf = self.tree[node]
         obj = leaf.param_dict.get("object")
         dialog_id = f"{self.id}-{uuid.uuid4().hex[:10]}"
-        body = {
-            "dialog_id": dialog_id,
-            "robot": self.id,
-            "human": human,
-            "node": node,
-            "label": leaf.label,
-            "object": obj,
-            "question": f"We both went for {leaf.label}. Do you want to continue with it?",
-            "options": list(ANSWERS),
-            "timeout_s": self.dialog_timeout_s,
-        }
+        ask = AskWire(
+            dialog_id,
+            self.id,
+            human,
+            node,
+            leaf.label,
+            obj,
+            f"We both went for {leaf.label}. Do you want to continue with it?",
+            list(ANSWERS),
+            self.dialog_timeout_s,
+        )
+        body = dialog_to_wire(ask)
         try:
             await self._command("behaviour.pause", node)
             self.log.info("dialog.asked", human=human, node=node, label=leaf.label, id=dialog_id)
@@ -911,24 +922,23 @@ class RobotAgent(PeerRuleMember):
                 reply = await self.request(
                     DIALOG, "dialog.ask", body, to=human, timeout=self.dialog_timeout_s
                 )
-                answer = reply.body.get("answer") if isinstance(reply.body, dict) else None
+                try:
+                    answer = decode_dialog(reply.body, AnswerWire).answer
+                except DialogWireError as exc:
+                    self._drop("malformed", DIALOG, reply.sender, str(exc))
+                    answer = ""
                 if answer not in ANSWERS:
                     answer, how = "continue", "invalid"
             except TeamtreeError:
                 answer, how = "continue", "timeout"
             rtt_ms = round((time.monotonic() - start) * 1000, 1)
             robot_continues = answer == "concede"
-            resolved = {
-                "dialog_id": dialog_id,
-                "robot": self.id,
-                "human": human,
-                "node": node,
-                "label": leaf.label,
-                "answer": answer,
-                "how": how,
-                "rtt_ms": rtt_ms,
-                "robot_continues": robot_continues,
-            }
+            resolved = dialog_to_wire(
+                ResolvedWire(
+                    dialog_id, self.id, human, node, leaf.label, answer, how, rtt_ms,
+                    robot_continues,
+                )
+            )  # fmt: skip
             self.dialog_log.append(resolved)
             self.log.info("dialog.resolved", **{k: v for k, v in resolved.items() if k != "robot"})
             await self.publish(DIALOG, "dialog.resolved", resolved)
