@@ -27,6 +27,9 @@ members serve, and each member that would work it must accept it as its own
 ``[mission]`` (the tree parses and names the world's objects, the LTL scenario or
 formula parses, ...); otherwise ``mission.rejected`` names the field and nothing
 changes.
+
+The bodies are declared msgspec Structs in ``teamtree.agents.missions.wire`` (a
+submission or cancel of the wrong shape is rejected naming the field by its path).
 """
 
 from __future__ import annotations
