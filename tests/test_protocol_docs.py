@@ -1,15 +1,18 @@
-"""docs/protocol.md, docs/favors.md, docs/ltl.md and docs/humans.md are checked against
-the declared wire types: a body's keys in the docs' tables must be exactly the fields of
-its Struct (and those marked ``?`` its optional ones)."""
+"""docs/protocol.md, docs/favors.md, docs/allocation.md, docs/missions.md, docs/ltl.md
+and docs/humans.md are checked against the declared wire types: a body's keys in the
+docs' tables must be exactly the fields of its Struct (and those marked ``?`` its
+optional ones, where a table marks them)."""
 
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from teamtree.agents.allocation import kitting_wire as kw
 from teamtree.agents.allocation.wire import AllocationResult, ScheduleResult
 from teamtree.agents.capability.favor_wire import (
     LEASE_BODIES,
@@ -20,6 +23,14 @@ from teamtree.agents.capability.favor_wire import (
     RequestWire,
 )
 from teamtree.agents.ltl import ltl_wire
+from teamtree.agents.missions import wire as dw
+from teamtree.agents.runtime.outcome import RESULT_KIND, DoneItem, FailedItem, ResultBody
+from teamtree.agents.runtime.resync import (
+    SYNC_DONE,
+    SYNC_REQUEST,
+    SyncDoneBody,
+    SyncRequestBody,
+)
 from teamtree.agents.tasktree import dialog_wire
 from teamtree.agents.tasktree.peer_wire import (
     ClaimWire,
@@ -223,3 +234,84 @@ def test_humans_md_bodies_match_the_types(kind: str) -> None:
     documented, optional = _documented(cell)
     assert documented == fields(dialog_wire.BODIES[kind]), kind
     assert optional == _optional(dialog_wire.BODIES[kind]), kind
+
+
+# -- the docs' tables list the Structs' fields ------------------------------------------
+
+
+def _kitting_rows() -> dict[str, str]:
+    """kind -> body cell of docs/allocation.md's kitting message table."""
+    rows = {}
+    for row in table_rows(DOCS / "allocation.md"):
+        if len(row) == 4 and row[1].strip("`") in kw.BODIES:
+            rows[row[1].strip("`")] = row[3]
+    return rows
+
+
+def _options(value: str) -> set[str | None]:
+    return {None if v == "null" else v.strip('"') for v in value.split("|")}
+
+
+def _literal(typ: type, name: str) -> set[str | None]:
+    hint = typing.get_type_hints(typ)[name]
+    parts = (hint,) if typing.get_origin(hint) is typing.Literal else typing.get_args(hint)
+    out: set[str | None] = set()
+    for part in parts:
+        out |= {None} if part is type(None) else set(typing.get_args(part))
+    return out
+
+
+def test_allocation_md_kitting_bodies_match_the_types() -> None:
+    rows = _kitting_rows()
+    assert set(rows) == set(kw.BODIES)
+    for kind in (kw.HUMAN_ACTION, kw.ROBOT_ACTION, kw.START, kw.PLAN):
+        documented = keys(braces(rows[kind]))
+        assert set(documented) == fields(kw.BODIES[kind]), kind
+        for name, value in documented.items():
+            if value.startswith('"') or value.startswith("null"):
+                assert _options(value) == _literal(kw.BODIES[kind], name), (kind, name)
+    text = (DOCS / "allocation.md").read_text()
+    start = text.index("Summary (`kitting.done` body")
+    summary = text[text.index(":", start) : text.index("\n\n", start)]
+    summary = re.sub(r"\([^)]*\)", "", summary)
+    assert set(re.findall(r"`([a-z_0-9]+)`", summary)) == fields(kw.DoneBody)
+
+
+def test_missions_md_dispatch_table_matches_the_types() -> None:
+    rows = {
+        row[0].strip("`"): row[1:]
+        for row in table_rows(DOCS / "missions.md")
+        if len(row) == 3 and row[0].strip("`") in dw.REQUESTS
+    }
+    assert set(rows) == set(dw.REQUESTS)
+    replies: dict[str, str] = {}
+    for kind, (body, reply) in rows.items():
+        assert set(keys(braces(body))) == fields(dw.REQUESTS[kind]), kind
+        for name, inner in re.findall(r"`(mission\.[a-z]+) (\{[^`]*\})`", reply):
+            replies[name] = inner
+    assert set(replies) == {dw.ACCEPTED, dw.REJECTED, dw.TABLE, dw.CANCELLED}
+    for kind, inner in replies.items():
+        assert set(keys(braces(inner))) == fields(dw.REPLIES[kind]), kind
+    text = (DOCS / "missions.md").read_text()
+    start = text.index("A row: `id`")
+    end = text.find("\n\n", start)
+    row = re.sub(r"\([^)]*\)", "", text[start : end if end > 0 else len(text)])
+    assert set(re.findall(r"`([a-z_]+)`", row)) == fields(dw.Row)
+
+
+def test_protocol_md_result_table_and_sync_bodies_match_the_types() -> None:
+    protocol = DOCS / "protocol.md"
+    assert set(keys(braces(body_of(protocol, RESULT_KIND)))) == fields(ResultBody)
+    table = keys(braces(body_of(protocol, dw.TABLE)))
+    assert set(table) == fields(dw.Table)
+    assert set(keys(braces(table["missions"]))) == fields(dw.Row)
+    sync = body_of(protocol, SYNC_REQUEST)
+    assert set(keys(braces(sync))) == fields(SyncRequestBody) == set()
+    done = sync.index(f"`{SYNC_DONE}` `{{")
+    assert set(keys(braces(sync, done))) == fields(SyncDoneBody)
+    text = (DOCS / "missions.md").read_text()
+    start = text.index("`mission.result` is on the team channel")
+    documented = keys(braces(text, start + 20))
+    assert set(documented) == fields(ResultBody)
+    assert set(keys(braces(documented["done"]))) == fields(DoneItem)
+    assert set(keys(braces(documented["failed"]))) == fields(FailedItem)

@@ -31,8 +31,25 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UNSET
+
 from teamtree.agents.allocation.allocator import SOLVE, schedule_from_body
 from teamtree.agents.allocation.allocator import request_allocation as ask_service
+from teamtree.agents.allocation.kitting_wire import (
+    DONE,
+    HUMAN_ACTION,
+    PLAN,
+    ROBOT_ACTION,
+    START,
+    DoneBody,
+    HumanActionBody,
+    KittingWireError,
+    PlanBody,
+    RobotActionBody,
+    StartBody,
+    decode_kitting,
+    to_wire,
+)
 from teamtree.agents.allocation.params import CobotParams, KittingHumanParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
@@ -66,14 +83,20 @@ from teamtree.planners.allocation import (
 ACTIONS = "actions"
 STATUS = "status"
 PLANS = "plans"
-HUMAN_ACTION = "kitting.human_action"
-ROBOT_ACTION = "kitting.robot_action"
-START = "kitting.start"
-DONE = "kitting.done"
-PLAN = "kitting.plan"
+__all__ = [
+    "DONE",
+    "HUMAN_ACTION",
+    "PLAN",
+    "ROBOT_ACTION",
+    "START",
+    "Board",
+    "CobotAgent",
+    "KittingHumanAgent",
+    "kitting_result",
+    "mission_settings",
+]
 
 _S = SubtaskState
-_HUMAN_ACTIONS = {HumanAction.H1, HumanAction.H2, HumanAction.H4}
 
 
 def mission_settings(config: TeamConfig) -> tuple[float, tuple[Colour, ...]]:
@@ -155,10 +178,12 @@ class Board:
         return " ".join(chars[i : i + k] for i in range(0, len(chars), k))
 
 
-def _task(body: Any, n: int) -> int:
-    task = body.get("task") if isinstance(body, dict) else None
-    if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < n:
-        raise ValueError(f"task must be 0..{n - 1}, got {task!r}")
+def _task(kind: str, task: int, n: int) -> int:
+    """A decoded body's ``task``, checked against the scenario's n subtasks."""
+    if task >= n:
+        raise KittingWireError(
+            f"bad {kind} body: task must be 0..{n - 1}, got {task} - at `$.task`"
+        )
     return task
 
 
@@ -248,7 +273,12 @@ class KittingHumanAgent(Agent):
         self.request_stop(2)
 
     async def _on_status(self, env: Envelope, topic: Topic) -> None:
-        if env.sender != self.cobot:
+        if env.sender != self.cobot or env.kind not in (START, DONE):
+            return
+        try:
+            decode_kitting(env.kind, env.body)
+        except KittingWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
         if env.kind == START:
             self._started.set()
@@ -260,12 +290,12 @@ class KittingHumanAgent(Agent):
         if env.sender != self.cobot:
             return
         try:
-            task = _task(env.body, self.scenario.n)
-            action = RobotAction[env.body["action"]]
-            phase = env.body["phase"]
-        except (ValueError, KeyError, TypeError) as exc:
-            self.log.warning("kitting.bad_action", sender=env.sender, error=str(exc))
+            body: RobotActionBody = decode_kitting(ROBOT_ACTION, env.body)
+            task = _task(ROBOT_ACTION, body.task, self.scenario.n)
+        except KittingWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
+        action, phase = RobotAction[body.action], body.phase
         if phase == "start":
             self.board.robot_busy[task] = action
         elif phase == "end":
@@ -297,15 +327,33 @@ class KittingHumanAgent(Agent):
         out_of_order = not preds_done(self.scenario, self.board.states, task)
         if not correct and not (action is HumanAction.H1 and out_of_order):
             colour = self.rng.choice([c for c in Colour if c is not colour])
-        body = {"action": action.name, "task": task, "colour": colour.value}
         self.board.human_busy = (task, action)
-        await self.publish(ACTIONS, HUMAN_ACTION, {**body, "phase": "start"})
+        await self.publish(ACTIONS, HUMAN_ACTION, _human_action(action, task, colour, "start"))
         await asyncio.sleep(duration / self.time_factor)
         self.board.human_end(task, action, correct)
         self.actions += 1
         self.wrong += not correct
-        await self.publish(ACTIONS, HUMAN_ACTION, {**body, "phase": "end"})
+        await self.publish(ACTIONS, HUMAN_ACTION, _human_action(action, task, colour, "end"))
         self.log.debug("kitting.human_action", action=action.name, task=task, correct=correct)
+
+
+def _human_action(action: HumanAction, task: int, colour: Colour, phase: str) -> dict[str, Any]:
+    return to_wire(
+        HumanActionBody(action=action.name, task=task, colour=colour.value, phase=phase)  # type: ignore[arg-type]
+    )
+
+
+def _robot_action(
+    action: RobotAction, task: int, cancels: str | None, phase: str, colour: Any = UNSET
+) -> dict[str, Any]:
+    body = RobotActionBody(
+        action=action.name,  # type: ignore[arg-type]
+        task=task,
+        cancels=cancels,  # type: ignore[arg-type]
+        colour=colour,
+        phase=phase,  # type: ignore[arg-type]
+    )
+    return to_wire(body)
 
 
 # -- the cobot ---------------------------------------------------------------------------
@@ -438,15 +486,12 @@ class CobotAgent(Agent):
         if env.sender != self.human:
             return
         try:
-            task = _task(env.body, self.scenario.n)
-            action = HumanAction[env.body["action"]]
-            colour = str(env.body["colour"])
-            phase = env.body["phase"]
-            if action not in _HUMAN_ACTIONS or phase not in ("start", "end"):
-                raise ValueError(f"unsupported {action.name} / {phase!r}")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.log.warning("kitting.bad_action", sender=env.sender, error=str(exc))
+            body: HumanActionBody = decode_kitting(HUMAN_ACTION, env.body)
+            task = _task(HUMAN_ACTION, body.task, self.scenario.n)
+        except KittingWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
             return
+        action, colour, phase = HumanAction[body.action], body.colour, body.phase
         if phase == "start":
             await self._human_started(task, action, colour)
         else:
@@ -526,8 +571,9 @@ class CobotAgent(Agent):
         task, action, cancels, duration = self._robot_action(tid)
         self.board.robot_busy[task] = action
         colour = self.scenario.subtasks[task].colour.value  # what a person's screen shows
-        body = {"action": action.name, "task": task, "cancels": cancels, "colour": colour}
-        await self.publish(ACTIONS, ROBOT_ACTION, {**body, "phase": "start"})
+        await self.publish(
+            ACTIONS, ROBOT_ACTION, _robot_action(action, task, cancels, "start", colour)
+        )
         job = self.spawn(self._perform(task, action, cancels, duration), f"act.{tid}")
         self._robot = _RobotDoing(task, action, cancels, job)
         self.log.debug("kitting.robot_start", action=action.name, task=task, t=round(self.now(), 2))
@@ -543,9 +589,9 @@ class CobotAgent(Agent):
         self.version += 1
         self._changed.set()
         colour = self.scenario.subtasks[task].colour.value
-        body = {"action": action.name, "task": task, "cancels": cancels, "phase": "end",
-                "colour": colour}  # fmt: skip
-        await self.publish(ACTIONS, ROBOT_ACTION, body)
+        await self.publish(
+            ACTIONS, ROBOT_ACTION, _robot_action(action, task, cancels, "end", colour)
+        )
 
     async def _abort_robot(self, reason: str) -> None:
         doing, self._robot = self._robot, None
@@ -560,8 +606,8 @@ class CobotAgent(Agent):
         self.log.info(
             "kitting.robot_abort", task=doing.task, action=doing.action.name, reason=reason
         )
-        body = {"action": doing.action.name, "task": doing.task, "cancels": doing.cancels}
-        await self.publish(ACTIONS, ROBOT_ACTION, {**body, "phase": "abort"})
+        body = _robot_action(doing.action, doing.task, doing.cancels, "abort")
+        await self.publish(ACTIONS, ROBOT_ACTION, body)
 
     # -- planning ----------------------------------------------------------------------
 
@@ -595,23 +641,20 @@ class CobotAgent(Agent):
         self.solve_times.append(float(answer["solve_time"]))
         self.round_trips.append(rt)
         schedule = schedule_from_body(answer["schedule"])
-        await self.publish(
-            PLANS,
-            PLAN,
-            {
-                "version": self.version,
-                "t": self.now(),
-                "alpha_f": self.beliefs.p_follow,
-                "alpha_e": self.beliefs.p_error,
-                "assignment": answer["allocation"]["assignment"],
-                "robot": list(schedule.sequence.get("robot", ())),
-                "makespan": schedule.makespan,
-                "solver": answer["solver"],
-                "solve_time": answer["solve_time"],
-                "round_trip": rt,
-                "replica": reply.sender,
-            },
+        plan = PlanBody(
+            version=self.version,
+            t=self.now(),
+            alpha_f=self.beliefs.p_follow,
+            alpha_e=self.beliefs.p_error,
+            assignment=answer["allocation"]["assignment"],
+            robot=list(schedule.sequence.get("robot", ())),
+            makespan=schedule.makespan,
+            solver=answer["solver"],
+            solve_time=answer["solve_time"],
+            round_trip=rt,
+            replica=reply.sender,
         )
+        await self.publish(PLANS, PLAN, to_wire(plan))
         return schedule, taken
 
     # -- Algorithm 1 -------------------------------------------------------------------
@@ -633,11 +676,8 @@ class CobotAgent(Agent):
     async def main(self) -> None:
         await self._wait_for_team()
         self._t0 = self._human_idle_since = time.monotonic()
-        await self.publish(
-            STATUS,
-            START,
-            {"human": self.human, "time_factor": self.time_factor, "n": self.scenario.n},
-        )
+        start = StartBody(human=self.human, time_factor=self.time_factor, n=self.scenario.n)
+        await self.publish(STATUS, START, to_wire(start))
         self.log.info("kitting.start", human=self.human, adaptive=self.adaptive)
         schedule: Schedule | None = None
         planned_version, planned_at = -1, 0.0
@@ -725,7 +765,7 @@ class CobotAgent(Agent):
 
     async def _finish(self) -> None:
         summary = self.summary()
-        await self.publish(STATUS, DONE, summary)
+        await self.publish(STATUS, DONE, to_wire(DoneBody(**summary)))
         self.log.info("kitting.summary", **summary)
         await self.publish(
             RESULT_CHANNEL, RESULT_KIND, kitting_result(summary), team=True, retain=True

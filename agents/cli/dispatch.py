@@ -32,6 +32,18 @@ from teamtree.agents.missions.protocol import (
     TABLE,
     split_members,
 )
+from teamtree.agents.missions.wire import (
+    Accepted,
+    Cancelled,
+    CancelRequest,
+    DispatchWireError,
+    ListRequest,
+    Rejected,
+    SubmitRequest,
+    Table,
+    decode_dispatch,
+    to_wire,
+)
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
 from teamtree.broker import ConfigError, RequestError, TeamtreeError
@@ -126,30 +138,43 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
             ) from None
 
 
+def _answer(reply: Any) -> Any:
+    """A queue's reply body as its declared type; TeamtreeError (exit 1) naming the
+    field when the queue sent a malformed one."""
+    try:
+        return decode_dispatch(reply.kind, reply.body)
+    except DispatchWireError as exc:
+        raise TeamtreeError(f"the mission queue {reply.sender!r} answered with {exc}") from None
+
+
 def _rejected(reply: Any, command: str) -> int:
-    body = reply.body if isinstance(reply.body, dict) else {}
-    print(f"teamtree {command}: rejected: {body.get('error', body)}", file=sys.stderr, flush=True)
+    body: Rejected = _answer(reply)
+    print(f"teamtree {command}: rejected: {body.error}", file=sys.stderr, flush=True)
     return 2
 
 
 async def run_submit(args: argparse.Namespace) -> int:
     """The ``submit`` handler."""
     mission = read_mission_file(args.mission)
-    reply = await _ask(args, SUBMIT, {"mission": mission})
+    reply = await _ask(args, SUBMIT, to_wire(SubmitRequest(mission)))
     if reply.kind != ACCEPTED:
         return _rejected(reply, "submit")
-    mission_id = reply.body["id"]
+    accepted: Accepted = _answer(reply)
+    mission_id = accepted.id
     print(mission_id, flush=True)
     if not args.wait:
         return 0
     while True:
         await asyncio.sleep(1.0)
-        table = await _ask(args, LIST, {})
-        row = next((r for r in table.body.get("missions", []) if r.get("id") == mission_id), None)
-        if row is not None and row.get("state") in ENDED:
-            said = row.get("summary") or row["state"]  # the summary starts with the state
+        answer = await _ask(args, LIST, to_wire(ListRequest()))
+        if answer.kind != TABLE:
+            return _rejected(answer, "submit")
+        table: Table = _answer(answer)
+        row = next((r for r in table.missions if r.id == mission_id), None)
+        if row is not None and row.state in ENDED:
+            said = row.summary or row.state  # the summary starts with the state
             print(f"{mission_id}: {said}", flush=True)
-            return 0 if row["state"] == "done" else 1
+            return 0 if row.state == "done" else 1
 
 
 def _fmt_ms(ms: int | None) -> str:
@@ -158,10 +183,11 @@ def _fmt_ms(ms: int | None) -> str:
 
 async def run_missions(args: argparse.Namespace) -> int:
     """The ``missions`` handler."""
-    reply = await _ask(args, LIST, {})
+    reply = await _ask(args, LIST, to_wire(ListRequest()))
     if reply.kind != TABLE:
         return _rejected(reply, "missions")
-    rows = reply.body.get("missions", [])
+    table: Table = _answer(reply)
+    rows = to_wire(table)["missions"]
     if args.json:
         print(json.dumps(rows), flush=True)
         return 0
@@ -181,8 +207,9 @@ async def run_missions(args: argparse.Namespace) -> int:
 
 async def run_cancel(args: argparse.Namespace) -> int:
     """The ``cancel`` handler."""
-    reply = await _ask(args, CANCEL, {"id": args.id})
+    reply = await _ask(args, CANCEL, to_wire(CancelRequest(args.id)))
     if reply.kind != CANCELLED:
         return _rejected(reply, "cancel")
-    print(f"{args.id}: {reply.body.get('state')}", flush=True)
+    cancelled: Cancelled = _answer(reply)
+    print(f"{args.id}: {cancelled.state}", flush=True)
     return 0

@@ -27,6 +27,9 @@ members serve, and each member that would work it must accept it as its own
 ``[mission]`` (the tree parses and names the world's objects, the LTL scenario or
 formula parses, ...); otherwise ``mission.rejected`` names the field and nothing
 changes.
+
+The bodies are declared msgspec Structs in ``teamtree.agents.missions.wire`` (a
+submission or cancel of the wrong shape is rejected naming the field by its path).
 """
 
 from __future__ import annotations
@@ -38,19 +41,26 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.agents.missions.schedule import Need
+from teamtree.agents.missions.wire import ACCEPTED as ACCEPTED
+from teamtree.agents.missions.wire import CANCEL as CANCEL
+from teamtree.agents.missions.wire import CANCELLED as CANCELLED
+from teamtree.agents.missions.wire import CHANNEL as CHANNEL
+from teamtree.agents.missions.wire import LIST as LIST
+from teamtree.agents.missions.wire import REJECTED as REJECTED
+from teamtree.agents.missions.wire import (
+    SUBMIT,
+    DispatchWireError,
+    Row,
+    SubmitRequest,
+    decode_dispatch,
+    to_wire,
+)
+from teamtree.agents.missions.wire import TABLE as TABLE
+from teamtree.agents.missions.wire import TABLE_CHANNEL as TABLE_CHANNEL
 from teamtree.agents.runtime.config import MissionSpec, TeamConfig, parse_mission
 from teamtree.broker import ConfigError, SpecificationError
 from teamtree.planners.tasktree import tree_from_dict
 
-CHANNEL = "missions"
-TABLE_CHANNEL = "missions"
-SUBMIT, LIST, CANCEL = "mission.submit", "mission.list", "mission.cancel"
-ACCEPTED, REJECTED, TABLE, CANCELLED = (
-    "mission.accepted",
-    "mission.rejected",
-    "mission.table",
-    "mission.cancelled",
-)
 STATES = ("queued", "running", "cancelling", "done", "failed", "cancelled")
 #: the mission kinds each built-in agent kind serves when a queue starts it; a plugin
 #: kind declares its own as a class attribute ``mission_kinds``
@@ -100,17 +110,21 @@ class MissionRow:
     need: Need | None = field(default=None, repr=False)
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "state": self.state,
-            "submitted_ms": self.submitted_ms,
-            "started_ms": self.started_ms,
-            "ended_ms": self.ended_ms,
-            "reason": self.reason,
-            "summary": self.summary,
-            "members": list(self.members),
-        }
+        return to_wire(self.row())
+
+    def row(self) -> Row:
+        """This mission's row of the ``mission.table`` body."""
+        return Row(
+            self.id,
+            self.kind,
+            self.state,
+            self.submitted_ms,
+            self.started_ms,
+            self.ended_ms,
+            self.reason,
+            self.summary,
+            list(self.members),
+        )
 
 
 def mission_config(config: TeamConfig, mission: MissionSpec, members: Any) -> TeamConfig:
@@ -190,9 +204,13 @@ def check_submission(
     ``tasktree``). `check(member, spec, members)` validates the mission as that member
     would read it (raising ConfigError), so a mission no member can work is refused
     before it is queued."""
-    if not isinstance(body, dict) or not isinstance(body.get("mission"), dict):
+    if not isinstance(body, dict) or body.get("mission") is None:
         raise SubmissionError("mission", "missing; send {mission: {kind, tree, ...}}")
-    table, members_value = split_members(body["mission"])
+    try:
+        request: SubmitRequest = decode_dispatch(SUBMIT, body)
+    except DispatchWireError as exc:
+        raise SubmissionError("mission", f"{exc}; send {{mission: {{kind, tree, ...}}}}") from None
+    table, members_value = split_members(request.mission)
     try:
         spec = parse_mission(table, Path("<submitted>"))
     except ConfigError as exc:

@@ -47,6 +47,16 @@ from teamtree.agents.missions.protocol import (
     mission_config,
 )
 from teamtree.agents.missions.schedule import Need, conflicts, next_starts
+from teamtree.agents.missions.wire import (
+    Accepted,
+    Cancelled,
+    CancelRequest,
+    DispatchWireError,
+    Rejected,
+    Table,
+    decode_dispatch,
+    to_wire,
+)
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import (
     AgentSpec,
@@ -57,7 +67,13 @@ from teamtree.agents.runtime.config import (
 )
 from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class
 from teamtree.agents.runtime.mission import new_mission_id
-from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND
+from teamtree.agents.runtime.outcome import (
+    RESULT_CHANNEL,
+    RESULT_KIND,
+    OutcomeWireError,
+    ResultBody,
+    decode_result,
+)
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
@@ -104,7 +120,7 @@ class MissionQueue(Agent):
         self._wake = asyncio.Event()
         self._procs: dict[str, dict[str, asyncio.subprocess.Process]] = {}  # mission -> procs
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._results: dict[str, dict[str, Any]] = {}  # mission -> its mission.result
+        self._results: dict[str, ResultBody] = {}  # mission -> its mission.result
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -200,7 +216,7 @@ class MissionQueue(Agent):
             spec, need = check_submission(env.body, self.objects, self.served, self._check_member)
         except SubmissionError as exc:
             self.log.info("mission.rejected", field=exc.field, error=str(exc), by=env.sender)
-            await self.reply(env, REJECTED, {"field": exc.field, "error": str(exc)})
+            await self.reply(env, REJECTED, to_wire(Rejected(exc.field, str(exc))))
             return
         row = MissionRow(
             new_mission_id(),
@@ -212,24 +228,30 @@ class MissionQueue(Agent):
         self.rows[row.id] = row
         self.queue.append(row.id)
         self.log.info("mission.queued", id=row.id, by=env.sender, position=len(self.queue))
-        await self.reply(
-            env, ACCEPTED, {"id": row.id, "state": row.state, "position": len(self.queue)}
-        )
+        await self.reply(env, ACCEPTED, to_wire(Accepted(row.id, row.state, len(self.queue))))
         await self._publish_table()
         self._wake.set()
 
     async def _on_list(self, env: Envelope, topic: Topic) -> None:
+        try:
+            decode_dispatch(LIST, env.body)
+        except DispatchWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
         await self.reply(env, TABLE, self._table())
 
     async def _on_cancel(self, env: Envelope, topic: Topic) -> None:
-        body = env.body if isinstance(env.body, dict) else {}
-        mission = body.get("id")
-        row = self.rows.get(mission) if isinstance(mission, str) else None
+        known = ", ".join(self.rows) or "none"
+        try:
+            request: CancelRequest = decode_dispatch(CANCEL, env.body)
+        except DispatchWireError as exc:
+            self.log.info("mission.rejected", field="id", error=str(exc), by=env.sender)
+            await self.reply(env, REJECTED, to_wire(Rejected("id", f"{exc} (known: {known})")))
+            return
+        row = self.rows.get(request.id)
         if row is None:
-            known = ", ".join(self.rows) or "none"
-            await self.reply(
-                env, REJECTED, {"field": "id", "error": f"no mission {mission!r} (known: {known})"}
-            )
+            error = f"no mission {request.id!r} (known: {known})"
+            await self.reply(env, REJECTED, to_wire(Rejected("id", error)))
             return
         if row.state == "queued":
             self.queue.remove(row.id)
@@ -240,20 +262,23 @@ class MissionQueue(Agent):
             row.state = "cancelling"  # its runner ends it once its agents have stopped
             self._terminate(self._procs.get(row.id, {}))
         self.log.info("mission.cancel", id=row.id, state=row.state, by=env.sender)
-        await self.reply(env, CANCELLED, {"id": row.id, "state": row.state})
+        await self.reply(env, CANCELLED, to_wire(Cancelled(row.id, row.state)))
         await self._publish_table()
 
     async def _on_result(self, env: Envelope, topic: Topic) -> None:
         """Keep a running mission's ``mission.result`` (its agents' own judgement of its
         criterion: every job done, the formula satisfied, the kit right): its summary
         says what the mission achieved, and why it failed, better than a log line."""
-        body = env.body if isinstance(env.body, dict) else {}
-        mission = body.get("mission")
-        if mission in self._running and isinstance(body.get("summary"), str):
-            self._results[mission] = body
+        try:
+            result = decode_result(env.body)
+        except OutcomeWireError as exc:
+            self._drop("malformed", str(topic), env.sender, str(exc))
+            return
+        if isinstance(result.mission, str) and result.mission in self._running:
+            self._results[result.mission] = result
 
     def _table(self) -> dict[str, Any]:
-        return {"missions": [r.to_wire() for r in self.rows.values()]}
+        return to_wire(Table([r.row() for r in self.rows.values()]))
 
     async def _publish_table(self) -> None:
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)
@@ -349,10 +374,10 @@ class MissionQueue(Agent):
                 break
             await asyncio.sleep(0.05)
         result = self._results.pop(row.id, None)
-        said = result["summary"] if result is not None else ""
+        said = result.summary if result is not None else ""
         if row.state == "cancelling":
             self._end(row, "cancelled")
-        elif result is not None and result.get("ok") is False:  # the mission's own verdict
+        elif result is not None and result.ok is False:  # the mission's own verdict
             self._end(row, "failed", said)
         elif first_failed is not None:
             words = last_words[first_failed]

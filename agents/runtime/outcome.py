@@ -7,8 +7,11 @@ scoped to the mission). ``teamtree run`` collects those, the node transitions (w
 did what) and the members' exit codes, prints a short result block and exits 0 only
 when every member succeeded and no result says the criterion failed.
 
-Body of ``mission.result``: ``ok`` (bool), ``kind`` (mission kind), ``summary`` (one
-sentence), optional ``done`` and ``failed`` (lists of ``{"item", "by"|"reason"}``).
+Body of ``mission.result`` (``ResultBody``, docs/protocol.md): ``ok`` (bool), ``kind``
+(mission kind), ``summary`` (one sentence), ``done`` and ``failed`` (lists of
+``{"item", "by"|"reason"}``; empty when left out), and the ``mission`` the publisher's
+runtime stamps it with. Receivers decode it with ``decode_result`` (strict), which
+raises OutcomeWireError naming the field; a malformed result is dropped.
 """
 
 from __future__ import annotations
@@ -18,8 +21,48 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from teamtree.agents.runtime.wire_decode import decode_body
+
 RESULT_CHANNEL = "result"
 RESULT_KIND = "mission.result"
+
+
+class OutcomeWireError(ValueError):
+    """A ``mission.result`` body that does not match its declared type."""
+
+
+class DoneItem(Struct, frozen=True):
+    """An item of ``done``: what was achieved and by whom (None: not known)."""
+
+    item: str
+    by: str | None
+
+
+class FailedItem(Struct, frozen=True):
+    """An item of ``failed``: what was not achieved and why."""
+
+    item: str
+    reason: str
+
+
+class ResultBody(Struct, frozen=True):
+    """The ``mission.result`` body; ``mission`` is added by the publisher's runtime
+    (absent when it works for no mission)."""
+
+    kind: str
+    ok: bool
+    summary: str
+    done: list[DoneItem] = []
+    failed: list[FailedItem] = []
+    mission: str | UnsetType = UNSET
+
+
+def decode_result(body: Any) -> ResultBody:
+    """A ``mission.result`` body as a ResultBody; raises OutcomeWireError."""
+    return decode_body(body, ResultBody, OutcomeWireError, RESULT_KIND)
 
 
 def result_body(
@@ -31,13 +74,14 @@ def result_body(
     failed: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A ``mission.result`` body (see the module docstring)."""
-    return {
-        "kind": kind,
-        "ok": bool(ok),
-        "summary": summary,
-        "done": list(done or []),
-        "failed": list(failed or []),
-    }
+    body = ResultBody(
+        kind,
+        bool(ok),
+        summary,
+        [DoneItem(d["item"], d["by"]) for d in done or []],
+        [FailedItem(f["item"], f["reason"]) for f in failed or []],
+    )
+    return msgspec.to_builtins(body)
 
 
 @dataclass
@@ -63,8 +107,11 @@ class OutcomeCollector:
         """One message of the team."""
         if not isinstance(body, dict):
             return
-        if kind == RESULT_KIND and isinstance(body.get("ok"), bool):
-            self.results[sender] = body
+        if kind == RESULT_KIND:
+            try:
+                self.results[sender] = msgspec.to_builtins(decode_result(body))
+            except OutcomeWireError:
+                return  # a malformed result says nothing about the mission
         elif kind == "ltl.verdict" and isinstance(body.get("satisfied"), bool):
             why = str(body.get("reason") or "")
             if body.get("impossible"):

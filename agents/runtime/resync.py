@@ -21,8 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import msgspec
+from msgspec import Struct
+
+from teamtree.agents.runtime.wire_decode import decode_body
 from teamtree.broker import TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
@@ -41,6 +45,40 @@ than the joiner's were seen lost for a short time after its subscriptions were
 acknowledged (a driver's re-published presence and its reply, once in about ten tea
 parties), so the joiner asks again one wait later; what it already holds is dropped as
 a duplicate."""
+
+
+class SyncWireError(ValueError):
+    """A ``sync.request`` or ``sync.done`` body that does not match its declared type."""
+
+
+class SyncRequestBody(Struct, frozen=True):
+    """``sync.request``: ``{}`` (who asks and where to answer is in the envelope)."""
+
+
+class SyncDoneBody(Struct, frozen=True):
+    """``sync.done``: ``{kept}``, how many retained topics the teammate published again."""
+
+    kept: int
+
+
+def decode_sync_request(body: Any) -> SyncRequestBody:
+    """A ``sync.request`` body; raises SyncWireError naming the field."""
+    return decode_body(body, SyncRequestBody, SyncWireError, SYNC_REQUEST)
+
+
+def decode_sync_done(body: Any) -> SyncDoneBody:
+    """A ``sync.done`` body; raises SyncWireError naming the field."""
+    return decode_body(body, SyncDoneBody, SyncWireError, SYNC_DONE)
+
+
+def sync_request_body() -> dict[str, Any]:
+    """The ``sync.request`` body as it goes on the wire."""
+    return msgspec.to_builtins(SyncRequestBody())
+
+
+def sync_done_body(kept: int) -> dict[str, Any]:
+    """The ``sync.done`` body as it goes on the wire."""
+    return msgspec.to_builtins(SyncDoneBody(kept))
 
 
 class Resync:
@@ -84,7 +122,12 @@ class Resync:
         pending = agent._pending.open(corr, SYNC_REQUEST, expect=None, first_only=False)
         try:
             await agent.publish(
-                SYNC_CHANNEL, SYNC_REQUEST, {}, team=True, corr=corr, reply_to=agent.id
+                SYNC_CHANNEL,
+                SYNC_REQUEST,
+                sync_request_body(),
+                team=True,
+                corr=corr,
+                reply_to=agent.id,
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pending.done), agent.runtime.resync_wait_s)
@@ -96,9 +139,22 @@ class Resync:
             return None
         finally:
             agent._pending.close(corr)
-        return set(replies)
+        answered = set()
+        for sender, reply in replies.items():
+            try:
+                decode_sync_done(reply.body)
+            except SyncWireError as exc:
+                agent._drop("malformed", SYNC_DONE, sender, str(exc))
+                continue
+            answered.add(sender)
+        return answered
 
     async def _on_request(self, env: Envelope, topic: Topic) -> None:
+        try:
+            decode_sync_request(env.body)
+        except SyncWireError as exc:
+            self.agent._drop("malformed", str(topic), env.sender, str(exc))
+            return
         self.agent.spawn(self._answer(env), "sync.answer")
 
     async def _answer(self, env: Envelope) -> None:
@@ -113,7 +169,8 @@ class Resync:
             self.agent.log.warning("sync.republish_failed", error=str(exc))
             return
         try:
-            await self.agent.reply(env, SYNC_DONE, {"kept": len(self.agent.connection.retained)})
+            kept = len(self.agent.connection.retained)
+            await self.agent.reply(env, SYNC_DONE, sync_done_body(kept))
         except TeamtreeError as exc:
             self.agent.log.warning("sync.reply_failed", to=env.sender, error=str(exc))
             return

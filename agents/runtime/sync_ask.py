@@ -28,7 +28,15 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 
-from teamtree.agents.runtime.resync import ROUNDS, SYNC_CHANNEL, SYNC_DONE, SYNC_REQUEST
+from teamtree.agents.runtime.resync import (
+    ROUNDS,
+    SYNC_CHANNEL,
+    SYNC_DONE,
+    SYNC_REQUEST,
+    SyncWireError,
+    decode_sync_done,
+    sync_request_body,
+)
 from teamtree.broker import TeamtreeError
 from teamtree.broker.connection import Incoming, Outgoing
 from teamtree.broker.envelope import Envelope, encode
@@ -96,7 +104,7 @@ class SyncAsker:
                 hid=self._hid,
                 ts=wall_ms(),
                 hlc=self._clock.now(),
-                body={},
+                body=sync_request_body(),
                 reply_to=self.requester,
                 corr=corr,
             )
@@ -111,14 +119,17 @@ class SyncAsker:
         self.synced.set()
 
     def on_message(self, env: Envelope, topic: Topic) -> None:
-        """Note a ``sync.done`` addressed to this reader."""
+        """Note a ``sync.done`` addressed to this reader (a malformed one is not an
+        answer)."""
         if (
             env.kind == SYNC_DONE
             and topic.channel == _REPLY
             and topic.recipient == self.requester
             and env.corr in self._corrs
         ):
-            self.answered.add(env.sender)
+            with contextlib.suppress(SyncWireError):
+                decode_sync_done(env.body)
+                self.answered.add(env.sender)
 
     def kept(self, env: Envelope, message: Incoming) -> bool:
         """Whether `message` is kept state (retained, or re-published for our re-sync)."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.agents.missions.protocol import CANCEL, CHANNEL, SUBMIT
+from teamtree.agents.missions.wire import CancelRequest, SubmitRequest, to_wire
 from teamtree.agents.runtime.config import parse_mission
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.broker import ConfigError
@@ -117,11 +118,11 @@ class MissionDesk:
     async def submit(self, mission: dict[str, Any]) -> dict[str, Any]:
         """Submit `mission` (a ``[mission]`` table); the queue's ``mission.accepted``
         body, or DeskError with its ``mission.rejected`` reason (naming the field)."""
-        return await self._ask(SUBMIT, {"mission": mission})
+        return await self._ask(SUBMIT, to_wire(SubmitRequest(mission)))
 
     async def cancel(self, mission_id: str) -> dict[str, Any]:
         """Cancel a queued or running mission; the ``mission.cancelled`` body."""
-        return await self._ask(CANCEL, {"id": mission_id})
+        return await self._ask(CANCEL, to_wire(CancelRequest(mission_id)))
 
     async def _ask(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         queues = self._queues()

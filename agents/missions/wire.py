@@ -1,0 +1,124 @@
+"""The dispatch protocol's bodies as declared types (docs/missions.md, "The dispatch
+protocol").
+
+Requests on ``_/missions`` (``mission.submit``, ``mission.list``, ``mission.cancel``)
+and the queue's replies (``mission.accepted``, ``mission.rejected``, ``mission.table``,
+``mission.cancelled``) are msgspec Structs; ``decode_dispatch`` decodes one strictly
+and raises DispatchWireError (a ``ValueError`` naming msgspec's field path, e.g.
+``$.id``). The queue answers a malformed ``submit`` or ``cancel`` with
+``mission.rejected`` naming the field, as the protocol does for every wrong
+submission; a malformed ``list`` is dropped with the runtime's drop warning. The
+clients (``teamtree submit``/``missions``/``cancel``) decode the replies the same way.
+A submitted ``mission`` table stays a map: which keys it may hold depends on its kind,
+and the queue checks it as the members would (``check_submission``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import Struct
+
+from teamtree.agents.runtime.wire_decode import decode_body
+
+CHANNEL = "missions"
+TABLE_CHANNEL = "missions"
+SUBMIT, LIST, CANCEL = "mission.submit", "mission.list", "mission.cancel"
+ACCEPTED, REJECTED, TABLE, CANCELLED = (
+    "mission.accepted",
+    "mission.rejected",
+    "mission.table",
+    "mission.cancelled",
+)
+
+
+class DispatchWireError(ValueError):
+    """A dispatch body that does not match its declared type (names the field)."""
+
+
+class SubmitRequest(Struct, frozen=True):
+    """``mission.submit``: ``{mission: {kind, timeout_s, members?, ...the kind's keys}}``."""
+
+    mission: dict[str, Any]
+
+
+class ListRequest(Struct, frozen=True):
+    """``mission.list``: ``{}``."""
+
+
+class CancelRequest(Struct, frozen=True):
+    """``mission.cancel``: ``{id}``."""
+
+    id: str
+
+
+class Accepted(Struct, frozen=True):
+    """``mission.accepted``: the new mission's id, state and place in the queue."""
+
+    id: str
+    state: str
+    position: int
+
+
+class Rejected(Struct, frozen=True):
+    """``mission.rejected``: the wrong field and why (``[mission.tree] names ...``)."""
+
+    field: str
+    error: str
+
+
+class Row(Struct, frozen=True):
+    """One row of the mission table."""
+
+    id: str
+    kind: str
+    state: str
+    submitted_ms: int
+    started_ms: int | None
+    ended_ms: int | None
+    reason: str
+    summary: str
+    members: list[str]
+
+
+class Table(Struct, frozen=True):
+    """``mission.table``: every mission the queue knows of."""
+
+    missions: list[Row]
+
+
+class Cancelled(Struct, frozen=True):
+    """``mission.cancelled``: the mission and its state after the cancel."""
+
+    id: str
+    state: str
+
+
+#: requests: kind -> body type
+REQUESTS: dict[str, type[Struct]] = {
+    SUBMIT: SubmitRequest,
+    LIST: ListRequest,
+    CANCEL: CancelRequest,
+}
+#: replies: kind -> body type
+REPLIES: dict[str, type[Struct]] = {
+    ACCEPTED: Accepted,
+    REJECTED: Rejected,
+    TABLE: Table,
+    CANCELLED: Cancelled,
+}
+BODIES = {**REQUESTS, **REPLIES}
+
+
+def decode_dispatch(kind: str, body: Any) -> Any:
+    """The body of a dispatch message of `kind` as its Struct; raises DispatchWireError."""
+    typ = BODIES.get(kind)
+    if typ is None:
+        raise DispatchWireError(f"unknown dispatch message kind {kind!r}")
+    return decode_body(body, typ, DispatchWireError, kind)
+
+
+def to_wire(body: Struct) -> dict[str, Any]:
+    """A dispatch body as the plain map that goes on the wire."""
+    return msgspec.to_builtins(body)
