@@ -17,8 +17,9 @@ only a state that:
 - decodes as ``WorldStateBody`` and names only objects this world has
   (``World.restore``).
 
-Anything else is ignored with a ``world.state_ignored`` warning naming why; the world
-then starts from its config, as before.
+Anything else is ignored with a ``world.state_ignored`` warning naming why, as is a
+broker not reached within ``RESTORE_WAIT_S``; the world then starts from its config,
+as before.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ async def read_retained(
 ) -> Incoming | None:
     """The retained message on `topic`, or None when none came within `wait_s`
     seconds (connecting included; closing the connection afterwards takes at most
-    one more second)."""
+    one more second). Raises TimeoutError when the broker was not reached by then
+    (nothing can be said about what it keeps)."""
     found: asyncio.Future[Incoming] = asyncio.get_running_loop().create_future()
 
     async def on_message(message: Incoming) -> None:
@@ -73,6 +75,8 @@ async def read_retained(
         async with asyncio.timeout(wait_s):
             return await found
     except TimeoutError:
+        if connection.connects == 0:
+            raise TimeoutError(f"the broker was not reached within {wait_s:g} s") from None
         return None
     finally:
         with contextlib.suppress(Exception):

@@ -5,6 +5,8 @@ sender's or a malformed state start from the config, with a warning naming why."
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
 from typing import Any
 
 import aiomqtt
@@ -14,6 +16,7 @@ import structlog
 from teamtree.agents import build_agent, load_config
 from teamtree.agents.runtime.mission import MISSION_KEY
 from teamtree.agents.world.restart import read_retained
+from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.envelope import decode
 from teamtree.broker.topics import build
 from tests.chaos.harness import _env
@@ -140,3 +143,15 @@ async def test_a_foreign_or_malformed_state_is_ignored(
             assert why in line["why"], line
         finally:
             await world.__aexit__(None, None, None)
+
+
+async def test_an_unreachable_broker_is_said_not_waited_for() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"not reached within 0\.5 s"):
+        await read_retained(
+            parse_endpoint(f"mqtt://127.0.0.1:{port}"), "a/b", client_id="x", wait_s=0.5
+        )
+    assert time.monotonic() - started < 3.0
