@@ -15,6 +15,15 @@ topic                kind              QoS retain body
 and handles ``_/world`` ``world.move_object`` {object, position, yaw?} (answered with
 ``world.move_object.reply`` {ok, reason} when sent as a request).
 
+A world of a mission (``--mission-id``) that starts while its own retained
+``world.state`` of that mission is on the broker (it was killed or stopped and
+restarted) restores its objects from it before it serves (``World.restore``: poses,
+placed state; a held object put down where the state showed it), and logs
+``world.restored`` with the count and the mission. Reading it waits at most
+``RESTORE_WAIT_S`` (1.5 s) at start-up; a malformed or foreign state (another sender,
+another mission, unstamped) is ignored with a ``world.state_ignored`` warning naming
+why. See ``teamtree.agents.world.restart``.
+
 Config (``[[agents]]`` with ``kind = "world"``)::
 
     time_factor = 10.0            # simulated seconds per wall second
@@ -45,6 +54,7 @@ from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.world.params import WorldParams
+from teamtree.agents.world.restart import RESTORE_WAIT_S, read_retained, state_to_restore
 from teamtree.agents.world.wire import (
     WorldWireError,
     decode_move_object,
@@ -88,6 +98,9 @@ class WorldAgent(Agent):
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        #: for the short-lived connection that reads the retained state back (restart.py)
+        self._login = {k: kwargs.get(k) for k in ("username", "password", "tls_context")}
+        self.restore_wait_s = RESTORE_WAIT_S
         self.world = World.from_spec(
             objects,
             robots,
@@ -159,11 +172,53 @@ class WorldAgent(Agent):
             port = sock.bind_to_random_port(f"tcp://{self.zmq_host}")
         self._socket = sock
         self.zmq_address = f"tcp://{self.zmq_advertise}:{port}"
+        await self._restore()  # before anything is served or published
         self._t0 = time.monotonic()
         self.on_team(WORLD_CHANNEL, self._on_move_object, kind="world.move_object")
         self._server = self.spawn(self._serve(), "zmq")
         self.spawn(self._state_loop(), "state")
         self.log.info("world.serving", zmq=self.zmq_address, time_factor=self.time_factor)
+
+    async def _restore(self) -> None:
+        """Restore the objects from this world's retained ``world.state`` of its own
+        mission, if the broker keeps one (module docstring); waits at most
+        ``restore_wait_s``. Never raises: a state it cannot use is ignored with a
+        warning naming why."""
+        if self.mission_id is None:
+            return  # unscoped: a restart cannot be told from a new mission
+        topic = self.topic(STATE_CHANNEL)
+        try:
+            message = await read_retained(
+                self.endpoint,
+                topic,
+                client_id=f"teamtree-{self.team}-{self.id}-restore",
+                wait_s=self.restore_wait_s,
+                **self._login,
+            )
+        except Exception as exc:  # the broker is the connection's business; start anyway
+            self.log.warning("world.state_ignored", why=f"cannot read it: {exc!r}")
+            return
+        if message is None:
+            return  # nothing kept: a new mission, or a first start
+        try:
+            state = state_to_restore(message, self.id, self.mission_id)
+            restored = self.world.restore(state)
+        except (ValueError, SpecificationError) as exc:
+            self.log.warning("world.state_ignored", topic=topic, why=str(exc))
+            return
+        held = sorted(
+            name
+            for name, view in state["objects"].items()
+            if isinstance(view, dict) and view.get("held_by") is not None
+        )
+        placed = sorted(n for n in restored if self.world.objects[n].placements)
+        self.log.info(
+            "world.restored",
+            objects=len(restored),
+            mission=self.mission_id,
+            at_goal=placed,
+            put_down=held,
+        )
 
     async def _state_loop(self) -> None:
         """Advance the world; publish violations, and the state on change (≤ 1 / period)."""

@@ -22,6 +22,7 @@ placing         ``execute`` (PLACE), ``cancel``, ``pause``, ``resume``, ``move_o
 leases          ``renew``, and stopping a body whose lease lapsed
 hand_commands   ``hand_reach``, ``hand_place``, ``hand_move``, ``hand_cancel``
 views           poses, object/robot/hand views, ``observe``, ``state``, ``info``
+restore         ``restore``: object poses and placed state from a ``state`` body
 facade          ``World`` and ``World.from_spec``
 =============== ====================================================================
 

@@ -1,5 +1,5 @@
 """The World facade: one object over the world's parts (clock, placing, leases,
-hands, views), built from bodies or from plain config data."""
+hands, views, restore), built from bodies or from plain config data."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from teamtree.hardware.world.leases import Leases
 from teamtree.hardware.world.object_versions import ObjectVersions
 from teamtree.hardware.world.objects import GOAL_TOLERANCE, WorldObject
 from teamtree.hardware.world.placing import Placing
+from teamtree.hardware.world.restore import Restoring
 from teamtree.hardware.world.views import Views
 
 
-class World(Clock, Placing, Leases, HandCommands, Views):
+class World(Clock, Placing, Leases, HandCommands, Views, Restoring):
     """Objects and robot bodies over simulated time. See the package docstring.
 
     Mutating calls (``execute``, ``cancel``, ``pause``, ``resume``, ``move_object``)

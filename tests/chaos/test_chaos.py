@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.mission import MISSION_ENV
 from teamtree.broker import MosquittoBroker, MosquittoSettings, find_mosquitto
 from tests.chaos.harness import (
     ROBOTS,
@@ -108,6 +109,43 @@ async def test_world_killed_and_restarted(run, mosquitto, team, tmp_path) -> Non
             await asyncio.sleep(3.0)
             party.procs.start("world")
             await _judge(party, "world kill -9 and restart")
+    finally:
+        party.stop()
+
+
+def _at_goal(state: dict | None) -> set[str]:
+    objects = (state or {}).get("objects", {})
+    return {name for name, o in objects.items() if o.get("at_goal")}
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+async def test_world_killed_after_a_place_restores_it(
+    run, mosquitto, team, tmp_path, monkeypatch
+) -> None:
+    """The world killed (SIGKILL) once an object is at its goal, and restarted: the new
+    world, of the same mission, takes its objects from its predecessor's retained
+    world.state, so what was placed stays placed (its own first states show it) and
+    the mission completes with no duplicate and no false completion."""
+    monkeypatch.setenv(MISSION_ENV, f"m-restore-{run}")  # every process's mission
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
+    try:
+        async with asyncio.timeout(300), party.observer:
+            party.start()
+            await eventually(lambda: _at_goal(party.world_state), 120,
+                             what="an object placed")  # fmt: skip
+            party.procs.kill("world")
+            before = party.world_state or {}
+            placed = _at_goal(before)
+            await asyncio.sleep(3.0)
+            party.procs.start("world")
+            # the new world's clock starts again from 0: its first states
+            await eventually(
+                lambda: (party.world_state or {}).get("t", 1e9) < before.get("t", 0.0),
+                30, what="the restarted world's state",
+            )  # fmt: skip
+            assert placed <= _at_goal(party.world_state), (placed, party.world_state)
+            assert '"world.restored"' in party.procs.log("world"), party.procs.log("world")
+            await _judge(party, "world kill -9 after a place, restart restores it")
     finally:
         party.stop()
 
