@@ -52,6 +52,7 @@ import zmq.asyncio
 
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.mission import stamp
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.world.params import WorldParams
 from teamtree.agents.world.restart import RESTORE_WAIT_S, read_retained, state_to_restore
@@ -60,7 +61,7 @@ from teamtree.agents.world.wire import (
     decode_move_object,
 )
 from teamtree.broker import SpecificationError, TeamtreeError, TopicError, WireError
-from teamtree.broker.envelope import Envelope
+from teamtree.broker.envelope import Envelope, encode
 from teamtree.broker.topics import Topic, validate_id
 from teamtree.hardware import sim_protocol as proto
 from teamtree.hardware.profiles import PROFILES
@@ -179,6 +180,12 @@ class WorldAgent(Agent):
         self.spawn(self._state_loop(), "state")
         self.log.info("world.serving", zmq=self.zmq_address, time_factor=self.time_factor)
 
+    def _restore_probe(self) -> tuple[str, bytes]:
+        """The probe the restore's reader publishes once subscribed (restart.py)."""
+        topic = self.topic("restore_probe")
+        envelope = self.envelope("world.restore_probe", stamp({}, self.mission_id), topic)
+        return topic, encode(envelope)
+
     async def _restore(self) -> None:
         """Restore the objects from this world's retained ``world.state`` of its own
         mission, if the broker keeps one (module docstring); waits at most
@@ -193,6 +200,7 @@ class WorldAgent(Agent):
                 topic,
                 client_id=f"teamtree-{self.team}-{self.id}-restore",
                 wait_s=self.restore_wait_s,
+                probe=self._restore_probe(),
                 **self._login,
             )
         except Exception as exc:  # the broker is the connection's business; start anyway

@@ -155,3 +155,26 @@ async def test_an_unreachable_broker_is_said_not_waited_for() -> None:
             parse_endpoint(f"mqtt://127.0.0.1:{port}"), "a/b", client_id="x", wait_s=0.5
         )
     assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize("kept", [False, True])
+async def test_the_probe_ends_the_wait_whether_or_not_a_state_is_kept(
+    broker, team, kept: bool
+) -> None:
+    """Nothing in MQTT says "no retained message": the reader's own probe, published
+    once subscribed, comes back after any retained message, so a fresh start does not
+    wait out its bound (60 s here), and a kept message still comes first. On both
+    brokers teamtree runs on."""
+    topic = build(team, "world", "state")
+    probe = (build(team, "world", "restore_probe"), b"probe")
+    if kept:
+        async with aiomqtt.Client(broker.endpoint.host, broker.endpoint.port) as client:
+            await client.publish(topic, b"kept", qos=1, retain=True)
+    async with asyncio.timeout(30):  # far below the 60 s bound: the probe ended it
+        message = await read_retained(
+            broker.endpoint, topic, client_id=f"{team}-probe", wait_s=60.0, probe=probe
+        )
+    if kept:
+        assert message is not None and message.payload == b"kept"
+    else:
+        assert message is None
