@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from teamtree.agents.runtime.wire_decode import decode_body
+from teamtree.agents.runtime.wire_decode import decode_kind
+from teamtree.agents.runtime.wire_decode import to_wire as to_wire  # re-exported
 
 HUMAN_ACTION = "kitting.human_action"
 ROBOT_ACTION = "kitting.robot_action"
@@ -110,12 +110,4 @@ BODIES: dict[str, type[Struct]] = {
 
 def decode_kitting(kind: str, body: Any) -> Any:
     """The body of a kitting message of `kind` as its Struct; raises KittingWireError."""
-    typ = BODIES.get(kind)
-    if typ is None:
-        raise KittingWireError(f"unknown kitting message kind {kind!r}")
-    return decode_body(body, typ, KittingWireError, kind)
-
-
-def to_wire(body: Struct) -> dict[str, Any]:
-    """A kitting body as the plain map that goes on the wire."""
-    return msgspec.to_builtins(body)
+    return decode_kind(BODIES, kind, body, KittingWireError, "kitting")

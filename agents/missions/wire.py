@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from msgspec import Struct
 
-from teamtree.agents.runtime.wire_decode import decode_body
+from teamtree.agents.runtime.wire_decode import decode_kind
+from teamtree.agents.runtime.wire_decode import to_wire as to_wire  # re-exported
 
 CHANNEL = "missions"
 TABLE_CHANNEL = "missions"
@@ -113,12 +113,4 @@ BODIES = {**REQUESTS, **REPLIES}
 
 def decode_dispatch(kind: str, body: Any) -> Any:
     """The body of a dispatch message of `kind` as its Struct; raises DispatchWireError."""
-    typ = BODIES.get(kind)
-    if typ is None:
-        raise DispatchWireError(f"unknown dispatch message kind {kind!r}")
-    return decode_body(body, typ, DispatchWireError, kind)
-
-
-def to_wire(body: Struct) -> dict[str, Any]:
-    """A dispatch body as the plain map that goes on the wire."""
-    return msgspec.to_builtins(body)
+    return decode_kind(BODIES, kind, body, DispatchWireError, "dispatch")

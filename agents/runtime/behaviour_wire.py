@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from msgspec import Struct
 
 from teamtree.agents.runtime.wire_decode import decode_body
+from teamtree.agents.runtime.wire_decode import to_wire as to_wire  # re-exported
 
 COMMAND_CHANNEL = "command"
 """``<robot>/command/<driver>``: behaviour commands."""
@@ -106,8 +106,3 @@ def decode_command(kind: str, body: Any) -> BehaviourCommand:
 def decode_progress(body: Any) -> Progress:
     """A progress body as a Progress; raises BehaviourWireError."""
     return _decode(body, Progress, "progress")
-
-
-def to_wire(body: Struct) -> dict[str, Any]:
-    """A Struct as the plain map that goes on the wire."""
-    return msgspec.to_builtins(body)
