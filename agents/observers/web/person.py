@@ -153,14 +153,14 @@ class WebHuman(TerminalHuman):
     async def answer(self, dialog_id: str, keep: bool) -> None:
         """Answer the question `dialog_id`: keep the subtask ("continue") or let the
         robot take it ("concede"). Unknown or closed questions say so in the log."""
-        match = [q for q in self.questions if q.body.get("dialog_id") == dialog_id]
+        match = [q for q in self.questions if q[1].dialog_id == dialog_id]
         if not match:
             self._line(f"error the question {dialog_id} is closed")
             return
         self.questions.remove(match[0])
         self.questions.insert(0, match[0])
         await self.handle("yes" if keep else "no")
-        if not keep and self.target == match[0].body.get("node") and not self.holding:
+        if not keep and self.target == match[0][1].node and not self.holding:
             self.target = None
         self.changed()
 
@@ -199,17 +199,17 @@ class WebHuman(TerminalHuman):
         now = wall_ms()
         questions = [
             {
-                "dialog_id": q.body.get("dialog_id"),
-                "robot": q.sender,
-                "node": q.body.get("node"),
-                "label": q.body.get("label"),
-                "object": q.body.get("object"),
-                "question": q.body.get("question"),
-                "deadline_ms": q.deadline,
-                "timeout_s": q.body.get("timeout_s"),
+                "dialog_id": ask.dialog_id,
+                "robot": env.sender,
+                "node": ask.node,
+                "label": ask.label,
+                "object": ask.object,
+                "question": ask.question,
+                "deadline_ms": env.deadline,
+                "timeout_s": ask.timeout_s,
             }
-            for q in self.questions
-            if q.deadline is None or q.deadline > now - 1000
+            for env, ask in self.questions
+            if env.deadline is None or env.deadline > now - 1000
         ]
         return {
             "id": self.id,
