@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 import re
-import selectors
+import select
 import subprocess
 import sys
 import time
@@ -120,21 +120,38 @@ def test_cup_conflict_ends_in_a_dialog_and_the_task_completes(
     assert "tom.belief" in out.stdout and "dialog.resolved" in out.stdout
 
 
+#: text read from a process's stdout past the last line handed out, by file descriptor
+_UNREAD: dict[int, str] = {}
+
+
 def read_until(proc: subprocess.Popen, pattern: str, lines: list[str], timeout: float) -> str:
-    """Read the terminal's stdout until a line matches `pattern` (blocking, bounded)."""
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
+    """Read the terminal's stdout until a line matches `pattern` (blocking, bounded).
+
+    Reads the pipe's descriptor itself and keeps what follows the matching line for the
+    next call: a buffered ``readline`` after ``select`` left a second line that arrived
+    in the same chunk ("robot pr2 continues" right after "answered pr2 concede") in the
+    file object's buffer, where ``select`` never sees it (a CI failure)."""
+    fd = proc.stdout.fileno()
+    pending = _UNREAD.pop(fd, "")
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not sel.select(timeout=0.2):
-            continue
-        line = proc.stdout.readline()
-        if not line:
+    while True:
+        while "\n" in pending:
+            line, pending = pending.split("\n", 1)
+            lines.append(line.rstrip())
+            if re.search(pattern, line):
+                _UNREAD[fd] = pending
+                return line
+        if time.monotonic() >= deadline:
             break
-        lines.append(line.rstrip())
-        if re.search(pattern, line):
-            return line
-    pytest.fail(f"terminal never printed {pattern!r}; got {lines}")
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break  # the terminal exited
+        pending += chunk.decode(errors="replace")
+    _UNREAD[fd] = pending
+    pytest.fail(f"terminal never printed {pattern!r}; got {lines} (unfinished: {pending!r})")
 
 
 class Watcher(Agent):
