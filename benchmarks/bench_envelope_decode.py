@@ -15,8 +15,9 @@ faster now); nothing is asserted.
 As measured (load average 3.5, a test suite running beside it), µs before / now:
 node.claim (148 bytes) 6.30 / 5.18 (1.22x: the header checks are most of it);
 node.snapshot of 500 leaves (11.7 kB) 71.98 / 41.89 (1.72x); world.observation of 40
-objects (6.1 kB) 43.69 / 24.68 (1.77x). Not yet measured: what this changes in a 32 x
-500 run.
+objects (6.1 kB) 43.69 / 24.68 (1.77x). In whole runs (bench_tasktree.py's fourth
+pass: 32 x 500 and 8-32 x 50, before and after, alternated on a quiet machine) the
+difference is smaller than the runs' spread.
 """
 
 from __future__ import annotations

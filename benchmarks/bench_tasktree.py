@@ -222,6 +222,25 @@ largest part, 31 %); at 32 x 500 after, 41 % of a robots' worker is msgpack deco
 of incoming envelopes (``broker.envelope.decode``; which kinds was not measured: a
 robot takes observations from its own driver only, and every peer's claims,
 snapshots and potentials).
+
+Issue 19, fourth pass, on a quiet machine (load average 0.1-1.7, nothing else
+running), main against the commit before envelopes were decoded with msgspec (``git
+archive`` of it on ``PYTHONPATH``), alternated. 32 x 500 completed in all four runs:
+
+    side    robots behav mission s msgs/behav claim p50 claim p99 rtt p50 claim/rtt cpu s
+    before      32   500      73.0       45.0      2431      3720    1.47   1656.3x  78.9
+    after       32   500      84.1       45.6      2710      4700    1.58   1712.2x  91.0
+    before      32   500      95.6       53.7      2928      5023    1.66   1764.7x 104.1
+    after       32   500      88.5       51.2      2739      8059    1.47   1866.8x  95.7
+
+At 8, 16 and 32 x 50, three runs a side, claim p50 was 120 / 142 / 20 ms before
+against 97 / 82 / 56 ms after at 8 robots, 293-342 against 275-363 ms at 16, and
+609-895 against 723-819 ms at 32 (rtt p50 1.3-2.2 ms): the runs vary more than the
+sides differ, so the faster decode (bench_envelope_decode.py) does not show in a
+whole run. The earlier passes' unfinished 32 x 500 runs (load 5-40 from other work)
+were CPU starvation, as the third pass read: on a quiet machine main finishes it in
+73-96 s. The claim goals (3x RTT at 8 robots, 10x at 32) stay far off: at 32 x 500 a
+won claim's last peer reply is sent 1.5-2.0 s after the claim (p50).
 """
 
 from __future__ import annotations
