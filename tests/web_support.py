@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -229,3 +230,72 @@ async def churn_team(endpoint: Endpoint, team: str, robots: int = 2, rate_hz: fl
         await asyncio.gather(*tasks, return_exceptions=True)
         for agent in agents:
             await agent.stop()
+
+
+class CuttableRelay:
+    """A TCP relay from a local port to `port`, on its own thread and event loop (a
+    blocking Selenium call must not stall it), that can cut the line: ``cut()`` closes
+    every open connection and refuses new ones (accepts and closes them) until
+    ``restore()``, as a phone losing its Wi-Fi would see it."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self._cut = False
+        self._writers: set[Any] = set()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def pipe(reader: Any, writer: Any) -> None:
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                writer.close()
+
+        async def client(reader: Any, writer: Any) -> None:
+            if self._cut:
+                writer.close()
+                return
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+            except OSError:
+                writer.close()
+                return
+            self._writers |= {writer, up_writer}
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            self._writers -= {writer, up_writer}
+
+        async def serve() -> None:
+            self._server = await asyncio.start_server(client, "127.0.0.1", self.port)
+            self._ready.set()
+
+        self._loop.run_until_complete(serve())
+        self._loop.run_forever()
+
+    def cut(self) -> None:
+        def drop() -> None:
+            self._cut = True
+            for writer in list(self._writers):
+                writer.transport.abort()
+            self._writers.clear()
+
+        self._loop.call_soon_threadsafe(drop)
+
+    def restore(self) -> None:
+        self._loop.call_soon_threadsafe(lambda: setattr(self, "_cut", False))
+
+    def close(self) -> None:
+        self.cut()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)

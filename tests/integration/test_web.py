@@ -20,6 +20,7 @@ from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
 from tests.integration.test_humans import BURGER, CUP, TEA, Watcher, team_config
 from tests.integration.test_security import secured  # noqa: F401  (a fixture)
 from tests.web_support import (
+    CuttableRelay,
     WebProcess,
     browser_missing,
     chromium,
@@ -385,3 +386,50 @@ async def test_with_access_control_the_view_reads_as_its_user(
     finally:
         good.stop()
         bad.stop()
+
+
+async def test_the_team_page_rides_out_a_lost_connection(mosquitto, team, tmp_path, web) -> None:
+    """The line between browser and server is cut mid-mission (a relay drops every
+    connection and refuses new ones for 3 s, as a lost Wi-Fi would): the page says it
+    is not live, reconnects by itself once the line is back, and catches up, ending with
+    every leaf the recorder saw done shown done."""
+    text = TEA_PARTY.read_text().replace('name = "tea-party-s1"', f'name = "{team}"')
+    text = text.replace("runs/tea_party_s1.jsonl", str(tmp_path / "record.jsonl"))
+    config = tmp_path / "tea_party.toml"
+    # the world at 2x (not 8x): the mission outlasts the cut
+    config.write_text(text.replace("time_factor = 8.0", "time_factor = 2.0"))
+    relay = CuttableRelay(web.port)
+    run = None
+    try:
+        with chromium() as driver:
+            driver.get(relay.url)
+            await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
+            run = subprocess.Popen(
+                teamtree_cmd("run", str(config), "--broker", mosquitto.url),
+                stdout=(tmp_path / "run.log").open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+            )  # fmt: skip
+            await until(lambda: 'data-state="working"' in driver.page_source, 60,
+                        "a robot working on the page")  # fmt: skip
+            relay.cut()
+            await until(lambda: not css(driver, "#link.on"), 10, "the page saying it is cut off")
+            await asyncio.sleep(3.0)
+            relay.restore()
+            await until(lambda: css(driver, "#link.on"), 20, "the page back live by itself")
+            await until(lambda: css(driver, "#complete"), 120, "the mission complete banner",
+                        driver=driver)  # fmt: skip
+            assert run.wait(60) == 0, (tmp_path / "run.log").read_text()[-3000:]
+            records = [
+                json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()
+            ]
+            done = {
+                r["body"]["node"]
+                for r in records
+                if r["kind"] == "node.transition" and r["body"].get("status") == "done"
+            }
+            states = tree_states(driver)
+            assert done and {n for n, state in states.items() if state == "done"} >= done
+            assert states["root"] == "done"
+    finally:
+        relay.close()
+        if run is not None and run.poll() is None:
+            run.kill()
