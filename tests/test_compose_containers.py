@@ -10,6 +10,7 @@ with the reason, when podman cannot run containers here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -116,6 +117,12 @@ def first_run(images: Images) -> Iterator[tuple[Stack, dict[str, Any]]]:
         seen["records"] = finish(stack)
         seen["web"] = web_from_host(stack)
         seen["mission_s"] = time.monotonic() - t0
+        # members leave once done, after their last messages reach the broker (a
+        # member's close waits up to 4 s for them): give them that, bounded, before
+        # reading their containers' states (a CI run read one still stopping)
+        for member in ("pr2", "baxter", "human"):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                stack.wait_exit(member, 30)
         seen["states"] = {
             s: subprocess.run(
                 ["podman", "inspect", "--format", "{{.State.Status}}", c],
