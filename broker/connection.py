@@ -93,7 +93,8 @@ class Connection:
     loses or cannot reach it (``NodeRing``); ``endpoint`` is the node in use.
     `latest_topics`: topics whose messages only the newest counts (observations): a
     newer one replaces a queued older one (``CoalescingQueue``); read at every message,
-    so the caller may add topics later.
+    so the caller may add topics later. `urgent_channels`: channels whose messages are
+    handled before any other waiting message (``CoalescingQueue``), also read live.
     """
 
     def __init__(
@@ -115,10 +116,12 @@ class Connection:
         password: str | None = None,
         tls_context: ssl.SSLContext | None = None,
         latest_topics: Container[str] = frozenset(),
+        urgent_channels: Container[str] = frozenset(),
     ):
         self.nodes = NodeRing(endpoint, client_id)
         self.endpoint = self.nodes.current
         self._latest_topics = latest_topics
+        self._urgent_channels = urgent_channels
         self._coalesced_before = 0
         self._inbound: CoalescingQueue | None = None
         self.client_id = client_id
@@ -202,7 +205,9 @@ class Connection:
         username, password = self._auth
         if self._inbound is not None:
             self._coalesced_before += self._inbound.coalesced
-        queue = functools.partial(CoalescingQueue, latest=self._latest_topics)
+        queue = functools.partial(
+            CoalescingQueue, latest=self._latest_topics, urgent=self._urgent_channels
+        )
         client = FastClient(
             self.endpoint.host,
             self.endpoint.port,

@@ -11,6 +11,12 @@ the robot in the wrong order, and its body watch would call the behaviour lost).
 Every other message (claims, replies, transitions, commands) is queued and delivered
 in order, never shed: the peer rule's messages are never dropped here.
 
+Messages on *urgent* channels (the peer rule's claims and replies) wait in a lane of
+their own that is served first, in order: a claim waits for every online peer's reply,
+so each peer's backlog of snapshots and observations was on its critical path. This
+reorders messages of different channels only, which the peer rule allows (its property
+tests deliver every message with its own random delay); each lane keeps its order.
+
 Used as aiomqtt's ``queue_type``; ``asyncio.Queue``'s ``_init``/``_put``/``_get`` are
 its documented extension points (``PriorityQueue`` and ``LifoQueue`` use them).
 """
@@ -38,8 +44,15 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
     """An asyncio queue of aiomqtt messages that keeps only the newest message of each
     topic in `latest` (a container of exact topic names, read at every put)."""
 
-    def __init__(self, maxsize: int = 0, *, latest: Container[str] = frozenset()):
+    def __init__(
+        self,
+        maxsize: int = 0,
+        *,
+        latest: Container[str] = frozenset(),
+        urgent: Container[str] = frozenset(),
+    ):
         self._latest = latest
+        self._urgent_channels = urgent
         self.coalesced = 0
         """Messages replaced by a newer one on the same latest-only topic."""
         super().__init__(maxsize)
@@ -48,12 +61,21 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         self._queue: deque[_Slot] = deque()
         self._queued: dict[str, _Slot] = {}
         self._dead = 0  # replaced slots still in the deque (skipped, not counted)
+        self._urgent: deque[Any] = deque()
 
     def qsize(self) -> int:
-        return len(self._queue) - self._dead
+        return len(self._queue) - self._dead + len(self._urgent)
+
+    def empty(self) -> bool:
+        return not self._queue and not self._urgent
 
     def _put(self, item: Any) -> None:
         topic = getattr(getattr(item, "topic", None), "value", None)
+        if topic is not None and self._urgent_channels:
+            parts = topic.split("/", 5)  # teamtree/v1/<team>/<agent or _>/<channel>[/<to>]
+            if len(parts) > 4 and parts[4] in self._urgent_channels:
+                self._urgent.append(item)
+                return
         if topic is not None and topic in self._latest:
             older = self._queued.get(topic)
             if older is not None:  # an older one still waits: drop it, queue the newer last
@@ -67,6 +89,8 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         self._queue.append(slot)
 
     def _get(self) -> Any:
+        if self._urgent:
+            return self._urgent.popleft()
         slot = self._queue.popleft()
         while slot.dead:
             self._dead -= 1

@@ -9,14 +9,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from teamtree.broker.errors import SpecificationError
+from teamtree.broker.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
 __all__ = ["ArmModel", "GraspOrientation", "ShapePrimitive"]
-
-_Z = np.array([0.0, 0.0, 1.0])
 
 
 class GraspOrientation(StrEnum):
@@ -170,7 +173,7 @@ class ShapePrimitive:
                 return None
         else:
             a, b = (-h / 2 - q[2]) / v[2], (h / 2 - q[2]) / v[2]
-            na, nb = -_Z, _Z
+            na, nb = np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 1.0])
             if a > b:
                 a, b, na, nb = b, a, nb, na
             if a > lo:

@@ -137,6 +137,7 @@ class Agent:
         self._pending = PendingRequests()
         self._filters: set[str] = set()
         self._latest_topics: set[str] = set()
+        self._urgent_channels: set[str] = set()
         self._taps: list[Handler] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
@@ -160,6 +161,7 @@ class Agent:
             clean_session=clean_session,
             tls_context=tls_context,
             latest_topics=self._latest_topics,
+            urgent_channels=self._urgent_channels,
         )
 
     # -- hooks for subclasses ------------------------------------------------------
@@ -462,6 +464,12 @@ class Agent:
         if share is not None:
             topic_filter = f"$share/{validate_id(share, 'share group')}/{topic_filter}"
         self._register(("team", channel), handler, kind, topic_filter)
+
+    def urgent(self, *channels: str) -> None:
+        """Handle messages on `channels` (team or agents' channels) before any other
+        message waiting for this agent: for a protocol whose round trips others wait on
+        (the peer rule's claims and replies), not for state a newer message supersedes."""
+        self._urgent_channels.update(validate_id(c, "channel") for c in channels)
 
     def on_agents(
         self, channel: str, handler: Handler, *, kind: str | None = None, addressed: bool = False

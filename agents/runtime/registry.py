@@ -63,10 +63,11 @@ class KindInfo:
     version: str
 
 
-def _entry_points() -> list[importlib.metadata.EntryPoint]:
-    """The group's entry points, one distribution of each name: the first on sys.path
-    that declares any. (A stale ``*.egg-info`` of an old install, e.g. in a source
-    checkout on sys.path, declares none and must not hide the installed metadata.)"""
+def _entry_points() -> list[tuple[importlib.metadata.EntryPoint, str, str]]:
+    """The group's entry points with their distribution's name and version, one
+    distribution of each name: the first on sys.path that declares any. (A stale
+    ``*.egg-info`` of an old install, e.g. in a source checkout on sys.path, declares
+    none and must not hide the installed metadata.)"""
     seen: set[str] = set()
     out = []
     for dist in importlib.metadata.distributions():
@@ -78,10 +79,15 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
         eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
         if not eps:
             continue
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        # the metadata once per distribution, not once per kind (teamtree declares
+        # 36 kinds: 30 ms of every agent's start)
+        meta = dist.metadata
+        shown = meta["Name"] or "?"
+        name = shown.lower().replace("_", "-")
         if name not in seen:
             seen.add(name)
-            out.extend(eps)
+            version = meta["Version"] or "?"
+            out.extend((ep, shown, version) for ep in eps)
     return out
 
 
@@ -89,14 +95,8 @@ def installed_kinds() -> dict[str, KindInfo]:
     """Every kind registered in the environment, by name. Raises LookupError when two
     distributions register the same kind (the config would be ambiguous)."""
     out: dict[str, KindInfo] = {}
-    for ep in _entry_points():
-        dist = ep.dist
-        info = KindInfo(
-            ep.name,
-            ep.value,
-            dist.metadata["Name"] if dist is not None else "?",
-            dist.version if dist is not None else "?",
-        )
+    for ep, distribution, version in _entry_points():
+        info = KindInfo(ep.name, ep.value, distribution, version)
         seen = out.get(ep.name)
         if seen is not None and seen.target != info.target:
             raise LookupError(

@@ -93,7 +93,10 @@ class PeerRuleMember(Agent):
         """Take claims on the team channel ``claims``, replies addressed to this agent on
         ``replies``, and every agent's ``transitions`` and retained ``snapshots``, of
         message kinds ``<kinds>.claim``, ``.claim_reply``, ``.transition``, ``.snapshot``.
-        A claim to one peer comes on the claimant's ``claims`` channel addressed to it."""
+        A claim to one peer comes on the claimant's ``claims`` channel addressed to it.
+        Claims and replies are urgent (``Agent.urgent``): every claim waits for the
+        reply of every online peer, so they pass the snapshots and observations queued."""
+        self.urgent(claims, replies)
         self.on_team(claims, self._on_peer_claim, kind=f"{kinds}.claim")
         # a claim asked again of one peer comes on <claimant>/<claims>/<me>: only the
         # peer that must answer receives it (not every member, as on the team channel)

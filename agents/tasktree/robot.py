@@ -41,14 +41,15 @@ no longer activates that leaf for the human.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import itertools
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
-import numpy as np
 
 from teamtree.agents.runtime.behaviour_wire import (
     BehaviourWireError,
@@ -90,6 +91,7 @@ from teamtree.agents.tasktree.peer_wire import (
 from teamtree.broker import ConfigError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
+from teamtree.broker.lazy import lazy_module
 from teamtree.broker.topics import Topic
 from teamtree.hardware.profiles import arm_model, can_place
 from teamtree.hardware.profiles import profile as profile_spec
@@ -132,11 +134,22 @@ from teamtree.planners.tasktree import (
     tree_from_dict,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
+
 CLAIMS = "claims"
 POTENTIALS = "potentials"
 CLAIM_REPLY = "claim_reply"
 STATE = "state"
 SNAPSHOT = "snapshot"
+SNAPSHOT_EVERY_S = 0.25
+"""The controller's snapshots go out at most once per this many seconds: the first at
+once, the ones after it within the interval as one, the latest, at its end. Every
+change also goes out at once as a ``node.transition``; the retained snapshot is what a
+late joiner and the observers read, and each carries every done leaf, so at 32 robots
+x 500 leaves one per transition was most of the bytes every robot decoded."""
 MISSION = "mission"
 COMMAND = "command"
 METRICS = ("distance", "distance+grasp")
@@ -253,7 +266,8 @@ class RobotAgent(PeerRuleMember):
         self.min_grasp = min_grasp
         self.controller: TaskController | None = None
         self.seed = seed
-        self.rng = np.random.default_rng(seed)
+        self._snapshot_sent_at = float("-inf")
+        self._snapshot_owed = False
         self.scorer = GraspScorer()
         self.arm: ArmModel | None = None
         self._base: tuple[float, ...] | None = None
@@ -289,6 +303,11 @@ class RobotAgent(PeerRuleMember):
         self._backlog: list[tuple[str, Any]] = []
         self._mission_done = asyncio.Event()
         self.executed: list[dict[str, Any]] = []
+
+    @functools.cached_property
+    def rng(self) -> np.random.Generator:
+        """The grasp sampler's generator, made on first use (numpy loads lazily)."""
+        return np.random.default_rng(self.seed)
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -401,7 +420,7 @@ class RobotAgent(PeerRuleMember):
                     },
                 )
             case PublishSnapshot(snapshot=snap):
-                await self._publish_snapshot(snap)
+                await self._throttled_snapshot(snap)
             case StartBehaviour(node=node):
                 await self._command("behaviour.execute", node)
             case PauseBehaviour(node=node):
@@ -511,7 +530,26 @@ class RobotAgent(PeerRuleMember):
         self.request_stop(2)
 
     async def _publish_snapshot(self, snap: Snapshot) -> None:
+        self._snapshot_sent_at = asyncio.get_running_loop().time()
+        self._snapshot_owed = False
         await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
+
+    async def _throttled_snapshot(self, snap: Snapshot) -> None:
+        """Publish `snap` now, or the controller's latest at the end of the interval
+        (``SNAPSHOT_EVERY_S``) when one went out less than an interval ago."""
+        if self._snapshot_owed:
+            return  # the trailing one is scheduled and will be the latest
+        wait = self._snapshot_sent_at + SNAPSHOT_EVERY_S - asyncio.get_running_loop().time()
+        if wait <= 0:
+            await self._publish_snapshot(snap)
+            return
+        self._snapshot_owed = True
+        self.spawn(self._owed_snapshot(wait), "snapshot")
+
+    async def _owed_snapshot(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        if self._snapshot_owed:  # not sent meanwhile (a reconnect, the mission's end)
+            await self.publish_controller_snapshot()
 
     async def _command(self, kind: str, node: str) -> None:
         if kind == "behaviour.execute":
@@ -772,6 +810,9 @@ class RobotAgent(PeerRuleMember):
         return 0.0 if grasp < self.min_grasp else grasp
 
     async def on_stop(self) -> None:
+        if self._snapshot_owed:  # stopped within an interval: the last state, not stale
+            with contextlib.suppress(TeamtreeError):
+                await self.publish_controller_snapshot()
         self._log_grasps.close()
         await super().on_stop()
 

@@ -29,10 +29,15 @@ object and scenario and the zeros agree with Tables 1 and 2 (docs/tea_party.md).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from teamtree.broker.lazy import lazy_module
 from teamtree.hardware.geometry import ArmModel
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
 __all__ = ["bearing_factor", "coverage_factor", "reach_factor"]
 

@@ -34,17 +34,22 @@ Readings chosen where the paper is ambiguous:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeVar
 
 from teamtree.broker import SpecificationError
+from teamtree.broker.lazy import lazy_module
 from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive
 from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.tree import TaskTree
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
 _T = TypeVar("_T")
 
@@ -63,7 +68,11 @@ __all__ = [
     "orientation_ok",
 ]
 
-_Z = np.array([0.0, 0.0, 1.0])
+
+@functools.cache
+def _z() -> np.ndarray:
+    """The world's up axis (built on first use: numpy loads lazily)."""
+    return np.array([0.0, 0.0, 1.0])
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ class GraspScorer:
         orient = arm.orientation if self.constrain_sampler else GraspOrientation.ANY
         tol = math.radians(arm.tolerance_deg)
         cos_mu = math.cos(math.atan(self.friction))
-        bottom = -shape.support(-_Z)
+        bottom = -shape.support(-_z())
         bearing = None  # sideways: approach from the arm's side (grasp_pose.bearing_factor)
         if self.pose_aware:
             d = shape.center - np.asarray(arm.base_position, dtype=float)
@@ -252,7 +261,7 @@ class GraspScorer:
                 if a[2] <= 0.3:
                     break
             psi = float(rng.uniform(0, math.pi))
-        h = _cross(a, _Z)
+        h = _cross(a, _z())
         if float(np.linalg.norm(h)) < 1e-6:
             h = np.array([1.0, 0.0, 0.0])
         h = _unit(h)
@@ -307,14 +316,12 @@ def distance_scores(
     scores every leaf on every observation. The same floats as ``distance_score`` row
     by row: the squared norm comes from the same dot product ``np.linalg.norm`` takes."""
     d = np.asarray(x_objs, dtype=float).reshape(-1, 3) - np.asarray(x_arm, dtype=float)
-    if _vecdot is not None:
-        squared = _vecdot(d, d)
+    vecdot = getattr(np, "vecdot", None)
+    if vecdot is not None:
+        squared = vecdot(d, d)
     else:  # numpy < 2: one dot per row, as np.linalg.norm does
         squared = np.array([row.dot(row) for row in d], dtype=float)
     return (1.0 / np.maximum(np.sqrt(squared), min_distance)).tolist()
-
-
-_vecdot = getattr(np, "vecdot", None)
 
 
 @dataclass(frozen=True)

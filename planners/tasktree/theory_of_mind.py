@@ -43,12 +43,17 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from teamtree.broker.lazy import lazy_module
 from teamtree.planners.tasktree.activation import node_statuses, spread_activation
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import TaskTree
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
 __all__ = [
     "HandSample",
