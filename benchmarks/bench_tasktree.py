@@ -244,6 +244,52 @@ won claim's last peer reply is sent 1.5-2.0 s after the claim (p50). Start-up on
 same quiet machine (``--robots --startup 20 50``): 20 agents ONLINE in 3.7 s against
 1.0 s for bare clients (3.7x), 50 in 10.5 s against 2.4 s (4.4x); 48 against 26 MiB
 resident. The goal (2x) is not met.
+
+Issue 19, fifth pass, quiet machine (load 0.4-2.7), the commit before (``git archive``
+on ``PYTHONPATH``) against after, alternated, time factor 50. Two changes: robots
+publish at most one snapshot per 0.25 s (each lists every done leaf and went out with
+every transition; ``SNAPSHOT_EVERY_S`` in ``agents/tasktree/robot.py``), and claims and
+replies wait in an inbound lane served before other messages (``Agent.urgent``).
+Two runs a side at 50 behaviours, one at 500 (ms for claims and round trips):
+
+    side    robots behav mission s msgs/behav claim p50 claim p99 rtt p50 claim/rtt cpu s
+    before       8    50       2.1       16.7        18        81    1.73     10.4x   1.8
+    before       8    50       1.8       15.8        20        65    1.37     14.6x   1.6
+    after        8    50       2.0       13.6        16        81    3.56      4.5x   1.8
+    after        8    50       2.3       13.6        18        69    1.36     13.2x   1.6
+    before      16    50       2.4       34.5       171       262    2.37     72.1x   3.2
+    before      16    50       2.3       29.1       182       311    3.22     56.5x   2.9
+    after       16    50       2.2       32.4       107       222    1.40     76.2x   2.8
+    after       16    50       2.3       31.1       106       189    4.08     26.0x   3.1
+    before      32    50       5.6       77.9       667      2164    2.71    246.5x   7.8
+    before      32    50       4.7       81.5       386       918    1.99    194.1x   7.2
+    after       32    50       4.4       68.7       243       615    3.59     67.6x   6.5
+    after       32    50       4.4       66.2       286       557    3.28     87.1x   6.9
+    before      32   500      45.3       49.3      1465      2722    2.93    500.5x  78.3
+    after       32   500      38.6       58.2       406       850    3.09    131.6x  66.2
+
+Where a won claim's time goes (p50 ms after its stamp: first / last peer reply sent,
+decided after the last reply): 32 x 50 before 129 / 566 / +306 and 46 / 346 / +161,
+after 20 / 207 / +66 and 21 / 222 / +91; 32 x 500 before 297 / 943 / +570, after 28 /
+340 / +99. Snapshots published at 32 x 500: 2,308 before, 1,216 after. The after run
+at 32 x 500 decided more claims (807 against 632 for 500 won), so its messages per
+behaviour rose (58.2 against 49.3); one run a side, so that may be noise. CPU per
+behaviour at 32 robots is about the same at 50 and 500 leaves: 0.13-0.14 s after (0.15-
+0.16 s before). The claim goals (3x RTT at 8 robots, 10x at 32) are still not met:
+after, 4.5-13x at 8 and 68-87x at 32.
+
+Start-up, same session, before then after, twice (``--robots --startup 20 50``): 20
+agents 2.9 and 3.0x before, 2.1 and 2.2x after; 50 agents 3.6 and 3.2x before, 2.5
+and 2.4x after; 47 MiB resident before, 33 after (bare clients 26). What changed: the
+kind registry parsed teamtree's metadata once per kind (17 times; now once per
+distribution, 30 ms), each agent process started OpenBLAS with a thread per core
+(``OPENBLAS_NUM_THREADS=1`` is now the default for ``teamtree``; 0.08 CPU s of a start
+here), and a robot imported numpy before it connected (the robot's modules now load it
+on first use, ``teamtree.broker.lazy.lazy_module``; one robot's CPU to ONLINE 0.22 s
+before, 0.17-0.19 s after, bare clients 0.07 s). Earlier passes' start-up figures
+include compiling every module from source (this machine sets
+``PYTHONDONTWRITEBYTECODE``); the bench now byte-compiles first. The goal (2x) is not
+met: 2.1-2.5x.
 """
 
 from __future__ import annotations
@@ -257,6 +303,7 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
 import resource
 import signal
 import time
@@ -410,6 +457,10 @@ class Tap:
         elif env.kind == "node.claim_decided" and body.get("claim_id") in self.claims:
             self.latencies.append(env.ts - self.claims[body["claim_id"]])
             self.decided[body["claim_id"]] = (env.ts, bool(body.get("won")))
+            if not body.get("won"):  # why claims are lost, names of robots and nodes out
+                why = re.sub(r"root(/\d+)*", "N", str(body.get("reason", "?")))
+                why = re.sub(r"\br\d+", "R", why)
+                self.counts[f"lost: {why}"] += 1
         elif env.kind == "node.transition" and body.get("status") == "done":
             self.done.add(body.get("node"))
 

@@ -11,11 +11,12 @@ the robot in the wrong order, and its body watch would call the behaviour lost).
 Every other message (claims, replies, transitions, commands) is queued and delivered
 in order, never shed: the peer rule's messages are never dropped here.
 
-Messages on *urgent* channels (the peer rule's claims and replies) wait in a lane of
-their own that is served first, in order: a claim waits for every online peer's reply,
-so each peer's backlog of snapshots and observations was on its critical path. This
-reorders messages of different channels only, which the peer rule allows (its property
-tests deliver every message with its own random delay); each lane keeps its order.
+Messages on *urgent* channels (the peer rule's claims, replies and transitions) wait
+in a lane of their own that is served first, in order: a claim waits for every online
+peer's reply, so each peer's backlog of snapshots and observations was on its critical
+path. This reorders messages of different channels only, which the peer rule allows
+(its property tests deliver every message with its own random delay); each lane keeps
+its order.
 
 Used as aiomqtt's ``queue_type``; ``asyncio.Queue``'s ``_init``/``_put``/``_get`` are
 its documented extension points (``PriorityQueue`` and ``LifoQueue`` use them).

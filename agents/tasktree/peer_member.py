@@ -94,9 +94,12 @@ class PeerRuleMember(Agent):
         ``replies``, and every agent's ``transitions`` and retained ``snapshots``, of
         message kinds ``<kinds>.claim``, ``.claim_reply``, ``.transition``, ``.snapshot``.
         A claim to one peer comes on the claimant's ``claims`` channel addressed to it.
-        Claims and replies are urgent (``Agent.urgent``): every claim waits for the
-        reply of every online peer, so they pass the snapshots and observations queued."""
-        self.urgent(claims, replies)
+        Claims, replies and transitions are urgent (``Agent.urgent``): every claim
+        waits for the reply of every online peer, so they pass the snapshots and
+        observations queued; transitions come with them, in order, so a robot that has
+        just decided a claim does not pick its next leaf from a view older than the
+        replies it read (claims on leaves already done or taken, lost a round later)."""
+        self.urgent(claims, replies, transitions)
         self.on_team(claims, self._on_peer_claim, kind=f"{kinds}.claim")
         # a claim asked again of one peer comes on <claimant>/<claims>/<me>: only the
         # peer that must answer receives it (not every member, as on the team channel)
