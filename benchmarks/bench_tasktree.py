@@ -290,6 +290,41 @@ before, 0.17-0.19 s after, bare clients 0.07 s). Earlier passes' start-up figure
 include compiling every module from source (this machine sets
 ``PYTHONDONTWRITEBYTECODE``); the bench now byte-compiles first. The goal (2x) is not
 met: 2.1-2.5x.
+
+Fifth pass, second step: the lost claims. The bench now counts why claims are lost
+(``lost: ...`` in the messages line, robots' and nodes' names left out). With claims
+and replies served first, a robot that had just decided a claim picked its next leaf
+from a view older than the replies it had read: at 32 x 500, 118 claims were lost to a
+leaf already done and 93 to one already taken, of 791 decided. Transitions now share
+the urgent lane. Same session, the step before (``v1``) against this one (``v2``):
+
+    side robots behav mission s msgs/behav claim p50 claim p99 rtt p50 claim/rtt cpu s lost
+    v1       16    50       2.0       24.2       107       134    2.32     46.2x   2.4    6
+    v2       16    50       2.0       26.9       105       165    1.82     57.8x   2.4   13
+    v1       16    50       2.2       26.7       139       211    1.82     76.5x   2.7   11
+    v2       16    50       1.9       25.7       120       152    1.35     89.0x   2.4    9
+    v1       32    50       4.2       85.7       313       812    2.25    138.9x   6.4   65
+    v2       32    50       4.7       74.6       267       623    2.29    116.4x   6.8   45
+    v1       32    50       3.7       73.6       288       839    2.03    141.8x   5.8   48
+    v2       32    50       3.7       57.6       282       476    2.03    138.7x   5.8   22
+    v1       32   500      34.9       57.5       373       806    3.04    122.7x  59.9  291
+    v2       32   500      23.3       39.1       497       909    2.27    218.8x  40.1   23
+
+At 32 x 500 the losses to a done or taken leaf went from 211 to none (the 23 left are
+earlier claims and leaves no longer allowed), messages per behaviour from 57.5 to 39.1
+and CPU from 59.9 to 40.1 s; claim p50 did not fall (373 against 497 ms, one run a
+side). Three more runs of v2 at 32 x 500: 23.2, 28.6 and 29.7 s, 39.4-43.3 messages per
+behaviour, claim p50 478-559 ms, 40.0-51.1 CPU s. Against the commit before this
+pass's changes: 45.3 s, 49.3 messages per behaviour, claim p50 1,465 ms, 78.3 CPU s.
+
+The bench also lists every node started more than once, with its transitions: one in
+those runs, ``root/124/1`` worked by r24, ``inactive`` 1.1 s later (its behaviour
+failed), then worked and done by r29 0.7 s after that: a retry, not a node run twice.
+
+Tried and not kept: letting the other agents of a worker run after every message
+(``asyncio.sleep(0)`` in the connection's receive loop; an agent otherwise handles its
+whole backlog in one go). Two runs a side at 8 and 32 x 50 and two at 32 x 500 showed
+no gain (32 x 500: 26.3 and 26.4 s against 23.2-29.7 s; claim p50 516 and 538 ms).
 """
 
 from __future__ import annotations
@@ -398,6 +433,8 @@ class Tap:
         self.claims: dict[str, int] = {}
         self.latencies: list[float] = []
         self.done: set[str] = set()
+        self.history: dict[str, list[tuple[str, str, int]]] = {}
+        """node -> every transition (agent, status, stamp): a node worked twice shows."""
         self.delivered: dict[str, float] = {}
         """claim id -> wall ms the tap received the claim (broker delivery)."""
         self.replied: dict[str, list[int]] = {}
@@ -461,8 +498,18 @@ class Tap:
                 why = re.sub(r"root(/\d+)*", "N", str(body.get("reason", "?")))
                 why = re.sub(r"\br\d+", "R", why)
                 self.counts[f"lost: {why}"] += 1
-        elif env.kind == "node.transition" and body.get("status") == "done":
-            self.done.add(body.get("node"))
+        elif env.kind == "node.transition":
+            node = str(body.get("node"))
+            self.history.setdefault(node, []).append(
+                (str(body.get("agent")), str(body.get("status")), env.ts)
+            )
+            if body.get("status") == "done":
+                self.done.add(node)
+
+    def worked_twice(self) -> dict[str, list[tuple[str, str, int]]]:
+        """Nodes whose transitions show more than one start (a resumed or re-won node
+        after an abort, or a node run twice: read the list)."""
+        return {n: h for n, h in self.history.items() if sum(s == "working" for _, s, _ in h) > 1}
 
     def breakdown(self) -> dict[str, float]:
         """Where a won claim's time goes (p50s, ms from the claim's stamp): the tap's
@@ -829,6 +876,7 @@ async def one_run(
             "why": why,
             "msgs_per_behaviour": tap.messages() / leaves,
             "kinds": dict(tap.counts),
+            "worked_twice": tap.worked_twice(),
             "claims": len(tap.latencies),
             "claim_p50": pct(tap.latencies, 0.5),
             "claim_p99": pct(tap.latencies, 0.99),
@@ -903,6 +951,9 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
               f"claim's stamp: tap got it {b['delivered']:.1f}, first reply sent "
               f"{b['first']:.1f}, last reply sent {b['last']:.1f}; decided "
               f"{b['after']:.1f} after the last reply")  # fmt: skip
+    for r in rows:
+        for node, history in r.get("worked_twice", {}).items():
+            print(f"  {r['robots']} x {r['behaviours']} started more than once: {node} {history}")
     for r in rows:
         kinds = ", ".join(f"{k.removeprefix('node.')} {n}" for k, n in sorted(r["kinds"].items()))
         print(f"  {r['robots']} x {r['behaviours']} messages: {kinds}")
