@@ -281,8 +281,8 @@ after, 4.5-13x at 8 and 68-87x at 32.
 Start-up, same session, before then after, twice (``--robots --startup 20 50``): 20
 agents 2.9 and 3.0x before, 2.1 and 2.2x after; 50 agents 3.6 and 3.2x before, 2.5
 and 2.4x after; 47 MiB resident before, 33 after (bare clients 26). What changed: the
-kind registry parsed teamtree's metadata once per kind (17 times; now once per
-distribution, 30 ms), each agent process started OpenBLAS with a thread per core
+kind registry parsed teamtree's metadata twice per kind (17 kinds; now once per
+distribution: 22-32 ms to read the kinds before, 6-14 ms after), each agent process started OpenBLAS with a thread per core
 (``OPENBLAS_NUM_THREADS=1`` is now the default for ``teamtree``; 0.08 CPU s of a start
 here), and a robot imported numpy before it connected (the robot's modules now load it
 on first use, ``teamtree.broker.lazy.lazy_module``; one robot's CPU to ONLINE 0.22 s
