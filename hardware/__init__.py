@@ -31,6 +31,7 @@ _HOMES = {
         "ArmModel",
         "GraspOrientation",
         "ShapePrimitive",
+        "up_axis",
     ),
     "profiles": (
         "BAXTER",

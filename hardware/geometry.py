@@ -6,6 +6,7 @@ lives on the lower layer.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,7 +20,14 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
-__all__ = ["ArmModel", "GraspOrientation", "ShapePrimitive"]
+__all__ = ["ArmModel", "GraspOrientation", "ShapePrimitive", "up_axis"]
+
+
+@functools.cache
+def up_axis() -> np.ndarray:
+    """The world's up axis, +z (one array, made on first use: numpy loads lazily).
+    Shared: read it, never write to it."""
+    return np.array([0.0, 0.0, 1.0])
 
 
 class GraspOrientation(StrEnum):
@@ -173,7 +181,7 @@ class ShapePrimitive:
                 return None
         else:
             a, b = (-h / 2 - q[2]) / v[2], (h / 2 - q[2]) / v[2]
-            na, nb = np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 1.0])
+            na, nb = -up_axis(), up_axis()
             if a > b:
                 a, b, na, nb = b, a, nb, na
             if a > lo:

@@ -468,7 +468,8 @@ class Agent:
     def urgent(self, *channels: str) -> None:
         """Handle messages on `channels` (team or agents' channels) before any other
         message waiting for this agent: for a protocol whose round trips others wait on
-        (the peer rule's claims and replies), not for state a newer message supersedes."""
+        (the peer rule's claims, replies and transitions), not for state a newer message
+        supersedes."""
         self._urgent_channels.update(validate_id(c, "channel") for c in channels)
 
     def on_agents(

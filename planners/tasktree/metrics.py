@@ -34,7 +34,6 @@ Readings chosen where the paper is ambiguous:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from teamtree.broker import SpecificationError
 from teamtree.broker.lazy import lazy_module
-from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive
+from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive, up_axis
 from teamtree.planners.tasktree.grasp_pose import bearing_factor, coverage_factor, reach_factor
 from teamtree.planners.tasktree.tree import TaskTree
 
@@ -67,12 +66,6 @@ __all__ = [
     "leaf_potentials",
     "orientation_ok",
 ]
-
-
-@functools.cache
-def _z() -> np.ndarray:
-    """The world's up axis (built on first use: numpy loads lazily)."""
-    return np.array([0.0, 0.0, 1.0])
 
 
 @dataclass(frozen=True)
@@ -174,7 +167,7 @@ class GraspScorer:
         orient = arm.orientation if self.constrain_sampler else GraspOrientation.ANY
         tol = math.radians(arm.tolerance_deg)
         cos_mu = math.cos(math.atan(self.friction))
-        bottom = -shape.support(-_z())
+        bottom = -shape.support(-up_axis())
         bearing = None  # sideways: approach from the arm's side (grasp_pose.bearing_factor)
         if self.pose_aware:
             d = shape.center - np.asarray(arm.base_position, dtype=float)
@@ -261,7 +254,7 @@ class GraspScorer:
                 if a[2] <= 0.3:
                     break
             psi = float(rng.uniform(0, math.pi))
-        h = _cross(a, _z())
+        h = _cross(a, up_axis())
         if float(np.linalg.norm(h)) < 1e-6:
             h = np.array([1.0, 0.0, 0.0])
         h = _unit(h)
