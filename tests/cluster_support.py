@@ -240,15 +240,9 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
         f"cluster_formation.classic_config.nodes.{i + 1} = {name}\n" for i, name in enumerate(names)
     )
     for name in names:
-        node = RabbitNode(name, folder / name.split("@")[0], _free_port(), _free_port(), 0)
-        node.dist_port = _free_port()
+        node = RabbitNode(name, folder / name.split("@")[0], 0, 0, 0)
         node.folder.mkdir(exist_ok=True)
-        (node.folder / "rabbitmq.conf").write_text(
-            f"listeners.tcp.default = 127.0.0.1:{node.amqp_port}\n"
-            f"mqtt.listeners.tcp.default = 127.0.0.1:{node.mqtt_port}\n"
-            "loopback_users = none\n"
-            "cluster_formation.peer_discovery_backend = classic_config\n" + peers
-        )
+        _configure(node, peers)
         cluster.nodes.append(node)
     started = time.monotonic()
     cluster.epmd = subprocess.Popen(
@@ -260,7 +254,7 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
         for index in range(size):
             cluster.start_node(index)
         for index in range(size):
-            cluster.wait_node(index, timeout)
+            _wait_booted(cluster, index, peers, timeout)
         cluster.wait_clustered(timeout)
         cluster.mirror_sessions()
         try:
@@ -280,3 +274,43 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
         raise
     cluster.started_in_s = time.monotonic() - started
     return cluster
+
+
+def _configure(node: RabbitNode, peers: str) -> None:
+    """Pick free ports for `node` and write its rabbitmq.conf."""
+    node.mqtt_port, node.amqp_port, node.dist_port = _free_port(), _free_port(), _free_port()
+    (node.folder / "rabbitmq.conf").write_text(
+        f"listeners.tcp.default = 127.0.0.1:{node.amqp_port}\n"
+        f"mqtt.listeners.tcp.default = 127.0.0.1:{node.mqtt_port}\n"
+        "loopback_users = none\n"
+        "cluster_formation.peer_discovery_backend = classic_config\n" + peers
+    )
+
+
+def _wait_booted(cluster: RabbitCluster, index: int, peers: str, timeout: float) -> None:
+    """Wait for node `index`'s first boot. Seen once in CI: a node exited while three
+    booted side by side on a busy machine (its log was lost with the run's folder),
+    so a node that exits is started again, up to twice, on fresh ports in case one
+    of its ports was taken meanwhile."""
+    node = cluster.nodes[index]
+    for attempt in range(3):
+        try:
+            cluster.wait_node(index, timeout)
+            return
+        except RuntimeError:
+            if node.running or attempt == 2:
+                raise RuntimeError(
+                    f"rabbitmq node {node.name} did not boot; the end of its log:\n"
+                    + _log_tail(node)
+                ) from None
+            print(f"rabbitmq node {node.name} exited while booting; starting it again")
+            cluster.stop_node(index)
+            _configure(node, peers)
+            cluster.start_node(index)
+
+
+def _log_tail(node: RabbitNode, lines: int = 30) -> str:
+    log = node.folder / "server.log"
+    if not log.exists():
+        return "(no server.log)"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])

@@ -27,7 +27,7 @@ from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
 pytestmark = pytest.mark.integration
 
 CONFIG = REPO / "configs" / "human_tea.toml"
-CUP, BURGER, TEA = "root/0/1", "root/0/0", "root/1/0"
+CUP, BURGER, TEA, SUGAR = "root/0/1", "root/0/0", "root/1/0", "root/1/1"
 
 
 def team_config(
