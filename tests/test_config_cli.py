@@ -104,3 +104,32 @@ def test_help_explains_every_subcommand() -> None:
         assert command in out.stdout
         sub = cli(command, "--help")
         assert sub.returncode == 0 and "usage: teamtree" in sub.stdout
+
+
+def test_one_entry_is_checked_alone(tmp_path: Path) -> None:
+    """``teamtree agent --id X`` checks X's entry only (validate_kinds(only=X)): another
+    entry's mistake is that entry's own process's error, not every process's."""
+    path = tmp_path / "team.toml"
+    path.write_text(GOOD + '[[agents]]\nid = "b"\nkind = "hello"\nrounds = 0\n')
+    config = load_config(path)
+    validate_kinds(config, only="a")
+    with pytest.raises(ConfigError) as info:
+        validate_kinds(config, only="b")
+    assert info.value.key == "agents[1].rounds"
+    with pytest.raises(ConfigError) as info:
+        validate_kinds(config)
+    assert info.value.key == "agents[1].rounds"
+    with pytest.raises(ConfigError, match="no agent 'c'"):
+        validate_kinds(config, only="c")
+
+
+def test_a_config_read_again_unchanged_is_not_parsed_again(tmp_path: Path) -> None:
+    path = tmp_path / "team.toml"
+    path.write_text(GOOD)
+    first = load_config(path)
+    assert load_config(path) is first
+    path.write_text(GOOD.replace('name = "t"', 'name = "u"'))  # same size, new text
+    assert load_config(path).team == "u"
+    path.write_text("[team\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)

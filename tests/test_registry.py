@@ -9,9 +9,12 @@ import pytest
 
 from teamtree.agents import AGENT_KINDS
 from teamtree.agents.runtime.registry import (
+    ENTRY_POINT_GROUP,
     KindInfo,
     KindRegistry,
     UnknownKindError,
+    _entry_points,
+    _entry_points_from_importlib,
     installed_kinds,
 )
 
@@ -56,3 +59,34 @@ def test_only_the_named_kind_is_imported() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_folder_scan_reads_what_importlib_metadata_reads(tmp_path, monkeypatch) -> None:
+    """The registry reads dist-info / egg-info folders itself (importlib.metadata cost
+    ~10 ms of every agent's start); it must find what importlib.metadata finds: here,
+    in this environment, and on a made-up sys.path with a plugin, a comment, another
+    group, a stale egg-info declaring nothing first, and a second copy of the plugin
+    later on the path (the first one wins)."""
+    assert _entry_points() == _entry_points_from_importlib()
+    stale, site, later = tmp_path / "stale", tmp_path / "site", tmp_path / "later"
+    (stale / "lab_kinds.egg-info").mkdir(parents=True)
+    (stale / "lab_kinds.egg-info" / "entry_points.txt").write_text("[console_scripts]\nx = a:b\n")
+    (stale / "lab_kinds.egg-info" / "PKG-INFO").write_text("Name: lab_kinds\nVersion: 0.1\n")
+    for root, version in ((site, "2.0"), (later, "1.0")):
+        folder = root / f"lab_kinds-{version}.dist-info"
+        folder.mkdir(parents=True)
+        (folder / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: Lab_Kinds\nVersion: {version}\n\nName: not-a-header\n"
+        )
+        (folder / "entry_points.txt").write_text(
+            "[console_scripts]\nlab = lab.cli:main\n\n"
+            f"[{ENTRY_POINT_GROUP}]\n# a comment\ndwell = lab.dwell:DwellAgent\n"
+            "sweeper=lab.sweep:SweeperAgent\n"
+        )
+    monkeypatch.setattr(sys, "path", [str(stale), str(site), str(later)])
+    found = _entry_points()
+    assert found == [
+        ("dwell", "lab.dwell:DwellAgent", "Lab_Kinds", "2.0"),
+        ("sweeper", "lab.sweep:SweeperAgent", "Lab_Kinds", "2.0"),
+    ]
+    assert found == _entry_points_from_importlib()

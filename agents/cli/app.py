@@ -230,7 +230,7 @@ async def _agent(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(f"not JSON: {exc}", key="--mission-json") from None
         config = dataclasses.replace(config, mission=parse_mission(table, config.path))
-    validate_kinds(config)
+    validate_kinds(config, only=args.id)
     if args.members:  # after the checks: the queue's entry reads the on_call roles
         from teamtree.agents.missions.protocol import mission_config
 

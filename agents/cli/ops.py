@@ -381,7 +381,7 @@ async def check_team_live(
 async def run_attach(args: argparse.Namespace) -> int:
     """The ``attach`` handler: check the team is live, then run the agent."""
     config = apply_overrides(load_config(args.config), dict(args.set or []))
-    validate_kinds(config)
+    validate_kinds(config, only=args.id)
     spec = config.agent(args.id)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:

@@ -14,7 +14,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from teamtree.agents.observers.monitor import TeamObserver
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.broker import TeamtreeError
 from teamtree.broker.endpoint import Endpoint
@@ -54,6 +53,10 @@ async def wait_for_services(
     the missing ones after `within` seconds (ConnectError if the broker is gone)."""
     if not services:
         return
+    # the observer (and statistics, which it uses) only when there is something to
+    # await: a member of a team without services starts without them
+    from teamtree.agents.observers.monitor import TeamObserver
+
     observer = TeamObserver(
         endpoint,
         team,

@@ -29,11 +29,18 @@ def agent_class(spec: AgentSpec, config: TeamConfig) -> type[Agent]:
         ) from None
 
 
-def validate_kinds(config: TeamConfig) -> None:
-    """Check every entry's kind and kind-specific keys. Raises ConfigError. An
-    ``on_call`` entry's keys are checked when a mission queue starts it for a mission
-    (its kind may need that mission, e.g. a robot its tree); here only its kind."""
-    for spec in config.agents:
+def validate_kinds(config: TeamConfig, only: str | None = None) -> None:
+    """Check every entry's kind and kind-specific keys (with `only`, that one entry's).
+    Raises ConfigError. An ``on_call`` entry's keys are checked when a mission queue
+    starts it for a mission (its kind may need that mission, e.g. a robot its tree);
+    here only its kind.
+
+    ``teamtree agent --id X`` checks only X: every process of a team checking every
+    entry imported every kind's module and read every robot's tree in each process,
+    so a team's start-up grew with the square of its size (at 50 robots, 50 tree
+    parses per agent). ``teamtree run`` checks them all before it starts any."""
+    specs = config.agents if only is None else (config.agent(only),)
+    for spec in specs:
         cls = agent_class(spec, config)
         if spec.role != "on_call":
             cls.params_from_config(spec, config)
