@@ -7,6 +7,7 @@ addresses a reply or a directed message to one agent.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -84,8 +85,13 @@ def pattern(
     return "/".join(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(topic: str) -> Topic:
-    """Parse a teamtree topic. Raises TopicError naming what is wrong."""
+    """Parse a teamtree topic. Raises TopicError naming what is wrong.
+
+    Cached (a Topic is frozen; errors are not cached): an agent sees the same few
+    hundred topics over and over, and checking five ids per message was 1.5% of a
+    robot's CPU at 32 robots."""
     parts = topic.split("/")
     if len(parts) not in (5, 6) or parts[0] != ROOT:
         raise TopicError("not a teamtree topic", topic=topic)
