@@ -1,0 +1,78 @@
+"""FastClient's write path against a real mosquitto: packets queued from the event
+loop go out on the next loop turn; when the kernel's send buffer is full the rest is
+written once the socket can take it, in order, with nothing lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from teamtree.broker.connection import Connection, Incoming, Outgoing
+from teamtree.broker.fast_client import FastClient
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_burst_that_fills_the_send_buffer_arrives_whole_and_in_order(mosquitto) -> None:
+    """200 messages of 256 KiB (50 MiB) published without waiting: far more than a
+    socket's send buffer, so most writes stop part-way and finish from the loop's
+    writability callback. A subscriber gets every message once, in publish order."""
+    got: list[int] = []
+    done = asyncio.Event()
+    n, size = 200, 256 * 1024
+
+    async def on_message(message: Incoming) -> None:
+        got.append(int.from_bytes(message.payload[:4], "big"))
+        if len(got) >= n:
+            done.set()
+
+    reader = Connection(mosquitto.endpoint, client_id="fast-reader", on_message=on_message)
+    async def ignore(message: Incoming) -> None:
+        pass
+
+    writer = Connection(mosquitto.endpoint, client_id="fast-writer", on_message=ignore)
+    async with asyncio.timeout(120):
+        tasks = [asyncio.create_task(reader.run()), asyncio.create_task(writer.run())]
+        await reader.subscribe("fast/burst")
+        await reader.connected.wait()
+        await writer.connected.wait()
+        await asyncio.sleep(0.2)  # the subscription is in place
+        for i in range(n):
+            payload = i.to_bytes(4, "big") + bytes(size - 4)
+            await writer.publish(Outgoing("fast/burst", payload, 1, False), wait=False)
+        await done.wait()
+        await writer.close()
+        await reader.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert got == list(range(n))
+
+
+async def test_a_publish_from_the_loop_needs_no_wakeup_or_socket_watch(mosquitto) -> None:
+    """A QoS 1 publish made on the loop's thread is written on the next loop turn: the
+    client neither wakes the loop through its self-pipe (call_soon_threadsafe) nor
+    watches the socket for writability (add_writer) while the socket can take it."""
+    loop = asyncio.get_running_loop()
+    calls = {"threadsafe": 0, "add_writer": 0}
+    threadsafe, add_writer = loop.call_soon_threadsafe, loop.add_writer
+
+    def counting_threadsafe(*args, **kwargs):
+        calls["threadsafe"] += 1
+        return threadsafe(*args, **kwargs)
+
+    def counting_add_writer(*args, **kwargs):
+        calls["add_writer"] += 1
+        return add_writer(*args, **kwargs)
+
+    endpoint = mosquitto.endpoint
+    async with FastClient(endpoint.host, endpoint.port, identifier="fast-one") as client:
+        loop.call_soon_threadsafe = counting_threadsafe  # type: ignore[method-assign]
+        loop.add_writer = counting_add_writer  # type: ignore[method-assign]
+        try:
+            for i in range(20):
+                await asyncio.wait_for(client.publish("fast/one", str(i), qos=1), 10)
+        finally:
+            loop.call_soon_threadsafe = threadsafe  # type: ignore[method-assign]
+            loop.add_writer = add_writer  # type: ignore[method-assign]
+    assert calls == {"threadsafe": 0, "add_writer": 0}, calls
