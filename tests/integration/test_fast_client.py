@@ -29,6 +29,7 @@ async def test_a_burst_that_fills_the_send_buffer_arrives_whole_and_in_order(mos
             done.set()
 
     reader = Connection(mosquitto.endpoint, client_id="fast-reader", on_message=on_message)
+
     async def ignore(message: Incoming) -> None:
         pass
 
