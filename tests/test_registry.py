@@ -65,8 +65,8 @@ def test_the_folder_scan_reads_what_importlib_metadata_reads(tmp_path, monkeypat
     """The registry reads dist-info / egg-info folders itself (importlib.metadata cost
     ~10 ms of every agent's start); it must find what importlib.metadata finds: here,
     in this environment, and on a made-up sys.path with a plugin, a comment, another
-    group, a stale egg-info declaring nothing first, and a second copy of the plugin
-    later on the path (the first one wins)."""
+    group, a stale egg-info declaring nothing first, a second copy of the plugin later
+    on the path (the first one wins) and an old-style egg."""
     assert _entry_points() == _entry_points_from_importlib()
     stale, site, later = tmp_path / "stale", tmp_path / "site", tmp_path / "later"
     (stale / "lab_kinds.egg-info").mkdir(parents=True)
@@ -83,10 +83,15 @@ def test_the_folder_scan_reads_what_importlib_metadata_reads(tmp_path, monkeypat
             f"[{ENTRY_POINT_GROUP}]\n# a comment\ndwell = lab.dwell:DwellAgent\n"
             "sweeper=lab.sweep:SweeperAgent\n"
         )
-    monkeypatch.setattr(sys, "path", [str(stale), str(site), str(later)])
+    egg = tmp_path / "old_lab-0.3-py3.11.egg" / "EGG-INFO"  # a setuptools egg
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: old-lab\nVersion: 0.3\n")
+    (egg / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nmop = old_lab:MopAgent\n")
+    monkeypatch.setattr(sys, "path", [str(stale), str(site), str(later), str(egg.parent)])
     found = _entry_points()
     assert found == [
         ("dwell", "lab.dwell:DwellAgent", "Lab_Kinds", "2.0"),
         ("sweeper", "lab.sweep:SweeperAgent", "Lab_Kinds", "2.0"),
+        ("mop", "old_lab:MopAgent", "old-lab", "0.3"),
     ]
     assert found == _entry_points_from_importlib()

@@ -71,8 +71,8 @@ def _entry_points() -> list[tuple[str, str, str, str]]:
     ``*.egg-info`` of an old install, e.g. in a source checkout on sys.path, declares
     none and must not hide the installed metadata.)
 
-    Read straight from the ``*.dist-info`` / ``*.egg-info`` folders on sys.path, in
-    importlib.metadata's order, rather than through ``importlib.metadata``: importing
+    Read straight from the ``*.dist-info`` / ``*.egg-info`` folders (and eggs'
+    ``EGG-INFO``) on sys.path, in importlib.metadata's order, rather than through ``importlib.metadata``: importing
     it and listing ~150 distributions through it cost ~10 ms of every agent's start,
     and an agent process needs only the few that declare kinds. With a zip archive on
     sys.path (whose metadata this does not read) importlib.metadata does the scan."""
@@ -86,8 +86,9 @@ def _entry_points() -> list[tuple[str, str, str, str]]:
             names = os.listdir(root)
         except OSError:
             continue
+        egg = root.lower().endswith(".egg")  # an old-style egg: its EGG-INFO folder
         for name in names:
-            if name.endswith((".dist-info", ".egg-info")):
+            if name.endswith((".dist-info", ".egg-info")) or (egg and name.lower() == "egg-info"):
                 text = _read(os.path.join(root, name, "entry_points.txt"))
                 if text and header in text:
                     folders.append((os.path.join(root, name), text))
