@@ -72,9 +72,10 @@ def _entry_points() -> list[tuple[str, str, str, str]]:
     none and must not hide the installed metadata.)
 
     Read straight from the ``*.dist-info`` / ``*.egg-info`` folders (and eggs'
-    ``EGG-INFO``) on sys.path, in importlib.metadata's order, rather than through ``importlib.metadata``: importing
-    it and listing ~150 distributions through it cost ~10 ms of every agent's start,
-    and an agent process needs only the few that declare kinds. With a zip archive on
+    ``EGG-INFO``) on sys.path, in importlib.metadata's order, rather than through
+    ``importlib.metadata``: importing it and listing ~150 distributions through it cost
+    ~10 ms of every agent's start, and an agent process needs only the few that declare
+    kinds. With a zip archive on
     sys.path (whose metadata this does not read) importlib.metadata does the scan."""
     header = f"[{ENTRY_POINT_GROUP}]"
     folders = []
