@@ -335,6 +335,61 @@ against 23-30 s without the hog. Both slow down and complete; neither collapses.
 Two robots, 50 and 500 behaviours, one run a side: CPU per behaviour 32 and 35 ms
 before, 34 and 31 ms after (1.6 / 17.6 and 1.7 / 15.7 CPU s); messages per behaviour
 8.2 / 8.0 before, 6.0 / 5.9 after (the snapshots); claim p50 3 ms (1.8-2.1x RTT).
+
+Sixth pass (issue 19): where a claim's time goes, and the client's writes.
+
+Where it goes, 32 x 50, ``--procs 3``, quiet machine. py-spy (sampling, so numpy
+counts as it runs) over the two robot workers' busy time: reading messages 21% (paho
+and aiomqtt), writing 15% (12% in paho's one ``send`` per packet: every QoS 1 message
+received costs a PUBACK), teamtree's dispatch and handlers 16%, the grasp score for
+the log 12% (6-11 ms of CPU each, box / cylinder / sphere; 73-84 scores per run of 50
+behaviours: claims lost after their prefetch began), the sim drivers 6.5%. A one-off
+copy that stamped each claim's arrival: from the claim's stamp to the peer's socket
+p50 21 ms / p90 94 ms, then in the peer's inbound queue p50 45 / p90 206 ms, behind
+p50 4 / p90 23 urgent messages (claims, replies, transitions of 31 peers) and 14 / 54
+others; the handler itself takes under 0.1 ms. At 8 x 50: 4.4 / 8.7 ms to the socket,
+3.5 / 17 ms queued. So a claim waits for CPU: two cores, 32 robots, 32 drivers, the
+world, mosquitto.
+
+What changed, each A/B against the commit before it, alternating, 32 x 50 unless said:
+
+- Topics parsed once per topic string, the team view's online ids kept between
+  presence changes: claim p50 439 / 450 ms -> 359 / 284 ms, CPU 6.5 / 7.6 -> 6.1 /
+  6.2 s (against the fifth pass's last commit).
+- FastClient writes a packet queued on the loop's thread on the next loop turn (not a
+  self-pipe wake-up, an ``add_writer`` and a second turn): CPU 5.7 / 6.1 -> 5.1 / 4.9 s;
+  at 8 x 50 claim p50 20 / 20 -> 17 / 13 ms.
+- FastClient sends a loop turn's packets with one ``send``: CPU 5.5 / 5.7 -> 4.8 /
+  4.6 s (robot workers 5.0 / 5.2 -> 4.4 / 4.2 s); claim p50 412 / 308 -> 154 / 403 ms.
+
+Claim p50 moves by 2x between runs of the same code at 32 robots, so only the CPU
+figures say anything per step; the end-to-end comparison is below.
+
+Tried and not kept (no change beyond the noise):
+- aiomqtt's publish split so the packet is queued before the call returns (no task
+  started first): 8 x 50 claim p50 17 / 16 -> 18 / 15 ms; 32 x 50 309 / 246 -> 410 /
+  276 ms.
+- QoS 0 subscriptions for snapshots, potentials and observations (fewer PUBACKs):
+  claim p50 597 and 337 ms, CPU 7.1 and 5.9 s.
+- Prefetching a claim's grasp score half a decision later and cancelling it when the
+  claim is lost: 73-80 scores per run against 83-84, CPU 4.6 / 5.1 against 5.4 / 5.2 s.
+- Robots not subscribing to teammates' factsheets (presence carries the kind): CPU per
+  agent at 50 agents starting 193-206 ms against 201-208.
+- One process per robot and driver (``--procs 9`` / ``33``): 8 x 50 claim p50 27 ms
+  either way, CPU 1.6 -> 2.2 s; 32 x 50 claim p50 344 -> 785 ms, CPU 5.6 -> 14.5 s, and
+  the bench's own round-trip probe went from 2 to 60 ms (the machine was overloaded).
+
+Start-up. The agent process checked every entry of its config, importing every kind's
+module and parsing every robot's tree (50 robots: 50 tree parses in each of 50
+processes); it now checks its own entry (``teamtree run`` still checks all). The kind
+registry reads the dist-info folders itself (importlib.metadata's import and scan:
+~10 ms of every start). The config is parsed once per process, the team observer
+(and ``statistics``) imported only when there are services to await. One agent's CPU
+to ONLINE, median of 7-9 starts one after the other (10 ms clock ticks): a robot of a
+robots-only config 0.16 -> 0.15-0.16 s; the PR2 of the tea party config (7 entries)
+0.18-0.20 -> 0.15-0.17 s; a bare client 0.07 s. With 50 starting at once an agent's CPU
+at its own ONLINE rises to 0.18 s (contention; the bare clients' rises alike, 0.07 ->
+0.084 s) and by 0.02-0.03 s more after it (teammates' presence, snapshots).
 """
 
 from __future__ import annotations
