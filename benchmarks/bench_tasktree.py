@@ -390,6 +390,29 @@ robots-only config 0.16 -> 0.15-0.16 s; the PR2 of the tea party config (7 entri
 0.18-0.20 -> 0.15-0.17 s; a bare client 0.07 s. With 50 starting at once an agent's CPU
 at its own ONLINE rises to 0.18 s (contention; the bare clients' rises alike, 0.07 ->
 0.084 s) and by 0.02-0.03 s more after it (teammates' presence, snapshots).
+
+End to end, the fifth pass's last commit (old) against this pass's (new), alternating
+in one session, ``--procs 3`` (ms for claims and round trips; every run completed):
+
+    side robots behav mission s msgs/behav claim p50 claim p99 rtt p50 cpu s
+    old       8    50   2.2 2.0  14.3 13.8     51 16     80 76  3.11 1.59  2.2 1.8
+    new       8    50   2.3 1.7  12.9 13.2     12 16     76 76  2.04 1.19  1.9 1.5
+    old      16    50   2.1 2.6  26.4 29.0    169 102  258 248  1.43 2.04  2.9 3.2
+    new      16    50   2.1 2.0  28.1 25.0    100 69   203 124  1.57 1.15  2.9 2.2
+    old      32   500       35.4       42.3        563      1221      3.13      60.3
+    new      32   500       29.1       41.6        610      1192      3.14      49.7
+
+32 x 50, five runs a side: old claim p50 426, 396, 426, 372, 275 ms (median 396), CPU
+6.8, 5.4, 5.4, 5.5, 5.9 s (median 5.5), mission 3.4-4.4 s (median 3.5); new claim p50
+615, 509, 263, 269, 426 ms (median 426), CPU 7.4, 4.6, 4.5, 5.1, 4.7 s (median 4.7),
+mission 3.0-4.6 s (median 3.3). So about 15% less CPU and no change in claim latency
+that these runs can show; claim / RTT at 32 stays 120-280x, at 8 robots 6-16x. The old
+32 x 500 run started one node twice in the bench's sense: r1's behaviour failed
+(``inactive``) and r28 did it 0.4 s later, a retry.
+
+Start-up (``--robots --startup 20 50``), old and new alternating, three pairs: 20
+agents 2.1, 2.2, 2.2x old against 2.1, 2.0, 2.0x new; 50 agents 2.5, 2.3, 2.4x (and
+2.5x) old against 2.3, 2.2, 2.2x new; resident memory 33 -> 32 MiB (bare 26).
 """
 
 from __future__ import annotations
