@@ -410,9 +410,10 @@ that these runs can show; claim / RTT at 32 stays 120-280x, at 8 robots 6-16x. T
 32 x 500 run started one node twice in the bench's sense: r1's behaviour failed
 (``inactive``) and r28 did it 0.4 s later, a retry.
 
-Start-up (``--robots --startup 20 50``), old and new alternating, three pairs: 20
-agents 2.1, 2.2, 2.2x old against 2.1, 2.0, 2.0x new; 50 agents 2.5, 2.3, 2.4x (and
-2.5x) old against 2.3, 2.2, 2.2x new; resident memory 33 -> 32 MiB (bare 26).
+Start-up (``--robots --startup 20 50``), old and new alternating, four pairs (the
+first two before the client's write changes): 20 agents 2.1, 2.2, 2.2, 2.2x old
+against 2.1, 2.0, 2.0, 2.0x new; 50 agents 2.5, 2.3, 2.5, 2.4x old against 2.3, 2.2,
+2.2, 2.2x new; resident memory 33 -> 32 MiB (bare clients 26).
 """
 
 from __future__ import annotations
