@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -175,3 +176,18 @@ def test_distance_only_may_give_an_ungraspable_object_to_the_closer_robot() -> N
     assert check_invariants(tree, res) == [], res.summary()
     done_by_pr2 = {e.node for e in res.executions if e.robot == "pr2" and e.completed}
     assert done_by_pr2 & zero_for_pr2, res.summary()
+
+
+def test_a_shapes_shared_arrays_are_read_only_and_match_its_fields() -> None:
+    """A shape's centre, rotation and half extents are made once and shared by every
+    support and intersection test: nobody may change them in place."""
+    shape = ShapePrimitive("box", (0.1, 0.2, 0.3), (0.4, 0.5, 0.8), yaw=0.7)
+    assert shape.center.tolist() == [0.4, 0.5, 0.8]
+    assert shape._half.tolist() == [0.05, 0.1, 0.15]
+    c, s = math.cos(0.7), math.sin(0.7)
+    assert shape._rot().tolist() == [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
+    for array in (shape.center, shape._half, shape._rot()):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] += 1.0
+    moved = dataclasses.replace(shape, position=(0.0, 0.0, 0.8))
+    assert moved.center.tolist() == [0.0, 0.0, 0.8] and shape.center.tolist()[0] == 0.4
