@@ -57,7 +57,7 @@ class FastClient(aiomqtt.Client):
         super().__init__(*args, **kwargs)
         self._outbuf = bytearray()  # bytes paho counts as sent that the kernel has not
         self._batching = False  # on once connected over plain TCP (__aenter__)
-        self._gathering = False  # inside write_now: paho's sends are gathered
+        self._gathering = False  # inside _write_now: paho's sends are gathered
         self._watching = False  # our writer waits for the socket to take the rest
 
     async def __aenter__(self) -> FastClient:
@@ -77,25 +77,24 @@ class FastClient(aiomqtt.Client):
         if not on_loop:
             super()._on_socket_register_write(client, userdata, sock)
             return
+        self._loop.call_soon(self._write_now, client)
 
-        def write_now() -> None:
-            # paho still counts a write as registered: until loop_write has sent all,
-            # packets queued meanwhile ask for nothing more, and this sends them too
-            self._gathering = self._batching
-            try:
-                client.loop_write()
-            except Exception as exc:  # as aiomqtt: a broken connection ends the session
-                self._fail(exc)
-                return
-            finally:
-                self._gathering = False
-            if self._batching:
-                self._flush()
-            elif client.want_write() and client.socket() is not None:
-                # the kernel took part: let the loop write the rest once it can
-                self._loop.add_writer(client.socket().fileno(), self._write_rest, client)
-
-        self._loop.call_soon(write_now)
+    def _write_now(self, client: Any) -> None:
+        # paho still counts a write as registered: until loop_write has sent all,
+        # packets queued meanwhile ask for nothing more, and this sends them too
+        self._gathering = self._batching
+        try:
+            client.loop_write()
+        except Exception as exc:  # as aiomqtt: a broken connection ends the session
+            self._fail(exc)
+            return
+        finally:
+            self._gathering = False
+        if self._batching:
+            self._flush()
+        elif client.want_write() and client.socket() is not None:
+            # the kernel took part: let the loop write the rest once it can
+            self._loop.add_writer(client.socket().fileno(), self._write_rest, client)
 
     def _on_socket_unregister_write(self, client: Any, userdata: Any, sock: Any) -> None:
         if not self._batching:  # batching, the only writer is ours (_flush)

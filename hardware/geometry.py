@@ -108,9 +108,6 @@ class ShapePrimitive:
         """Centre as a numpy vector (read-only)."""
         return _frozen(np.asarray(self.position, dtype=float))
 
-    def _rot(self) -> np.ndarray:
-        return self._rotation
-
     @functools.cached_property
     def _rotation(self) -> np.ndarray:
         c, s = math.cos(self.yaw), math.sin(self.yaw)
@@ -138,7 +135,7 @@ class ShapePrimitive:
 
         Normals are outward, in the world frame. None if the line misses.
         """
-        rot = self._rot()
+        rot = self._rotation
         q = rot.T @ (p - self.center)
         v = rot.T @ u
         if self.kind == "sphere":

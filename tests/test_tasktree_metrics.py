@@ -185,8 +185,8 @@ def test_a_shapes_shared_arrays_are_read_only_and_match_its_fields() -> None:
     assert shape.center.tolist() == [0.4, 0.5, 0.8]
     assert shape._half.tolist() == [0.05, 0.1, 0.15]
     c, s = math.cos(0.7), math.sin(0.7)
-    assert shape._rot().tolist() == [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
-    for array in (shape.center, shape._half, shape._rot()):
+    assert shape._rotation.tolist() == [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
+    for array in (shape.center, shape._half, shape._rotation):
         with pytest.raises(ValueError, match="read-only"):
             array[0] += 1.0
     moved = dataclasses.replace(shape, position=(0.0, 0.0, 0.8))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,8 +75,8 @@ def _entry_points() -> list[tuple[str, str, str, str]]:
     ``EGG-INFO``) on sys.path, in importlib.metadata's order, rather than through
     ``importlib.metadata``: importing it and listing ~150 distributions through it cost
     ~10 ms of every agent's start, and an agent process needs only the few that declare
-    kinds. With a zip archive on
-    sys.path (whose metadata this does not read) importlib.metadata does the scan."""
+    kinds. With a zip archive on sys.path (whose metadata this does not read)
+    importlib.metadata does the scan."""
     header = f"[{ENTRY_POINT_GROUP}]"
     folders = []
     for entry in sys.path:
@@ -93,41 +93,47 @@ def _entry_points() -> list[tuple[str, str, str, str]]:
                 text = _read(os.path.join(root, name, "entry_points.txt"))
                 if text and header in text:
                     folders.append((os.path.join(root, name), text))
-    seen: set[str] = set()
-    out = []
-    for folder, text in folders:
-        eps = _group_entries(text, ENTRY_POINT_GROUP)
-        if not eps:
-            continue
-        meta = os.path.join(folder, "METADATA" if folder.endswith(".dist-info") else "PKG-INFO")
-        shown, version = _name_and_version(_read(meta) or "")
-        name = shown.lower().replace("_", "-")
-        if name not in seen:
-            seen.add(name)
-            out.extend((kind, target, shown, version) for kind, target in eps)
-    return out
+
+    def declared() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
+        for folder, text in folders:
+            eps = _group_entries(text, ENTRY_POINT_GROUP)
+            if eps:
+                meta = "METADATA" if folder.endswith(".dist-info") else "PKG-INFO"
+                name, version = _name_and_version(_read(os.path.join(folder, meta)) or "")
+                yield name, version, eps
+
+    return _first_of_each(declared())
 
 
 def _entry_points_from_importlib() -> list[tuple[str, str, str, str]]:
     """`_entry_points` through importlib.metadata (reads zip archives too)."""
     import importlib.metadata
 
+    def declared() -> Iterator[tuple[str, str, list[tuple[str, str]]]]:
+        for dist in importlib.metadata.distributions():
+            text = dist.read_text("entry_points.txt")
+            if not text or f"[{ENTRY_POINT_GROUP}]" not in text:
+                continue
+            eps = [(ep.name, ep.value) for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+            if eps:
+                meta = dist.metadata
+                yield meta["Name"] or "?", meta["Version"] or "?", eps
+
+    return _first_of_each(declared())
+
+
+def _first_of_each(
+    declared: Iterable[tuple[str, str, list[tuple[str, str]]]],
+) -> list[tuple[str, str, str, str]]:
+    """``(kind, target, distribution, version)`` of the first distribution of each name
+    among `declared` ``(name, version, [(kind, target)])``, in order."""
     seen: set[str] = set()
     out = []
-    for dist in importlib.metadata.distributions():
-        text = dist.read_text("entry_points.txt")
-        if not text or f"[{ENTRY_POINT_GROUP}]" not in text:
-            continue
-        eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
-        if not eps:
-            continue
-        meta = dist.metadata
-        shown = meta["Name"] or "?"
+    for shown, version, eps in declared:
         name = shown.lower().replace("_", "-")
         if name not in seen:
             seen.add(name)
-            version = meta["Version"] or "?"
-            out.extend((ep.name, ep.value, shown, version) for ep in eps)
+            out.extend((kind, target, shown, version) for kind, target in eps)
     return out
 
 

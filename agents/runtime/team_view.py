@@ -43,7 +43,6 @@ class TeamView:
     def member(self, agent_id: str) -> Member:
         if agent_id not in self._members:
             self._members[agent_id] = Member(agent_id)
-            self._online.clear()
         return self._members[agent_id]
 
     def get(self, agent_id: str) -> Member | None:
