@@ -71,6 +71,11 @@ class ArmModel:
             raise SpecificationError("ArmModel: reach, gripper width and finger depth must be > 0")
 
 
+def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The dot product of each row of `a` with the same row of `b` (n x 3)."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
 _SHAPE_DIMS = {"box": 3, "cylinder": 2, "sphere": 1}
 
 
@@ -109,9 +114,8 @@ class ShapePrimitive:
         return _frozen(np.asarray(self.position, dtype=float))
 
     @functools.cached_property
-    def _rotation(self) -> np.ndarray:
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        return _frozen(np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]))
+    def _yaw_cos_sin(self) -> tuple[float, float]:
+        return math.cos(self.yaw), math.sin(self.yaw)
 
     @functools.cached_property
     def _half(self) -> np.ndarray:
@@ -119,14 +123,106 @@ class ShapePrimitive:
 
     def support(self, d: np.ndarray) -> float:
         """max over the shape's points x of d·x (d need not be unit)."""
-        base = float(d @ self.center)
+        return float(self.supports(np.asarray(d, dtype=float).reshape(1, 3))[0])
+
+    def supports(self, d: np.ndarray) -> np.ndarray:
+        """``support`` of every row of `d` (n x 3) at once."""
+        c = self.center
+        base = d[:, 0] * c[0] + d[:, 1] * c[1] + d[:, 2] * c[2]
         if self.kind == "sphere":
-            return base + self.dimensions[0] * float(np.linalg.norm(d))
-        dl = self._rotation.T @ d
+            return base + self.dimensions[0] * np.sqrt(_rowdot(d, d))
+        dl = self._local(d)
         if self.kind == "box":
-            return base + float(np.abs(dl) @ self._half)
-        r, h = self.dimensions
-        return base + r * float(math.hypot(dl[0], dl[1])) + h / 2 * abs(float(dl[2]))
+            h = self._half
+            return base + (
+                np.abs(dl[:, 0]) * h[0] + np.abs(dl[:, 1]) * h[1] + np.abs(dl[:, 2]) * h[2]
+            )
+        r, height = self.dimensions
+        return base + r * np.hypot(dl[:, 0], dl[:, 1]) + height / 2 * np.abs(dl[:, 2])
+
+    def _local(self, d: np.ndarray) -> np.ndarray:
+        """Rows of `d` in the shape's frame (the rotation is about z)."""
+        cos, sin = self._yaw_cos_sin
+        return np.stack(
+            [d[:, 0] * cos + d[:, 1] * sin, d[:, 1] * cos - d[:, 0] * sin, d[:, 2]], axis=1
+        )
+
+    def _world(self, d: np.ndarray) -> np.ndarray:
+        """Rows of `d` from the shape's frame to the world's."""
+        cos, sin = self._yaw_cos_sin
+        return np.stack(
+            [d[:, 0] * cos - d[:, 1] * sin, d[:, 0] * sin + d[:, 1] * cos, d[:, 2]], axis=1
+        )
+
+    def intersects(
+        self, p: np.ndarray, u: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``intersect`` for every row of `p` and `u` (n x 3, u unit) at once:
+        (hit, s_in, s_out, n_in, n_out); rows where ``hit`` is False hold no answer."""
+        q = self._local(p - self.center)
+        v = self._local(u)
+        n = len(q)
+        if self.kind == "sphere":
+            r = self.dimensions[0]
+            b = _rowdot(q, v)
+            disc = b * b - (_rowdot(q, q) - r * r)
+            hit = disc > 0
+            root = np.sqrt(np.where(hit, disc, 0.0))
+            s0, s1 = -b - root, -b + root
+            n0 = (q + s0[:, None] * v) / r
+            n1 = (q + s1[:, None] * v) / r
+            return hit, s0, s1, self._world(n0), self._world(n1)
+        lo = np.full(n, -math.inf)
+        hi = np.full(n, math.inf)
+        n_lo = np.zeros((n, 3))
+        n_hi = np.zeros((n, 3))
+        hit = np.ones(n, dtype=bool)
+        if self.kind == "box":
+            axes = range(3)
+            bounds = [(-h, h) for h in self._half.tolist()]
+        else:
+            r, height = self.dimensions
+            a2 = v[:, 0] ** 2 + v[:, 1] ** 2
+            flat = a2 < 1e-12
+            hit &= ~flat | (q[:, 0] ** 2 + q[:, 1] ** 2 <= r * r)
+            b = q[:, 0] * v[:, 0] + q[:, 1] * v[:, 1]
+            c = q[:, 0] ** 2 + q[:, 1] ** 2 - r * r
+            disc = b * b - a2 * c
+            wall = ~flat
+            hit &= ~wall | (disc > 0)
+            root = np.sqrt(np.where(wall & (disc > 0), disc, 0.0))
+            safe = np.where(wall, a2, 1.0)
+            s0, s1 = (-b - root) / safe, (-b + root) / safe
+            lo = np.where(wall, s0, lo)
+            hi = np.where(wall, s1, hi)
+            p0, p1 = q + s0[:, None] * v, q + s1[:, None] * v
+            n_lo[wall, 0] = p0[wall, 0] / r
+            n_lo[wall, 1] = p0[wall, 1] / r
+            n_hi[wall, 0] = p1[wall, 0] / r
+            n_hi[wall, 1] = p1[wall, 1] / r
+            axes = (2,)
+            bounds = [None, None, (-height / 2, height / 2)]
+        for i in axes:
+            low, high = bounds[i]
+            vi, qi = v[:, i], q[:, i]
+            parallel = np.abs(vi) < 1e-12
+            hit &= ~parallel | (np.abs(qi) <= high)
+            safe = np.where(parallel, 1.0, vi)
+            a, b = (low - qi) / safe, (high - qi) / safe
+            swap = a > b  # entering through the +face: its normal is +e_i
+            enter = np.where(swap, b, a)
+            leave = np.where(swap, a, b)
+            sign = np.where(swap, 1.0, -1.0)
+            better_lo = ~parallel & (enter > lo)
+            better_hi = ~parallel & (leave < hi)
+            lo = np.where(better_lo, enter, lo)
+            hi = np.where(better_hi, leave, hi)
+            n_lo[better_lo] = 0.0
+            n_lo[better_lo, i] = sign[better_lo]
+            n_hi[better_hi] = 0.0
+            n_hi[better_hi, i] = -sign[better_hi]
+        hit &= lo < hi
+        return hit, lo, hi, self._world(n_lo), self._world(n_hi)
 
     def intersect(
         self, p: np.ndarray, u: np.ndarray
@@ -135,72 +231,8 @@ class ShapePrimitive:
 
         Normals are outward, in the world frame. None if the line misses.
         """
-        rot = self._rotation
-        q = rot.T @ (p - self.center)
-        v = rot.T @ u
-        if self.kind == "sphere":
-            r = self.dimensions[0]
-            b = float(q @ v)
-            disc = b * b - (float(q @ q) - r * r)
-            if disc <= 0:
-                return None
-            s0, s1 = -b - math.sqrt(disc), -b + math.sqrt(disc)
-            n0, n1 = (q + s0 * v) / r, (q + s1 * v) / r
-            return s0, s1, rot @ n0, rot @ n1
-        if self.kind == "box":
-            half = self._half
-            lo, hi = -math.inf, math.inf
-            n_lo = n_hi = np.zeros(3)
-            for i in range(3):
-                if abs(v[i]) < 1e-12:
-                    if abs(q[i]) > half[i]:
-                        return None
-                    continue
-                a, b = (-half[i] - q[i]) / v[i], (half[i] - q[i]) / v[i]
-                e = np.zeros(3)
-                e[i] = 1.0
-                na, nb = -e, e  # face normals at -half and +half
-                if a > b:
-                    a, b, na, nb = b, a, nb, na
-                if a > lo:
-                    lo, n_lo = a, na
-                if b < hi:
-                    hi, n_hi = b, nb
-            if lo >= hi:
-                return None
-            return lo, hi, rot @ n_lo, rot @ n_hi
-        r, h = self.dimensions
-        lo, hi = -math.inf, math.inf
-        n_lo = n_hi = np.zeros(3)
-        # side wall
-        a2 = v[0] ** 2 + v[1] ** 2
-        if a2 < 1e-12:
-            if q[0] ** 2 + q[1] ** 2 > r * r:
-                return None
-        else:
-            b = q[0] * v[0] + q[1] * v[1]
-            c = q[0] ** 2 + q[1] ** 2 - r * r
-            disc = b * b - a2 * c
-            if disc <= 0:
-                return None
-            s0, s1 = (-b - math.sqrt(disc)) / a2, (-b + math.sqrt(disc)) / a2
-            lo, hi = s0, s1
-            p0, p1 = q + s0 * v, q + s1 * v
-            n_lo = np.array([p0[0], p0[1], 0.0]) / r
-            n_hi = np.array([p1[0], p1[1], 0.0]) / r
-        # caps
-        if abs(v[2]) < 1e-12:
-            if abs(q[2]) > h / 2:
-                return None
-        else:
-            a, b = (-h / 2 - q[2]) / v[2], (h / 2 - q[2]) / v[2]
-            na, nb = -up_axis(), up_axis()
-            if a > b:
-                a, b, na, nb = b, a, nb, na
-            if a > lo:
-                lo, n_lo = a, na
-            if b < hi:
-                hi, n_hi = b, nb
-        if lo >= hi:
+        rows = np.asarray(p, dtype=float).reshape(1, 3), np.asarray(u, dtype=float).reshape(1, 3)
+        hit, s_in, s_out, n_in, n_out = self.intersects(*rows)
+        if not hit[0]:
             return None
-        return lo, hi, rot @ n_lo, rot @ n_hi
+        return float(s_in[0]), float(s_out[0]), n_in[0], n_out[0]

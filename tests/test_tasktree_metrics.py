@@ -46,12 +46,13 @@ def test_distance_scores_are_distance_score_row_by_row() -> None:
     assert distance_scores([], arm) == []
 
 
-def test_cross_is_numpy_cross() -> None:
-    from teamtree.planners.tasktree.metrics import _cross
+def test_crosses_are_numpy_cross_row_by_row() -> None:
+    from teamtree.planners.tasktree.metrics import _crosses
 
     rng = np.random.default_rng(4)
-    for a, b in rng.normal(size=(200, 2, 3)):
-        assert _cross(a, b).tolist() == np.cross(a, b).tolist()
+    a, b = rng.normal(size=(2, 200, 3))
+    assert _crosses(a, b).tolist() == np.cross(a, b).tolist()
+    assert _crosses(a, b[0]).tolist() == np.cross(a, b[0]).tolist()
 
 
 def test_distance_score_is_inverse_distance() -> None:
@@ -179,14 +180,13 @@ def test_distance_only_may_give_an_ungraspable_object_to_the_closer_robot() -> N
 
 
 def test_a_shapes_shared_arrays_are_read_only_and_match_its_fields() -> None:
-    """A shape's centre, rotation and half extents are made once and shared by every
-    support and intersection test: nobody may change them in place."""
+    """A shape's centre and half extents are made once and shared by every support
+    and intersection test: nobody may change them in place."""
     shape = ShapePrimitive("box", (0.1, 0.2, 0.3), (0.4, 0.5, 0.8), yaw=0.7)
     assert shape.center.tolist() == [0.4, 0.5, 0.8]
     assert shape._half.tolist() == [0.05, 0.1, 0.15]
-    c, s = math.cos(0.7), math.sin(0.7)
-    assert shape._rotation.tolist() == [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
-    for array in (shape.center, shape._half, shape._rotation):
+    assert shape._yaw_cos_sin == (math.cos(0.7), math.sin(0.7))
+    for array in (shape.center, shape._half):
         with pytest.raises(ValueError, match="read-only"):
             array[0] += 1.0
     moved = dataclasses.replace(shape, position=(0.0, 0.0, 0.8))

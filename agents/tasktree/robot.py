@@ -78,7 +78,6 @@ from teamtree.agents.tasktree.dialog_wire import (
 )
 from teamtree.agents.tasktree.dialog_wire import decode as decode_dialog
 from teamtree.agents.tasktree.dialog_wire import to_wire as dialog_to_wire
-from teamtree.agents.tasktree.grasp_prefetch import GraspPrefetch
 from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
@@ -275,8 +274,6 @@ class RobotAgent(PeerRuleMember):
         self.objects: dict[str, ShapePrimitive] = {}
         self.scores: dict[str, dict[str, float]] = {}
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
-        # distance-only: the log's grasp scores, in steps (grasp_prefetch.py)
-        self._log_grasps = GraspPrefetch(self._grasp_cache)  # type: ignore[arg-type]
         self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
         self.goals: dict[str, tuple[float, ...]] = {}
@@ -394,7 +391,6 @@ class RobotAgent(PeerRuleMember):
             case PublishClaim(claim=claim, to=to):
                 if to is None:
                     await self.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True)
-                    self._prefetch_grasp(claim.node)
                 elif to not in self.humans:  # only the peer that must answer receives it
                     body = claim_to_wire(claim)
                     await self.publish(CLAIMS, "node.claim", body, recipient=to, to=to)
@@ -557,10 +553,7 @@ class RobotAgent(PeerRuleMember):
             score = self.scores.setdefault(node, {})
             name = leaf.param_dict.get("object")
             if score.get("grasp") is None and self.arm is not None and name in self.objects:
-                # before the command, as ever: while this robot waits for its score
-                # (other agents run meanwhile) its body has not started, so nothing it
-                # queues meanwhile (observations, progress) can race the body's end
-                score["grasp"] = await self._grasp_for_log(name, self.objects[name])
+                score["grasp"] = self._grasp(name, self.objects[name])
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
             self._body_watch.sent(node, command_id, time.monotonic())
@@ -779,41 +772,10 @@ class RobotAgent(PeerRuleMember):
         assert self.arm is not None
         return (name, shape.position, shape.yaw, self.arm.base_position)
 
-    def _scoring(self, shape: ShapePrimitive) -> Any:
-        """The stepwise grasp score of `shape` from the arm as it is now."""
-        arm, scorer, rng = self.arm, self.scorer, self.rng
-        assert arm is not None
-
-        def steps() -> Any:
-            result = yield from scorer.score_steps(shape, arm, rng, every=4)
-            return result.score
-
-        return steps
-
-    def _prefetch_grasp(self, node: str) -> None:
-        """Distance-only: start scoring the claimed leaf's grasp for the log now, in
-        steps between other work, so it is ready when the claim is won
-        (grasp_prefetch.py)."""
-        name = self.tree[node].param_dict.get("object")
-        if self.metric.use_grasp or self.arm is None or name not in self.objects:
-            return
-        if self.scores.get(node, {}).get("grasp") is None:
-            shape = self.objects[name]
-            self._log_grasps.start(self._grasp_key(name, shape), self._scoring(shape))
-
-    async def _grasp_for_log(self, name: str, shape: ShapePrimitive) -> float:
-        """The grasp score of a starting behaviour: under distance+grasp the cached
-        one (potentials computed it), else the stepwise one."""
-        if self.metric.use_grasp:
-            return self._grasp(name, shape)
-        grasp = await self._log_grasps.get(self._grasp_key(name, shape), self._scoring(shape))
-        return 0.0 if grasp < self.min_grasp else grasp
-
     async def on_stop(self) -> None:
         if self._snapshot_owed:  # stopped within an interval: the last state, not stale
             with contextlib.suppress(TeamtreeError):
                 await self.publish_controller_snapshot()
-        self._log_grasps.close()
         await super().on_stop()
 
     def _reachable(self, name: str, shape: ShapePrimitive) -> bool:

@@ -28,8 +28,7 @@ object and scenario and the zeros agree with Tables 1 and 2 (docs/tea_party.md).
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from teamtree.broker.lazy import lazy_module
 from teamtree.hardware.geometry import ArmModel
@@ -39,7 +38,13 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
-__all__ = ["bearing_factor", "coverage_factor", "reach_factor"]
+__all__ = [
+    "bearing_factor",
+    "bearing_factors",
+    "coverage_factor",
+    "reach_factor",
+    "reach_factors",
+]
 
 
 def reach_factor(
@@ -51,28 +56,50 @@ def reach_factor(
     softness: float = 0.07,
 ) -> float:
     """Logistic in the wrist's distance from the shoulder over ``arm.reach``: 0.5 at
-    ``knee``, steepness ``softness`` (both fractions of the reach)."""
-    wrist = position - approach * (depth + arm.hand_length)
-    r = float(np.linalg.norm(wrist - np.asarray(arm.base_position, dtype=float))) / arm.reach
-    return 1.0 / (1.0 + math.exp((r - knee) / softness))
+    ``knee``, steepness ``softness`` (both fractions of the reach). One grasp."""
+    rows = _rows(position), _rows(approach), np.array([float(depth)])
+    return float(reach_factors(*rows, arm, knee, softness)[0])
+
+
+def reach_factors(
+    positions: np.ndarray,
+    approaches: np.ndarray,
+    depths: np.ndarray,
+    arm: ArmModel,
+    knee: float = 0.8,
+    softness: float = 0.07,
+) -> np.ndarray:
+    """``reach_factor`` of many grasps at once (rows of `positions` and `approaches`)."""
+    wrist = positions - approaches * (depths + arm.hand_length)[:, None]
+    d = wrist - np.asarray(arm.base_position, dtype=float)
+    r = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) / arm.reach
+    return 1.0 / (1.0 + np.exp((r - knee) / softness))
 
 
 def bearing_factor(position: np.ndarray, approach: np.ndarray, arm: ArmModel) -> float:
     """``1 − h·(1 − max(0, cos θ))``: h the approach's horizontal length (1 sideways,
-    ~0 top-down), θ the angle between its horizontal part and the shoulder's bearing."""
-    h = math.hypot(float(approach[0]), float(approach[1]))
-    if h < 1e-9:
-        return 1.0
-    bx = float(position[0]) - arm.base_position[0]
-    by = float(position[1]) - arm.base_position[1]
-    b = math.hypot(bx, by)
-    if b < 1e-9:
-        return 1.0
-    cos = (float(approach[0]) * bx + float(approach[1]) * by) / (h * b)
-    return 1.0 - h * (1.0 - max(0.0, cos))
+    ~0 top-down), θ the angle between its horizontal part and the shoulder's bearing.
+    One grasp."""
+    return float(bearing_factors(_rows(position), _rows(approach), arm)[0])
 
 
-def coverage_factor(finger_depth: float, extent: float, power: float = 3.0) -> float:
+def bearing_factors(positions: np.ndarray, approaches: np.ndarray, arm: ArmModel) -> np.ndarray:
+    """``bearing_factor`` of many grasps at once (rows)."""
+    h = np.hypot(approaches[:, 0], approaches[:, 1])
+    bx = positions[:, 0] - arm.base_position[0]
+    by = positions[:, 1] - arm.base_position[1]
+    b = np.hypot(bx, by)
+    level = (h < 1e-9) | (b < 1e-9)  # straight down, or right above the shoulder
+    cos = (approaches[:, 0] * bx + approaches[:, 1] * by) / np.where(level, 1.0, h * b)
+    return np.where(level, 1.0, 1.0 - h * (1.0 - np.maximum(0.0, cos)))
+
+
+def coverage_factor(finger_depth: float, extent: Any, power: float = 3.0) -> Any:
     """``(finger_depth / extent)^power``, capped at 1: how much of the object's extent
-    along the approach the fingers can hold between them."""
-    return min(1.0, finger_depth / extent) ** power
+    along the approach the fingers can hold between them (`extent` a float or an array
+    of them)."""
+    return np.minimum(1.0, finger_depth / extent) ** power
+
+
+def _rows(vector: Any) -> np.ndarray:
+    return np.asarray(vector, dtype=float).reshape(1, 3)
