@@ -94,7 +94,9 @@ class Connection:
     `latest_topics`: topics whose messages only the newest counts (observations): a
     newer one replaces a queued older one (``CoalescingQueue``); read at every message,
     so the caller may add topics later. `urgent_channels`: channels whose messages are
-    handled before any other waiting message (``CoalescingQueue``), also read live.
+    handled before any other waiting message (``CoalescingQueue``), also read live;
+    this agent's own messages on them are written within ``publish`` (with everything
+    published before them), not on the next loop turn.
     """
 
     def __init__(
@@ -138,7 +140,7 @@ class Connection:
         self._auth = (username, password)
         self._tls = tls_context
         self._subscriptions: dict[str, int] = {}
-        self._client: aiomqtt.Client | None = None
+        self._client: FastClient | None = None
         self._direct = False  # True once the outbox is drained after a connect
         self._flush_lock = asyncio.Lock()
         self.state = ConnectionState.UNSTARTED
@@ -338,25 +340,47 @@ class Connection:
         self._enqueue(message)
         return False
 
-    def _start(self, client: aiomqtt.Client, message: Outgoing) -> asyncio.Task[None]:
-        """Send `message` now (tasks start in creation order, so the wire keeps call
-        order) and track its acknowledgement."""
+    def _start(self, client: FastClient, message: Outgoing) -> asyncio.Task[None]:
+        """Send `message` now (paho queues it in call order; on an urgent channel it
+        is written at once) and track its acknowledgement."""
         seq = next(self._seq)
         if message.qos > 0:
             self._inflight[seq] = message
-        task = asyncio.ensure_future(self._track(client, seq, message))
+        try:  # paho queues it now, in call order; an urgent one leaves now too
+            sent = client.start_publish(
+                message.topic,
+                message.payload,
+                message.qos,
+                message.retain,
+                flush=self._is_urgent(message.topic),
+            )
+        except aiomqtt.MqttError as exc:
+            sent = asyncio.get_running_loop().create_future()
+            sent.set_exception(exc)
+        task = asyncio.ensure_future(self._track(client, seq, message, sent))
         self._inflight_tasks.add(task)
         task.add_done_callback(self._inflight_tasks.discard)
         task.add_done_callback(_consume)
         return task
 
-    async def _track(self, client: aiomqtt.Client, seq: int, message: Outgoing) -> None:
-        """Await the PUBACK (aiomqtt gives up after the publish timeout). A session that
-        ends first has already put the message back in the outbox."""
+    def _is_urgent(self, topic: str) -> bool:
+        """Whether `topic` is on an urgent channel (``urgent_channels``)."""
+        if not self._urgent_channels:
+            return False
+        parts = topic.split("/", 5)  # teamtree/v1/<team>/<agent or _>/<channel>[/<to>]
+        return len(parts) > 4 and parts[4] in self._urgent_channels
+
+    async def _track(
+        self, client: FastClient, seq: int, message: Outgoing, sent: asyncio.Future[None]
+    ) -> None:
+        """Await `sent`, the PUBACK of a publish paho has queued (given up after the
+        publish timeout). A session that ends first has already put the message back in
+        the outbox."""
         try:
-            await client.publish(
-                message.topic, message.payload, qos=message.qos, retain=message.retain
-            )
+            try:
+                await asyncio.wait_for(sent, self._publish_timeout)
+            except TimeoutError:
+                raise aiomqtt.MqttError("Operation timed out") from None
         except (aiomqtt.MqttError, TimeoutError):
             if message.qos == 0:
                 self.dropped_qos0 += 1

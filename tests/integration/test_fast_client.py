@@ -105,3 +105,60 @@ async def test_a_loop_turns_packets_leave_in_one_send(mosquitto) -> None:
         finally:
             client._client._sock = sock
     assert len(sends) == 1 and sends[0] > 20 * 10, sends
+
+
+async def test_an_urgent_message_leaves_within_the_publish_call(mosquitto) -> None:
+    """A message on an urgent channel (the peer rule's claims and replies) is written
+    before ``publish`` returns, with what was queued before it, in order; others wait
+    for the next loop turn. Both are acknowledged, and a subscriber gets them in order."""
+    got: list[str] = []
+    arrived = asyncio.Event()
+
+    async def on_message(message: Incoming) -> None:
+        got.append(message.topic)
+        if len(got) == 3:
+            arrived.set()
+
+    reader = Connection(mosquitto.endpoint, client_id="urgent-reader", on_message=on_message)
+    writer = Connection(
+        mosquitto.endpoint,
+        client_id="urgent-writer",
+        on_message=on_message,
+        urgent_channels={"claims"},
+    )
+    async with asyncio.timeout(30):
+        tasks = [asyncio.create_task(reader.run()), asyncio.create_task(writer.run())]
+        await reader.subscribe("teamtree/v1/t/#")
+        await reader.connected.wait()
+        await writer.connected.wait()
+        await asyncio.sleep(0.2)  # the subscription is in place
+        client = writer._client
+        assert isinstance(client, FastClient)
+        sock = client._client._sock
+        sends: list[bytes] = []
+
+        class Counting:  # the socket as paho and FastClient see it, keeping what is sent
+            def __getattr__(self, name):
+                return getattr(sock, name)
+
+            def send(self, data) -> int:
+                sent = sock.send(data)
+                sends.append(bytes(data[:sent]))
+                return sent
+
+        client._client._sock = Counting()
+        try:
+            await writer.publish(Outgoing("teamtree/v1/t/a/state", b"first", 1, False), wait=False)
+            assert sends == []  # not urgent: it waits for the next loop turn
+            await writer.publish(Outgoing("teamtree/v1/t/_/claims", b"claim", 1, False), wait=False)
+            assert len(sends) == 1, sends  # both left, in this call
+            assert sends[0].index(b"first") < sends[0].index(b"claim")
+            last = Outgoing("teamtree/v1/t/a/state", b"after", 1, False)
+            assert await writer.publish(last)  # acknowledged
+            await arrived.wait()
+        finally:
+            client._client._sock = sock
+        await writer.close()
+        await reader.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert got == ["teamtree/v1/t/a/state", "teamtree/v1/t/_/claims", "teamtree/v1/t/a/state"]
