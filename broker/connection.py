@@ -37,6 +37,10 @@ from teamtree.broker.inbound import CoalescingQueue
 
 log = structlog.get_logger("teamtree.broker")
 
+SUBSCRIBE_BATCH = 64
+"""Topic filters sent in one SUBSCRIBE packet (a robot of a 32-robot mission subscribes
+to each member's transitions and snapshots: ~70 filters)."""
+
 MAX_INFLIGHT = 200
 """QoS 1 messages paho keeps unacknowledged on the wire before it queues (its default
 is 20, which a burst of claim replies reaches)."""
@@ -231,8 +235,9 @@ class Connection:
         self._session_over = asyncio.Event()
         async with client:
             self._client = client
-            for topic_filter, qos in list(self._subscriptions.items()):
-                await client.subscribe(topic_filter, qos=qos)
+            filters = list(self._subscriptions.items())
+            for start in range(0, len(filters), SUBSCRIBE_BATCH):  # one SUBSCRIBE per batch
+                await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
             self.state = ConnectionState.CONNECTED
             self.connects += 1
             if self._on_connect is not None:
@@ -303,13 +308,17 @@ class Connection:
 
     # -- subscribe / publish -----------------------------------------------------
 
-    async def subscribe(self, topic_filter: str, qos: int = 1) -> None:
-        """Subscribe now if connected, and again after every reconnect."""
-        self._subscriptions[topic_filter] = qos
+    async def subscribe(self, *topic_filters: str, qos: int = 1) -> None:
+        """Subscribe to `topic_filters` now if connected (one SUBSCRIBE packet per
+        ``SUBSCRIBE_BATCH`` of them), and again after every reconnect."""
+        for topic_filter in topic_filters:
+            self._subscriptions[topic_filter] = qos
         client = self._client
         if client is not None and self.state is ConnectionState.CONNECTED:
-            with contextlib.suppress(aiomqtt.MqttError):
-                await client.subscribe(topic_filter, qos=qos)
+            filters = [(f, qos) for f in topic_filters]
+            for start in range(0, len(filters), SUBSCRIBE_BATCH):
+                with contextlib.suppress(aiomqtt.MqttError):
+                    await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
 
     async def publish(self, message: Outgoing, *, wait: bool = True) -> bool:
         """Publish `message`, in call order with every other publish.

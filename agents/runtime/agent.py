@@ -473,16 +473,27 @@ class Agent:
         self._urgent_channels.update(validate_id(c, "channel") for c in channels)
 
     def on_agents(
-        self, channel: str, handler: Handler, *, kind: str | None = None, addressed: bool = False
+        self,
+        channel: str,
+        handler: Handler,
+        *,
+        kind: str | None = None,
+        addressed: bool = False,
+        senders: Iterable[str] | None = None,
     ) -> None:
         """Handle messages on every agent's own `channel` (optionally only `kind`).
 
         With `addressed`, only messages sent to this agent on
-        ``<sender>/<channel>/<this id>`` (commands, directed messages)."""
+        ``<sender>/<channel>/<this id>`` (commands, directed messages). With `senders`,
+        only those agents' messages: one subscription each, so the broker sends
+        nothing else (the world publishes its 77 kB state on its ``state`` channel,
+        where robots read their peers' transitions)."""
         recipient = self.id if addressed else None
-        self._register(
-            ("agents", channel), handler, kind, pattern(self.team, "+", channel, recipient)
-        )
+        if senders is None:
+            filters = [pattern(self.team, "+", channel, recipient)]
+        else:
+            filters = [pattern(self.team, s, channel, recipient) for s in sorted(set(senders))]
+        self._register(("agents", channel), handler, kind, *filters)
 
     def on_agent(
         self,
@@ -513,12 +524,13 @@ class Agent:
             self.spawn(self.connection.subscribe(topic_filter), "subscribe")
 
     def _register(
-        self, key: tuple[str, str], handler: Handler, kind: str | None, topic_filter: str
+        self, key: tuple[str, str], handler: Handler, kind: str | None, *topic_filters: str
     ) -> None:
         self._handlers.setdefault(key, []).append((kind, handler))
-        if topic_filter not in self._filters:
-            self._filters.add(topic_filter)
-            self.spawn(self.connection.subscribe(topic_filter), "subscribe")
+        new = [f for f in dict.fromkeys(topic_filters) if f not in self._filters]
+        if new:
+            self._filters.update(new)
+            self.spawn(self.connection.subscribe(*new), "subscribe")
 
     def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
         """Count a dropped message; log it when it is the first of its sender and

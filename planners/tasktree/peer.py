@@ -893,9 +893,13 @@ class TaskController:
     def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[ControllerAction]) -> None:
         if s.agent == self.me:
             return
-        for node in s.done:
-            if node in self.tree.nodes:
-                self._mark_done(node, now, out)
+        # a snapshot lists every done leaf, so usually nothing new: one superset test
+        # in C, not a call per leaf (at 32 x 500 a robot read ~4,000 snapshots of up to
+        # 1,000 leaves a second); leaves already done change nothing in _mark_done
+        if not self.done.issuperset(s.done):
+            for node in s.done:
+                if node in self.tree.nodes:
+                    self._mark_done(node, now, out)
         if s.agent in self.peers_online:
             for node, (agent, _stamp) in list(self.working.items()):
                 if (
