@@ -224,3 +224,24 @@ def test_acl_gives_watcher_agents_no_voice() -> None:
         f"teamtree/v1/t1/recorder/{c}" for c in ("connection", "factsheet", "heartbeat")
     )
     assert recorder.read == ("teamtree/v1/t1/#",)
+
+
+def test_a_robot_with_a_roster_hears_its_members_transitions_and_no_one_elses() -> None:
+    """Transitions and snapshots are subscribed member by member: the world's state
+    (77 kB at 500 objects) shares the ``state`` channel's name, and the broker must not
+    send it to every robot to be decoded and dropped. Without a roster: the wildcard."""
+
+    async def filters(roster: list[str] | None) -> set[str]:
+        robot = make_robot(roster)  # type: ignore[arg-type]
+        await robot.setup()
+        await asyncio.sleep(0)  # the subscriptions are spawned
+        return set(robot.connection._subscriptions)
+
+    base = f"teamtree/v1/{TEAM}"
+    with_roster = asyncio.run(filters(["pr2", "baxter", "alice"]))
+    for member in ("pr2", "baxter", "alice"):
+        assert {f"{base}/{member}/state", f"{base}/{member}/snapshot"} <= with_roster
+    assert f"{base}/+/state" not in with_roster and f"{base}/+/snapshot" not in with_roster
+    assert f"{base}/world/state" not in with_roster
+    without = asyncio.run(filters(None))
+    assert {f"{base}/+/state", f"{base}/+/snapshot"} <= without

@@ -162,3 +162,28 @@ async def test_an_urgent_message_leaves_within_the_publish_call(mosquitto) -> No
         await reader.close()
         await asyncio.gather(*tasks, return_exceptions=True)
     assert got == ["teamtree/v1/t/a/state", "teamtree/v1/t/_/claims", "teamtree/v1/t/a/state"]
+
+
+async def test_one_subscribe_call_takes_many_filters(mosquitto) -> None:
+    """``Connection.subscribe`` with several filters (one SUBSCRIBE packet per batch):
+    messages on each arrive, and nothing on a topic none of them matches."""
+    got: list[str] = []
+    arrived = asyncio.Event()
+
+    async def on_message(message: Incoming) -> None:
+        got.append(message.topic)
+        if message.topic == "many/end":
+            arrived.set()
+
+    conn = Connection(mosquitto.endpoint, client_id="many-filters", on_message=on_message)
+    filters = [f"many/{i}" for i in range(100)] + ["many/end"]
+    async with asyncio.timeout(30):
+        task = asyncio.create_task(conn.run())
+        await conn.connected.wait()
+        await conn.subscribe(*filters)
+        for topic in ("many/0", "many/other", "many/63", "many/64", "many/99", "many/end"):
+            await conn.publish(Outgoing(topic, b"x", 1, False))
+        await arrived.wait()
+        await conn.close()
+        await asyncio.gather(task, return_exceptions=True)
+    assert got == ["many/0", "many/63", "many/64", "many/99", "many/end"]
