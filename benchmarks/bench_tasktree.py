@@ -421,6 +421,62 @@ nothing beyond the noise (CPU 6.3, 6.1, 5.5 s before, 5.5, 5.7, 6.1 s after). Be
 CPU hog (two ``while 1: pass``), 32 x 500, one run: 87.7 s, claim p50 1,395 ms, 43.6
 messages per behaviour, 82.4 CPU s, no node started twice (last pass's code: 78.2 s,
 another session).
+
+Seventh pass (issue 19): the grasp sampler, writes of urgent messages, subscriptions.
+
+Where it went, 8 x 500, py-spy over a robot worker's busy time: the grasp score for
+the log 27% (in steps of 4 samples between other work, ~1.5 ms each), paho's and
+FastClient's sends 12%. At 32 x 500 a copy that timed ``decode`` per message kind
+found the world's ``world.state`` (77 kB at 500 objects) decoded 1,872 times per robot
+worker and dropped: robots took transitions on ``+/state``, and the world publishes
+its state on its own ``state`` channel.
+
+What changed, each A/B alternating in one session, ``--procs 3``:
+
+- The grasp sampler draws the one-at-a-time loop's random numbers in its order
+  (``rng.random((n, 5))`` is its five uniforms per sample) and runs the geometry on all
+  128 samples at once: 0.38 against 5.95 ms of CPU per sampler over 1,000 random
+  shapes and arms, the same candidates to 4e-12 and the same generator state
+  (tests/test_grasp_sampler.py checks it against the old loop). The stepwise prefetch
+  is gone; a behaviour's grasp is scored when it starts. 8 x 500: mission 13.8 / 13.7
+  -> 11.1 / 10.5 s, CPU 17.0 / 15.5 -> 11.8 / 10.7 s, claim p50 20 / 15 -> 11 / 11 ms,
+  p99 104 / 92 -> 87 / 46 ms.
+- A publish is handed to paho in the call (aiomqtt's ``publish`` does it when its task
+  first runs, a loop turn later) and one on an urgent channel (claims, replies,
+  transitions) is written at once with what waits before it. 8 x 500: no change
+  beyond the noise (claim p50 11 / 11 -> 9 / 11 ms). 32 x 50, three runs a side: from
+  a claim's stamp to the tap 8.9 / 6.1 / 6.5 -> 2.5 / 1.5 / 3.7 ms, decided after the
+  last reply 99 / 56 / 47 -> 20 / 29 / 30 ms, claim p50 273 / 118 / 169 -> 236 / 90 /
+  132 ms.
+- A robot subscribes to each roster member's ``state`` and ``snapshot`` (one SUBSCRIBE
+  for many filters): no ``world.state`` reaches it. A snapshot whose done leaves are
+  all known is read with one superset test. 32 x 500, two pairs: CPU 37.3 / 42.7 ->
+  34.0 / 42.4 s, claim p50 344 / 366 -> 330 / 361 ms: no change beyond the noise. The
+  CPU freed went to fresher inputs: the inbound queue keeps only a topic's newest
+  observation, so a robot with time to spare read more of them (217-391 -> 355-894
+  decoded per worker) and published its potentials more often (2,784 -> 5,248 read per
+  worker).
+
+End to end, the sixth pass's last commit (old) against this pass's (new), alternating
+in one session (ms for claims and round trips; every run completed):
+
+    side robots behav mission s        claim p50        claim p99   rtt p50       cpu s
+    old       8    50  2.2 2.4 1.9    20  17  17      65 105  73   2.4 1.5 1.8   1.8 1.6 1.5
+    new       8    50  1.8 1.8 1.7    14  14  13      34  44  33   1.2 1.7 1.7   1.2 1.3 1.1
+    old      16    50  1.7 2.1       135  77         181 184       2.9 1.9       2.2 2.7
+    new      16    50  1.8 1.6        36  62          73  96       1.5 3.1       1.9 1.7
+    old      32    50  4.1 3.7 3.6   206 435 393     383 702 620   1.9 3.0 3.0   6.0 5.9 5.6
+    new      32    50  3.0 2.9 3.7   242 138 225     505 297 385   2.7 2.0 1.6   4.5 4.2 4.7
+    old      32   500  25.8          531             856           2.9           44.0
+    new      32   500  21.0 23.8     296 340         783 783       2.5 2.9       34.6 39.3
+
+Claim / RTT: 8 robots 7.6-11.7x (goal 3x), p99 19-37x (goal 10x); 32 robots 69-138x
+(goal 10x). Both new 32 x 500 runs reported a leaf started twice in the bench's sense,
+one after the other: in the second (its log kept), r30's behaviour failed (the world
+answered ``unreachable``: r30's own reach check had passed) and r26 did the leaf 2.4 s
+later; nothing ran on two bodies at once. The old run had none this time, and one in
+the sixth pass. Start-up, one run a side: 20 agents 1.9x old, 2.0x new; 50 agents 2.3x old,
+2.2x new.
 """
 
 from __future__ import annotations

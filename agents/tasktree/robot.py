@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import time
 import uuid
+import zlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -301,10 +301,13 @@ class RobotAgent(PeerRuleMember):
         self._mission_done = asyncio.Event()
         self.executed: list[dict[str, Any]] = []
 
-    @functools.cached_property
-    def rng(self) -> np.random.Generator:
-        """The grasp sampler's generator, made on first use (numpy loads lazily)."""
-        return np.random.default_rng(self.seed)
+    def _grasp_rng(self, key: tuple[Any, ...]) -> np.random.Generator:
+        """The grasp sampler's generator for one object pose and arm base: seeded by
+        this robot's ``seed`` and the key, so a score depends on what is scored, not
+        on how many scores came before it. (One shared stream made the scores depend
+        on how many observations a robot had read: faster code, or a busier machine,
+        gave the same object another score.)"""
+        return np.random.default_rng([int(self.seed or 0) % 2**64, zlib.crc32(repr(key).encode())])
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -764,7 +767,7 @@ class RobotAgent(PeerRuleMember):
         assert self.arm is not None
         key = self._grasp_key(name, shape)
         if key not in self._grasp_cache:
-            self._grasp_cache[key] = self.scorer.score(shape, self.arm, self.rng).score
+            self._grasp_cache[key] = self.scorer.score(shape, self.arm, self._grasp_rng(key)).score
         grasp = self._grasp_cache[key]
         return 0.0 if grasp < self.min_grasp else grasp  # tables round; a chord is no grasp
 

@@ -90,16 +90,17 @@ def cup_question(driver) -> dict | None:
     return None
 
 
-async def take_a_free_subtask(driver) -> str:
-    """Tap Start on stage 2's tea pot, or on the sugar when a robot holds the tea pot;
-    returns the node the person now reaches for. On a loaded machine a robot may pick
-    the tea pot up before the tap reaches the world, which then refuses the tap
+async def take_a_free_subtask(driver, timeout: float = 60.0) -> str:
+    """Tap Start on stage 2's tea pot, or on the sugar when a robot holds the tea pot,
+    as soon as the page offers it (stage 1 done), as a person waiting for it would;
+    returns the node the person now reaches for. Both robots go for stage 2 the moment
+    it opens, and the world refuses a tap that comes after a robot's gripper closed
     ("refused start tea_pot: held"): try the other subtask then."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for node in (TEA, SUGAR):
             refused = css(driver, "#log")[0]["text"].count("refused start")
-            if not click(driver, f'button.start[data-node="{node}"]'):
+            if not click(driver, f'button.start[data-node="{node}"]:not([disabled])'):
                 continue
             reach = time.monotonic() + 5
             while time.monotonic() < reach:
@@ -111,7 +112,7 @@ async def take_a_free_subtask(driver) -> str:
                 if css(driver, "#log")[0]["text"].count("refused start") > refused:
                     break
                 await asyncio.sleep(0.2)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.02)
     screenshot(driver, "failure.png", full=False)
     log = css(driver, "#log")[0]["text"]
     pytest.fail(f"the person could take neither the tea pot nor the sugar; the page's log: {log}")
@@ -245,8 +246,8 @@ async def test_a_person_in_the_browser_takes_alices_place(
             cup_dialog = next(d for d in watcher.dialogs if d["node"] == CUP)
             assert cup_dialog["robot"] == "pr2"
             assert cup_dialog["answer"] == "concede" and cup_dialog["how"] == "answered"
-            await eventually(lambda: watcher.done(CUP) and watcher.done(BURGER), 40, what="stage 1")
-            mine = await take_a_free_subtask(driver)
+            mine = await take_a_free_subtask(driver)  # once stage 1 is done
+            await eventually(lambda: watcher.done(CUP) and watcher.done(BURGER), 10, what="stage 1")
             log_before = css(driver, "#log")[0]["text"]
             driver.refresh()  # mid-mission: the page must come back as it was
             restored = await until(
