@@ -33,7 +33,7 @@ from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
 from teamtree.broker.failover import NodeRing
 from teamtree.broker.fast_client import FastClient
-from teamtree.broker.inbound import CoalescingQueue
+from teamtree.broker.inbound import CoalescingQueue, on_channels
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -361,7 +361,7 @@ class Connection:
                 message.payload,
                 message.qos,
                 message.retain,
-                flush=self._is_urgent(message.topic),
+                flush=on_channels(message.topic, self._urgent_channels),
             )
         except aiomqtt.MqttError as exc:
             sent = asyncio.get_running_loop().create_future()
@@ -372,13 +372,6 @@ class Connection:
         task.add_done_callback(_consume)
         return task
 
-    def _is_urgent(self, topic: str) -> bool:
-        """Whether `topic` is on an urgent channel (``urgent_channels``)."""
-        if not self._urgent_channels:
-            return False
-        parts = topic.split("/", 5)  # teamtree/v1/<team>/<agent or _>/<channel>[/<to>]
-        return len(parts) > 4 and parts[4] in self._urgent_channels
-
     async def _track(
         self, client: FastClient, seq: int, message: Outgoing, sent: asyncio.Future[None]
     ) -> None:
@@ -386,10 +379,7 @@ class Connection:
         publish timeout). A session that ends first has already put the message back in
         the outbox."""
         try:
-            try:
-                await asyncio.wait_for(sent, self._publish_timeout)
-            except TimeoutError:
-                raise aiomqtt.MqttError("Operation timed out") from None
+            await asyncio.wait_for(sent, self._publish_timeout)
         except (aiomqtt.MqttError, TimeoutError):
             if message.qos == 0:
                 self.dropped_qos0 += 1

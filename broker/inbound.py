@@ -29,7 +29,16 @@ from collections import deque
 from collections.abc import Container
 from typing import Any
 
-__all__ = ["CoalescingQueue"]
+__all__ = ["CoalescingQueue", "on_channels"]
+
+
+def on_channels(topic: str, channels: Container[str]) -> bool:
+    """Whether `topic` is on one of `channels` (its fifth level:
+    ``teamtree/v1/<team>/<agent or _>/<channel>[/<to>]``)."""
+    if not channels:
+        return False
+    parts = topic.split("/", 5)
+    return len(parts) > 4 and parts[4] in channels
 
 
 class _Slot:
@@ -72,11 +81,9 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
 
     def _put(self, item: Any) -> None:
         topic = getattr(getattr(item, "topic", None), "value", None)
-        if topic is not None and self._urgent_channels:
-            parts = topic.split("/", 5)  # teamtree/v1/<team>/<agent or _>/<channel>[/<to>]
-            if len(parts) > 4 and parts[4] in self._urgent_channels:
-                self._urgent.append(item)
-                return
+        if topic is not None and on_channels(topic, self._urgent_channels):
+            self._urgent.append(item)
+            return
         if topic is not None and topic in self._latest:
             older = self._queued.get(topic)
             if older is not None:  # an older one still waits: drop it, queue the newer last

@@ -31,6 +31,7 @@ _HOMES = {
         "ArmModel",
         "GraspOrientation",
         "ShapePrimitive",
+        "row_dots",
         "up_axis",
     ),
     "profiles": (

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
 
-__all__ = ["ArmModel", "GraspOrientation", "ShapePrimitive", "up_axis"]
+__all__ = ["ArmModel", "GraspOrientation", "ShapePrimitive", "row_dots", "up_axis"]
 
 
 @functools.cache
@@ -71,8 +71,9 @@ class ArmModel:
             raise SpecificationError("ArmModel: reach, gripper width and finger depth must be > 0")
 
 
-def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The dot product of each row of `a` with the same row of `b` (n x 3)."""
+def row_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The dot product of each row of `a` with the same row of `b` (n x 3): the
+    products and sums a 3-vector dot makes, for many vectors at once."""
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
 
@@ -130,13 +131,10 @@ class ShapePrimitive:
         c = self.center
         base = d[:, 0] * c[0] + d[:, 1] * c[1] + d[:, 2] * c[2]
         if self.kind == "sphere":
-            return base + self.dimensions[0] * np.sqrt(_rowdot(d, d))
+            return base + self.dimensions[0] * np.sqrt(row_dots(d, d))
         dl = self._local(d)
         if self.kind == "box":
-            h = self._half
-            return base + (
-                np.abs(dl[:, 0]) * h[0] + np.abs(dl[:, 1]) * h[1] + np.abs(dl[:, 2]) * h[2]
-            )
+            return base + row_dots(np.abs(dl), self._half[None, :])
         r, height = self.dimensions
         return base + r * np.hypot(dl[:, 0], dl[:, 1]) + height / 2 * np.abs(dl[:, 2])
 
@@ -164,8 +162,8 @@ class ShapePrimitive:
         n = len(q)
         if self.kind == "sphere":
             r = self.dimensions[0]
-            b = _rowdot(q, v)
-            disc = b * b - (_rowdot(q, q) - r * r)
+            b = row_dots(q, v)
+            disc = b * b - (row_dots(q, q) - r * r)
             hit = disc > 0
             root = np.sqrt(np.where(hit, disc, 0.0))
             s0, s1 = -b - root, -b + root

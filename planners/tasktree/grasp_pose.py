@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from teamtree.broker.lazy import lazy_module
-from teamtree.hardware.geometry import ArmModel
+from teamtree.hardware.geometry import ArmModel, row_dots
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,7 +72,7 @@ def reach_factors(
     """``reach_factor`` of many grasps at once (rows of `positions` and `approaches`)."""
     wrist = positions - approaches * (depths + arm.hand_length)[:, None]
     d = wrist - np.asarray(arm.base_position, dtype=float)
-    r = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) / arm.reach
+    r = np.sqrt(row_dots(d, d)) / arm.reach
     return 1.0 / (1.0 + np.exp((r - knee) / softness))
 
 

@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING
 
 from teamtree.broker import SpecificationError
 from teamtree.broker.lazy import lazy_module
-from teamtree.hardware.geometry import ArmModel, GraspOrientation, ShapePrimitive, up_axis
+from teamtree.hardware.geometry import (
+    ArmModel,
+    GraspOrientation,
+    ShapePrimitive,
+    row_dots,
+    up_axis,
+)
 from teamtree.planners.tasktree.grasp_pose import bearing_factors, coverage_factor, reach_factors
 from teamtree.planners.tasktree.tree import TaskTree
 
@@ -120,11 +126,6 @@ def _crosses(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
 
 
-def _rowdots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The dot product of each row of `a` with the same row of `b`."""
-    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
-
-
 @dataclass(frozen=True)
 class GraspScorer:
     """Antipodal grasp sampler + best-candidate + reachability and orientation filters.
@@ -174,12 +175,12 @@ class GraspScorer:
             bearing = math.atan2(float(d[1]), float(d[0]))
         a, psi, u_depth, u_off = self._draws(orient, tol, rng, bearing)
         h = _crosses(a, up_axis())
-        short = np.sqrt(_rowdots(h, h)) < 1e-6
+        short = np.sqrt(row_dots(h, h)) < 1e-6
         h[short] = (1.0, 0.0, 0.0)
-        h = h / np.sqrt(_rowdots(h, h))[:, None]
+        h = h / np.sqrt(row_dots(h, h))[:, None]
         k = _crosses(a, h)
         c = np.cos(psi)[:, None] * h + np.sin(psi)[:, None] * k
-        c = c / np.sqrt(_rowdots(c, c))[:, None]
+        c = c / np.sqrt(row_dots(c, c))[:, None]
         e2 = _crosses(a, c)
         back = shape.supports(-a)
         extent_a = shape.supports(a) + back
@@ -188,11 +189,11 @@ class GraspScorer:
         off = -0.5 + (0.5 - -0.5) * u_off
         mid = shape.center + (off * half_e2)[:, None] * e2
         # seat the grasp `depth` inside the object's near face along the approach
-        near = back - _rowdots(mid, -a)
+        near = back - row_dots(mid, -a)
         g = mid + (depth - near)[:, None] * a
         hit, s_in, s_out, n_in, n_out = shape.intersects(g, c)
         width = s_out - s_in
-        worst = np.minimum(-_rowdots(n_in, c), _rowdots(n_out, c))
+        worst = np.minimum(-row_dots(n_in, c), row_dots(n_out, c))
         # lowest point of a finger pad: it spans `depth` back to the palm and
         # `tip_margin` past the contact along the approach, thickness along e2
         along = np.minimum(self.tip_margin * a[:, 2], -depth * a[:, 2])
