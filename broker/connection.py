@@ -245,7 +245,8 @@ class Connection:
             await self._flush()
             self.connected.set()
             log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
-            async for message in client.messages:
+            while True:
+                message = await client.next_message()
                 payload = message.payload
                 if not isinstance(payload, bytes | bytearray):
                     payload = b"" if payload is None else str(payload).encode()

@@ -36,6 +36,19 @@ acknowledgement; with ``flush`` it is also written at once, with everything queu
 before it. The connection asks that for the peer rule's claims and replies: at 32
 robots in a process pair, a claim took 7-11 ms from its stamp to the broker, and 2-4
 ms written at once (benchmarks/bench_tasktree.py, "Seventh pass").
+
+Reading. aiomqtt's reader asks paho for one packet each time the socket is readable
+(paho reads as many as it has QoS messages in flight, at least one), and paho reads a
+packet in three or more system calls (its type, each length byte, the rest). Seven
+claim replies that reach a process together were read one per loop turn, each turn
+also running every other agent's ready work (issue 19: 4 robots and 4 drivers share a
+loop). ``FastClient`` reads every packet the socket holds when it is readable (up to
+``READ_BATCH``, then on the next turn), and over plain TCP serves paho's small reads
+from one ``recv`` of up to ``RECV_SIZE`` bytes. The messages go to the inbound queue,
+whose urgent lane then serves the replies first. ``next_message`` takes a queued
+message without aiomqtt's task and wait per message (a task created and three loop
+turns for each), giving the loop a turn once it has handed over messages for
+``TAKE_SLICE_S``, so the other agents' work and our socket's urgent messages go on.
 """
 
 from __future__ import annotations
@@ -44,13 +57,27 @@ import asyncio
 import contextlib
 import functools
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import aiomqtt
-from paho.mqtt.client import DISCONNECT, MQTT_ERR_SUCCESS
+from paho.mqtt.client import DISCONNECT, MQTT_ERR_AGAIN, MQTT_ERR_SUCCESS
 
 __all__ = ["FastClient"]
+
+READ_BATCH = 256
+"""Packets read in one turn of the loop before it serves other work (module doc)."""
+
+RECV_SIZE = 65536
+"""Bytes asked of the kernel in one ``recv`` over plain TCP."""
+
+TAKE_SLICE_S = 0.002
+"""How long ``next_message`` hands over queued messages in a row (the handling of
+those it handed over included) before the loop gets a turn."""
+
+_WAKE = object()
+"""Put in the inbound queue when the connection is lost (``FastClient._wake``)."""
 
 T = TypeVar("T")
 
@@ -68,6 +95,9 @@ class FastClient(aiomqtt.Client):
         self._gathering = False  # inside _write_now: paho's sends are gathered
         self._watching = False  # our writer waits for the socket to take the rest
         self._write_soon = False  # a write is scheduled for the next loop turn
+        self._inbuf = b""  # bytes received that paho has not read yet (plain TCP)
+        self._inpos = 0
+        self._turn_at = 0.0  # when next_message last let the loop have a turn
 
     async def __aenter__(self) -> FastClient:
         await super().__aenter__()
@@ -75,8 +105,73 @@ class FastClient(aiomqtt.Client):
         if type(sock) is socket.socket:  # plain TCP: not TLS, not a websocket
             # paho sends each packet with its own send(); take them instead (_gather)
             self._client._sock_send = self._gather
+            self._client._sock_recv = self._recv_buffered
             self._batching = True
+        self._disconnected.add_done_callback(self._wake)
         return self
+
+    async def next_message(self) -> aiomqtt.Message:
+        """The next message received, as ``anext(client.messages)`` gives it (and the
+        same ``MqttError`` once disconnected): taken at once when one is queued, else
+        awaited on the queue itself, which a disconnection wakes (``_wake``)."""
+        queue, gone = self._queue, self._disconnected
+        if time.monotonic() - self._turn_at >= TAKE_SLICE_S:
+            await asyncio.sleep(0)  # the loop's turn: other agents, our socket
+            self._turn_at = time.monotonic()
+        while not gone.done():
+            if queue.empty():
+                item = await queue.get()
+                self._turn_at = time.monotonic()
+            else:
+                item = queue.get_nowait()
+            if item is not _WAKE:
+                return item  # type: ignore[no-any-return]
+        return await anext(self.messages)  # disconnected: raises as aiomqtt's does
+
+    def _wake(self, _gone: asyncio.Future[None]) -> None:
+        """A disconnection wakes ``next_message`` waiting on an empty queue."""
+        self._queue.put_nowait(_WAKE)
+
+    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        super()._on_socket_open(client, userdata, sock)
+        self._inbuf, self._inpos = b"", 0
+        # aiomqtt queued its reader the same way: this one replaces it, in order
+        self._loop.call_soon_threadsafe(self._loop.add_reader, sock.fileno(), self._read, client)
+
+    def _read(self, client: Any) -> None:
+        """Read every packet the socket holds (at most ``READ_BATCH`` this turn)."""
+        try:
+            for _ in range(READ_BATCH):
+                if client._sock is None:
+                    return
+                rc = client._packet_read()
+                if rc == MQTT_ERR_AGAIN:
+                    break
+                if rc != MQTT_ERR_SUCCESS:
+                    client._loop_rc_handle(rc)
+                    return
+            sock = client._sock
+            if self._inpos < len(self._inbuf) or (
+                hasattr(sock, "pending") and sock.pending() > 0  # TLS: decrypted, unread
+            ):
+                self._loop.call_soon(self._read, client)  # no readiness will say so
+        except Exception as exc:  # as aiomqtt: a broken connection ends the session
+            self._fail(exc)
+
+    def _recv_buffered(self, bufsize: int) -> bytes:
+        """paho's ``_sock_recv`` over plain TCP: up to `bufsize` bytes, from what one
+        ``recv`` of ``RECV_SIZE`` brought (raises ``BlockingIOError`` when none)."""
+        data, pos = self._inbuf, self._inpos
+        if pos >= len(data):
+            sock = self._client._sock
+            if sock is None:
+                raise ConnectionError("self._sock is None")
+            data, pos = sock.recv(RECV_SIZE), 0
+            if not data:
+                return data  # the broker closed the connection
+        end = pos + bufsize
+        self._inbuf, self._inpos = data, end
+        return data[pos:end]
 
     def start_publish(
         self, topic: str, payload: bytes, qos: int, retain: bool, *, flush: bool = False
@@ -160,6 +255,7 @@ class FastClient(aiomqtt.Client):
             with contextlib.suppress(ValueError, OSError):
                 self._loop.remove_writer(sock.fileno())
         self._outbuf.clear()
+        self._inbuf, self._inpos = b"", 0
         super()._on_socket_close(client, userdata, sock)
 
     def _gather(self, buf: bytes | bytearray) -> int:

@@ -1,16 +1,22 @@
-"""FastClient's write path against a real mosquitto: packets queued from the event
-loop go out on the next loop turn; when the kernel's send buffer is full the rest is
-written once the socket can take it, in order, with nothing lost or duplicated.
+"""FastClient against a real mosquitto. Writes: packets queued from the event loop go
+out on the next loop turn; when the kernel's send buffer is full the rest is written
+once the socket can take it, in order, with nothing lost or duplicated. Reads: what
+the socket holds is read in one loop turn, through a read buffer that keeps every
+message whole, and a lost connection wakes a reader waiting for a message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+import socket
+import time
 
+import aiomqtt
 import pytest
 
 from teamtree.broker.connection import Connection, Incoming, Outgoing
-from teamtree.broker.fast_client import FastClient
+from teamtree.broker.fast_client import RECV_SIZE, FastClient
 
 pytestmark = pytest.mark.integration
 
@@ -187,3 +193,64 @@ async def test_one_subscribe_call_takes_many_filters(mosquitto) -> None:
         await conn.close()
         await asyncio.gather(task, return_exceptions=True)
     assert got == ["many/0", "many/63", "many/64", "many/99", "many/end"]
+
+
+async def test_what_a_readable_socket_holds_is_read_in_one_loop_turn(mosquitto) -> None:
+    """Thirty messages waiting in the socket are all read the first time the loop
+    finds it readable (aiomqtt's reader took one packet per loop turn, so the last of
+    seven claim replies that reached a busy process together waited seven turns)."""
+    endpoint = mosquitto.endpoint
+    async with (
+        FastClient(endpoint.host, endpoint.port, identifier="read-all") as reader,
+        FastClient(endpoint.host, endpoint.port, identifier="read-all-writer") as writer,
+    ):
+        await reader.subscribe("fast/read", qos=1)
+        for i in range(30):
+            writer.start_publish("fast/read", str(i).encode(), 0, False, flush=True)
+        time.sleep(0.5)  # blocks the loop: all thirty reach the reader's socket meanwhile
+        await asyncio.sleep(0)  # the next turn polls the socket: its reader runs after us
+        await asyncio.sleep(0)  # now it has run once
+        queued = reader._queue.qsize()
+        got = [(await reader.next_message()).payload for _ in range(30)]
+    assert queued == 30, queued
+    assert got == [str(i).encode() for i in range(30)]
+
+
+async def test_messages_of_any_size_arrive_whole_over_the_read_buffer(mosquitto) -> None:
+    """Messages from one byte to several times the read buffer, some split across two
+    of its reads, arrive intact and in order (random sizes; the seed is printed)."""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    sizes = [
+        rng.choice((1, 2, 127, 128, 16383, 16384, RECV_SIZE - 5, RECV_SIZE + 7))
+        if rng.random() < 0.3
+        else rng.randrange(1, 3 * RECV_SIZE)
+        for _ in range(120)
+    ]
+    payloads = [rng.randbytes(n) for n in sizes]
+    endpoint = mosquitto.endpoint
+    async with asyncio.timeout(60):
+        async with (
+            FastClient(endpoint.host, endpoint.port, identifier="sizes") as reader,
+            FastClient(endpoint.host, endpoint.port, identifier="sizes-writer") as writer,
+        ):
+            await reader.subscribe("fast/sizes", qos=1)
+            for payload in payloads:
+                writer.start_publish("fast/sizes", payload, 1, False)
+            got = [(await reader.next_message()).payload for _ in payloads]
+    for i, (want, have) in enumerate(zip(payloads, got, strict=True)):
+        assert have == want, f"seed {seed}: message {i} ({len(want)} bytes) came as {len(have)}"
+
+
+async def test_a_lost_connection_wakes_a_reader_waiting_for_a_message(mosquitto) -> None:
+    """``next_message`` waiting on an empty queue raises ``MqttError`` when the
+    connection breaks, as aiomqtt's message iterator does."""
+    endpoint = mosquitto.endpoint
+    async with asyncio.timeout(30):
+        async with FastClient(endpoint.host, endpoint.port, identifier="woken") as client:
+            waiting = asyncio.create_task(client.next_message())
+            await asyncio.sleep(0.1)
+            assert not waiting.done()
+            client._client._sock.shutdown(socket.SHUT_RDWR)  # the connection breaks
+            with pytest.raises(aiomqtt.MqttError):
+                await waiting
