@@ -95,7 +95,7 @@ class PeerRuleMember(Agent):
         message kinds ``<kinds>.claim``, ``.claim_reply``, ``.transition``, ``.snapshot``.
         A claim to one peer comes on the claimant's ``claims`` channel addressed to it.
         With a ``roster`` (set it before this call), transitions and snapshots come
-        from its members only, one subscription each.
+        from its other members only, one subscription each.
         Claims, replies and transitions are urgent (``Agent.urgent``): every claim
         waits for the reply of every online peer, so they pass the snapshots and
         observations queued; transitions come with them, in order, so a robot that has
@@ -107,10 +107,11 @@ class PeerRuleMember(Agent):
         # peer that must answer receives it (not every member, as on the team channel)
         self.on_agents(claims, self._on_peer_claim, kind=f"{kinds}.claim", addressed=True)
         self.on_agents(replies, self._on_peer_reply, kind=f"{kinds}.claim_reply", addressed=True)
-        # with a roster, each member's channels (its own messages too, as before): the
-        # wildcard also brought whatever else shares the channel's name, such as the
-        # world's 77 kB state (17% of the robots' CPU at 32 x 500, all of it dropped)
-        members = self.roster
+        # with a roster, each other member's channels: the wildcard also brought
+        # whatever else shares the channel's name, such as the world's 77 kB state (17%
+        # of the robots' CPU at 32 x 500, all of it dropped), and our own messages,
+        # which the dispatcher drops once decoded (a robot never reads them)
+        members = None if self.roster is None else self.roster - {self.id}
         self.on_agents(
             transitions, self._on_peer_transition, kind=f"{kinds}.transition", senders=members
         )

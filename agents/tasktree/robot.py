@@ -90,7 +90,7 @@ from teamtree.agents.tasktree.peer_wire import (
 from teamtree.broker import ConfigError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
-from teamtree.broker.lazy import lazy_module
+from teamtree.broker.lazy import lazy_module, preload
 from teamtree.broker.topics import Topic
 from teamtree.hardware.profiles import arm_model, can_place
 from teamtree.hardware.profiles import profile as profile_spec
@@ -370,10 +370,10 @@ class RobotAgent(PeerRuleMember):
             if not isinstance(event, PotentialsChanged):  # potentials are recomputed
                 self._backlog.append(("event", event))
             return
-        now = self._now()
         if self._stale_potentials and self._reads_potentials():
             self._stale_potentials = False  # the latest, before it selects
-            c.handle(PotentialsChanged(self._potentials()), now)
+            c.handle(PotentialsChanged(self._potentials()), self._now())
+        now = self._now()  # after the potentials: a claim's stamp is when it is made
         for action in c.handle(event, now):
             await self._act(action)
         while self._local:  # replies the human models give to our claims
@@ -976,6 +976,7 @@ class RobotAgent(PeerRuleMember):
 
     async def main(self) -> None:
         await self.wait_connected()
+        numpy = asyncio.ensure_future(preload("numpy"))  # loaded while the team gathers
         await self.wait_synced()  # on a cluster: the team's state before any claim
         await self.publish(
             MISSION,
@@ -989,6 +990,7 @@ class RobotAgent(PeerRuleMember):
         await asyncio.sleep(0.3)  # retained presence and snapshots arrive first
         while not set(self.expect_peers) <= self.peer_rule_peers() and loop.time() < deadline:
             await asyncio.sleep(0.05)
+        await numpy
         peers = self.peer_rule_peers()
         missing = sorted(set(self.expect_peers) - peers)
         if missing:
