@@ -10,6 +10,9 @@ Publishes are pipelined: a QoS 1 message is written in call order and its PUBACK
 tracked in the background (``publish(..., wait=False)``), so a handler that answers a
 message does not hold up the next one for a broker round trip. Messages whose PUBACK
 has not come when the session ends go back to the front of the outbox, in order.
+Tracking is a callback on the acknowledgement's future, and one watchdog task gives up
+on those that did not come within the publish timeout (a task and a timer for each
+publish were a fifth of its CPU cost: ``benchmarks/bench_tasktree.py``, eighth pass).
 """
 
 from __future__ import annotations
@@ -155,7 +158,10 @@ class Connection:
         self._flush_task: asyncio.Future[None] | None = None
         self._session_over = asyncio.Event()
         self._inflight: dict[int, Outgoing] = {}  # sent, PUBACK awaited; in send order
-        self._inflight_tasks: set[asyncio.Task[None]] = set()
+        # seq -> the acknowledgement's future and the loop time it is given up at, in
+        # send order (so the oldest is first); read by _watch
+        self._tracked: dict[int, tuple[asyncio.Future[None], float]] = {}
+        self._watchdog: asyncio.Task[None] | None = None
         self._seq = itertools.count()
         #: the last retained message published per topic (what a re-sync publishes again)
         self.retained: dict[str, Outgoing] = {}
@@ -272,8 +278,9 @@ class Connection:
         self.state = ConnectionState.CLOSING
         client = self._client
         if client is not None and was is ConnectionState.CONNECTED:
-            if self._inflight_tasks:  # let pipelined messages be acknowledged first
-                await asyncio.wait(set(self._inflight_tasks), timeout=timeout)
+            if self._tracked:  # let pipelined messages be acknowledged first
+                acks = {ack for ack, _at in self._tracked.values()}
+                await asyncio.wait(acks, timeout=timeout)
             for message in final or []:
                 with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
                     await client.publish(
@@ -283,6 +290,8 @@ class Connection:
                         retain=message.retain,
                         timeout=timeout,
                     )
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         task = self._run_task
         if task is not None and not task.done() and task is not asyncio.current_task():
             task.cancel()
@@ -338,24 +347,27 @@ class Connection:
             self._keep(message)
         client = self._client
         if client is not None and self._direct:
-            task = self._start(client, message)
+            sent = self._start(client, message)
             if not wait:
                 return True
             ended = asyncio.ensure_future(self._session_over.wait())
             try:
-                await asyncio.wait({task, ended}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({sent, ended}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 ended.cancel()
-            return task.done() and not task.cancelled() and task.exception() is None
+            return sent.done() and not sent.cancelled() and sent.exception() is None
         self._enqueue(message)
         return False
 
-    def _start(self, client: FastClient, message: Outgoing) -> asyncio.Task[None]:
+    def _start(self, client: FastClient, message: Outgoing) -> asyncio.Future[None]:
         """Send `message` now (paho queues it in call order; on an urgent channel it
-        is written at once) and track its acknowledgement."""
+        is written at once) and track its acknowledgement: the returned future is done
+        once the broker acknowledged it, failed if the publish failed, and cancelled if
+        no acknowledgement came within the publish timeout (``_watch``)."""
         seq = next(self._seq)
         if message.qos > 0:
             self._inflight[seq] = message
+        loop = asyncio.get_running_loop()
         try:  # paho queues it now, in call order; an urgent one leaves now too
             sent = client.start_publish(
                 message.topic,
@@ -365,32 +377,44 @@ class Connection:
                 flush=on_channels(message.topic, self._urgent_channels),
             )
         except aiomqtt.MqttError as exc:
-            sent = asyncio.get_running_loop().create_future()
+            sent = loop.create_future()
             sent.set_exception(exc)
-        task = asyncio.ensure_future(self._track(client, seq, message, sent))
-        self._inflight_tasks.add(task)
-        task.add_done_callback(self._inflight_tasks.discard)
-        task.add_done_callback(_consume)
-        return task
+        self._tracked[seq] = (sent, loop.time() + self._publish_timeout)
+        sent.add_done_callback(functools.partial(self._acked, client, seq, message))
+        if self._watchdog is None or self._watchdog.done():
+            self._watchdog = asyncio.ensure_future(self._watch())
+        return sent
 
-    async def _track(
+    def _acked(
         self, client: FastClient, seq: int, message: Outgoing, sent: asyncio.Future[None]
     ) -> None:
-        """Await `sent`, the PUBACK of a publish paho has queued (given up after the
-        publish timeout). A session that ends first has already put the message back in
-        the outbox."""
-        try:
-            await asyncio.wait_for(sent, self._publish_timeout)
-        except (aiomqtt.MqttError, TimeoutError):
-            if message.qos == 0:
-                self.dropped_qos0 += 1
-            elif seq in self._inflight and client is self._client:
-                # no PUBACK in time on a live session: resend it and later ones in order
-                self._direct = False
-                self._requeue_inflight()
-                self._kick_flush()
-            raise
-        self._inflight.pop(seq, None)
+        """The acknowledgement of a publish came, failed or was given up (cancelled by
+        ``_watch``). A session that ended first has already put the message back in the
+        outbox; a live session that lost one resends it and later ones in order."""
+        self._tracked.pop(seq, None)
+        if not sent.cancelled() and sent.exception() is None:
+            self._inflight.pop(seq, None)
+            return
+        if message.qos == 0:
+            self.dropped_qos0 += 1
+        elif seq in self._inflight and client is self._client:
+            # no PUBACK in time on a live session: resend it and later ones in order
+            self._direct = False
+            self._requeue_inflight()
+            self._kick_flush()
+
+    async def _watch(self) -> None:
+        """Give up on acknowledgements older than the publish timeout (the oldest are
+        first in ``_tracked``); ends when nothing is tracked."""
+        loop = asyncio.get_running_loop()
+        while self._tracked:
+            seq, (sent, at) = next(iter(self._tracked.items()))
+            now = loop.time()
+            if at > now:
+                await asyncio.sleep(at - now)
+                continue
+            del self._tracked[seq]
+            sent.cancel()  # _acked takes it as lost (one just done: as it came)
 
     def _requeue_inflight(self) -> None:
         """Unacknowledged messages go back to the front of the outbox, oldest first.
@@ -520,9 +544,3 @@ class Connection:
     def inflight(self) -> int:
         """QoS 1 messages sent and not yet acknowledged."""
         return len(self._inflight)
-
-
-def _consume(task: asyncio.Task[None]) -> None:
-    """Retrieve a tracking task's exception (it was handled: the message is requeued)."""
-    if not task.cancelled():
-        task.exception()

@@ -254,3 +254,26 @@ async def test_a_lost_connection_wakes_a_reader_waiting_for_a_message(mosquitto)
             client._client._sock.shutdown(socket.SHUT_RDWR)  # the connection breaks
             with pytest.raises(aiomqtt.MqttError):
                 await waiting
+
+
+async def test_pipelined_publishes_are_tracked_without_a_task_each(mosquitto) -> None:
+    """A hundred QoS 1 publishes made without waiting start at most one background task
+    (the watchdog of their acknowledgements; a task and a timer each were a fifth of a
+    publish's CPU), and every one is acknowledged: nothing stays in flight."""
+
+    async def ignore(message: Incoming) -> None:
+        pass
+
+    conn = Connection(mosquitto.endpoint, client_id="tracked", on_message=ignore)
+    async with asyncio.timeout(30):
+        task = asyncio.create_task(conn.run())
+        await conn.connected.wait()
+        before = len(asyncio.all_tasks())
+        for i in range(100):
+            await conn.publish(Outgoing("fast/tracked", str(i).encode(), 1, False), wait=False)
+        started = len(asyncio.all_tasks()) - before
+        while conn.inflight:
+            await asyncio.sleep(0.01)
+        await conn.close()
+        await asyncio.gather(task, return_exceptions=True)
+    assert started <= 1, started
