@@ -277,3 +277,18 @@ async def test_pipelined_publishes_are_tracked_without_a_task_each(mosquitto) ->
         await conn.close()
         await asyncio.gather(task, return_exceptions=True)
     assert started <= 1, started
+
+
+async def test_after_a_lost_connection_the_reader_gets_an_error_not_a_message(mosquitto) -> None:
+    """A connection lost while nobody waits for a message: the next ``next_message``
+    raises ``MqttError`` (it once handed over the queue's wake-up marker, and the
+    connection died of it: nothing was received again)."""
+    endpoint = mosquitto.endpoint
+    async with asyncio.timeout(30):
+        async with FastClient(endpoint.host, endpoint.port, identifier="lost") as client:
+            client._client._sock.shutdown(socket.SHUT_RDWR)  # the connection breaks
+            while not client._disconnected.done():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)  # its callbacks have run
+            with pytest.raises(aiomqtt.MqttError):
+                await client.next_message()
