@@ -463,6 +463,8 @@ class TaskController:
         self._acts: ActivationView | None = None
         self._spread = IncrementalSpread(tree)
         self._acts_key: tuple | None = None
+        self._done_version: int | None = None  # mission_done's cache
+        self._root_satisfied = False
         self.avoider: ContentionAvoider | None = None
         """With ``avoid_contention``: peers' potentials, patience, backoff
         (``contention.py``); the claim rule itself is unchanged."""
@@ -498,8 +500,15 @@ class TaskController:
 
     @property
     def mission_done(self) -> bool:
-        """True when the root's constraint is satisfied in this copy."""
-        return self.activations().satisfied(self.tree.root.id)
+        """True when the root's constraint is satisfied in this copy. That depends on
+        the done leaves only, so it is recomputed when they change: the agent asks
+        after every event, and most change only who works on what (bringing the
+        activations up to date on each was 4% of a robot's CPU at 32 x 500)."""
+        version = self.done.version  # type: ignore[attr-defined]
+        if version != self._done_version:
+            self._done_version = version
+            self._root_satisfied = self.activations().satisfied(self.tree.root.id)
+        return self._root_satisfied
 
     def activations(self) -> ActivationView:
         """Activation level and potential of every node now (§2.2), as a mapping.
