@@ -14,7 +14,6 @@ loaded on first use on the event loop, numpy stalled a process of four robots fo
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import types
 from collections.abc import Callable, Mapping
@@ -50,6 +49,8 @@ def lazy_module(name: str) -> types.ModuleType:
 async def preload(*names: str) -> None:
     """Import modules `names` in a worker thread, so the event loop keeps serving
     meanwhile (a module already imported costs nothing)."""
+    import asyncio  # here: the planners import this module and must not load asyncio
+
     loop = asyncio.get_running_loop()
     for name in names:
         await loop.run_in_executor(None, importlib.import_module, name)
