@@ -478,64 +478,64 @@ later; nothing ran on two bodies at once. The old run had none this time, and on
 the sixth pass. Start-up, one run a side: 20 agents 1.9x old, 2.0x new; 50 agents 2.3x old,
 2.2x new.
 
-Eighth pass (issue 19): the receive path, acknowledgements, numpy's import.
+Eighth pass (issue 19): the receive path, acknowledgements, numpy's import, ticks.
 
 Where it went, 8 x 50: a copy that stamped every claim, reply and dispatch with the
 wall clock (all processes share it) showed each hop waiting 1-3 ms beyond the
-broker's ~0.6 ms, while the event loops were mostly idle (a 1 ms sleeper woke
-0.1 ms late at the median). Two causes. aiomqtt's reader asks paho for one packet
-each time the socket is readable, so seven replies reaching a process together were
-read one per loop turn, each turn running every other agent's ready work; and its
-message iterator creates a task and an ``asyncio.wait`` for every message (three
-loop turns each). The numpy import, lazily at the first observation, stalled a
-process of four robots for 0.18 s as the mission began. An urgent publish cost 83 us
-of CPU, a fifth of it a tracking task and a ``wait_for`` timer per message.
+broker's ~0.6 ms while the event loops were mostly idle (a 1 ms sleeper woke 0.1 ms
+late at the median). aiomqtt's reader asks paho for one packet each time the socket
+is readable, so seven replies reaching a process together were read one per loop
+turn, each turn running every other agent's ready work; its message iterator creates
+a task and an ``asyncio.wait`` for every message (three loop turns each). numpy,
+imported lazily at the first observation, stalled a process of four robots for
+0.18 s as the mission began. An urgent publish cost 83 us of CPU, a fifth of it a
+tracking task and a ``wait_for`` timer. And the slowest claims of a run shared one
+millisecond stamp: agents started together ticked together for good, so every idle
+robot claimed at the same instant and waited behind the others' replies.
 
-What changed (``broker/fast_client.py``, ``broker/connection.py``, the robot):
+What changed, each A/B alternating in one session, ``--procs 3``:
 
 - A readable socket is read whole (up to 256 packets a turn), over plain TCP from
   one ``recv`` of up to 64 KiB instead of three system calls a packet; queued
   messages are taken without a task each, with a loop turn every 2 ms. An agent
-  receiving small QoS 1 messages: 72-78 -> 39 us of CPU per message (20,000 from
-  another process; the old client also fell behind a fast sender, and mosquitto's
-  queue limit dropped 700-2,000 of them).
-- A publish's acknowledgement is a callback on its future, and one watchdog task
-  per connection gives up on those older than the publish timeout: 83-98 -> 66-69 us
-  per urgent publish.
+  receiving small QoS 1 messages from another process: 72-78 -> 39 us of CPU per
+  message (the old client also fell behind a fast sender, and mosquitto's queue
+  limit dropped 700-2,000 of 20,000).
+- A publish's acknowledgement is a callback on its future, one watchdog task per
+  connection gives up on late ones, and a plain PUBACK is read with one shared
+  reason code and properties pair: 83-98 -> 39-55 us per urgent publish.
 - numpy is imported in a worker thread from the driver's first observation (or the
   mission's start); potentials wait for it. Imported as soon as the agent was ONLINE
   it slowed its neighbours' start (50 agents 2.6x against 2.1-2.2x), so it is not.
 - A robot no longer subscribes to its own transitions and snapshots (decoded, then
-  dropped); a claim is stamped after the potentials are refreshed.
+  dropped); a claim is stamped after the potentials are refreshed; ``mission_done``
+  is recomputed only when the done leaves change.
+- Each agent ticks at its own point of the tick period, drawn from its id. Three
+  runs a side at 8 x 50, without -> with: claim p50 8 / 9 / 11 -> 4 / 2 / 3 ms, p99
+  15 / 25 / 19 -> 13 / 8 / 9 ms; 16 x 50, two runs: p50 36 / 23 -> 16 / 10 ms; 32 x 50:
+  129 / 77 -> 113 / 96 ms (no change beyond the noise: at 32 robots the processes are
+  saturated, not synchronised).
 
 End to end, the seventh pass's last commit (old) against this pass's (new),
-alternating in one session, ``--procs 3`` (ms for claims and round trips; every run
-completed):
+alternating in one session (ms for claims and round trips; every run completed):
 
     side robots behav mission s        claim p50        claim p99   rtt p50       cpu s
-    old       8    50  1.7 1.7 1.7    19  12  15      33  43  34   1.2 1.3 1.9   1.2 1.1 1.1
-    new       8    50  1.7 1.5 1.6    12   8   8      26  18  15   1.3 1.3 1.1   1.0 1.0 1.1
-    old      16    50  1.8 1.5        34  46          75  87       1.3 2.7       1.8 1.7
-    new      16    50  1.3 1.6        35  28          62  62       0.9 1.3       1.2 1.4
-    old      32    50  3.3 3.3       155  95         345 283       1.9 1.9       4.5 4.3
-    new      32    50  1.7 1.5       113  93         266 236       2.1 2.9       2.6 2.2
-    old      32   500  23.5          334             729           2.8           38.1
-    new      32   500  17.3          261             526           1.2           29.6
+    old       8    50  1.7 1.7 1.7    11  13  12      35  34  28   1.2 1.3 1.2   1.1 1.3 1.1
+    new       8    50  1.6 1.7 1.7     4   2   3      13   8   9   0.8 0.9 1.2   1.1 1.0 1.0
+    old      16    50  1.7 1.6        34  30          70  81       2.3 2.1       1.8 1.8
+    new      16    50  1.2 1.2        16  10          37  36       0.9 2.1       1.3 1.3
+    old      32    50  3.2 3.1       281 272         519 416       5.1 1.8       4.6 4.6
+    new      32    50  2.0 2.1       113  96         213 246       1.4 1.3       2.6 2.7
+    old      32   500  21.3          366             751           2.5           34.8
+    new      32   500  16.9          263             519           1.3           29.0
 
-Messages per behaviour at 32 x 50: 56-65 -> 47-49 (fewer claims asked again of a
-slow peer). Claim / RTT: 8 robots 6.3-9.5x new against 8.0-15.5x old (goal 3x), p99
-13-21x (goal 10x); 32 x 50 33-54x, 32 x 500 212x (its round trip was 1.2 ms in that
-run, 2.8 ms in the old one: the ratio moves with the probe as much as with the
-claims). With one process per robot and driver (``--procs 9``, how a team is
-deployed), 8 x 50 gave claim p50 8-11 ms against a round trip of 1.5-2.9 ms under
-that load: 2.8-7.2x. Start-up, two runs a side: 20 agents 2.0x / 2.0x old, 2.0x /
-1.9x new; 50 agents 2.1x both (goal 2x).
-
-What is left at 8 robots is mostly CPU contention: two cores for the broker, the
-world, two robot workers and the bench; a 1 ms sleeper in a robot worker woke 2-7 ms
-late at the 99th percentile with no handler running over 0.3 ms meanwhile (the
-process was waiting for a core), and the won claim's own work (grasp score, command,
-transition) holds its process for 1-2 ms.
+Claim / RTT at 8 robots: 4.7x, 2.3x, 2.6x new (goal 3x) against 9.0-10.4x old; p99
+15.5x, 9.2x, 7.8x (goal 10x) against 24-29x. At 32 robots: 76-81x at 32 x 50 and
+211x at 32 x 500 (goal 10x); the round trip itself ran 1.3 ms in the new runs and
+1.8-5.1 ms in the old ones, so the ratios move with the probe as much as with the
+claims. Messages per behaviour at 32 x 50: 58-62 -> 48-49. What is left at 32 is CPU:
+both robot workers busy most of the run, every claim waiting for 31 replies from
+processes with a backlog.
 """
 
 from __future__ import annotations
