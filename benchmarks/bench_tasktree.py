@@ -536,6 +536,14 @@ Claim / RTT at 8 robots: 4.7x, 2.3x, 2.6x new (goal 3x) against 9.0-10.4x old; p
 claims. Messages per behaviour at 32 x 50: 58-62 -> 48-49. What is left at 32 is CPU:
 both robot workers busy most of the run, every claim waiting for 31 replies from
 processes with a backlog.
+
+Six more 8 x 50 runs of the new code: claim p50 3 / 2 / 3 / 4 / 4 / 4 ms against round
+trips of 0.85-1.52 ms, so 2.3-3.9x (3x or less in three of the six; five of nine with
+the three above); p99 6-13 ms, 6.9-14.3x (10x or less in four of six). With one process
+per robot and its driver (``--procs 9``, as ``teamtree run`` lays a team out), three
+runs a side: claim p50 8 / 9 / 10 -> 5 / 6 / 6 ms, 4.6-6.0x -> 1.9-4.5x; p99 31-44 ->
+24-32 ms (nine processes on two cores). Start-up, two runs a side: 20 agents 1.9x old,
+2.0x new; 50 agents 2.1-2.2x both (goal 2x).
 """
 
 from __future__ import annotations
