@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 _HOMES: dict[str, tuple[str, ...]] = {
-    "connection": ("Connection", "ConnectionState", "Incoming", "Outgoing"),
+    "connection": ("Connection", "ConnectionState"),
     "endpoint": ("Endpoint", "parse_endpoint"),
     "envelope": ("MAX_PAYLOAD", "SCHEMA_VERSION", "Envelope", "decode", "encode"),
     "errors": (
@@ -48,6 +48,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "make_local_broker",
         "wait_for_port",
     ),
+    "messages": ("Incoming", "Outgoing"),
     "mosquitto_conf": ("MosquittoSettings", "render_mosquitto_conf"),
     "reach": ("check_reachable", "wait_reachable"),
     "topics": ("Topic", "validate_id"),

@@ -27,7 +27,6 @@ import socket
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Container
-from dataclasses import dataclass
 
 import aiomqtt
 import structlog
@@ -37,6 +36,7 @@ from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFu
 from teamtree.broker.failover import NodeRing
 from teamtree.broker.fast_client import FastClient
 from teamtree.broker.inbound import CoalescingQueue, on_channels
+from teamtree.broker.messages import Incoming, Outgoing
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -60,26 +60,6 @@ class ConnectionState(enum.Enum):
     CONNECTED = "connected"  #: subscribed, announced, outbox flushed
     CLOSING = "closing"  #: ``close`` called; final messages going out
     CLOSED = "closed"  #: disconnected for good
-
-
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """A message to publish."""
-
-    topic: str
-    payload: bytes
-    qos: int = 1
-    retain: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Incoming:
-    """A message received from the broker."""
-
-    topic: str
-    payload: bytes
-    retain: bool
-    qos: int
 
 
 MessageHandler = Callable[[Incoming], Awaitable[None]]
@@ -252,13 +232,7 @@ class Connection:
             self.connected.set()
             log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
             while True:
-                message = await client.next_message()
-                payload = message.payload
-                if not isinstance(payload, bytes | bytearray):
-                    payload = b"" if payload is None else str(payload).encode()
-                await self._on_message(
-                    Incoming(str(message.topic), bytes(payload), bool(message.retain), message.qos)
-                )
+                await self._on_message(await client.next_message())
 
     async def close(
         self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0

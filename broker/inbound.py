@@ -51,8 +51,9 @@ class _Slot:
 
 
 class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
-    """An asyncio queue of aiomqtt messages that keeps only the newest message of each
-    topic in `latest` (a container of exact topic names, read at every put)."""
+    """An asyncio queue of received messages (``Incoming``, whose ``topic`` is a
+    string) that keeps only the newest message of each topic in `latest` (a
+    container of exact topic names, read at every put)."""
 
     def __init__(
         self,
@@ -80,7 +81,7 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         return not self._queue and not self._urgent
 
     def _put(self, item: Any) -> None:
-        topic = getattr(getattr(item, "topic", None), "value", None)
+        topic = getattr(item, "topic", None)
         if topic is not None and on_channels(topic, self._urgent_channels):
             self._urgent.append(item)
             return

@@ -19,13 +19,8 @@ LATEST = frozenset({"obs/a", "obs/b"})
 
 
 @dataclass
-class _Topic:
-    value: str
-
-
-@dataclass
 class _Message:
-    topic: _Topic
+    topic: str
     n: int
 
 
@@ -45,18 +40,18 @@ def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops
     got: list[_Message] = []
     for n, (op, topic) in enumerate(ops):
         if op == "put":
-            m = _Message(_Topic(topic), n)
+            m = _Message(topic, n)
             q.put_nowait(m)
             put.append(m)
         elif not q.empty():
             got.append(q.get_nowait())
     while not q.empty():
         got.append(q.get_nowait())
-    others = [m for m in put if m.topic.value not in LATEST]
-    assert [m for m in got if m.topic.value not in LATEST] == others  # none shed, in order
+    others = [m for m in put if m.topic not in LATEST]
+    assert [m for m in got if m.topic not in LATEST] == others  # none shed, in order
     for topic in LATEST:
-        sent = [m.n for m in put if m.topic.value == topic]
-        seen = [m.n for m in got if m.topic.value == topic]
+        sent = [m.n for m in put if m.topic == topic]
+        seen = [m.n for m in got if m.topic == topic]
         assert seen == sorted(set(seen))  # never an older one after a newer one
         if sent:
             assert seen[-1] == sent[-1]  # the newest is always delivered
@@ -90,11 +85,11 @@ def test_urgent_channels_are_served_first_and_each_lane_keeps_its_order(ops) -> 
     waiting: list[_Message] = []  # urgent messages put and not yet taken
 
     def urgent(m: _Message) -> bool:
-        return m.topic.value.split("/")[4] in URGENT
+        return m.topic.split("/")[4] in URGENT
 
     for n, (op, topic) in enumerate(ops):
         if op == "put":
-            m = _Message(_Topic(topic), n)
+            m = _Message(topic, n)
             q.put_nowait(m)
             put.append(m)
             if urgent(m):
@@ -109,8 +104,8 @@ def test_urgent_channels_are_served_first_and_each_lane_keeps_its_order(ops) -> 
         got.append(q.get_nowait())
     assert q.qsize() == 0
     assert [m for m in got if urgent(m)] == [m for m in put if urgent(m)]  # all, in order
-    plain = [m for m in put if not urgent(m) and m.topic.value != TOPICS[0]]
-    assert [m for m in got if not urgent(m) and m.topic.value != TOPICS[0]] == plain
+    plain = [m for m in put if not urgent(m) and m.topic != TOPICS[0]]
+    assert [m for m in got if not urgent(m) and m.topic != TOPICS[0]] == plain
     assert len(got) + q.coalesced == len(put)
 
 

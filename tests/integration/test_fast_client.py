@@ -292,3 +292,53 @@ async def test_after_a_lost_connection_the_reader_gets_an_error_not_a_message(mo
             await asyncio.sleep(0.05)  # its callbacks have run
             with pytest.raises(aiomqtt.MqttError):
                 await client.next_message()
+
+
+async def test_received_messages_keep_topic_payload_qos_and_retain(mosquitto) -> None:
+    """Every field of a message read by the client's own PUBLISH parser (QoS 0 and 1)
+    or by paho's (QoS 2) comes out as sent: topics with non-ASCII characters and of
+    random lengths, empty and binary payloads, the retain flag of a retained message
+    (random; the seed is printed). The subscriber asks for QoS 2, so each message
+    comes at the QoS it was published with."""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    alphabet = "abcxyz019-_.é日本ß"
+    sent = []
+    for i in range(60):
+        name = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+        payload = rng.choice((b"", rng.randbytes(rng.randrange(1, 300))))
+        sent.append((f"fast/fields/{i}/{name}", payload, rng.choice((0, 1, 2))))
+    endpoint = mosquitto.endpoint
+    async with asyncio.timeout(60):
+        async with FastClient(endpoint.host, endpoint.port, identifier="fields-writer") as writer:
+            await writer.publish("fast/kept/é", b"kept", qos=1, retain=True)
+        async with (
+            FastClient(endpoint.host, endpoint.port, identifier="fields") as reader,
+            FastClient(endpoint.host, endpoint.port, identifier="fields-writer") as writer,
+        ):
+            await reader.subscribe("fast/kept/#", qos=2)
+            kept = await reader.next_message()
+            await reader.subscribe("fast/fields/#", qos=2)
+            for topic, payload, qos in sent:
+                await writer.publish(topic, payload, qos=qos)
+            got = [await reader.next_message() for _ in sent]
+            await writer.publish("fast/kept/é", b"", qos=1, retain=True)  # clear it
+    assert kept == Incoming("fast/kept/é", b"kept", True, 1)
+    want = [Incoming(topic, payload, False, qos) for topic, payload, qos in sent]
+    assert got == want, f"seed {seed}"
+
+
+async def test_a_publish_whose_topic_is_not_utf8_is_dropped_not_raised() -> None:
+    """A PUBLISH whose topic bytes are not UTF-8 (a broker must refuse it; a hostile
+    or broken one might not) is counted and dropped; paho's own path raised in the
+    reader and ended the session. The next packet is read as usual."""
+    client = FastClient("localhost", 1883, identifier="bad-topic")
+    paho = client._client
+    client._paho_publish = paho._handle_publish
+    paho._in_packet = {"command": 0x30, "packet": b"\x00\x02\xff\xfe" + b"body"}  # QoS 0
+    assert client._publish() == 0
+    assert client.dropped_topics == 1
+    assert client._queue.empty()
+    paho._in_packet = {"command": 0x31, "packet": b"\x00\x03a/b" + b"body"}  # retained
+    assert client._publish() == 0
+    assert client._queue.get_nowait() == Incoming("a/b", b"body", True, 0)
