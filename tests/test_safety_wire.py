@@ -247,3 +247,28 @@ def test_a_robot_with_a_roster_hears_its_members_transitions_and_no_one_elses() 
     assert f"{base}/world/state" not in with_roster
     without = asyncio.run(filters(None))
     assert {f"{base}/+/state", f"{base}/+/snapshot"} <= without
+
+
+def test_a_robot_takes_superseded_state_at_qos_0_and_the_peer_rule_at_qos_1() -> None:
+    """Peers' snapshots and potentials are state the sender's next message supersedes:
+    subscribed at QoS 0 (no PUBACK for each of them; a retained snapshot comes again
+    with every re-subscribe) and coalesced per sender while waiting to be handled.
+    Claims, replies and transitions stay at QoS 1 and are never coalesced."""
+
+    async def subscriptions() -> tuple[dict[str, int], set[str]]:
+        robot = make_robot(["pr2", "baxter", "alice"])  # type: ignore[arg-type]
+        await robot.setup()
+        await asyncio.sleep(0)  # the subscriptions are spawned
+        return dict(robot.connection._subscriptions), set(robot._latest_topics)
+
+    qos, latest = asyncio.run(subscriptions())
+    base = f"teamtree/v1/{TEAM}"
+    for member in ("baxter", "alice"):
+        assert qos[f"{base}/{member}/snapshot"] == 0
+        assert qos[f"{base}/{member}/potentials"] == 0
+        assert qos[f"{base}/{member}/state"] == 1
+        assert {f"{base}/{member}/snapshot", f"{base}/{member}/potentials"} <= latest
+        assert f"{base}/{member}/state" not in latest
+    assert f"{base}/pr2/potentials" not in qos  # its own: never read
+    assert qos[f"{base}/_/claims"] == 1
+    assert all(qos[f] == 1 for f in qos if "/claim" in f or "/state" in f)

@@ -481,6 +481,7 @@ class Agent:
         kind: str | None = None,
         addressed: bool = False,
         senders: Iterable[str] | None = None,
+        latest: bool = False,
     ) -> None:
         """Handle messages on every agent's own `channel` (optionally only `kind`).
 
@@ -488,13 +489,22 @@ class Agent:
         ``<sender>/<channel>/<this id>`` (commands, directed messages). With `senders`,
         only those agents' messages: one subscription each, so the broker sends
         nothing else (the world publishes its 77 kB state on its ``state`` channel,
-        where robots read their peers' transitions)."""
+        where robots read their peers' transitions).
+
+        With `latest`, each message is state that the sender's next one supersedes
+        (snapshots, potentials): it is taken at QoS 0, so no acknowledgement goes back
+        for it (a message lost with a connection is replaced by the sender's next, and
+        a retained one comes again with the re-subscribe), and with `senders` one still
+        waiting to be handled is replaced by the same sender's newer one, as
+        ``on_agent(latest=True)`` does."""
         recipient = self.id if addressed else None
         if senders is None:
             filters = [pattern(self.team, "+", channel, recipient)]
         else:
             filters = [pattern(self.team, s, channel, recipient) for s in sorted(set(senders))]
-        self._register(("agents", channel), handler, kind, *filters)
+            if latest:
+                self._latest_topics.update(filters)
+        self._register(("agents", channel), handler, kind, *filters, qos=0 if latest else 1)
 
     def on_agent(
         self,
@@ -525,13 +535,18 @@ class Agent:
             self.spawn(self.connection.subscribe(topic_filter), "subscribe")
 
     def _register(
-        self, key: tuple[str, str], handler: Handler, kind: str | None, *topic_filters: str
+        self,
+        key: tuple[str, str],
+        handler: Handler,
+        kind: str | None,
+        *topic_filters: str,
+        qos: int = 1,
     ) -> None:
         self._handlers.setdefault(key, []).append((kind, handler))
         new = [f for f in dict.fromkeys(topic_filters) if f not in self._filters]
         if new:
             self._filters.update(new)
-            self.spawn(self.connection.subscribe(*new), "subscribe")
+            self.spawn(self.connection.subscribe(*new, qos=qos), "subscribe")
 
     def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
         """Count a dropped message; log it when it is the first of its sender and

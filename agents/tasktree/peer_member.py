@@ -115,7 +115,15 @@ class PeerRuleMember(Agent):
         self.on_agents(
             transitions, self._on_peer_transition, kind=f"{kinds}.transition", senders=members
         )
-        self.on_agents(snapshots, self._on_peer_snapshot, kind=f"{kinds}.snapshot", senders=members)
+        # a snapshot supersedes the sender's last (every done leaf, what it works on):
+        # no acknowledgement for each, and one still waiting gives way to a newer one
+        self.on_agents(
+            snapshots,
+            self._on_peer_snapshot,
+            kind=f"{kinds}.snapshot",
+            senders=members,
+            latest=True,
+        )
 
     async def _decoded(
         self, env: Envelope, topic: Topic, what: str, decode: Any, field: str
@@ -135,9 +143,18 @@ class PeerRuleMember(Agent):
 
     def subscribe_potentials(self, channel: str, leaves: tuple[str, ...]) -> None:
         """Take peers' ``node.potentials`` (contention avoidance) on their ``channel``,
-        read in the order of `leaves` (the mission tree's)."""
+        read in the order of `leaves` (the mission tree's). Each supersedes the
+        sender's last (``on_agents(latest=True)``); with a roster, from its other
+        members only."""
         self._potential_leaves = leaves
-        self.on_agents(channel, self._on_peer_potentials, kind="node.potentials")
+        members = None if self.roster is None else self.roster - {self.id}
+        self.on_agents(
+            channel,
+            self._on_peer_potentials,
+            kind="node.potentials",
+            senders=members,
+            latest=True,
+        )
 
     async def _on_peer_potentials(self, env: Envelope, topic: Topic) -> None:
         leaves = self._potential_leaves
