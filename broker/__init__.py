@@ -12,6 +12,7 @@ from typing import Any
 
 _HOMES: dict[str, tuple[str, ...]] = {
     "connection": ("Connection", "ConnectionState"),
+    "broker_kind": ("BrokerKind",),
     "endpoint": ("Endpoint", "parse_endpoint"),
     "envelope": ("MAX_PAYLOAD", "SCHEMA_VERSION", "Envelope", "decode", "encode"),
     "errors": (
@@ -40,7 +41,6 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "failover": ("NodeRing",),
     "hlc": ("HlcStamp", "HybridLogicalClock", "wall_ms"),
     "local_broker": (
-        "BrokerKind",
         "EmbeddedBroker",
         "MosquittoBroker",
         "find_mosquitto",

@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from teamtree.broker.errors import ConfigError
 from teamtree.broker.mosquitto_conf import MosquittoSettings, render_mosquitto_conf
+from teamtree.broker.password_env import password_env_name
 from teamtree.broker.topics import validate_id
 
 __all__ = [
@@ -77,12 +77,6 @@ class BrokerFiles:
     credentials_dir: Path
     conf_file: Path | None = None
     users: tuple[AclUser, ...] = field(default=())
-
-
-def password_env_name(agent_id: str) -> str:
-    """The environment variable holding `agent_id`'s password, e.g. ``pr2-driver`` →
-    ``TEAMTREE_PASSWORD_PR2_DRIVER``."""
-    return "TEAMTREE_PASSWORD_" + re.sub(r"[^A-Za-z0-9]", "_", agent_id).upper()
 
 
 def password_hash(password: str, *, salt: bytes | None = None) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import os
 import pwd
@@ -21,17 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
+from teamtree.broker.broker_kind import BrokerKind
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import BrokerStartError, LifecycleError
 from teamtree.broker.mosquitto_conf import MosquittoSettings, render_mosquitto_conf
-
-
-class BrokerKind(enum.StrEnum):
-    """Which local broker to start."""
-
-    AUTO = "auto"  #: mosquitto when the binary is installed, else embedded
-    MOSQUITTO = "mosquitto"  #: the mosquitto binary as a child process
-    EMBEDDED = "embedded"  #: amqtt in this process
 
 
 def find_mosquitto() -> str | None:

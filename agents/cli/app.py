@@ -39,8 +39,8 @@ from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_ag
 from teamtree.agents.runtime.log_setup import configure_logging
 from teamtree.agents.runtime.mission import MISSION_ENV
 from teamtree.broker import ConfigError, TeamtreeError
+from teamtree.broker.broker_kind import BrokerKind
 from teamtree.broker.endpoint import parse_endpoint
-from teamtree.broker.local_broker import BrokerKind
 from teamtree.broker.tls import TlsSettings, client_context
 
 # An agent process starts with this module: what only other commands need (observers,

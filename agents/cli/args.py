@@ -8,7 +8,6 @@ import os
 import tomllib
 
 from teamtree.agents.runtime.config import load_config
-from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.broker import ConfigError, TopicError
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.topics import validate_id
@@ -121,6 +120,8 @@ def team_and_broker(
         team = team or config.team
         if broker is None and config.broker is not None:
             broker = config.broker.urls
+    from teamtree.agents.runtime.current_run import read_current_run  # not on an agent's path
+
     current = read_current_run()
     if current is not None and team in (None, current.team):
         team = current.team

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from teamtree.agents.cli.args import DEFAULT_BROKER
 from teamtree.agents.runtime.config import load_config
-from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.broker import ConfigError
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.reach import wait_reachable
@@ -27,6 +27,13 @@ BROKER_COMMANDS = frozenset(
     }
 )  # fmt: skip
 WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
+
+
+def _current_run() -> Any:
+    """The last ``teamtree run`` (imported here: ``agent`` never reads it)."""
+    from teamtree.agents.runtime.current_run import read_current_run
+
+    return read_current_run()
 
 
 def broker_of(args: argparse.Namespace) -> Endpoint | None:
@@ -45,10 +52,10 @@ def broker_of(args: argparse.Namespace) -> Endpoint | None:
     if isinstance(broker, str):
         return parse_endpoint(broker)
     if command == "tree" and getattr(args, "live", False):
-        current = read_current_run()
+        current = _current_run()
         return parse_endpoint(current.broker) if current else None
     if command in ("human", "disturb", "submit", "missions", "cancel"):
-        current = read_current_run()
+        current = _current_run()
         return parse_endpoint(current.broker if current else DEFAULT_BROKER)
     return None
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.broker import ConfigError, TopicError
+from teamtree.broker.broker_kind import BrokerKind
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
-from teamtree.broker.local_broker import BrokerKind
 from teamtree.broker.topics import validate_id
 
 #: "on_call" agents are not started by ``run``: a mission queue starts them per mission

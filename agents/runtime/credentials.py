@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from teamtree.broker import ConfigError
-from teamtree.broker.acl import password_env_name
+from teamtree.broker.password_env import password_env_name
 
 __all__ = ["agent_credentials"]
 

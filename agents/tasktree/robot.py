@@ -78,7 +78,6 @@ from teamtree.agents.tasktree.dialog_wire import (
 )
 from teamtree.agents.tasktree.dialog_wire import decode as decode_dialog
 from teamtree.agents.tasktree.dialog_wire import to_wire as dialog_to_wire
-from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import (
@@ -135,8 +134,12 @@ from teamtree.planners.tasktree import (
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from teamtree.agents.tasktree import mission_wire
 else:
     np = lazy_module("numpy")  # loaded on first use, after the agent is ONLINE
+    # the tree's wire codec, for the mission.tree the robot publishes after ONLINE
+    mission_wire = lazy_module("teamtree.agents.tasktree.mission_wire")
 
 CLAIMS = "claims"
 POTENTIALS = "potentials"
@@ -995,7 +998,7 @@ class RobotAgent(PeerRuleMember):
         await self.publish(
             MISSION,
             "mission.tree",
-            mission_tree_body(self.tree),
+            mission_wire.mission_tree_body(self.tree),
             team=True,
             retain=True,
         )
