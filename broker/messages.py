@@ -1,18 +1,19 @@
 """The messages a connection sends and receives, as plain values.
 
 Their own module so the MQTT client (``fast_client``) builds an ``Incoming`` straight
-from the packet, below the connection that hands it to the agent.
+from the packet, below the connection that hands it to the agent. msgspec Structs, not
+dataclasses: one is made for every message sent and received (a tenth of a frozen
+dataclass's construction time), and the class is made without compiling code at import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 __all__ = ["Incoming", "Outgoing"]
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
+class Outgoing(Struct, frozen=True):
     """A message to publish."""
 
     topic: str
@@ -21,8 +22,7 @@ class Outgoing:
     retain: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Incoming:
+class Incoming(Struct, frozen=True):
     """A message received from the broker."""
 
     topic: str

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 import pytest
+from msgspec.structs import replace as replace_struct
 
 from teamtree.planners.tasktree import (
     AbortBehaviour,
@@ -141,7 +142,7 @@ def test_claim_reply_reports_state_and_duplicates_change_nothing() -> None:
     mine = ctl.pending_claim
     early = Claim("a#0", tree.find("apple"), "a", (1, 5, "a"))
     out = ctl.handle(early, (7, 0, "b"))
-    assert out[1:] == [PublishClaim(replace(mine, round=1), to="a")]
+    assert out[1:] == [PublishClaim(replace_struct(mine, round=1), to="a")]
     # the duplicate gets the same kind of answer and changes nothing
     again = ctl.handle(early, (8, 0, "b"))
     assert [type(a) for a in again] == [PublishReply]

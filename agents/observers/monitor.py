@@ -17,11 +17,12 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace as replace_struct
 
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
@@ -486,7 +487,7 @@ class TeamObserver:
             self._seen.discard(self._order.popleft())
         self.sync.on_message(env, topic)
         if not message.retain and self.sync.kept(env, message):
-            message = replace(message, retain=True)  # re-published state, not news
+            message = replace_struct(message, retain=True)  # re-published state, not news
         self.state.feed(env, topic, retained=message.retain)
         if self._hook is not None:
             result = self._hook(env, topic, message)

@@ -51,6 +51,12 @@ multitasking robots): ``capacity`` leaves may be worked at once (still one *pend
 claim at a time, so rule 4 is unchanged), and with ``auto_select=False`` the member
 claims only the leaves it asks for with ``Want`` (its own allocator chooses, not
 activation spreading). A snapshot then lists every leaf the member works.
+
+Events and actions are frozen msgspec Structs rather than dataclasses: a robot makes
+several for every message it handles (a Struct is made in a tenth of a frozen
+dataclass's time), and the 22 classes are made at import without compiling their
+methods (9.5 ms of every robot's start, 0.9 ms as Structs). Copy one with
+``msgspec.structs.replace``.
 """
 
 from __future__ import annotations
@@ -58,8 +64,10 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from enum import StrEnum
+
+from msgspec import Struct, field
+from msgspec.structs import force_setattr, replace
 
 from teamtree.planners.tasktree.activation import (
     node_statuses,
@@ -134,8 +142,7 @@ class PeerState(StrEnum):
 # ------------------------------------------------------------------ messages (events)
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(Struct, frozen=True):
     """A member's announcement that it is about to activate ``node`` (§2.3 step 1).
 
     ``round`` counts re-asks of the same claim (rule 4); the stamp never changes.
@@ -149,8 +156,7 @@ class Claim:
     round: int = 0
 
 
-@dataclass(frozen=True)
-class NodeReport:
+class NodeReport(Struct, frozen=True):
     """One node's state as a replier knows it (§2.3 step 2)."""
 
     node: str
@@ -160,8 +166,7 @@ class NodeReport:
     potential: float = 0.0
 
 
-@dataclass(frozen=True)
-class ClaimReply:
+class ClaimReply(Struct, frozen=True):
     """A peer's answer to ``claim_id``: reports for the claimed node and its conflict set.
 
     The first report is always for the claimed node itself (``none`` if nothing known).
@@ -175,8 +180,7 @@ class ClaimReply:
     round: int = 0
 
 
-@dataclass(frozen=True)
-class Transition:
+class Transition(Struct, frozen=True):
     """``agent`` moved ``node`` to ``status``: working, done, or inactive (released)."""
 
     node: str
@@ -185,8 +189,7 @@ class Transition:
     stamp: Stamp
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Struct, frozen=True):
     """What a member knows, published retained so a late joiner can catch up.
 
     ``done``: leaves done by anyone it knows of; ``working``: the leaves it executes
@@ -201,20 +204,18 @@ class Snapshot:
     def __post_init__(self) -> None:
         w = self.working
         if w is None:
-            object.__setattr__(self, "working", ())
+            force_setattr(self, "working", ())
         elif isinstance(w, str):
-            object.__setattr__(self, "working", (w,))
+            force_setattr(self, "working", (w,))
         else:
-            object.__setattr__(self, "working", tuple(w))
+            force_setattr(self, "working", tuple(w))
 
 
-@dataclass(frozen=True)
-class Tick:
+class Tick(Struct, frozen=True):
     """One cycle of the update loop (§2.2): may start a claim."""
 
 
-@dataclass(frozen=True)
-class Want:
+class Want(Struct, frozen=True):
     """Claim ``node`` now (members with ``auto_select=False``; works for any member).
 
     Answered by the same ``ClaimDecided`` as a claim from a tick: at once and lost when
@@ -225,31 +226,27 @@ class Want:
     potential: float | None = None
 
 
-@dataclass(frozen=True)
-class PresenceChanged:
+class PresenceChanged(Struct, frozen=True):
     """Presence of ``agent`` changed (retained ONLINE, or OFFLINE / Last Will)."""
 
     agent: str
     online: bool
 
 
-@dataclass(frozen=True)
-class PotentialsChanged:
+class PotentialsChanged(Struct, frozen=True):
     """World facts: new activation potentials (eq. 1) for some leaves."""
 
     potentials: Mapping[str, float]
 
 
-@dataclass(frozen=True)
-class BehaviourFinished:
+class BehaviourFinished(Struct, frozen=True):
     """The driver reports the behaviour on ``node`` ended (``succeeded`` or not)."""
 
     node: str
     succeeded: bool = True
 
 
-@dataclass(frozen=True)
-class ConnectionChanged:
+class ConnectionChanged(Struct, frozen=True):
     """This member lost (``connected=False``) or regained the broker.
 
     On regaining it, ``online_peers`` are the peers presence says are online; the
@@ -260,8 +257,7 @@ class ConnectionChanged:
     online_peers: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
-class EffectConfirmed:
+class EffectConfirmed(Struct, frozen=True):
     """The world (the driver's observation) shows ``node``'s effect, e.g. its object at
     its goal: the leaf is done whoever brought it there ("done means done")."""
 
@@ -286,66 +282,57 @@ Event = (
 # ------------------------------------------------------------------ actions
 
 
-@dataclass(frozen=True)
-class PublishClaim:
+class PublishClaim(Struct, frozen=True):
     """Publish ``claim`` to every peer, or only to ``to`` when set (QoS 1)."""
 
     claim: Claim
     to: str | None = None
 
 
-@dataclass(frozen=True)
-class PublishReply:
+class PublishReply(Struct, frozen=True):
     """Send ``reply`` to the claimant (``reply.claimant``), QoS 1."""
 
     reply: ClaimReply
 
 
-@dataclass(frozen=True)
-class PublishTransition:
+class PublishTransition(Struct, frozen=True):
     """Publish this member's node transition to every peer (QoS 1)."""
 
     transition: Transition
 
 
-@dataclass(frozen=True)
-class PublishSnapshot:
+class PublishSnapshot(Struct, frozen=True):
     """Publish ``snapshot`` retained, replacing the previous one."""
 
     snapshot: Snapshot
 
 
-@dataclass(frozen=True)
-class StartBehaviour:
+class StartBehaviour(Struct, frozen=True):
     """Tell the driver to execute the behaviour of ``node``."""
 
     node: str
 
 
-@dataclass(frozen=True)
-class PauseBehaviour:
+class PauseBehaviour(Struct, frozen=True):
     """Tell the driver to pause ``node`` (the broker is lost; fencing)."""
 
     node: str
 
 
-@dataclass(frozen=True)
-class ResumeBehaviour:
+class ResumeBehaviour(Struct, frozen=True):
     """Tell the driver to resume the paused ``node`` (its re-claim won)."""
 
     node: str
 
 
-@dataclass(frozen=True)
-class AbortBehaviour:
+class AbortBehaviour(Struct, frozen=True):
     """Tell the driver to cancel ``node``: someone else took or finished it."""
 
     node: str
     reason: str
 
 
-@dataclass(frozen=True)
-class ClaimDecided:
+class ClaimDecided(Struct, frozen=True):
     """Informational: ``claim`` was won or lost, and why."""
 
     claim: Claim
@@ -383,8 +370,7 @@ def conflict_set(tree: TaskTree, leaf: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@dataclass
-class _Pending:
+class _Pending(Struct):
     claim: Claim
     replies: dict[str, int] = field(default_factory=dict)  # replier -> highest round
     need: dict[str, int] = field(default_factory=dict)  # replier -> round required
