@@ -24,13 +24,12 @@ revive the lease. Pure: no clock reads; callers pass times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 __all__ = ["LeaseTerms"]
 
 
-@dataclass(frozen=True)
-class LeaseTerms:
+class LeaseTerms(Struct, frozen=True):
     """``lease_s``: how long a body runs a command after its last renewal;
     ``renew_s``: how often the holder renews (well below ``lease_s``); ``margin_s``:
     what a peer waits beyond the lease for clock skew and reaction time."""

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from teamtree.broker import SpecificationError
 from teamtree.broker.lazy import lazy_module
@@ -73,8 +74,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class GraspCandidate:
+class GraspCandidate(Struct, frozen=True):
     """A two-finger grasp: centre ``position``, unit ``approach`` (palm → object) and
     ``closing`` axes, opening ``width`` at the contacts, ``quality`` 0-100."""
 
@@ -85,8 +85,7 @@ class GraspCandidate:
     quality: float
 
 
-@dataclass(frozen=True)
-class GraspResult:
+class GraspResult(Struct, frozen=True):
     """The pipeline's answer for one object and arm (§2.4.2).
 
     ``score``: final grasp score 0-100 (0 if no candidate or a filter failed);
@@ -126,8 +125,7 @@ def _crosses(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
 
 
-@dataclass(frozen=True)
-class GraspScorer:
+class GraspScorer(Struct, frozen=True):
     """Antipodal grasp sampler + best-candidate + reachability and orientation filters.
 
     A stand-in for GPD (not available here; see the module docstring). ``n_candidates``
@@ -314,8 +312,7 @@ def distance_scores(
     return (1.0 / np.maximum(np.sqrt(squared), min_distance)).tolist()
 
 
-@dataclass(frozen=True)
-class ActivationMetric:
+class ActivationMetric(Struct, frozen=True):
     """Eq. 1: w_d · distance_score + w_g · grasp_score (grasp on the 0-100 scale).
 
     ``use_grasp=False`` is the paper's distance-only metric. ``gate_on_grasp``: with
@@ -352,13 +349,12 @@ class ActivationMetric:
         return d + self.w_g * grasp_score
 
 
-@dataclass(frozen=True)
-class LeafScore:
+class LeafScore(Struct, frozen=True):
     """Per-leaf figures ``leaf_potentials`` computes (for printing who did what, why)."""
 
     potential: float
     distance_score: float
-    grasp: GraspResult | None = field(default=None)
+    grasp: GraspResult | None = None
 
 
 def leaf_potentials(

@@ -42,8 +42,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from teamtree.broker.lazy import lazy_module
 from teamtree.planners.tasktree.activation import node_statuses, spread_activation
@@ -69,16 +70,14 @@ __all__ = [
 Vec3 = tuple[float, float, float]
 
 
-@dataclass(frozen=True)
-class HandSample:
+class HandSample(Struct, frozen=True):
     """One tracked hand position at simulated time ``t`` (seconds)."""
 
     t: float
     position: Vec3
 
 
-@dataclass(frozen=True)
-class IntentParams:
+class IntentParams(Struct, frozen=True):
     """Thresholds and smoothing of intent inference (module docstring)."""
 
     window_s: float = 0.25
@@ -143,8 +142,7 @@ def approach_geometry(
     return d, closing, math.acos(cos)
 
 
-@dataclass(frozen=True)
-class IntentChange:
+class IntentChange(Struct, frozen=True):
     """The inferred intent changed from ``old`` to ``new`` object (None: no intent)."""
 
     old: str | None
@@ -255,8 +253,7 @@ class IntentTracker:
         return change
 
 
-@dataclass
-class ModelUpdate:
+class ModelUpdate(Struct):
     """What changed in a ``HumanModel`` after one observation."""
 
     activated: str | None = None
