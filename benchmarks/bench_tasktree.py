@@ -544,6 +544,57 @@ per robot and its driver (``--procs 9``, as ``teamtree run`` lays a team out), t
 runs a side: claim p50 8 / 9 / 10 -> 5 / 6 / 6 ms, 4.6-6.0x -> 1.9-4.5x; p99 31-44 ->
 24-32 ms (nine processes on two cores). Start-up, two runs a side: 20 agents 1.9x old,
 2.0x new; 50 agents 2.1-2.2x both (goal 2x).
+
+Ninth pass (issue 19): the PUBLISH parser, superseded state at QoS 0, Structs.
+
+Where it went, 32 x 50, py-spy over the two robot workers: paho's PUBLISH handling
+(``MQTTMessage``, a debug log call, the match against per-topic callbacks nobody
+registered), aiomqtt's ``Message`` with its validated ``Topic`` and the connection's
+``Incoming`` made of it: about a sixth of the busy time. A copy that timed each
+dispatch by channel found snapshots the most frequent delivery (4,500 per run), each
+acknowledged. One robot's start: 22 dataclasses in ``planners/tasktree/peer.py`` took
+9.5 ms to import (their methods compiled from source at class creation), of ~0.16 s.
+
+What changed, each A/B alternating in one session, ``--procs 3``:
+
+- ``FastClient`` parses a QoS 0 or 1 PUBLISH itself (MQTT 3.1.1) and queues an
+  ``Incoming``; QoS 2 and MQTT 5 go through paho as before. 32 x 50, three runs a
+  side: claim p50 111 / 104 / 126 -> 53 / 63 / 55 ms, p99 182-260 -> 127-149 ms,
+  robots' CPU 2.1-2.4 -> 1.8-2.0 s; 8 x 50 no change beyond the noise.
+- A robot takes its peers' snapshots and potentials at QoS 0, coalesced per sender
+  (state the sender's next message supersedes), potentials from its roster only.
+  32 x 50, four runs a side: workers' CPU 1.8-2.2 -> 1.7-1.9 s, the whole run's
+  (mosquitto and start-up included) 4.3-4.7 -> 4.2-4.5 s; claim p50 36-55 -> 33-69 ms,
+  no change beyond the noise.
+- The peer rule's events and actions, the connection's ``Incoming``/``Outgoing``, the
+  lease terms, the theory of mind's and the grasp metrics' value classes are frozen
+  msgspec Structs (made in a tenth of a dataclass's time, and without compiling code at
+  import: peer.py 9.5 -> 0.9 ms, metrics 3.1 -> 0.4, theory_of_mind 2.2 -> 0.4). An
+  agent's start no longer imports the local brokers, the ACL writer, the current-run
+  file or the mission tree's codec (no change measurable on its own). One robot's CPU
+  to ONLINE (all threads, median of 12): 0.158 -> 0.140 s; a bare client 0.084 s.
+- Tried and left out: a slice of 0.5 ms instead of 2 ms before ``next_message`` gives
+  the loop a turn, and letting normal messages wait a turn while another agent of the
+  process has urgent ones queued. 32 x 50, 3-4 runs a side: no change beyond the noise.
+
+End to end, the eighth pass's last commit (old) against this pass's (new), alternating
+in one session (ms for claims and round trips; every run completed, none started a node
+twice):
+
+    side robots behav mission s        claim p50        claim p99   rtt p50       cpu s
+    old       8    50  1.6 1.7 1.7     3   3   3      15  11  13   0.9 0.9 1.0   1.0 1.0 1.1
+    new       8    50  1.6 1.7 1.7     2   3   3       5  11  11   0.8 0.9 1.0   0.9 0.9 1.0
+    old      16    50  1.2 1.1        14  17          40  43       0.9 3.3       1.4 1.3
+    new      16    50  1.2 1.3        12  22          30  45       1.4 1.1       1.1 1.1
+    old      32    50  1.7 1.5 1.5   130 130 127     184 249 238   2.7 1.9 1.8   2.5 2.2 2.2
+    new      32    50  1.4 1.2 1.3    62  43  63     146 118 154   1.4 3.0 0.8   1.9 1.7 1.7
+    old      32   500  16.4          244             523           1.0           27.7
+    new      32   500  13.6          192             363           1.0           22.7
+
+Claim / RTT at 8 robots: 2.6x, 3.5x, 3.1x new (3.5x, 3.3x, 3.0x old; goal 3x), p99
+6.5x, 12.8x, 11.3x new (17.4x, 12.0x, 12.9x old; goal 10x). At 32 robots 14-81x at 32 x 50 (the round-trip probe ran 0.8-3.0 ms) and
+186x at 32 x 500 (goal 10x). Start-up, three runs a side: 20 agents 1.9-2.0x old,
+1.7-1.8x new; 50 agents 2.1x old (5.2-5.3 s), 1.9x new (4.7-4.8 s; bare clients 2.5 s).
 """
 
 from __future__ import annotations
