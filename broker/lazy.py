@@ -10,6 +10,7 @@ a quarter of its start-up), so an agent connects and says ONLINE before it loads
 ``preload`` imports one in a worker thread when the agent knows it will need it:
 loaded on first use on the event loop, numpy stalled a process of four robots for
 0.18 s at its first observation, right as the mission started (issue 19, claim p99).
+What the import made is then frozen out of the collector's scans (``long_lived``).
 """
 
 from __future__ import annotations
@@ -50,10 +51,16 @@ async def preload(*names: str) -> None:
     """Import modules `names` in a worker thread, so the event loop keeps serving
     meanwhile (a module already imported costs nothing)."""
     import asyncio  # here: the planners import this module and must not load asyncio
+    import sys
+
+    from teamtree.broker.long_lived import freeze_imported
 
     loop = asyncio.get_running_loop()
     for name in names:
+        fresh = name not in sys.modules  # (one being imported by another thread is not)
         await loop.run_in_executor(None, importlib.import_module, name)
+        if fresh:
+            freeze_imported()  # what it made lives on: out of the full collections' scans
 
 
 def lazy_exports(

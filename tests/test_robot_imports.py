@@ -1,7 +1,8 @@
 """A robot imports numpy off its event loop (issue 19): at its driver's first observation
 it starts the import in a worker thread and keeps serving; its potentials follow once
 numpy is in. Imported on the loop, numpy stalled every agent of a process for 0.18 s
-as the mission began. Run in a fresh interpreter, where numpy is not yet imported."""
+as the mission began. Then the objects the import made are frozen out of the garbage
+collector's full scans. Run in a fresh interpreter, where numpy is not yet imported."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import textwrap
 
 SCRIPT = textwrap.dedent(
     """
-    import asyncio, sys, threading
+    import asyncio, gc, sys, threading
 
     from teamtree.agents.tasktree.robot import RobotAgent
     from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
@@ -49,6 +50,7 @@ SCRIPT = textwrap.dedent(
             profile="pr2", driver="pr2-driver", roster=["pr2"],
         )
         await robot.setup()
+        frozen = gc.get_freeze_count()
         await robot._receive(observation(1))
         print("scored before numpy:", sorted(robot.scores))
         for hid in range(2, 1200):  # the driver's observations go on meanwhile
@@ -58,6 +60,7 @@ SCRIPT = textwrap.dedent(
             await robot._receive(observation(hid))
         print("scored after numpy:", sorted(robot.scores))
         print("numpy imported on the main thread:", threads)
+        print("frozen after numpy's import:", gc.get_freeze_count() > frozen + 10_000)
 
     asyncio.run(main())
     """
@@ -74,3 +77,5 @@ def test_numpy_is_imported_off_the_event_loop_at_the_first_observation() -> None
     assert "scored after numpy: ['root/0', 'root/1']" in lines, run.stdout
     # numpy's modules were first loaded in a worker thread, not on the event loop's
     assert "numpy imported on the main thread: [False]" in lines, run.stdout
+    # what the import made is kept out of the full collections' scans (broker/long_lived)
+    assert "frozen after numpy's import: True" in lines, run.stdout

@@ -45,6 +45,7 @@ from teamtree.broker.connection import Connection, Incoming, Outgoing
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import MAX_PAYLOAD, Envelope, decode, encode
 from teamtree.broker.hlc import HybridLogicalClock, wall_ms
+from teamtree.broker.long_lived import freeze_startup
 from teamtree.broker.topics import Topic, build, parse, pattern, validate_id
 
 Handler = Callable[[Envelope, Topic], Awaitable[None]]
@@ -726,6 +727,7 @@ class Agent:
         self.log.info(
             "agent.online", broker=str(self.connection.endpoint), connects=self.connection.connects
         )
+        freeze_startup()  # the process's imports are in: out of the full collections' scans
         self.spawn(self._after_connect(), "on_connected")
 
     async def _after_connect(self) -> None:
