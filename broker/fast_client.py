@@ -64,6 +64,8 @@ once, then acknowledges a QoS 1 one as paho does, after queueing it. QoS 2 and
 MQTT 5 go through paho and aiomqtt as before, and come out as ``Incoming`` too. A
 topic that is not UTF-8 (a broker must refuse one) is acknowledged and dropped
 (``dropped_topics``) rather than raised in paho's reader, which ended the session.
+A frame too short for its topic length or message id is a protocol error: the
+session ends and reconnects, as on paho's own malformed packets.
 """
 
 from __future__ import annotations
@@ -77,7 +79,14 @@ from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import aiomqtt
-from paho.mqtt.client import DISCONNECT, MQTT_ERR_AGAIN, MQTT_ERR_SUCCESS, MQTTv31, MQTTv311
+from paho.mqtt.client import (
+    DISCONNECT,
+    MQTT_ERR_AGAIN,
+    MQTT_ERR_PROTOCOL,
+    MQTT_ERR_SUCCESS,
+    MQTTv31,
+    MQTTv311,
+)
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
@@ -151,7 +160,11 @@ class FastClient(aiomqtt.Client):
         if qos == 2:
             return self._paho_publish()  # type: ignore[no-any-return]
         packet = paho._in_packet["packet"]
+        if len(packet) < 2:
+            return MQTT_ERR_PROTOCOL
         end = 2 + ((packet[0] << 8) | packet[1])
+        if len(packet) < end + (2 if qos else 0):
+            return MQTT_ERR_PROTOCOL  # a topic (or message id) past the frame's end
         if qos:
             mid = (packet[end] << 8) | packet[end + 1]
             payload = bytes(packet[end + 2 :])

@@ -14,6 +14,7 @@ import time
 
 import aiomqtt
 import pytest
+from paho.mqtt.client import MQTT_ERR_PROTOCOL
 
 from teamtree.broker.connection import Connection, Incoming, Outgoing
 from teamtree.broker.fast_client import RECV_SIZE, FastClient
@@ -342,3 +343,24 @@ async def test_a_publish_whose_topic_is_not_utf8_is_dropped_not_raised() -> None
     paho._in_packet = {"command": 0x31, "packet": b"\x00\x03a/b" + b"body"}  # retained
     assert client._publish() == 0
     assert client._queue.get_nowait() == Incoming("a/b", b"body", True, 0)
+
+
+async def test_a_publish_frame_shorter_than_its_topic_is_a_protocol_error() -> None:
+    """A PUBLISH whose topic length (or QoS 1 message id) runs past the frame's end is
+    refused as a protocol error, which ends the session as paho's own malformed-packet
+    errors do, rather than queued as a cut topic with an empty payload."""
+    client = FastClient("localhost", 1883, identifier="short-frame")
+    client._paho_publish = client._client._handle_publish
+    frames = [
+        (0x30, b"\x00\x09a/b"),  # QoS 0: topic of 9 bytes, 3 in the frame
+        (0x32, b"\x00\x03a/b"),  # QoS 1: the topic whole, no message id
+        (0x32, b"\x00\x03a/b\x00"),  # QoS 1: half a message id
+        (0x30, b"\x00"),  # not even a topic length
+    ]
+    for command, packet in frames:
+        client._client._in_packet = {"command": command, "packet": packet}
+        assert client._publish() == MQTT_ERR_PROTOCOL, packet
+    assert client._queue.empty()
+    client._client._in_packet = {"command": 0x30, "packet": b"\x00\x03a/b"}  # empty payload
+    assert client._publish() == 0
+    assert client._queue.get_nowait() == Incoming("a/b", b"", False, 0)
