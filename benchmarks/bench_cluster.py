@@ -32,7 +32,7 @@ from teamtree.broker.endpoint import Endpoint, parse_endpoint  # noqa: E402
 from teamtree.broker.failover import NodeRing  # noqa: E402
 from tests.cluster_support import rabbitmq_missing, start_cluster  # noqa: E402
 
-CLAIM = re.compile(r"^(pr2|baxter)\s+\|.*node\.claim_won.*latency_ms=(\d+)", re.M)
+CLAIM = re.compile(r"^(pr2|baxter)\s+\|.*node\.claim_won.*latency_ms=(\d+(?:\.\d+)?)", re.M)
 DONE = re.compile(r"SUCCEEDED in ([\d.]+) s")
 
 
@@ -77,7 +77,7 @@ async def round_trip(endpoint: Endpoint, team: str, n: int, workdir: Path) -> li
         proc.wait(10)
 
 
-def tea_party(broker: str, team: str, workdir: Path) -> tuple[list[int], float]:
+def tea_party(broker: str, team: str, workdir: Path) -> tuple[list[float], float]:
     """Run scenario 1 whole; returns the claim latencies (ms) and the mission time."""
     run_dir = workdir / team
     run_dir.mkdir()
@@ -93,7 +93,7 @@ def tea_party(broker: str, team: str, workdir: Path) -> tuple[list[int], float]:
         print(f"  tea party {team} FAILED on {broker}: see {run_dir}/run.out")
         return [], 0.0
     done = DONE.search(out.stdout)
-    return [int(m[2]) for m in CLAIM.finditer(out.stdout)], float(done[1]) if done else 0.0
+    return [float(m[2]) for m in CLAIM.finditer(out.stdout)], float(done[1]) if done else 0.0
 
 
 def line(name: str, samples: list[float], base: float | None) -> str:
@@ -131,7 +131,7 @@ async def main() -> None:
         print(line("rabbitmq, across nodes", rt, base))
         print(f"tea party scenario 1, {args.runs} run(s) per broker; claim_won latency_ms")
         for name, broker in [("mosquitto", mosquitto.endpoint.url), ("rabbitmq", urls)]:
-            claims: list[int] = []
+            claims: list[float] = []
             times: list[float] = []
             for r in range(args.runs):
                 team = team_with(urls, f"tp{stamp}{name[0]}{r}-", {"pr2": 0, "baxter": 1})

@@ -15,8 +15,11 @@ Where the agents run (``--procs N``):
   connection as in one process. This process keeps the broker, the round-trip
   prober and its echo, and a tap: a bare connection subscribed to the protocol
   topics only (claims, replies, transitions, snapshots, events), which counts the
-  messages and takes claim latencies from the claim's HLC wall stamp to the
-  ``node.claim_decided`` envelope's timestamp, so the figures cover every worker.
+  messages and takes claim latencies from the ``node.claim_decided`` events, so the
+  figures cover every worker: the claimant's ``elapsed_ms`` (first publish to
+  decision, by its own clock), or where an event has none, the claim's HLC wall
+  stamp to the event's timestamp (whole milliseconds both, so a 2-3 ms claim read
+  that way was off by up to a millisecond, the goal at 8 robots being 3 round trips).
   Workers report exit codes, end times and CPU seconds back over a pipe; with
   ``--profile DIR`` each process also writes a cProfile file there (CPU time, not
   wall time, which on a busy machine counts every wait for the other processes;
@@ -768,7 +771,10 @@ class Tap:
         elif env.kind == "node.claim_reply":
             self.replied.setdefault(body.get("claim_id", ""), []).append(env.ts)
         elif env.kind == "node.claim_decided" and body.get("claim_id") in self.claims:
-            self.latencies.append(env.ts - self.claims[body["claim_id"]])
+            elapsed = body.get("elapsed_ms")  # the claimant's own clock, sub-millisecond
+            if not isinstance(elapsed, int | float) or isinstance(elapsed, bool):
+                elapsed = env.ts - self.claims[body["claim_id"]]  # whole ms of two stamps
+            self.latencies.append(float(elapsed))
             self.decided[body["claim_id"]] = (env.ts, bool(body.get("won")))
             if not body.get("won"):  # why claims are lost, names of robots and nodes out
                 why = re.sub(r"root(/\d+)*", "N", str(body.get("reason", "?")))
@@ -1214,8 +1220,8 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
           f"{'claim/rtt':>10} {'cpu s':>7} {'RSS MiB':>8} {'load':>5}")  # fmt: skip
     for r in rows:
         print(f"{r['robots']:>6} {r['behaviours']:>6} {r['procs']:>5} {'y' if r['ok'] else 'n':>3} "
-              f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['claim_p50']:>13.1f} "
-              f"{r['claim_p99']:>13.1f} {r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} "
+              f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['claim_p50']:>13.2f} "
+              f"{r['claim_p99']:>13.2f} {r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} "
               f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['cpu_s']:>7.1f} "
               f"{r['rss_mib']:>8.0f} {r['load']:>5.1f}")  # fmt: skip
     for r in rows:

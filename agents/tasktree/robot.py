@@ -12,7 +12,8 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``<me>/snapshot``      ``node.snapshot``     retained: what this robot knows
 - ``_/mission``          ``mission.tree``      retained: the tree with stable node ids
 - ``<me>/scores``        ``node.grasp_scores`` retained: this robot's grasp score per leaf
-- ``<me>/events``        ``node.claim_decided`` each claim won or lost, and why
+- ``<me>/events``        ``node.claim_decided`` each claim won or lost, why, and how
+  long it took (``elapsed_ms``, from its first publish; absent if it was never published)
 - ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume|renew``: execute
   carries a lease (``lease_ms`` deadline, ``token`` = the stamp the node was won at),
   renewed every ``lease_renew_s`` (QoS 0, never queued) while the robot holds the node;
@@ -245,6 +246,10 @@ class RobotAgent(PeerRuleMember):
         self._stall: tuple[Any, float] | None = None  # (what the team looked like, since)
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
+        self._claim_clock: tuple[str, float] | None = None
+        """The pending claim's id and when it was first published (``perf_counter``):
+        its decision reports ``elapsed_ms`` to a fraction of a millisecond (stamps are
+        whole milliseconds, and a claim takes 2-3 of them at 8 robots)."""
         # commands whose end may have been lost with a progress message (body_watch.py)
         self._body_watch = BodyWatch(start_s=self.lease.lease_s + 3.0)
         self._renewed_at = 0.0
@@ -408,6 +413,8 @@ class RobotAgent(PeerRuleMember):
     async def _act(self, action: Any) -> None:
         match action:
             case PublishClaim(claim=claim, to=to):
+                if self._claim_clock is None or self._claim_clock[0] != claim.claim_id:
+                    self._claim_clock = (claim.claim_id, time.perf_counter())
                 if to is None:
                     await self.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True)
                 elif to not in self.humans:  # only the peer that must answer receives it
@@ -450,16 +457,18 @@ class RobotAgent(PeerRuleMember):
                 body = potentials_to_wire(self.id, potentials, self.tree.leaves)
                 await self.publish(POTENTIALS, "node.potentials", body, qos=0, retain=True)
             case ClaimDecided(claim=claim, won=won, reason=reason):
-                latency = self._now()[0] - claim.stamp[0]
+                body = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
+                clock, self._claim_clock = self._claim_clock, None
+                if clock is not None and clock[0] == claim.claim_id:
+                    body["elapsed_ms"] = round((time.perf_counter() - clock[1]) * 1000, 3)
                 self.log.info(
                     "node.claim_won" if won else "node.claim_lost",
                     node=claim.node,
                     label=self.tree[claim.node].label,
                     potential=round(claim.potential, 4),
-                    latency_ms=latency,
+                    latency_ms=body.get("elapsed_ms", self._now()[0] - claim.stamp[0]),
                     reason=reason,
                 )
-                body = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
                 await self.publish("events", "node.claim_decided", body | {"reason": reason})
 
     def _token(self, node: str) -> list[Any]:

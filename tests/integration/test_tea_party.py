@@ -198,9 +198,21 @@ class Watcher(Agent):
         super().__init__(*args, **kwargs)
         self.transitions: list[dict] = []
         self.move_on = move_on
+        self.claim_stamps: dict[str, int] = {}
+        """claim id -> the wall ms of its stamp (round 0, as first published)"""
+        self.decisions: list[tuple[int, dict]] = []
+        """(event timestamp, body) of every ``node.claim_decided``"""
 
     async def setup(self) -> None:
         self.on_agents("state", self._on_state, kind="node.transition")
+        self.on_team("claims", self._on_claim, kind="node.claim")
+        self.on_agents("events", self._on_decided, kind="node.claim_decided")
+
+    async def _on_claim(self, env, topic) -> None:
+        self.claim_stamps.setdefault(env.body["claim_id"], env.body["stamp"][0])
+
+    async def _on_decided(self, env, topic) -> None:
+        self.decisions.append((env.ts, env.body))
 
     async def _on_state(self, env, topic) -> None:
         self.transitions.append(env.body)
@@ -246,6 +258,13 @@ async def test_moving_objects_changes_the_next_allocation(
             what="cup and burger placed",
         )
     assert watcher.workers("root/0") == ["baxter"], watcher.transitions
+    # each decision says how long its claim took, by the claimant's clock: more than
+    # nothing, and within the whole-ms stamps of the claim and the decision's event
+    assert watcher.decisions
+    for ts, body in watcher.decisions:
+        elapsed, stamp = body.get("elapsed_ms"), watcher.claim_stamps.get(body["claim_id"])
+        assert isinstance(elapsed, float) and stamp is not None, body
+        assert 0 < elapsed < ts - stamp + 1, (body, ts, stamp)
     cup, burger = watcher.workers("root/1/0"), watcher.workers("root/1/1")
     assert (cup, burger) == ((["baxter"], ["pr2"]) if moved else (["pr2"], ["baxter"])), (
         watcher.transitions
