@@ -317,9 +317,11 @@ class RobotAgent(PeerRuleMember):
         observation or the mission's start, whichever comes first; imported there on
         the event loop (0.18 s) it stalled every agent of the process as the mission
         began, and imported at start-up it slowed the start of the agents beside it
-        (50 agents ONLINE 2.6x the bare clients' time against 2.2x)."""
+        (50 agents ONLINE 2.6x the bare clients' time against 2.2x). ``numpy.random``
+        (the grasp sampler's) comes with it: left to the first grasp score, its import
+        (4-9 ms) stalled the process amid the mission's first claims."""
         if self._numpy is None:
-            self._numpy = asyncio.ensure_future(preload("numpy"))
+            self._numpy = asyncio.ensure_future(preload("numpy", "numpy.random"))
         return self._numpy
 
     def _grasp_rng(self, key: tuple[Any, ...]) -> np.random.Generator:
