@@ -604,6 +604,59 @@ Claim / RTT at 8 robots: 2.6x, 3.5x, 3.1x new (3.5x, 3.3x, 3.0x old; goal 3x), p
 6.5x, 12.8x, 11.3x new (17.4x, 12.0x, 12.9x old; goal 10x). At 32 robots 14-81x at 32 x 50 (the round-trip probe ran 0.8-3.0 ms) and
 186x at 32 x 500 (goal 10x). Start-up, three runs a side: 20 agents 1.9-2.0x old,
 1.7-1.8x new; 50 agents 2.1x old (5.2-5.3 s), 1.9x new (4.7-4.8 s; bare clients 2.5 s).
+
+Tenth pass (issue 19): a claim's latency to a fraction of a millisecond, numpy.random.
+
+The claim latency was the difference of two whole-millisecond stamps (the claim's and
+the decision event's), each off by up to 1 ms, for a 2-3 ms claim at 8 robots whose
+goal is 3 round trips of 0.8-1.0 ms: the p50 of one run moved by a whole millisecond
+(2.4x or 3.6x) with the same code. A robot's ``node.claim_decided`` now carries
+``elapsed_ms``, from the claim's first publish to its decision by the robot's own
+clock, and the table reads that; the stamps' figures are printed beside it. A copy that
+logged every import and garbage collection in the workers found the slowest claims of
+an 8 x 50 run (the first ones, 7-9 ms) waiting behind ``numpy.random``'s import at the
+first grasp score (4-5 ms on the event loop there, 9 ms alone); it is now preloaded
+with numpy, in the worker thread. No import or full collection met a claim after that.
+
+- ``numpy.random`` preloaded, 8 x 50, four runs a side (claims by ``elapsed_ms``):
+  p99 5.9 / 11.7 / 9.8 / 10.3 -> 5.7 / 7.2 / 9.3 / 6.1 ms (5.4-12.4x -> 6.9-9.5x the
+  round trip), p50 2.5-3.1 -> 2.0-2.9 ms.
+- Tried and not kept: the urgent lane serving claims earliest stamp first (a heap)
+  rather than in arrival order, so a burst's claims would finish one after the other
+  instead of all together: 32 x 50, three runs a side, claim p50 49 / 66 / 81 ->
+  50 / 51 / 74 ms, no change beyond the noise.
+
+Where the time goes at 32 x 50, a tap that logged every protocol message's arrival:
+the mission's first tick brings ~30 claims within 100 ms, and their ~1,000 replies
+(31 each) take the two robot workers ~200 ms, with mosquitto, the world and this
+process, all of two cores (each worker at 50-90% of one, mosquitto 20-30%); a wave of
+claims follows each wave of behaviours done. Replies are 80% of the messages
+published (1,800-2,000 of ~2,300 per run). Every claim needs a reply from each of the
+31 peers, so a burst of k claims costs k x 31 replies wherever the CPU goes; at the
+per-message costs now reached, the 10x goal needs fewer replies per claim (a rule in
+which only peers that could compete must answer), not cheaper ones.
+
+End to end, the ninth pass's last commit (old) against this pass's (new), alternating
+in one session (claims in ms: ``elapsed_ms`` for new, the stamps for old, which send
+none; the stamps' figures for new in brackets; every run completed, none started a
+node twice):
+
+    side robots behav            claim p50                  claim p99          rtt p50
+    old       8    50   2 3 2 2 3                      6 11 8 9 5             .83 .99 .83 .82 .84
+    new       8    50   2.3 2.2 2.6 2.1 2.7 (3 3 3 2 3) 5.2 6.0 6.0 3.9 7.9 (5 6 6 4 8)  1.20 .91 .93 .98 .90
+    old      16    50   11 8                           33 20                  1.16 1.63
+    new      16    50   7.5 17.6                       16.7 33.1              1.10 0.92
+    old      32    50   62 45 50                       178 140 131            .86 1.61 1.48
+    new      32    50   44 71 62                       135 108 169            1.08 1.49 .83
+    old      32   500   168                            316                    .81
+    new      32   500   171                            320                    .88
+
+Claim / RTT at 8 robots, new: p50 1.9x, 2.4x, 2.8x, 2.2x, 2.9x (goal 3x; old 2.4-3.6x,
+3x or less in 4 of 5), p99 4.3x, 6.6x, 6.4x, 3.9x, 8.7x (goal 10x; old 6.0-11.1x, 10x or
+less in 3 of 5); with the four runs above, p50 within 3x in 8 of 9 runs and p99 within
+10x in 9 of 9. At 32 robots 41-75x at 32 x 50 and 195x at 32 x 500: unchanged. CPU
+(s): 32 x 50 1.7-2.1 old, 1.9 new; 32 x 500 21.5 / 21.2, mission 13.0 / 12.7 s.
+Start-up, one run a side: 20 agents 1.7x both, 50 agents 1.9x both.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_numpy_is_imported_off_the_event_loop_at_the_first_observation() -> None
     assert "scored after numpy: ['root/0', 'root/1']" in lines, run.stdout
     # numpy's modules were first loaded in a worker thread, not on the event loop's
     assert "numpy imported on the main thread: [False]" in lines, run.stdout
-    # and numpy.random with it, which the first grasp score imported on the loop (4-9 ms
+    # and numpy.random with it, which the first grasp score imported on the loop (4-5 ms
     # amid the mission's first claims: the slowest claims of an 8-robot run)
     assert "numpy.random imported on the main thread: [False]" in lines, run.stdout
     # what the import made is kept out of the full collections' scans (broker/long_lived)

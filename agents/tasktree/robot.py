@@ -319,7 +319,7 @@ class RobotAgent(PeerRuleMember):
         began, and imported at start-up it slowed the start of the agents beside it
         (50 agents ONLINE 2.6x the bare clients' time against 2.2x). ``numpy.random``
         (the grasp sampler's) comes with it: left to the first grasp score, its import
-        (4-9 ms) stalled the process amid the mission's first claims."""
+        (4-5 ms in a run) stalled the process amid the mission's first claims."""
         if self._numpy is None:
             self._numpy = asyncio.ensure_future(preload("numpy", "numpy.random"))
         return self._numpy
