@@ -625,6 +625,13 @@ with numpy, in the worker thread. No import or full collection met a claim after
   rather than in arrival order, so a burst's claims would finish one after the other
   instead of all together: 32 x 50, three runs a side, claim p50 49 / 66 / 81 ->
   50 / 51 / 74 ms, no change beyond the noise.
+- Tried and not kept: a robot's replies made in one loop turn sent as one message to
+  every peer (``node.claim_replies``, each taking its own) instead of one to each
+  claimant. 32 x 50, three runs a side: messages published per behaviour 45-47 ->
+  15-21, yet claim p50 37 / 35 / 44 -> 70 / 66 / 53 ms and CPU 1.7 / 1.6 / 2.0 -> 1.8 /
+  1.5 / 1.9 s. The deliveries stay (each bundle reaches all 31 peers, as many as the
+  replies it replaces reached claimants) and they, not the publishes, are the cost;
+  holding a reply to the end of the turn adds a loop turn to every claim.
 
 Where the time goes at 32 x 50, a tap that logged every protocol message's arrival:
 the mission's first tick brings ~30 claims within 100 ms, and their ~1,000 replies
