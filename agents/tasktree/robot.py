@@ -148,6 +148,10 @@ CLAIM_REPLY = "claim_reply"
 STATE = "state"
 SNAPSHOT = "snapshot"
 SNAPSHOT_EVERY_S = 0.25
+FAILURE_HOLD_S = 0.5
+"""How long a failed behaviour whose object the body held waits for the driver's
+observations before the node goes back to the team (``_hold_failure``)."""
+FAILURE_HOLD_OBSERVATIONS = 2
 """The controller's snapshots go out at most once per this many seconds: the first at
 once, the ones after it within the interval as one, the latest, at its end. Every
 change also goes out at once as a ``node.transition``; the retained snapshot is what a
@@ -305,6 +309,9 @@ class RobotAgent(PeerRuleMember):
         self.body = profile_spec(profile)
         self._commands = itertools.count(1)
         self._command_of: dict[str, str] = {}  # node -> command id
+        # node -> (deadline, observations still to wait for, reason): _hold_failure
+        self._failing: dict[str, tuple[float, int, str | None]] = {}
+        self._body_name: str | None = None  # this robot's body, as the world names it
         self._backlog: list[tuple[str, Any]] = []
         self._mission_done = asyncio.Event()
         self._numpy: asyncio.Future[None] | None = None  # _load_numpy
@@ -492,7 +499,7 @@ class RobotAgent(PeerRuleMember):
         if not c.connected or not self.connection.connected.is_set():
             return
         for node in list(c.mine):
-            if node not in c.paused_leaves:
+            if node not in c.paused_leaves and node not in self._failing:  # ended
                 await self._command("behaviour.renew", node)
 
     async def _check_driver(self) -> None:
@@ -654,6 +661,48 @@ class RobotAgent(PeerRuleMember):
         elif env.kind == "behaviour.failed":
             reason = progress.reason
             self.log.warning("behaviour.failed", node=node, reason=reason)
+            if self._held_when_failed(node):
+                self._failing[node] = (
+                    time.monotonic() + FAILURE_HOLD_S,
+                    FAILURE_HOLD_OBSERVATIONS,
+                    reason,
+                )
+                return
+            self.executed.append({"node": node, "ok": False, "reason": reason})
+            await self.feed(BehaviourFinished(node, False))
+
+    def _held_when_failed(self, node: str) -> bool:
+        """Whether the body held `node`'s object when its behaviour failed, as the
+        driver's last observation shows it.
+
+        A body that stops holding an object (its lease lapsed, a cancel) puts it down
+        where the gripper is, which is the object's goal when it stopped in the release.
+        The driver's ``behaviour.failed`` and its observation showing the object
+        ``at_goal`` then race. Observation first: the robot counts its behaviour done
+        (``EffectConfirmed`` while the node is its own) and says ``done``. Failure
+        first: it gave the node back (``inactive``) and then counted the leaf done from
+        the world, a leaf nobody reported done. So such a failure waits for the
+        driver's next ``FAILURE_HOLD_OBSERVATIONS`` observations (at most
+        ``FAILURE_HOLD_S``): the node stays this robot's meanwhile (its body has
+        stopped, so nothing runs twice), and the record says the same either way."""
+        name = self.tree[node].param_dict.get("object")
+        view = (self._world_objects or {}).get(name) if isinstance(name, str) else None
+        return view is not None and view.held_by is not None and view.held_by == self._body_name
+
+    async def _release_failures(self, *, observed: bool) -> None:
+        """Give back the held failures (``_held_when_failed``) that waited out their
+        observations (`observed`: one more came) or their deadline. A node the world
+        meanwhile showed done was counted done by ``EffectConfirmed``; the controller
+        ignores its failure."""
+        if not self._failing:
+            return
+        now = time.monotonic()
+        for node, (deadline, left, reason) in list(self._failing.items()):
+            left -= observed
+            if left > 0 and now < deadline:
+                self._failing[node] = (deadline, left, reason)
+                continue
+            del self._failing[node]
             self.executed.append({"node": node, "ok": False, "reason": reason})
             await self.feed(BehaviourFinished(node, False))
 
@@ -678,6 +727,7 @@ class RobotAgent(PeerRuleMember):
             return
         for leaf in self._confirmed(obs, changed):
             await self.feed(EffectConfirmed(leaf))
+        await self._release_failures(observed=True)
         await self._check_body(obs)
         if not self._load_numpy().done() or (
             self.controller is not None and not self._reads_potentials()
@@ -742,6 +792,7 @@ class RobotAgent(PeerRuleMember):
         changed, or None when any leaf's potential may have (the arm or base moved,
         or a keyframe)."""
         robot = obs.robot
+        self._body_name = robot.name
         moved = names is None or robot.arm != self.arm_position
         self.arm_position = robot.arm
         base = (*(robot.arm if robot.base is None else robot.base), robot.yaw)
@@ -999,6 +1050,7 @@ class RobotAgent(PeerRuleMember):
     async def on_tick(self) -> None:
         if self.controller is not None and not self._mission_done.is_set():
             await self.feed(Tick())
+            await self._release_failures(observed=False)
             await self._renew_leases()
             await self._check_driver()
             self._check_stall()
