@@ -8,6 +8,7 @@ message whole, and a lost connection wakes a reader waiting for a message.
 from __future__ import annotations
 
 import asyncio
+import operator
 import random
 import socket
 import time
@@ -300,7 +301,7 @@ async def test_received_messages_keep_topic_payload_qos_and_retain(mosquitto) ->
     or by paho's (QoS 2) comes out as sent: topics with non-ASCII characters and of
     random lengths, empty and binary payloads, the retain flag of a retained message
     (random; the seed is printed). The subscriber asks for QoS 2, so each message
-    comes at the QoS it was published with."""
+    comes at the QoS it was published with, each once."""
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     alphabet = "abcxyz019-_.é日本ß"
@@ -326,7 +327,10 @@ async def test_received_messages_keep_topic_payload_qos_and_retain(mosquitto) ->
             await writer.publish("fast/kept/é", b"", qos=1, retain=True)  # clear it
     assert kept == Incoming("fast/kept/é", b"kept", True, 1)
     want = [Incoming(topic, payload, False, qos) for topic, payload, qos in sent]
-    assert got == want, f"seed {seed}"
+    # in any order: MQTT keeps order per QoS level, and a QoS 2 message may be passed on
+    # after a later one of QoS 0 or 1 (seen once in CI: seed 3167001418)
+    by_topic = operator.attrgetter("topic")
+    assert sorted(got, key=by_topic) == sorted(want, key=by_topic), f"seed {seed}"
 
 
 async def test_a_publish_whose_topic_is_not_utf8_is_dropped_not_raised() -> None:
