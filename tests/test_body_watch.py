@@ -13,50 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.tasktree.robot import RobotAgent
-from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
-from teamtree.broker.topics import build
-from teamtree.planners.tasktree import (
-    BodyWatch,
-    PotentialsChanged,
-    TaskController,
-    Tick,
-    parse_tree,
-)
-
-TEAM = "t1"
-TREE = parse_tree("AND(PLACE(object=cup), PLACE(object=tea))")
-
-
-def _observation(busy: str | None, hid: int) -> Incoming:
-    objects = {
-        name: {"shape": "cylinder", "dims": [0.03, 0.1], "position": [x, 0.0, 0.8],
-               "goal": [x, -0.2, 0.8], "at_goal": False, "held_by": None}
-        for name, x in (("cup", 0.0), ("tea", 0.2))
-    }  # fmt: skip
-    body = {
-        "t": float(hid),
-        "robot": {"name": "pr2", "arm": [0.0, -0.3, 0.9], "base": [0.0, -0.65, 0.0],
-                  "yaw": 1.5708, "busy": busy, "paused": False},
-        "objects": objects,
-    }  # fmt: skip
-    topic = build(TEAM, "pr2-driver", "observation")
-    env = Envelope("observation", "pr2-driver", hid, 1, HlcStamp(1, 0, "pr2-driver"), body)
-    return Incoming(topic, encode(env), False, 0)
+from teamtree.broker import Endpoint
+from teamtree.planners.tasktree import BodyWatch, TaskController, Tick
+from tests.robot_in_process import TEAM, TREE, observation, robot_holding_a_leaf
 
 
 async def _robot_holding_a_leaf() -> tuple[RobotAgent, str, str]:
-    robot = RobotAgent(
-        "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-        profile="pr2", driver="pr2-driver", roster=["pr2", "baxter"],
-    )  # fmt: skip
-    await robot.setup()
-    robot._body_watch = BodyWatch(grace_s=0.05, start_s=0.3)
-    robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
-    await robot.feed(PotentialsChanged({"root/0": 1.0, "root/1": 0.5}))
-    await robot.feed(Tick())  # no peers online: the claim is won at once
-    node = robot.controller.my_working
-    assert node == "root/0"
-    return robot, node, robot._command_of[node]
+    return await robot_holding_a_leaf(body_watch=BodyWatch(grace_s=0.05, start_s=0.3))
 
 
 def test_a_lost_end_of_behaviour_gives_the_node_back() -> None:
@@ -64,11 +27,11 @@ def test_a_lost_end_of_behaviour_gives_the_node_back() -> None:
 
     async def run() -> RobotAgent:
         robot, node, command_id = await _robot_holding_a_leaf()
-        await robot._receive(_observation(command_id, 1))
-        await robot._receive(_observation(None, 2))
+        await robot._receive(observation(command_id, 1))
+        await robot._receive(observation(None, 2))
         assert robot.controller.my_working == node  # within the grace: may still come
         await asyncio.sleep(0.1)
-        await robot._receive(_observation(None, 3))
+        await robot._receive(observation(None, 3))
         return robot
 
     robot = asyncio.run(run())
@@ -80,10 +43,10 @@ def test_a_lost_end_of_behaviour_gives_the_node_back() -> None:
 def test_an_execute_never_seen_on_the_body_fails_after_start_s() -> None:
     async def run() -> RobotAgent:
         robot, node, _ = await _robot_holding_a_leaf()
-        await robot._receive(_observation(None, 1))
+        await robot._receive(observation(None, 1))
         assert robot.controller.my_working == node
         await asyncio.sleep(0.35)
-        await robot._receive(_observation(None, 2))
+        await robot._receive(observation(None, 2))
         return robot
 
     robot = asyncio.run(run())
@@ -94,7 +57,7 @@ def test_a_running_body_is_never_given_up() -> None:
     async def run() -> RobotAgent:
         robot, _, command_id = await _robot_holding_a_leaf()
         for hid in range(1, 6):
-            await robot._receive(_observation(command_id, hid))
+            await robot._receive(observation(command_id, hid))
             await asyncio.sleep(0.1)
         return robot
 

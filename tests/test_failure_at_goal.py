@@ -10,48 +10,26 @@ from __future__ import annotations
 import asyncio
 
 from teamtree.agents.tasktree.robot import FAILURE_HOLD_OBSERVATIONS, RobotAgent
-from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
-from teamtree.broker.topics import build
-from teamtree.planners.tasktree import (
-    NodeStatus,
-    PotentialsChanged,
-    PublishTransition,
-    TaskController,
-    Tick,
-    parse_tree,
-)
-
-TEAM = "t1"
-TREE = parse_tree("AND(PLACE(object=cup), PLACE(object=tea))")
-
-
-def _incoming(kind: str, channel: str, body: dict, hid: int) -> Incoming:
-    env = Envelope(kind, "pr2-driver", hid, 1, HlcStamp(hid, 0, "pr2-driver"), body)
-    return Incoming(build(TEAM, "pr2-driver", channel), encode(env), False, 0)
+from teamtree.broker import Incoming
+from teamtree.planners.tasktree import NodeStatus, PublishTransition
+from tests.robot_in_process import from_driver, observation, robot_holding_a_leaf
 
 
 def _observation(hid: int, *, held: bool, at_goal: bool, busy: str | None) -> Incoming:
-    cup_at = [0.0, -0.2, 0.8] if at_goal else [0.0, -0.1, 0.85]
-    objects = {
-        "cup": {"shape": "cylinder", "dims": [0.03, 0.1], "position": cup_at,
-                "goal": [0.0, -0.2, 0.8], "at_goal": at_goal,
-                "held_by": "pr2" if held else None},
-        "tea": {"shape": "cylinder", "dims": [0.03, 0.1], "position": [0.2, 0.0, 0.8],
-                "goal": [0.2, -0.2, 0.8], "at_goal": False, "held_by": None},
-    }  # fmt: skip
-    body = {
-        "t": float(hid),
-        "robot": {"name": "pr2", "arm": [0.0, -0.3, 0.9], "base": [0.0, -0.65, 0.0],
-                  "yaw": 1.5708, "busy": busy, "paused": False},
-        "objects": objects,
-    }  # fmt: skip
-    return _incoming("observation", "observation", body, hid)
+    """The cup held by pr2's body, or put down at its goal or short of it."""
+    return observation(
+        busy,
+        hid,
+        position=[0.0, -0.2, 0.8] if at_goal else [0.0, -0.1, 0.85],
+        at_goal=at_goal,
+        held_by="pr2" if held else None,
+    )
 
 
 def _failed(command_id: str, hid: int) -> Incoming:
     body = {"command_id": command_id, "node": "root/0", "robot": "pr2", "ok": False,
             "reason": "lease_expired", "t": float(hid)}  # fmt: skip
-    return _incoming("behaviour.failed", "progress", body, hid)
+    return from_driver("behaviour.failed", "progress", body, hid)
 
 
 class Recorder(RobotAgent):
@@ -68,16 +46,7 @@ class Recorder(RobotAgent):
 
 
 async def _robot_holding_the_cup() -> tuple[Recorder, str]:
-    robot = Recorder(
-        "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-        profile="pr2", driver="pr2-driver", roster=["pr2", "baxter"],
-    )  # fmt: skip
-    await robot.setup()
-    robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
-    await robot.feed(PotentialsChanged({"root/0": 1.0, "root/1": 0.5}))
-    await robot.feed(Tick())  # no peers online: the claim is won at once
-    assert robot.controller.my_working == "root/0"
-    command_id = robot._command_of["root/0"]
+    robot, _, command_id = await robot_holding_a_leaf(Recorder)
     await robot._receive(_observation(1, held=True, at_goal=False, busy=command_id))
     return robot, command_id
 
