@@ -27,6 +27,7 @@ from teamtree.agents.tasktree.dialog_wire import (
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build
 from tests.test_wire import bodies
+from tests.wire_strategies import WIRE_INTS
 
 ASK = {
     "dialog_id": "pr2-0123456789",
@@ -105,9 +106,7 @@ def test_errors_name_the_kind_and_the_field(kind: str, body: dict, path: str) ->
         decode(body, BODIES[kind])
 
 
-scalars = (
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4)
-)
+scalars = st.none() | st.booleans() | WIRE_INTS | st.floats(allow_nan=False) | st.text(max_size=4)
 values = st.recursive(scalars, lambda v: st.lists(v, max_size=3), max_leaves=6)
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from teamtree.agents.ltl.plan_wire import PlanWireError, plan_from_wire, plan_to_wire
 from teamtree.planners.ltl import RobotPlan, TSState
+from tests.wire_strategies import WIRE_INTS
 
 PLAN = RobotPlan(
     "DR",
@@ -39,7 +40,7 @@ def test_errors_name_the_field() -> None:
         plan_from_wire({**plan_to_wire(PLAN), "actions": []})
 
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4)
+scalars = st.none() | st.booleans() | WIRE_INTS | st.floats() | st.text(max_size=4)
 values = st.recursive(scalars, lambda v: st.lists(v, max_size=3), max_leaves=6)
 
 

@@ -37,6 +37,7 @@ from teamtree.broker.topics import build
 from teamtree.planners.ltl import TSState
 from tests.conftest import REPO
 from tests.test_wire import bodies
+from tests.wire_strategies import WIRE_INTS
 
 PLAN = {
     "robot": "DR",
@@ -155,9 +156,7 @@ def test_a_missing_field_is_named() -> None:
         decode(body, StepWire)
 
 
-scalars = (
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4)
-)
+scalars = st.none() | st.booleans() | WIRE_INTS | st.floats(allow_nan=False) | st.text(max_size=4)
 values = st.recursive(scalars, lambda v: st.lists(v, max_size=3) | st.dictionaries(
     st.text(max_size=3), v, max_size=2), max_leaves=6)  # fmt: skip
 

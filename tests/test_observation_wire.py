@@ -37,6 +37,7 @@ from teamtree.drivers.vda5050.site import site_from_config
 from teamtree.hardware.world import World
 from teamtree.planners.tasktree import parse_tree
 from tests.test_protocol_docs import braces, fields, keys
+from tests.wire_strategies import WIRE_INTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 OBJECTS = {
@@ -112,7 +113,7 @@ def test_a_bad_field_is_named(path: tuple[str, ...], value: Any, named: str) -> 
         decode_observation(body)
 
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
+scalars = st.none() | st.booleans() | WIRE_INTS | st.floats() | st.text(max_size=6)
 values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3),

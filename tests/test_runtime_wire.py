@@ -37,10 +37,11 @@ from teamtree.agents.runtime.presence_wire import (
 )
 from teamtree.agents.runtime.team_view import TeamView
 from tests.test_protocol_docs import body_of, braces, fields, keys
+from tests.wire_strategies import WIRE_INTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+scalars = st.none() | st.booleans() | WIRE_INTS | st.floats() | st.text(max_size=8)
 values = st.recursive(
     scalars,
     lambda inner: (
