@@ -148,15 +148,17 @@ CLAIM_REPLY = "claim_reply"
 STATE = "state"
 SNAPSHOT = "snapshot"
 SNAPSHOT_EVERY_S = 0.25
-FAILURE_HOLD_S = 0.5
-"""How long a failed behaviour whose object the body held waits for the driver's
-observations before the node goes back to the team (``_hold_failure``)."""
-FAILURE_HOLD_OBSERVATIONS = 2
 """The controller's snapshots go out at most once per this many seconds: the first at
 once, the ones after it within the interval as one, the latest, at its end. Every
 change also goes out at once as a ``node.transition``; the retained snapshot is what a
 late joiner and the observers read, and each carries every done leaf, so at 32 robots
 x 500 leaves one per transition was most of the bytes every robot decoded."""
+FAILURE_HOLD_S = 0.5
+"""At most this long a behaviour that failed while its body held the object waits for
+the driver's observations before its node goes back to the team (``_held_when_failed``)."""
+FAILURE_HOLD_OBSERVATIONS = 2
+"""The driver's observations such a failure waits for (the world shows an object put
+down in the next one)."""
 MISSION = "mission"
 COMMAND = "command"
 METRICS = ("distance", "distance+grasp")
@@ -309,7 +311,7 @@ class RobotAgent(PeerRuleMember):
         self.body = profile_spec(profile)
         self._commands = itertools.count(1)
         self._command_of: dict[str, str] = {}  # node -> command id
-        # node -> (deadline, observations still to wait for, reason): _hold_failure
+        # node -> (deadline, observations still to wait for, reason): _held_when_failed
         self._failing: dict[str, tuple[float, int, str | None]] = {}
         self._body_name: str | None = None  # this robot's body, as the world names it
         self._backlog: list[tuple[str, Any]] = []
@@ -680,14 +682,15 @@ class RobotAgent(PeerRuleMember):
         The driver's ``behaviour.failed`` and its observation showing the object
         ``at_goal`` then race. Observation first: the robot counts its behaviour done
         (``EffectConfirmed`` while the node is its own) and says ``done``. Failure
-        first: it gave the node back (``inactive``) and then counted the leaf done from
-        the world, a leaf nobody reported done. So such a failure waits for the
-        driver's next ``FAILURE_HOLD_OBSERVATIONS`` observations (at most
+        first, without a wait: it gave the node back (``inactive``), then counted the
+        leaf done from the world, and nobody reported it done. So the failure waits for
+        the driver's next ``FAILURE_HOLD_OBSERVATIONS`` observations (at most
         ``FAILURE_HOLD_S``): the node stays this robot's meanwhile (its body has
         stopped, so nothing runs twice), and the record says the same either way."""
         name = self.tree[node].param_dict.get("object")
         view = (self._world_objects or {}).get(name) if isinstance(name, str) else None
-        return view is not None and view.held_by is not None and view.held_by == self._body_name
+        me = self._body_name
+        return view is not None and me is not None and view.held_by == me
 
     async def _release_failures(self, *, observed: bool) -> None:
         """Give back the held failures (``_held_when_failed``) that waited out their
