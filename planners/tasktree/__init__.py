@@ -1,13 +1,14 @@
 """Shared THEN/AND/OR task trees with activation spreading and the peer rule (seed 000).
 
-Pure: tree model and parser (``tree``), node states (``status``), activation
-spreading (``activation``), the peer rule as a state machine (``peer``) and its
-contention avoidance for big teams (``contention``), behaviours that ended unheard
-(``body_watch``), whether finished leaves meet the tree (``outcome``), activation
-metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a text
-renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
-mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
-theory of mind: intent from hand tracks and simulated human controllers
+Pure: tree model and parser (``tree``), node states (``status``), activation spreading
+(``activation``), the peer rule as a state machine (``peer``) and its contention
+avoidance for big teams (``contention``) and declared interest, so a claim asks only the
+peers that may claim what it conflicts with (``interest``), behaviours that ended
+unheard (``body_watch``), whether finished leaves meet the tree (``outcome``),
+activation metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``),
+a text renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a
+PLACE mission in the simulated world in one process (``place_trial``, seed 000 §4), and
+the theory of mind: intent from hand tracks and simulated human controllers
 (``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
@@ -35,6 +36,13 @@ _HOMES = {
         "bearing_factor",
         "coverage_factor",
         "reach_factor",
+    ),
+    "interest": (
+        "Interest",
+        "InterestAck",
+        "InterestBook",
+        "PublishInterest",
+        "PublishInterestAck",
     ),
     "lease": ("LeaseTerms",),
     "metrics": (

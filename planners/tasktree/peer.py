@@ -78,6 +78,13 @@ from teamtree.planners.tasktree.contention import (
     PublishPotentials,
 )
 from teamtree.planners.tasktree.incremental import ActivationView, IncrementalSpread
+from teamtree.planners.tasktree.interest import (
+    Interest,
+    InterestAck,
+    InterestBook,
+    PublishInterest,
+    PublishInterestAck,
+)
 from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
 from teamtree.planners.tasktree.versioned import VersionedDict, VersionedSet
@@ -277,6 +284,8 @@ Event = (
     | ConnectionChanged
     | EffectConfirmed
     | PeerPotentials
+    | Interest
+    | InterestAck
 )
 
 # ------------------------------------------------------------------ actions
@@ -351,6 +360,8 @@ ControllerAction = (
     | AbortBehaviour
     | ClaimDecided
     | PublishPotentials
+    | PublishInterest
+    | PublishInterestAck
 )
 """What a ``TaskController`` asks its agent to do: publish, drive a behaviour, or
 report how a claim was decided."""
@@ -413,10 +424,14 @@ class TaskController:
         auto_select: bool = True,
         takeover_ms: int = 0,
         avoid_contention: bool = False,
+        declared_interest: bool = False,
+        interest_prefetch: int = 2,
         seed: int | str | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity {capacity}; expected 1 or more")
+        if interest_prefetch < 0:
+            raise ValueError(f"interest_prefetch {interest_prefetch}; expected 0 or more")
         self.tree = tree
         self.capacity = capacity
         self.auto_select = auto_select
@@ -456,6 +471,11 @@ class TaskController:
         (``contention.py``); the claim rule itself is unchanged."""
         if avoid_contention:
             self.avoider = ContentionAvoider(me, random.Random(me if seed is None else seed))
+        self.interest: InterestBook | None = InterestBook(me) if declared_interest else None
+        """With ``declared_interest``: this member's and its peers' declarations
+        (``interest.py``); a claim then asks only the peers whose declaration meets it."""
+        self.interest_prefetch = interest_prefetch
+        self._declared_age = 0
 
     # ----------------------------------------------------------- read-only views
 
@@ -572,6 +592,10 @@ class TaskController:
                 self._on_connection(event, now, out)
             case EffectConfirmed():
                 self._on_effect(event, now, out)
+            case Interest():
+                self._on_interest(event, now, out)
+            case InterestAck():
+                self._on_interest_ack(event, now, out)
             case _:
                 raise TypeError(f"TaskController cannot handle {type(event).__name__}")
         return out
@@ -591,24 +615,72 @@ class TaskController:
             pub = self.avoider.maybe_publish(self.potentials, len(self.mine) < self.capacity)
             if pub is not None:
                 out.append(pub)
+        book = self.interest
+        if book is not None and book.mine is None and self.auto_select:
+            # the first declaration: this member's best leaves by potential, selectable
+            # or not yet, so most later claims find their leaf declared already
+            pots = self.potentials
+            best = sorted(
+                (n for n in self.tree.leaves if n not in self.done),
+                key=lambda n: (-pots.get(n, self.default_potential), n),
+            )
+            self._declare(best[: self.interest_prefetch + 1], now, out)
+            return
+        if book is not None and book.mine is not None:
+            self._declared_age += 1
+            if self.resend_ticks > 0 and self._declared_age % self.resend_ticks == 0:
+                for q in book.unacknowledged(self.peers_online):
+                    out.append(PublishInterest(book.mine, to=q))
         if self._pending is not None:
             self._pending.age += 1
             p = self._pending
             if self.resend_ticks > 0 and self._resend_due(p):
-                for q in sorted(self.peers_online):
+                for q in sorted(self._needed(p)):
                     if p.replies.get(q, -1) < p.need.get(q, 0):
                         out.append(PublishClaim(replace(p.claim, round=p.need.get(q, 0)), to=q))
             self._decide(now, out)
             return
         if self._paused:  # reconnected and synced: re-claim before resuming
             leaf = next(n for n in self.mine if n in self._paused)
-            self._start_claim(leaf, now, out, reclaim=True)
+            if self._declared(leaf, now, out):
+                self._start_claim(leaf, now, out, reclaim=True)
             return
         if not self.auto_select or len(self.mine) >= self.capacity:
             return
         leaf = self._select()
-        if leaf is not None:
+        if leaf is not None and self._declared(leaf, now, out):
             self._start_claim(leaf, now, out)
+
+    def _declared(self, leaf: str, now: Stamp, out: list[ControllerAction]) -> bool:
+        """Whether ``leaf`` may be claimed now as far as declared interest goes (I1 of
+        ``interest.py``): always without it; else when ``leaf`` is declared and every
+        online peer acknowledged the declaration. An undeclared leaf is declared here,
+        with this member's ``interest_prefetch`` next best selectable leaves."""
+        book = self.interest
+        if book is None:
+            return True
+        if leaf not in book.leaves or book.mine is None:
+            acts = self.activations()
+            others = sorted(
+                (n for n in acts.selectable if n != leaf and n not in book.leaves),
+                key=lambda n: (-acts.leaf_value(n), n),
+            )
+            self._declare([leaf, *others[: self.interest_prefetch]], now, out)
+            return False
+        return book.ready(self.peers_online)
+
+    def _declare(self, leaves: Iterable[str], now: Stamp, out: list[ControllerAction]) -> None:
+        assert self.interest is not None
+        out.append(PublishInterest(self.interest.declare(leaves, now)))
+        self._declared_age = 0
+
+    def _needed(self, p: _Pending) -> set[str]:
+        """The online peers whose reply the pending claim needs (rule 4, I2)."""
+        book = self.interest
+        if book is None:
+            return self.peers_online
+        conflicts = self.conflicts(p.claim.node)
+        return {q for q in self.peers_online if q in p.need or book.interested(q, conflicts)}
 
     def _resend_due(self, p: _Pending) -> bool:
         """Whether a pending claim's unanswered peers are asked again on this tick:
@@ -653,6 +725,8 @@ class TaskController:
             reason = "at capacity"
         elif not self._allowed(want.node):
             reason = "not allowed by the tree or taken by a peer"
+        elif not self._declared(want.node, now, out):
+            reason = "its declaration is not acknowledged yet; want it again"
         if reason:
             claim = Claim("", want.node, self.me, now, want.potential or 0.0)
             out.append(ClaimDecided(claim, False, reason))
@@ -677,8 +751,12 @@ class TaskController:
             stamp=now,
             potential=float(potential),
         )
-        self._pending = _Pending(claim, reclaim=reclaim)
-        out.append(PublishClaim(claim))
+        self._pending = p = _Pending(claim, reclaim=reclaim)
+        if self.interest is None:
+            out.append(PublishClaim(claim))
+        else:  # only the peers whose declaration meets it (I2)
+            for q in sorted(self._needed(p)):
+                out.append(PublishClaim(claim, to=q))
         self._decide(now, out)
 
     def _key(self, stamp: Stamp, potential: float) -> tuple:
@@ -726,8 +804,10 @@ class TaskController:
             else:
                 self._inhibited[leaf] = self.inhibit_ticks
             return
-        if any(p.replies.get(q, -1) < p.need.get(q, 0) for q in self.peers_online):
+        if any(p.replies.get(q, -1) < p.need.get(q, 0) for q in self._needed(p)):
             return
+        if self.interest is not None and not self.interest.ready(self.peers_online):
+            return  # a peer that came online has not acknowledged the declaration (I1)
         self._pending = None
         if self.avoider is not None:
             self.avoider.won()
@@ -921,6 +1001,11 @@ class TaskController:
             return
         if ev.online:
             self._lapsing.pop(ev.agent, None)
+            book = self.interest
+            if book is not None:  # it must acknowledge the declaration anew (I3)
+                book.forget_ack(ev.agent)
+                if book.mine is not None:
+                    out.append(PublishInterest(book.mine, to=ev.agent))
             p = self._pending
             if ev.agent not in self.peers_online:
                 self.peers_online.add(ev.agent)
@@ -1000,10 +1085,43 @@ class TaskController:
         self.connected = True
         self.peers_online = set(ev.online_peers) - {self.me}
         self._awaiting = set(self.peers_online)
+        if self.interest is not None and self.interest.mine is not None:
+            self._declare(self.interest.leaves, now, out)  # fresh acknowledgements (I3)
         for agent, _s in list(self.working.values()):
             if agent != self.me and agent not in self.peers_online:
                 self._lapsing.setdefault(agent, now[0] + self.takeover_ms)
         self._release_lapsed(now)
+
+    def _on_interest(self, ev: Interest, now: Stamp, out: list[ControllerAction]) -> None:
+        book = self.interest
+        if book is None or ev.agent == self.me:
+            return
+        if ev.agent not in self.peers_online:  # it is online: it just spoke (I3)
+            self._on_presence(PresenceChanged(ev.agent, True), now, out)
+        out.append(PublishInterestAck(book.ack_for(ev)))
+        self._ask_if_interested(ev.agent, out)
+        self._decide(now, out)
+
+    def _on_interest_ack(self, ev: InterestAck, now: Stamp, out: list[ControllerAction]) -> None:
+        book = self.interest
+        if book is None or ev.declarer != self.me or ev.agent == self.me:
+            return
+        if ev.agent not in self.peers_online:
+            self._on_presence(PresenceChanged(ev.agent, True), now, out)
+        book.acknowledged(ev)
+        self._ask_if_interested(ev.agent, out)
+        self._decide(now, out)
+
+    def _ask_if_interested(self, peer: str, out: list[ControllerAction]) -> None:
+        """A pending claim asks ``peer`` once its declaration meets the claim (I2)."""
+        p = self._pending
+        if p is None or p.lost is not None or peer in p.need or peer in p.replies:
+            return
+        if self.interest is not None and self.interest.interested(
+            peer, self.conflicts(p.claim.node)
+        ):
+            p.need[peer] = 0
+            out.append(PublishClaim(p.claim, to=peer))
 
 
 _ZERO: Stamp = (-(2**63), 0, "")

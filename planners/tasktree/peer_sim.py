@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from teamtree.planners.tasktree.contention import PeerPotentials, PublishPotentials
+from teamtree.planners.tasktree.interest import PublishInterest, PublishInterestAck
 from teamtree.planners.tasktree.peer import (
     AbortBehaviour,
     BehaviourFinished,
@@ -143,6 +144,11 @@ class SimConfig:
     avoid_contention: bool = False
     """Robots publish potentials and claim where the team's matching puts them
     (``TaskController(avoid_contention=True)``, ``contention.py``)."""
+    declared_interest: bool = False
+    """Claims ask only the peers whose declared interest meets them
+    (``TaskController(declared_interest=True)``, ``interest.py``)."""
+    interest_prefetch: int = 2
+    """With ``declared_interest``: leaves declared beyond the one wanted."""
 
 
 @dataclass
@@ -296,6 +302,8 @@ class _Sim:
             capacity=self.cfg.capacity,
             takeover_ms=round(self.takeover() * 1000),
             avoid_contention=self.cfg.avoid_contention,
+            declared_interest=self.cfg.declared_interest,
+            interest_prefetch=self.cfg.interest_prefetch,
             seed=f"{self.cfg.seed}:{rid}",
         )
         self.robots[rid] = r
@@ -367,6 +375,10 @@ class _Sim:
                     self.publish(r.rid, s)
                 case PublishPotentials(agent=agent, potentials=pots):
                     self.publish(r.rid, PeerPotentials(agent, pots))
+                case PublishInterest(interest=i, to=to):
+                    self.publish(r.rid, i, to=to)
+                case PublishInterestAck(ack=ack):
+                    self.publish(r.rid, ack, to=ack.declarer)
                 case ClaimDecided(claim=c, won=won):
                     self.claims += 1
                     self.claims_won += won
