@@ -11,6 +11,10 @@ from hypothesis import strategies as st
 from teamtree.agents.tasktree.peer_wire import (
     claim_from_wire,
     claim_to_wire,
+    interest_ack_from_wire,
+    interest_ack_to_wire,
+    interest_from_wire,
+    interest_to_wire,
     reply_from_wire,
     reply_to_wire,
     snapshot_from_wire,
@@ -21,6 +25,8 @@ from teamtree.agents.tasktree.peer_wire import (
 from teamtree.planners.tasktree import (
     Claim,
     ClaimReply,
+    Interest,
+    InterestAck,
     NodeReport,
     PeerState,
     Snapshot,
@@ -39,6 +45,22 @@ def test_claims_and_replies_round_trip() -> None:
         round=2,
     )  # fmt: skip
     assert reply_from_wire(reply_to_wire(reply)) == reply
+
+
+def test_interest_and_its_acknowledgement_round_trip() -> None:
+    mine = Interest("pr2", STAMP, ("root/0", "root/1"))
+    assert interest_from_wire(interest_to_wire(mine)) == mine
+    own = Interest("baxter", (1, 0, "baxter"), ())
+    for ack in (InterestAck("baxter", "pr2", STAMP, own), InterestAck("baxter", "pr2", STAMP)):
+        assert interest_ack_from_wire(interest_ack_to_wire(ack)) == ack
+
+
+def test_an_acknowledgement_cannot_speak_for_another_members_interest() -> None:
+    body = interest_ack_to_wire(
+        InterestAck("baxter", "pr2", STAMP, Interest("pr2", STAMP, ("root/0",)))
+    )
+    with pytest.raises(ValueError, match=r"own\.agent"):
+        interest_ack_from_wire(body)
 
 
 @pytest.mark.parametrize(
@@ -60,7 +82,7 @@ def test_working_leaves_rejects_what_is_not_leaf_ids() -> None:
 
 
 KEYS = ["claim_id", "node", "claimant", "stamp", "potential", "round", "replier", "reports",
-        "agent", "status", "done", "working"]  # fmt: skip
+        "agent", "status", "done", "working", "leaves", "declarer", "own"]  # fmt: skip
 shaped = st.dictionaries(st.sampled_from(KEYS), bodies, max_size=len(KEYS)) | st.fixed_dictionaries(
     {k: bodies for k in KEYS}
 )
@@ -71,6 +93,14 @@ shaped = st.dictionaries(st.sampled_from(KEYS), bodies, max_size=len(KEYS)) | st
 def test_decoders_raise_only_the_errors_callers_catch(body) -> None:
     """Hostile bodies: every decoder fails with KeyError, TypeError or ValueError (the
     agent drops and logs them), never anything else."""
-    for decode in (claim_from_wire, reply_from_wire, snapshot_from_wire, transition_from_wire):
+    decoders = (
+        claim_from_wire,
+        reply_from_wire,
+        snapshot_from_wire,
+        transition_from_wire,
+        interest_from_wire,
+        interest_ack_from_wire,
+    )
+    for decode in decoders:
         with contextlib.suppress(KeyError, TypeError, ValueError):
             decode(body)

@@ -34,6 +34,8 @@ from teamtree.agents.runtime.resync import (
 from teamtree.agents.tasktree import dialog_wire
 from teamtree.agents.tasktree.peer_wire import (
     ClaimWire,
+    InterestAckWire,
+    InterestWire,
     PotentialsWire,
     ReplyWire,
     ReportWire,
@@ -104,6 +106,8 @@ PEER = {
     "node.transition": TransitionWire,
     "node.snapshot": SnapshotWire,
     "node.potentials": PotentialsWire,
+    "node.interest": InterestWire,
+    "node.interest_ack": InterestAckWire,
 }
 
 
@@ -113,6 +117,8 @@ def test_protocol_md_task_tree_bodies_match_the_types(kind: str) -> None:
     assert set(documented) == fields(PEER[kind]), kind
     if kind == "node.claim_reply":
         assert set(keys(braces(documented["reports"]))) == fields(ReportWire)
+    if kind == "node.interest_ack":
+        assert set(keys(braces(documented["own"]))) == fields(InterestWire)
 
 
 def test_favors_md_request_body_matches_the_types() -> None:

@@ -23,6 +23,8 @@ from teamtree.agents.runtime.agent import Agent, AgentState
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.peer_wire import (
     claim_from_wire,
+    interest_ack_from_wire,
+    interest_from_wire,
     potentials_from_wire,
     reply_from_wire,
     snapshot_from_wire,
@@ -140,6 +142,22 @@ class PeerRuleMember(Agent):
             self._drop("sender_mismatch", str(topic), env.sender, f"{field} is not the sender")
             return
         await self.feed(event)
+
+    def subscribe_interest(self, channel: str, acks: str) -> None:
+        """Take peers' ``node.interest`` declarations on the team ``channel`` (and
+        addressed to this agent on theirs, for a declaration sent to one peer) and the
+        ``node.interest_ack`` acknowledgements addressed to this agent on ``acks``.
+        Urgent, as claims and replies are: a claim waits for them."""
+        self.urgent(channel, acks)
+        self.on_team(channel, self._on_peer_interest, kind="node.interest")
+        self.on_agents(channel, self._on_peer_interest, kind="node.interest", addressed=True)
+        self.on_agents(acks, self._on_peer_interest_ack, kind="node.interest_ack", addressed=True)
+
+    async def _on_peer_interest(self, env: Envelope, topic: Topic) -> None:
+        await self._decoded(env, topic, "interest", interest_from_wire, "agent")
+
+    async def _on_peer_interest_ack(self, env: Envelope, topic: Topic) -> None:
+        await self._decoded(env, topic, "interest acknowledgement", interest_ack_from_wire, "agent")
 
     def subscribe_potentials(self, channel: str, leaves: tuple[str, ...]) -> None:
         """Take peers' ``node.potentials`` (contention avoidance) on their ``channel``,

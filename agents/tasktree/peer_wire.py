@@ -19,6 +19,8 @@ from msgspec import Meta, Struct
 from teamtree.planners.tasktree import (
     Claim,
     ClaimReply,
+    Interest,
+    InterestAck,
     NodeReport,
     NodeStatus,
     PeerPotentials,
@@ -30,6 +32,8 @@ from teamtree.planners.tasktree import (
 
 __all__ = [
     "ClaimWire",
+    "InterestAckWire",
+    "InterestWire",
     "PeerWireError",
     "PotentialsWire",
     "ReplyWire",
@@ -38,6 +42,10 @@ __all__ = [
     "TransitionWire",
     "claim_from_wire",
     "claim_to_wire",
+    "interest_ack_from_wire",
+    "interest_ack_to_wire",
+    "interest_from_wire",
+    "interest_to_wire",
     "potentials_from_wire",
     "potentials_to_wire",
     "reply_from_wire",
@@ -119,6 +127,24 @@ class PotentialsWire(Struct, frozen=True):
 
     agent: str
     milli: list[Annotated[int, Meta(ge=0)]]
+
+
+class InterestWire(Struct, frozen=True):
+    """The ``node.interest`` body: the leaves ``agent`` may claim (declared interest)."""
+
+    agent: str
+    stamp: StampWire
+    leaves: list[str]
+
+
+class InterestAckWire(Struct, frozen=True):
+    """The ``node.interest_ack`` body: ``agent`` recorded ``declarer``'s declaration of
+    ``stamp``; ``own`` is ``agent``'s current declaration (null before its first)."""
+
+    agent: str
+    declarer: str
+    stamp: StampWire
+    own: InterestWire | None = None
 
 
 def _decode(body: Any, typ: type[T]) -> T:
@@ -255,3 +281,38 @@ def potentials_from_wire(body: Any, leaves: Sequence[str]) -> PeerPotentials:
     return PeerPotentials(
         w.agent, {leaf: m / 1000 for leaf, m in zip(leaves, w.milli, strict=True)}
     )
+
+
+def interest_to_wire(interest: Interest) -> dict[str, Any]:
+    """The ``node.interest`` body."""
+    return {
+        "agent": interest.agent,
+        "stamp": list(interest.stamp),
+        "leaves": list(interest.leaves),
+    }
+
+
+def interest_from_wire(body: Any) -> Interest:
+    """A ``node.interest`` body as an Interest; raises PeerWireError."""
+    w = _decode(body, InterestWire)
+    return Interest(w.agent, w.stamp, tuple(w.leaves))
+
+
+def interest_ack_to_wire(ack: InterestAck) -> dict[str, Any]:
+    """The ``node.interest_ack`` body."""
+    return {
+        "agent": ack.agent,
+        "declarer": ack.declarer,
+        "stamp": list(ack.stamp),
+        "own": None if ack.own is None else interest_to_wire(ack.own),
+    }
+
+
+def interest_ack_from_wire(body: Any) -> InterestAck:
+    """A ``node.interest_ack`` body as an InterestAck; raises PeerWireError (also when
+    the declaration it carries is not the acknowledger's own)."""
+    w = _decode(body, InterestAckWire)
+    own = None if w.own is None else Interest(w.own.agent, w.own.stamp, tuple(w.own.leaves))
+    if own is not None and own.agent != w.agent:
+        raise PeerWireError("bad interest_ack body: $.own.agent is not $.agent")
+    return InterestAck(w.agent, w.declarer, w.stamp, own)

@@ -8,6 +8,9 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``<me>/potentials``    ``node.potentials``   retained, QoS 0: eq. 1 per leaf, for the
   team's contention avoidance (``avoid_contention``, planners/tasktree/contention.py)
 - ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
+- ``_/interest`` (``<me>/interest/<peer>``) ``node.interest``, ``<me>/interest_ack/<declarer>``
+  ``node.interest_ack``: with ``declared_interest``, the leaves this robot may claim and
+  the peers' acknowledgements (planners/tasktree/interest.py)
 - ``<me>/state``         ``node.transition``   working / done / inactive (released)
 - ``<me>/snapshot``      ``node.snapshot``     retained: what this robot knows
 - ``_/mission``          ``mission.tree``      retained: the tree with stable node ids
@@ -83,6 +86,8 @@ from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_wire import (
     claim_to_wire,
+    interest_ack_to_wire,
+    interest_to_wire,
     potentials_to_wire,
     reply_to_wire,
     snapshot_to_wire,
@@ -107,6 +112,8 @@ from teamtree.planners.tasktree import (
     GraspScorer,
     HandSample,
     HumanModel,
+    Interest,
+    InterestAck,
     LeaseTerms,
     ModelUpdate,
     NodeReport,
@@ -116,6 +123,8 @@ from teamtree.planners.tasktree import (
     PotentialsChanged,
     PresenceChanged,
     PublishClaim,
+    PublishInterest,
+    PublishInterestAck,
     PublishPotentials,
     PublishReply,
     PublishSnapshot,
@@ -145,6 +154,8 @@ else:
 CLAIMS = "claims"
 POTENTIALS = "potentials"
 CLAIM_REPLY = "claim_reply"
+INTEREST = "interest"
+INTEREST_ACK = "interest_ack"
 STATE = "state"
 SNAPSHOT = "snapshot"
 SNAPSHOT_EVERY_S = 0.25
@@ -212,7 +223,10 @@ class RobotAgent(PeerRuleMember):
     before the robot ends its mission with an error naming them, exit code 2; 0: never),
     ``avoid_contention`` (publish potentials and claim the leaf the team's greedy
     matching gives this robot, with jittered backoff; default true; false: seed 000's
-    selection, the highest activation).
+    selection, the highest activation), ``declared_interest`` (declare the leaves this
+    robot may claim, acknowledged by every online peer, so that a claim asks only the
+    peers whose declaration meets it; default false, see planners/tasktree/interest.py)
+    and ``interest_prefetch`` (how many next-best leaves a declaration adds, default 4).
     """
 
     kind = "robot"
@@ -239,10 +253,14 @@ class RobotAgent(PeerRuleMember):
         service_timeout_s: float = 30.0,
         stall_timeout_s: float = 60.0,
         avoid_contention: bool = True,
+        declared_interest: bool = False,
+        interest_prefetch: int = 4,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
         self.avoid_contention = avoid_contention
+        self.declared_interest = declared_interest
+        self.interest_prefetch = interest_prefetch
         if roster is not None:
             self.roster = frozenset(roster) | {self.id}
         self._driver_lost_at: float | None = None
@@ -386,6 +404,8 @@ class RobotAgent(PeerRuleMember):
         )
         if self.avoid_contention:
             self.subscribe_potentials(POTENTIALS, tuple(self.tree.leaves))
+        if self.declared_interest:
+            self.subscribe_interest(INTEREST, INTEREST_ACK)
         self.on_agent(
             self.driver, "observation", self._on_observation, kind="observation", latest=True
         )
@@ -464,6 +484,22 @@ class RobotAgent(PeerRuleMember):
             case AbortBehaviour(node=node, reason=reason):
                 self.log.warning("behaviour.aborted", node=node, reason=reason)
                 await self._command("behaviour.cancel", node)
+            case PublishInterest(interest=interest, to=to):
+                body = interest_to_wire(interest)
+                if to is None:
+                    await self.publish(INTEREST, "node.interest", body, team=True)
+                elif to not in self.humans:
+                    await self.publish(INTEREST, "node.interest", body, recipient=to, to=to)
+                for human in self.humans:  # a person may take any leaf: the model says so
+                    if to in (None, human):
+                        own = Interest(human, interest.stamp, tuple(self.tree.leaves))
+                        self._local.append(InterestAck(human, self.id, interest.stamp, own))
+            case PublishInterestAck(ack=ack):
+                if ack.declarer not in self.humans:
+                    body = interest_ack_to_wire(ack)
+                    await self.publish(
+                        INTEREST_ACK, "node.interest_ack", body, recipient=ack.declarer
+                    )
             case PublishPotentials(potentials=potentials):
                 body = potentials_to_wire(self.id, potentials, self.tree.leaves)
                 await self.publish(POTENTIALS, "node.potentials", body, qos=0, retain=True)
@@ -1087,6 +1123,8 @@ class RobotAgent(PeerRuleMember):
             default_potential=0.0,
             takeover_ms=self.lease.takeover_ms,
             avoid_contention=self.avoid_contention,
+            declared_interest=self.declared_interest,
+            interest_prefetch=self.interest_prefetch,
             resend_ticks=max(1, round(CLAIM_RESEND_S * self.runtime.tick_hz)),
             seed=f"{self.seed}:{self.id}",
         )

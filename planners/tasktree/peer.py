@@ -811,7 +811,8 @@ class TaskController:
         self._pending = None
         if self.avoider is not None:
             self.avoider.won()
-        out.append(ClaimDecided(p.claim, True, "every online peer answered, none beats it"))
+        why = "every online peer" if self.interest is None else "every online peer it concerns"
+        out.append(ClaimDecided(p.claim, True, f"{why} answered, none beats it"))
         self.mine[leaf] = None
         self.working[leaf] = (self.me, now)
         self._inhibited.pop(leaf, None)

@@ -10,12 +10,14 @@ import asyncio
 import itertools
 import json
 import subprocess
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
+from teamtree.planners.tasktree import conflict_set, parse_tree
 from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd, write_config
 
 pytestmark = pytest.mark.integration
@@ -119,6 +121,47 @@ def test_tea_party_scenario_1(metric: str, tmp_path: Path) -> None:
         assert ("pr2", "sandwich") in [(a, n) for a, n, _ in zero_grasp_runs], zero_grasp_runs
     summary = [line for line in out.stdout.splitlines() if "summary.behaviour" in line]
     assert len(summary) == 6 and all("potential=" in line and "grasp=" in line for line in summary)
+
+
+def test_tea_party_with_declared_interest(tmp_path: Path) -> None:
+    """Both robots declare the leaves they may claim (``declared_interest = true``): the
+    mission completes with the tea party's guarantees, every claim waited for the
+    declaration's acknowledgements, and the claims went only to the peer whose
+    declaration met them (addressed, none on the team channel)."""
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    assert text.count('kind = "robot"\n') == 2, "configs/tea_party_s1.toml changed"
+    config = tmp_path / "tea_party_s1.toml"
+    config.write_text(
+        text.replace('kind = "robot"\n', 'kind = "robot"\ndeclared_interest = true\n')
+    )
+    out = subprocess.run(
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
+        capture_output=True, text=True, timeout=180, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
+    ]
+    check_tea_party(records)
+    declared = defaultdict(list)
+    for r in records:
+        if r["kind"] == "node.interest":
+            declared[r["sender"]].append(r["body"])
+    assert set(declared) == {"pr2", "baxter"}, declared.keys()
+    acks = [r for r in records if r["kind"] == "node.interest_ack"]
+    assert {(a["sender"], a["body"]["declarer"]) for a in acks} == {
+        ("pr2", "baxter"),
+        ("baxter", "pr2"),
+    }
+    tree = parse_tree(tomllib.loads(text)["mission"]["tree"])
+    claims = [r for r in records if r["kind"] == "node.claim"]
+    assert claims, "the two declarations overlap (4 leaves prefetched of 7): claims ask"
+    assert all("/_/" not in r["topic"] for r in claims), "a claim on the team channel"
+    for r in claims:  # a claim asks a peer whose declaration (by then) meets it
+        peer = r["topic"].rsplit("/", 1)[-1]
+        known = {x for d in declared[peer] if d["stamp"][0] <= r["ts"] for x in d["leaves"]}
+        assert known & conflict_set(tree, r["body"]["node"]), (r, declared[peer])
 
 
 MOVE_TEAM = """
