@@ -237,6 +237,9 @@ def test_a_claim_asks_the_peer_whose_declaration_meets_it() -> None:
     (claim,) = [x for x in out if isinstance(x, PublishClaim)]
     assert (claim.claim.node, claim.to) == (a, "r2")
     assert r1.pending_claim is not None  # waits for r2's reply
+    # r2's declaration again (a resend): r2 was asked already, it is not asked twice
+    again = r1.handle(Interest("r2", (9, 0, "r2"), (a,)), (12, 5, "r1"))
+    assert not [x for x in again if isinstance(x, PublishClaim)], again
     (reply,) = r2.handle(claim.claim, (13, 0, "r2"))
     assert isinstance(reply, PublishReply)
     out = r1.handle(reply.reply, (14, 0, "r1"))

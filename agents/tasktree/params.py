@@ -35,5 +35,5 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     lease_renew_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 0.5
     lease_margin_s: Annotated[float, Meta(ge=0, description="seconds (0 or more)")] = 1.0
     avoid_contention: Annotated[bool, Meta(description="true or false")] = True
-    declared_interest: Annotated[bool, Meta(description="true or false")] = False
+    declared_interest: Annotated[bool, Meta(description="true or false")] = True
     interest_prefetch: Annotated[int, Meta(ge=0, description="a whole number (0 or more)")] = 4

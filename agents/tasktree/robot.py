@@ -3,8 +3,9 @@ the broker by the peer rule, acting through its driver (seed 000 §2.2-2.4, §3)
 
 Wire (see docs/protocol.md, "Task trees"):
 
-- ``_/claims``           ``node.claim``        a claim, to every peer
-- ``<me>/claims/<peer>`` ``node.claim``        the claim asked again of one peer only
+- ``_/claims``           ``node.claim``        a claim, to every peer (without declared interest)
+- ``<me>/claims/<peer>`` ``node.claim``        a claim to one peer: with declared interest
+  (the default) to each peer whose declaration meets it; also a claim asked again
 - ``<me>/potentials``    ``node.potentials``   retained, QoS 0: eq. 1 per leaf, for the
   team's contention avoidance (``avoid_contention``, planners/tasktree/contention.py)
 - ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
@@ -225,7 +226,8 @@ class RobotAgent(PeerRuleMember):
     matching gives this robot, with jittered backoff; default true; false: seed 000's
     selection, the highest activation), ``declared_interest`` (declare the leaves this
     robot may claim, acknowledged by every online peer, so that a claim asks only the
-    peers whose declaration meets it; default false, see planners/tasktree/interest.py)
+    peers whose declaration meets it; default true; false: every claim asks every
+    online peer, as seed 000 does; see planners/tasktree/interest.py)
     and ``interest_prefetch`` (how many next-best leaves a declaration adds, default 4).
     """
 
@@ -253,7 +255,7 @@ class RobotAgent(PeerRuleMember):
         service_timeout_s: float = 30.0,
         stall_timeout_s: float = 60.0,
         avoid_contention: bool = True,
-        declared_interest: bool = False,
+        declared_interest: bool = True,
         interest_prefetch: int = 4,
         **kwargs: Any,
     ):

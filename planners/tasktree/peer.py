@@ -754,8 +754,9 @@ class TaskController:
         self._pending = p = _Pending(claim, reclaim=reclaim)
         if self.interest is None:
             out.append(PublishClaim(claim))
-        else:  # only the peers whose declaration meets it (I2)
+        else:  # only the peers whose declaration meets it (I2), each asked once
             for q in sorted(self._needed(p)):
+                p.need[q] = 0
                 out.append(PublishClaim(claim, to=q))
         self._decide(now, out)
 
