@@ -153,11 +153,24 @@ class PeerRuleMember(Agent):
         self.on_agents(channel, self._on_peer_interest, kind="node.interest", addressed=True)
         self.on_agents(acks, self._on_peer_interest_ack, kind="node.interest_ack", addressed=True)
 
+    def _peer_of_my_kind(self, env: Envelope, topic: Topic, what: str) -> bool:
+        """Whether `env` comes from an agent of this kind (presence and factsheet come
+        first). A declaration makes its sender a peer whose acknowledgement every claim
+        waits for (interest.py, I3), so another member of the roster must not send one."""
+        member = self.team_view.get(env.sender)
+        if member is not None and member.kind == self.kind:
+            return True
+        self._drop("not_peer", str(topic), env.sender, f"{what} from an agent not of this kind")
+        return False
+
     async def _on_peer_interest(self, env: Envelope, topic: Topic) -> None:
-        await self._decoded(env, topic, "interest", interest_from_wire, "agent")
+        if self._peer_of_my_kind(env, topic, "interest"):
+            await self._decoded(env, topic, "interest", interest_from_wire, "agent")
 
     async def _on_peer_interest_ack(self, env: Envelope, topic: Topic) -> None:
-        await self._decoded(env, topic, "interest acknowledgement", interest_ack_from_wire, "agent")
+        what = "interest acknowledgement"
+        if self._peer_of_my_kind(env, topic, what):
+            await self._decoded(env, topic, what, interest_ack_from_wire, "agent")
 
     def subscribe_potentials(self, channel: str, leaves: tuple[str, ...]) -> None:
         """Take peers' ``node.potentials`` (contention avoidance) on their ``channel``,
