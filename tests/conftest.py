@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -53,6 +54,19 @@ class BrokerUnderTest:
     async def start(self) -> None:
         assert self.mosquitto is not None, "only mosquitto restarts in tests"
         await self.mosquitto.start()
+
+
+def run_recorded(config: Path, record: str, cwd: Path, *args: str) -> tuple[str, list[dict]]:
+    """``teamtree run <config> --broker-kind mosquitto <args>`` in `cwd`: its stdout and
+    the records its recorder wrote to ``runs/<record>``; fails with the output's tail
+    when the run does not exit 0."""
+    out = subprocess.run(
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto", *args),
+        capture_output=True, text=True, timeout=180, cwd=cwd,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    lines = (cwd / "runs" / record).read_text().splitlines()
+    return out.stdout, [json.loads(line) for line in lines]
 
 
 async def start_broker(kind: str) -> BrokerUnderTest:

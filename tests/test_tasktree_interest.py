@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 from teamtree.planners.tasktree import (
     ClaimDecided,
-    CrashSpec,
     Interest,
     InterestAck,
     InterestBook,
@@ -45,7 +44,7 @@ from teamtree.planners.tasktree import (
     simulate,
 )
 from tests.test_tasktree_property import NETWORKS, _simulate_and_check, _team, tree_texts
-from tests.test_tasktree_scale_property import team_trees
+from tests.test_tasktree_scale_property import big_team, check_big_team, team_trees
 
 EXAMPLES = int(os.environ.get("TEAMTREE_SCALE_EXAMPLES", "10"))
 
@@ -100,20 +99,14 @@ def test_big_teams_with_declared_interest_keep_the_guarantees(
     join: bool,
     seed: int,
 ) -> None:
-    tree = parse_tree(text)
-    cfg = SimConfig(
-        robots=tuple(f"r{i}" for i in range(n_robots)),
-        seed=seed,
-        network=NetworkModel(max_delay=max_delay, duplicate_p=duplicate_p, reorder=reorder),
-        crashes=tuple(CrashSpec(f"r{i}", on_start=1, fraction=0.5) for i in range(crashes)),
+    cfg = big_team(n_robots, seed, crashes, max_delay, duplicate_p, reorder)
+    cfg = replace(
+        cfg,
         joins=(JoinSpec("late", at=0.3),) if join else (),
         avoid_contention=avoid,
         declared_interest=True,
-        time_limit=600.0,
     )
-    res = simulate(tree, cfg)
-    errors = check_invariants(tree, res)
-    assert errors == [], f"{res.summary()} tree={text} config={cfg}\n" + "\n".join(errors)
+    check_big_team(parse_tree(text), text, cfg)
 
 
 def _mutant_runs(monkeypatch: pytest.MonkeyPatch) -> int:

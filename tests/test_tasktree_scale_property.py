@@ -11,6 +11,7 @@ whole configuration are in every assertion message.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -20,6 +21,8 @@ from teamtree.planners.tasktree import (
     CrashSpec,
     NetworkModel,
     SimConfig,
+    SimResult,
+    TaskTree,
     check_invariants,
     parse_tree,
     simulate,
@@ -40,6 +43,29 @@ def team_trees(draw: st.DrawFn) -> str:
         else:
             parts.append(f"{kind}(l{next(counter)}, l{next(counter)})")
     return f"AND({', '.join(parts)})"
+
+
+def big_team(
+    n_robots: int, seed: int, crashes: int, max_delay: float, duplicate_p: float, reorder: bool
+) -> SimConfig:
+    """A team of `n_robots`, `crashes` of them crashing mid-way through their first
+    behaviour, on the drawn network."""
+    return SimConfig(
+        robots=tuple(f"r{i}" for i in range(n_robots)),
+        seed=seed,
+        network=NetworkModel(max_delay=max_delay, duplicate_p=duplicate_p, reorder=reorder),
+        crashes=tuple(CrashSpec(f"r{i}", on_start=1, fraction=0.5) for i in range(crashes)),
+        time_limit=600.0,
+    )
+
+
+def check_big_team(tree: TaskTree, text: str, cfg: SimConfig) -> SimResult:
+    """Simulate; fail with the seed and the configuration if a guarantee broke."""
+    res = simulate(tree, cfg)
+    errors = check_invariants(tree, res)
+    assert errors == [], f"{res.summary()} tree={text} config={cfg}\n" + "\n".join(errors)
+    assert res.completed, f"did not complete: {res.summary()} tree={text} config={cfg}"
+    return res
 
 
 @settings(
@@ -71,19 +97,8 @@ def test_big_teams_keep_the_guarantees(
     seed: int,
 ) -> None:
     tree = parse_tree(text)
-    cfg = SimConfig(
-        robots=tuple(f"r{i}" for i in range(n_robots)),
-        seed=seed,
-        network=NetworkModel(max_delay=max_delay, duplicate_p=duplicate_p, reorder=reorder),
-        crashes=tuple(CrashSpec(f"r{i}", on_start=1, fraction=0.5) for i in range(crashes)),
-        rule=rule,
-        avoid_contention=avoid,
-        time_limit=600.0,
-    )
-    res = simulate(tree, cfg)
-    errors = check_invariants(tree, res)
-    assert errors == [], f"{res.summary()} tree={text} config={cfg}\n" + "\n".join(errors)
-    assert res.completed, f"did not complete: {res.summary()} tree={text} config={cfg}"
+    cfg = big_team(n_robots, seed, crashes, max_delay, duplicate_p, reorder)
+    res = check_big_team(tree, text, replace(cfg, rule=rule, avoid_contention=avoid))
     event(
         f"avoid={avoid} lost claims per leaf <= 1: {res.claims - res.claims_won <= len(tree.leaves)}"
     )

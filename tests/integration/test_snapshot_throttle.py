@@ -10,16 +10,14 @@ snapshot is delayed, never lost.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from teamtree.agents.tasktree.robot import SNAPSHOT_EVERY_S
-from tests.conftest import teamtree_cmd
+from tests.conftest import run_recorded
 
 pytestmark = pytest.mark.integration
 
@@ -60,15 +58,7 @@ def _config(path: Path) -> Path:
 
 def test_snapshots_are_throttled_and_the_last_one_is_current(tmp_path: Path) -> None:
     config = _config(tmp_path / "snapshot_throttle.toml")
-    out = subprocess.run(
-        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
-        capture_output=True, text=True, timeout=180, cwd=tmp_path,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    records = [
-        json.loads(line)
-        for line in (tmp_path / "runs" / "snapshot_throttle.jsonl").read_text().splitlines()
-    ]
+    _, records = run_recorded(config, "snapshot_throttle.jsonl", tmp_path)
     leaves = {f"root/{i}/{j}" for i in range(PAIRS) for j in range(2)}
     done = {
         r["body"]["node"]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import subprocess
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.planners.tasktree import conflict_set, parse_tree
-from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd, write_config
+from tests.conftest import REPO, AgentProcs, eventually, run_recorded, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -95,15 +93,8 @@ def latest_grasps(records: list[dict], agent: str, before_ts: int) -> dict[str, 
 
 @pytest.mark.parametrize("metric", ["distance", "distance+grasp"])
 def test_tea_party_scenario_1(metric: str, tmp_path: Path) -> None:
-    out = subprocess.run(
-        teamtree_cmd("run", str(REPO / "configs" / "tea_party_s1.toml"), "--metric", metric, "--broker-kind", "mosquitto"),
-        capture_output=True, text=True, timeout=180, cwd=tmp_path,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    records = [
-        json.loads(line)
-        for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
-    ]
+    config = REPO / "configs" / "tea_party_s1.toml"
+    stdout, records = run_recorded(config, "tea_party_s1.jsonl", tmp_path, "--metric", metric)
     spans = check_tea_party(records)
     zero_grasp_runs = []
     for node, node_spans in spans.items():
@@ -119,7 +110,7 @@ def test_tea_party_scenario_1(metric: str, tmp_path: Path) -> None:
         )
     else:  # scenario 1 puts the sandwich nearest the PR2, which cannot grasp it
         assert ("pr2", "sandwich") in [(a, n) for a, n, _ in zero_grasp_runs], zero_grasp_runs
-    summary = [line for line in out.stdout.splitlines() if "summary.behaviour" in line]
+    summary = [line for line in stdout.splitlines() if "summary.behaviour" in line]
     assert len(summary) == 6 and all("potential=" in line and "grasp=" in line for line in summary)
 
 
@@ -135,15 +126,7 @@ def test_tea_party_with_and_without_declared_interest(declared: bool, tmp_path: 
     config = tmp_path / "tea_party_s1.toml"
     key = f"declared_interest = {str(declared).lower()}"
     config.write_text(text.replace('kind = "robot"\n', f'kind = "robot"\n{key}\n'))
-    out = subprocess.run(
-        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
-        capture_output=True, text=True, timeout=180, cwd=tmp_path,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    records = [
-        json.loads(line)
-        for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
-    ]
+    _, records = run_recorded(config, "tea_party_s1.jsonl", tmp_path)
     check_tea_party(records)
     if not declared:
         assert not [r for r in records if r["kind"].startswith("node.interest")]
