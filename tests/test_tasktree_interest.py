@@ -273,3 +273,122 @@ def test_declarations_only_grow_and_stamps_never_repeat() -> None:
     assert book.ack_for(Interest("r2", (4, 0, "r2"), ("z",))).own == second
     assert book.record(Interest("r2", (3, 0, "r2"), ("w",))) is False  # older: kept z
     assert book.of("r2") == {"z"}
+
+
+# -- mixed teams: some members without declared interest ------------------------------
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(
+    text=tree_texts(),
+    n_robots=st.integers(2, 6),
+    undeclared=st.sets(st.integers(0, 5), min_size=1),
+    late_undeclared=st.booleans(),
+    avoid=st.booleans(),
+    **NETWORKS,
+)
+def test_mixed_teams_keep_the_guarantees_and_complete(
+    text: str,
+    n_robots: int,
+    undeclared: set[int],
+    late_undeclared: bool,
+    avoid: bool,
+    **net: Any,
+) -> None:
+    """A team where some robots declare their interest and the others do not (a robot
+    attached with its own settings): no leaf twice, and the mission completes."""
+    cfg = _team(n_robots, 1, 1, **net)
+    names = tuple(f"r{i}" for i in sorted(undeclared) if i < n_robots)
+    names += ("late",) if late_undeclared else ()
+    cfg = replace(cfg, declared_interest=True, undeclared=names, avoid_contention=avoid)
+    _simulate_and_check(text, cfg)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=True,
+)
+@given(
+    text=team_trees(),
+    n_robots=st.sampled_from([8, 16, 32]),
+    crashes=st.integers(0, 2),
+    max_delay=st.sampled_from([0.002, 0.02, 0.1]),
+    reorder=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_big_mixed_teams_keep_the_guarantees(
+    text: str, n_robots: int, crashes: int, max_delay: float, reorder: bool, seed: int
+) -> None:
+    cfg = big_team(n_robots, seed, crashes, max_delay, 0.2, reorder)
+    odd = tuple(r for i, r in enumerate(cfg.robots) if i % 2)
+    cfg = replace(cfg, declared_interest=True, undeclared=odd, avoid_contention=True)
+    check_big_team(parse_tree(text), text, cfg)
+
+
+def test_a_member_without_declared_interest_acknowledges_as_interested_in_every_leaf() -> None:
+    tree = parse_tree("AND(l0, l1, l2)")
+    base = TaskController(tree, "b", online_peers={"a"})
+    stamp = (1000, 0, "a")
+    out = base.handle(Interest("a", stamp, (tree.leaves[0],)), (1001, 0, "b"))
+    acks = [a.ack for a in out if isinstance(a, PublishInterestAck)]
+    assert len(acks) == 1
+    ack = acks[0]
+    assert (ack.agent, ack.declarer, ack.stamp) == ("b", "a", stamp)
+    assert ack.own is not None and ack.own.agent == "b"
+    assert set(ack.own.leaves) == set(tree.leaves)
+    # and the declarer then asks it for every claim (I2)
+    a = TaskController(tree, "a", online_peers={"b"}, declared_interest=True)
+    first, *others = tree.leaves
+    a.interest.declare([first], stamp)  # type: ignore[union-attr]
+    a.handle(ack, (1002, 0, "a"))
+    assert all(a.interest.interested("b", {leaf}) for leaf in others)  # type: ignore[union-attr]
+
+
+def _mixed_runs(seeds: range) -> tuple[int, int, int]:
+    """Over mixed teams (seeds `seeds`, configurations drawn from the seed): runs that
+    broke a guarantee, runs that did not complete, and runs in which a declaring
+    member ran a behaviour."""
+    texts = ["AND(l0, l1, l2, l3)", "AND(THEN(l0, l1), OR(l2, l3), l4)", "AND(l0, l1, l2)"]
+    broken = stuck = declarers_worked = 0
+    for seed in seeds:
+        rng = random.Random(seed)
+        tree = parse_tree(rng.choice(texts))
+        robots = tuple(f"r{i}" for i in range(rng.randint(2, 5)))
+        cfg = SimConfig(
+            robots=robots,
+            seed=seed,
+            network=NetworkModel(max_delay=rng.choice([0.001, 0.02, 0.1]), reorder=True),
+            declared_interest=True,
+            undeclared=robots[1::2],
+            time_limit=120.0,
+        )
+        res = simulate(tree, cfg)
+        broken += bool(check_invariants(tree, res))
+        stuck += not res.completed
+        declarers_worked += any(e.robot not in cfg.undeclared for e in res.executions)
+    return broken, stuck, declarers_worked
+
+
+def test_declaring_members_of_a_mixed_team_work_only_because_the_others_acknowledge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, a member without declared interest ignored declarations, so its declaring
+    peers waited for an acknowledgement that never came and never claimed: the others
+    did the whole mission."""
+    broken, stuck, worked = _mixed_runs(range(20))
+    assert (broken, stuck) == (0, 0) and worked >= 15, (broken, stuck, worked)
+    original = TaskController._on_interest
+
+    def ignore_when_undeclared(self: TaskController, ev: Interest, now: Any, out: list) -> None:
+        if self.interest is not None:
+            original(self, ev, now, out)
+
+    monkeypatch.setattr(TaskController, "_on_interest", ignore_when_undeclared)
+    assert _mixed_runs(range(20)) == (0, 0, 0)

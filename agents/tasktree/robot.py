@@ -406,8 +406,10 @@ class RobotAgent(PeerRuleMember):
         )
         if self.avoid_contention:
             self.subscribe_potentials(POTENTIALS, tuple(self.tree.leaves))
-        if self.declared_interest:
-            self.subscribe_interest(INTEREST, INTEREST_ACK)
+        # without declared interest too: a peer that declares its interest (a mixed
+        # team, an attached robot) waits for this robot's acknowledgement before it
+        # claims, and the controller gives it, as a robot that may claim any leaf
+        self.subscribe_interest(INTEREST, INTEREST_ACK)
         self.on_agent(
             self.driver, "observation", self._on_observation, kind="observation", latest=True
         )

@@ -33,6 +33,16 @@ interest.py`` checks all this in the network simulation (delay, duplicates,
 reordering, crashes, late joiners) and checks that a controller that skips I1's wait
 runs a leaf twice in the same runs.
 
+A member without declared interest in a team whose other members declare (a mixed
+team; ``TaskController(declared_interest=False)``) declares nothing, asks every online
+peer as the base rule does, and acknowledges each declaration with one of its own that
+holds every leaf. A declaring member may decide only once every peer online in its view
+acknowledged (I1), so it knows that declaration by then and asks such a member every
+claim (I2), as the base rule would; such a member asks every online peer. Between the
+two, each claim asks the other, and the base rule's argument holds for that pair.
+Without that acknowledgement the declaring members would wait for it (I1) and never
+claim; the property tests run mixed teams.
+
 The cost moves: a declaration needs every online peer's acknowledgement, as a claim
 did. A member declares the leaf it wants plus its ``prefetch`` next best ones, so one
 declaration usually covers several claims; the latency of a claim that must first

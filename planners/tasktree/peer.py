@@ -1096,7 +1096,15 @@ class TaskController:
 
     def _on_interest(self, ev: Interest, now: Stamp, out: list[ControllerAction]) -> None:
         book = self.interest
-        if book is None or ev.agent == self.me:
+        if ev.agent == self.me:
+            return
+        if book is None:
+            # a member without declared interest in a team whose peers declare theirs
+            # (a mixed team, an attached robot with its own settings): it acknowledges
+            # as a member that may claim every leaf, so every claim that declarer makes
+            # asks it (I2), and it asks every online peer itself (the base rule)
+            own = Interest(self.me, now, tuple(self.tree.leaves))
+            out.append(PublishInterestAck(InterestAck(self.me, ev.agent, ev.stamp, own)))
             return
         if ev.agent not in self.peers_online:  # it is online: it just spoke (I3)
             self._on_presence(PresenceChanged(ev.agent, True), now, out)

@@ -149,6 +149,9 @@ class SimConfig:
     (``TaskController(declared_interest=True)``, ``interest.py``)."""
     interest_prefetch: int = 2
     """With ``declared_interest``: leaves declared beyond the one wanted."""
+    undeclared: tuple[str, ...] = ()
+    """With ``declared_interest``: robots that run without it (a mixed team), asking
+    every online peer and acknowledging declarations as members of every leaf."""
 
 
 @dataclass
@@ -302,7 +305,7 @@ class _Sim:
             capacity=self.cfg.capacity,
             takeover_ms=round(self.takeover() * 1000),
             avoid_contention=self.cfg.avoid_contention,
-            declared_interest=self.cfg.declared_interest,
+            declared_interest=self.cfg.declared_interest and rid not in self.cfg.undeclared,
             interest_prefetch=self.cfg.interest_prefetch,
             seed=f"{self.cfg.seed}:{rid}",
         )

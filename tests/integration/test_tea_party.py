@@ -153,6 +153,33 @@ def test_tea_party_with_and_without_declared_interest(declared: bool, tmp_path: 
         assert known & conflict_set(tree, r["body"]["node"]), (r, declarations[peer])
 
 
+def test_tea_party_of_a_declaring_robot_and_one_that_does_not(tmp_path: Path) -> None:
+    """A mixed team (a robot attached with its own settings): the PR2 declares its
+    interest and the Baxter runs with ``declared_interest = false``. The Baxter
+    acknowledges the PR2's declarations as a robot that may claim any leaf, so the PR2
+    claims (asking the Baxter each time) and both work; the Baxter asks on the team
+    channel. The mission completes with the tea party's guarantees."""
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    config = tmp_path / "tea_party_s1.toml"
+    config.write_text(
+        text.replace('id = "baxter"\n', 'id = "baxter"\ndeclared_interest = false\n', 1)
+    )
+    assert "declared_interest = false" in config.read_text(), "configs/tea_party_s1.toml changed"
+    _, records = run_recorded(config, "tea_party_s1.jsonl", tmp_path)
+    spans = check_tea_party(records)
+    leaves = set(parse_tree(tomllib.loads(text)["mission"]["tree"]).leaves)
+    assert {r["sender"] for r in records if r["kind"] == "node.interest"} == {"pr2"}
+    acks = [r for r in records if r["kind"] == "node.interest_ack"]
+    assert acks and {(a["sender"], a["body"]["declarer"]) for a in acks} == {("baxter", "pr2")}
+    assert all(set(a["body"]["own"]["leaves"]) == leaves for a in acks)
+    claims = [r for r in records if r["kind"] == "node.claim"]
+    pr2_claims = [r for r in claims if r["sender"] == "pr2"]
+    assert pr2_claims and all(r["topic"].endswith("/claims/baxter") for r in pr2_claims)
+    assert any("/_/" in r["topic"] for r in claims if r["sender"] == "baxter")
+    workers = {span["agent"] for node_spans in spans.values() for span in node_spans}
+    assert workers == {"pr2", "baxter"}, workers
+
+
 MOVE_TEAM = """
 [[agents]]
 id = "pr2"
