@@ -122,11 +122,14 @@ class SnapshotWire(Struct, frozen=True):
 
 
 class PotentialsWire(Struct, frozen=True):
-    """The ``node.potentials`` body: ``agent``'s activation potential of every leaf of
-    the mission tree, in thousandths, in the tree's leaf order (pre-order)."""
+    """The ``node.potentials`` body: ``agent``'s activation potentials in thousandths.
+    With ``index``, of the leaves at those positions of the tree's leaf order
+    (pre-order, from 0; the others 0): a robot sends its best selectable ones only
+    (``contention.top_count``). Without, of every leaf, in that order."""
 
     agent: str
     milli: list[Annotated[int, Meta(ge=0)]]
+    index: list[Annotated[int, Meta(ge=0)]] | None = None
 
 
 class InterestWire(Struct, frozen=True):
@@ -262,25 +265,41 @@ def snapshot_from_wire(body: Any) -> Snapshot:
 
 
 def potentials_to_wire(agent: str, potentials: Mapping[str, float], leaves: Sequence[str]) -> dict:
-    """The ``node.potentials`` body for `leaves` (the tree's leaf order; missing: 0)."""
+    """The ``node.potentials`` body of the leaves in `potentials` (other leaves of the
+    tree, `leaves` in its leaf order, count as 0), by position in that order."""
+    position = {leaf: i for i, leaf in enumerate(leaves)}
+    index = sorted(position[leaf] for leaf in potentials if leaf in position)
     return {
         "agent": agent,
-        "milli": [max(0, round(1000 * float(potentials.get(leaf, 0.0)))) for leaf in leaves],
+        "milli": [max(0, round(1000 * float(potentials[leaves[i]]))) for i in index],
+        "index": index,
     }
 
 
 def potentials_from_wire(body: Any, leaves: Sequence[str]) -> PeerPotentials:
-    """A ``node.potentials`` body as PeerPotentials over `leaves`; raises PeerWireError
-    (also when it has a value count other than the tree's leaf count)."""
+    """A ``node.potentials`` body as PeerPotentials over `leaves` (the values above 0);
+    raises PeerWireError, also for a position outside the tree or, without ``index``,
+    a value count other than the tree's leaf count."""
     w = _decode(body, PotentialsWire)
-    if len(w.milli) != len(leaves):
+    if w.index is None:
+        if len(w.milli) != len(leaves):
+            raise PeerWireError(
+                f"bad potentials body: {len(w.milli)} values for a tree of {len(leaves)} "
+                "leaves (is the sender on another mission tree?)"
+            )
+        pairs = zip(leaves, w.milli, strict=True)
+        return PeerPotentials(w.agent, {leaf: m / 1000 for leaf, m in pairs if m})
+    if len(w.index) != len(w.milli):
         raise PeerWireError(
-            f"bad potentials body: {len(w.milli)} values for a tree of {len(leaves)} leaves "
-            "(is the sender on another mission tree?)"
+            f"bad potentials body: {len(w.index)} positions for {len(w.milli)} values"
         )
-    return PeerPotentials(
-        w.agent, {leaf: m / 1000 for leaf, m in zip(leaves, w.milli, strict=True)}
-    )
+    if w.index and max(w.index) >= len(leaves):
+        raise PeerWireError(
+            f"bad potentials body: leaf position {max(w.index)} in a tree of {len(leaves)} "
+            "leaves (is the sender on another mission tree?)"
+        )
+    pairs = zip(w.index, w.milli, strict=True)
+    return PeerPotentials(w.agent, {leaves[i]: m / 1000 for i, m in pairs if m})
 
 
 def interest_to_wire(interest: Interest) -> dict[str, Any]:

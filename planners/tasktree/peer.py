@@ -612,7 +612,12 @@ class TaskController:
         if not self.connected or not self.synced:
             return
         if self.avoider is not None:
-            pub = self.avoider.maybe_publish(self.potentials, len(self.mine) < self.capacity)
+            pub = self.avoider.maybe_publish(
+                self.potentials,
+                len(self.mine) < self.capacity,
+                lambda: self.activations().selectable,
+                len(self.peers_online) + 1,
+            )
             if pub is not None:
                 out.append(pub)
         book = self.interest

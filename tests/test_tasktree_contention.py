@@ -1,0 +1,109 @@
+"""Contention avoidance (planners/tasktree/contention.py): only a member's best
+selectable leaves' potentials are published, and that loses nothing the matching uses.
+
+The property test draws teams and potentials (Hypothesis prints the falsifying example)
+and compares the matching over peers' full potentials with the matching over what they
+now publish.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from teamtree.agents.tasktree.peer_wire import (
+    PeerWireError,
+    potentials_from_wire,
+    potentials_to_wire,
+)
+from teamtree.planners.tasktree.contention import (
+    MIN_TOP,
+    ContentionAvoider,
+    greedy_choice,
+    top_count,
+)
+
+LEAVES = tuple(f"root/{i}" for i in range(40))
+
+
+def published(values: dict[str, float], selectable: set[str], members: int) -> dict[str, float]:
+    """What ``maybe_publish`` sends of `values`: the best ``top_count`` selectable."""
+    avoider = ContentionAvoider("q", random.Random(0), publish_every=1)
+    pub = avoider.maybe_publish(values, True, lambda: selectable, members)
+    assert pub is not None
+    return dict(pub.potentials)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    n_rivals=st.integers(1, 24),
+    n_selectable=st.integers(1, len(LEAVES)),
+    seed=st.integers(0, 2**32 - 1),
+    coarse=st.booleans(),
+)
+def test_the_matching_over_published_potentials_is_the_matching_over_all(
+    n_rivals: int, n_selectable: int, seed: int, coarse: bool
+) -> None:
+    rng = random.Random(seed)
+    selectable = set(rng.sample(LEAVES, n_selectable))
+
+    def draw() -> float:  # coarse values: many ties, which the ranks must break alike
+        return rng.choice([0.0, 0.25, 0.5]) if coarse else round(rng.random(), 3)
+
+    mine = {leaf: draw() + 0.001 for leaf in selectable}  # it could take each of them
+    full = {f"p{i}": {leaf: draw() for leaf in LEAVES} for i in range(n_rivals)}
+    members = n_rivals + 1
+    sent = {q: published(pots, selectable, members) for q, pots in full.items()}
+    assert all(len(p) <= top_count(members) for p in sent.values())
+    assert greedy_choice(mine, "me", sent) == greedy_choice(mine, "me", full), seed
+
+
+def test_a_member_publishes_its_best_selectable_leaves_only() -> None:
+    values = {leaf: (i + 1) / 100 for i, leaf in enumerate(LEAVES)}
+    selectable = set(LEAVES[:30])
+    sent = published(values, selectable, 3)
+    assert len(sent) == max(MIN_TOP, 6) == top_count(3)
+    assert set(sent) == set(sorted(selectable, key=values.__getitem__)[-len(sent) :])
+
+
+def test_it_publishes_again_when_too_few_sent_leaves_are_still_selectable() -> None:
+    values = {leaf: (i + 1) / 100 for i, leaf in enumerate(LEAVES)}
+    selectable = set(LEAVES)
+    avoider = ContentionAvoider("q", random.Random(0), publish_every=1)
+    first = avoider.maybe_publish(values, True, lambda: selectable, 4)
+    assert first is not None and len(first.potentials) == 8
+    assert avoider.maybe_publish(values, True, lambda: selectable, 4) is None  # unchanged
+    selectable -= set(heapq.nlargest(4, first.potentials, key=values.__getitem__))
+    assert avoider.maybe_publish(values, True, lambda: selectable, 4) is None  # 4 still live
+    selectable -= set(heapq.nlargest(1, selectable, key=values.__getitem__))
+    again = avoider.maybe_publish(values, True, lambda: selectable, 4)
+    assert again is not None and set(again.potentials) <= selectable
+    assert len(again.potentials) == 8
+
+
+def test_potentials_go_on_the_wire_by_leaf_position() -> None:
+    sent = {LEAVES[3]: 0.5, LEAVES[31]: 0.1234, "not/a/leaf": 1.0}
+    body = potentials_to_wire("r1", sent, LEAVES)
+    assert body == {"agent": "r1", "milli": [500, 123], "index": [3, 31]}
+    back = potentials_from_wire(body, LEAVES)
+    assert back.agent == "r1" and back.potentials == {LEAVES[3]: 0.5, LEAVES[31]: 0.123}
+    dense = {"agent": "r2", "milli": [7 if i == 5 else 0 for i in range(len(LEAVES))]}
+    assert potentials_from_wire(dense, LEAVES).potentials == {LEAVES[5]: 0.007}
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"agent": "r1", "milli": [1, 2], "index": [0]}, "1 positions for 2 values"),
+        ({"agent": "r1", "milli": [1], "index": [40]}, "leaf position 40 in a tree of 40"),
+        ({"agent": "r1", "milli": [1], "index": [-1]}, "index"),
+        ({"agent": "r1", "milli": [1, 2]}, "2 values for a tree of 40 leaves"),
+    ],
+)
+def test_a_bad_potentials_body_is_refused_with_the_reason(body: dict, says: str) -> None:
+    with pytest.raises(PeerWireError, match=says):
+        potentials_from_wire(body, LEAVES)
