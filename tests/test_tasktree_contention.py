@@ -1,5 +1,5 @@
-"""Contention avoidance (planners/tasktree/contention.py): only a member's best
-selectable leaves' potentials are published, and that loses nothing the matching uses.
+"""Contention avoidance (planners/tasktree/contention.py): only a member's best open
+leaves' potentials are published, and that loses nothing the matching uses.
 
 The property test draws teams and potentials (Hypothesis prints the falsifying example)
 and compares the matching over peers' full potentials with the matching over what they
@@ -30,10 +30,10 @@ from teamtree.planners.tasktree.contention import (
 LEAVES = tuple(f"root/{i}" for i in range(40))
 
 
-def published(values: dict[str, float], selectable: set[str], members: int) -> dict[str, float]:
-    """What ``maybe_publish`` sends of `values`: the best ``top_count`` selectable."""
+def published(values: dict[str, float], open_leaves: set[str], members: int) -> dict[str, float]:
+    """What ``maybe_publish`` sends of `values`: the best ``top_count`` open leaves."""
     avoider = ContentionAvoider("q", random.Random(0), publish_every=1)
-    pub = avoider.maybe_publish(values, True, lambda: selectable, members)
+    pub = avoider.maybe_publish(values, True, lambda: open_leaves, members)
     assert pub is not None
     return dict(pub.potentials)
 
@@ -41,47 +41,47 @@ def published(values: dict[str, float], selectable: set[str], members: int) -> d
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(
     n_rivals=st.integers(1, 24),
-    n_selectable=st.integers(1, len(LEAVES)),
+    n_open_leaves=st.integers(1, len(LEAVES)),
     seed=st.integers(0, 2**32 - 1),
     coarse=st.booleans(),
 )
 def test_the_matching_over_published_potentials_is_the_matching_over_all(
-    n_rivals: int, n_selectable: int, seed: int, coarse: bool
+    n_rivals: int, n_open_leaves: int, seed: int, coarse: bool
 ) -> None:
     rng = random.Random(seed)
-    selectable = set(rng.sample(LEAVES, n_selectable))
+    open_leaves = set(rng.sample(LEAVES, n_open_leaves))
 
     def draw() -> float:  # coarse values: many ties, which the ranks must break alike
         return rng.choice([0.0, 0.25, 0.5]) if coarse else round(rng.random(), 3)
 
-    mine = {leaf: draw() + 0.001 for leaf in selectable}  # it could take each of them
+    mine = {leaf: draw() + 0.001 for leaf in open_leaves}  # it could take each of them
     full = {f"p{i}": {leaf: draw() for leaf in LEAVES} for i in range(n_rivals)}
     members = n_rivals + 1
-    sent = {q: published(pots, selectable, members) for q, pots in full.items()}
+    sent = {q: published(pots, open_leaves, members) for q, pots in full.items()}
     assert all(len(p) <= top_count(members) for p in sent.values())
     assert greedy_choice(mine, "me", sent) == greedy_choice(mine, "me", full), seed
 
 
-def test_a_member_publishes_its_best_selectable_leaves_only() -> None:
+def test_a_member_publishes_its_best_open_leaves_only() -> None:
     values = {leaf: (i + 1) / 100 for i, leaf in enumerate(LEAVES)}
-    selectable = set(LEAVES[:30])
-    sent = published(values, selectable, 3)
+    open_leaves = set(LEAVES[:30])
+    sent = published(values, open_leaves, 3)
     assert len(sent) == max(MIN_TOP, 6) == top_count(3)
-    assert set(sent) == set(sorted(selectable, key=values.__getitem__)[-len(sent) :])
+    assert set(sent) == set(sorted(open_leaves, key=values.__getitem__)[-len(sent) :])
 
 
-def test_it_publishes_again_when_too_few_sent_leaves_are_still_selectable() -> None:
+def test_it_publishes_again_when_too_few_sent_leaves_are_still_open() -> None:
     values = {leaf: (i + 1) / 100 for i, leaf in enumerate(LEAVES)}
-    selectable = set(LEAVES)
+    open_leaves = set(LEAVES)
     avoider = ContentionAvoider("q", random.Random(0), publish_every=1)
-    first = avoider.maybe_publish(values, True, lambda: selectable, 4)
+    first = avoider.maybe_publish(values, True, lambda: open_leaves, 4)
     assert first is not None and len(first.potentials) == 8
-    assert avoider.maybe_publish(values, True, lambda: selectable, 4) is None  # unchanged
-    selectable -= set(heapq.nlargest(4, first.potentials, key=values.__getitem__))
-    assert avoider.maybe_publish(values, True, lambda: selectable, 4) is None  # 4 still live
-    selectable -= set(heapq.nlargest(1, selectable, key=values.__getitem__))
-    again = avoider.maybe_publish(values, True, lambda: selectable, 4)
-    assert again is not None and set(again.potentials) <= selectable
+    assert avoider.maybe_publish(values, True, lambda: open_leaves, 4) is None  # unchanged
+    open_leaves -= set(heapq.nlargest(4, first.potentials, key=values.__getitem__))
+    assert avoider.maybe_publish(values, True, lambda: open_leaves, 4) is None  # 4 still live
+    open_leaves -= set(heapq.nlargest(1, open_leaves, key=values.__getitem__))
+    again = avoider.maybe_publish(values, True, lambda: open_leaves, 4)
+    assert again is not None and set(again.potentials) <= open_leaves
     assert len(again.potentials) == 8
 
 

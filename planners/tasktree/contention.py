@@ -33,10 +33,10 @@ Readings and choices (the papers do not cover teams this large):
 - Published potentials are rounded to 1/1000 and re-published (at most every
   ``publish_every`` ticks) only while the member can take work and when some leaf
   moved by more than ``tolerance``: a working robot's arm moves, an idle one's does not.
-- Only a member's best ``top_count`` selectable leaves are published (twice the
-  members online, at least 8): the matching never reaches further down a peer's list
-  (``top_count``), so on a big tree the rest is bytes every peer decodes for nothing.
-  They are published again when too few of them are still selectable.
+- Only a member's best ``top_count`` open leaves (neither done nor worked on) are
+  published, twice the members online and at least 8: the matching does not reach
+  further down a peer's list (``top_count``), so on a big tree the rest is bytes every
+  peer decodes for nothing. They are published again when too few are still open.
 
 Pure: the random draws come from a ``random.Random`` the caller seeds.
 """
@@ -107,16 +107,18 @@ def greedy_choice(
 
 
 def top_count(members: int) -> int:
-    """How many of its best selectable leaves a member publishes in a team of
-    `members` online (itself included): twice as many, and at least ``MIN_TOP``.
+    """How many of its best open leaves (neither done nor worked on) a member
+    publishes in a team of `members` online (itself included): twice as many, and at
+    least ``MIN_TOP``.
 
-    ``greedy_choice`` matches a member within its first ``members`` leaves (each other
-    member takes one leaf before it), so a peer's values beyond its best `members`
-    selectable leaves never change a matching while the views of which leaves are
-    selectable agree and the member solving it could take each of them (it matches
-    over its own leaves of value above 0; where it cannot take some, the peer's best
-    ones may lie among those, and the peer counts as a rival only on the leaves sent,
-    which is where it would be matched). The rest need not be sent. At 32 robots and 500 leaves every
+    ``greedy_choice`` matches a member within its first ``members`` leaves among the
+    solver's (each other member takes one leaf before it). So while every open leaf is
+    selectable, the views agree and the solver could take each of them, a peer's values
+    beyond its best `members` never change a matching, and the rest need not be sent.
+    Otherwise this is an approximation (safety never rests on the matching): the
+    margin covers leaves not selectable yet (a THEN's later steps, sent ahead so a
+    peer whose view lags still knows them), leaves done or taken between two publishes
+    and peers whose view of who is online differs. At 32 robots and 500 leaves every
     robot decoded 31 peers' 500 values on each publish (benchmarks/bench_tasktree.py,
     "Twelfth pass"). The margin covers leaves done or taken between two publishes
     and peers whose view of who is online differs."""
@@ -186,18 +188,18 @@ class ContentionAvoider:
         self,
         potentials: Mapping[str, float],
         can_take_work: bool,
-        selectable: Callable[[], Collection[str]] | None = None,
+        open_leaves: Callable[[], Collection[str]] | None = None,
         members: int = 0,
     ) -> PublishPotentials | None:
         """Called once a tick: the potentials to publish now, if any (see module doc).
 
-        With `selectable` (the leaves this member may claim now, asked only when it
-        publishes) only its best ``top_count(members)`` of them go out, `members` being
-        the team's robots online in its view, itself included (``top_count``)."""
+        With `open_leaves` (the leaves neither done nor worked on, asked only when it
+        may publish) only its best ``top_count(members)`` of them go out, `members`
+        being the team's robots online in its view, itself included."""
         self._since_publish += 1
         if not (can_take_work and self._since_publish >= self.publish_every):
             return None
-        leaves = None if selectable is None else selectable()
+        leaves = None if open_leaves is None else open_leaves()
         if not (self._dirty or self._top_stale(leaves, members)):
             return None
         self._dirty = False
@@ -220,8 +222,8 @@ class ContentionAvoider:
         return PublishPotentials(self.me, rounded)
 
     def _top_stale(self, leaves: Collection[str] | None, members: int) -> bool:
-        """Whether fewer of the published leaves are still selectable than a peer's
-        matching may need (``members``; leaves done or taken since the last publish)."""
+        """Whether fewer of the published leaves are still open than a peer's matching
+        may need (``members``; leaves done or taken since the last publish)."""
         last = self._published
         if leaves is None or last is None:
             return False

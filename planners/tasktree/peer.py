@@ -615,7 +615,7 @@ class TaskController:
             pub = self.avoider.maybe_publish(
                 self.potentials,
                 len(self.mine) < self.capacity,
-                lambda: self.activations().selectable,
+                self._open_leaves,
                 len(self.peers_online) + 1,
             )
             if pub is not None:
@@ -700,6 +700,13 @@ class TaskController:
         p.resends += 1
         p.resend_at = p.age + self.avoider.resend_after(self.resend_ticks, p.resends)
         return True
+
+    def _open_leaves(self) -> list[str]:
+        """The leaves neither done nor worked on in this member's view: the ones whose
+        potentials it publishes (the best of them), selectable now or once their
+        predecessors are done, so peers know its values before their views agree."""
+        done, working = self.done, self.working
+        return [leaf for leaf in self.tree.leaves if leaf not in done and leaf not in working]
 
     def _select(self) -> str | None:
         """The leaf to claim on this tick: the best by activation (§2.2), or with
