@@ -701,6 +701,83 @@ start (32 x 31 acknowledgements, acknowledged in 84-157 ms p50), before its firs
 behaviours and its declarations (5 leaves each, ``interest_prefetch`` 4) run out: 204
 declarations came mid-mission, each a round of 31 acknowledgements; messages per
 behaviour still fell from 44.7 to 25.2 and the mission from 21.4 to 17.8 s.
+
+Twelfth pass (issue 19): mixed teams, potentials of the best open leaves only.
+
+A robot with ``declared_interest = false`` beside robots that declare now acknowledges
+their declarations (as a member that may claim any leaf); before, the declaring robots
+waited for it and never claimed. No figure: it is a fix of who works, not of speed.
+
+py-spy over the robot workers at 32 x 500 (the last commit, run completed): peers'
+potentials were 13.6% of the samples (each robot decoded 31 peers' 500 values, then
+built two 500-entry dicts, on every publish), envelope decoding 12%, the rest spread
+over snapshots, transitions, declarations, publishing and the drivers. A robot now
+publishes only its best open leaves (neither done nor worked on): twice the robots
+online, at least 8 (``contention.top_count``; the matching never reaches further down
+a peer's list while every open leaf is selectable), by leaf position on the wire.
+After: 2.1% of the samples. A variant that sent the best *selectable* leaves (a THEN's
+later step not yet) was tried first: 32 x 500 claims 134 / 138 -> 108 / 106 ms, but at
+32 x 50 robots whose view lagged missed peers' values for the leaves that had just
+become selectable, and declarations rose from 34-37 to 42-51 a run, claims asked from
+51-55 to 67-75, messages per behaviour from 34-38 to 44-55; not kept.
+
+The last commit (old) against this pass (new), alternating in one session, every run
+completed, none started a node twice (claims: p50 by ``elapsed_ms``):
+
+    size      side  claim p50 ms          workers' CPU s    all CPU s            mission s
+    32 x 500  old   131 151 166 197       -  -  27.2 33.3   25.4 30.0 29.3 36.0  15.0 18.0 17.5 21.6
+    32 x 500  new   117 150 119 126       -  -  21.7 23.1   25.4 27.2 23.5 25.0  15.3 16.5 14.3 15.0
+    32 x 50   old   69 32 41                                3.5 2.5 3.1
+    32 x 50   new   53 67 51                                3.1 2.8 2.8
+    8 x 500   old   4.9 3.1               12.8 11.2
+    8 x 500   new   3.3 4.9               10.9 12.1
+
+Messages per behaviour did not move (32 x 500: 23.6-25.6 old, 23.3-25.5 new). At 32 x
+500 the new side is ahead in every pair but one, by less than the spread between runs
+of one side; at 32 x 50 and 8 x 500 no change beyond the noise.
+
+Tried and not kept, the noise being +-15% between runs of the same code:
+
+- Snapshots at most once a second instead of every 0.25 s. 32 x 50, three runs a side:
+  claim p50 53 / 62 / 69 -> 64 / 63 / 68 ms. 32 x 500, two a side: snapshots published
+  1,264 / 1,232 -> 400 / 441, workers' CPU 23.9 / 22.7 -> 18.8 / 21.8 s, claim p50
+  120 / 116 -> 86 / 129 ms. Not clearly better, and a late joiner would read a retained
+  snapshot up to a second old.
+- More worker processes at 32 x 50 (``--procs`` 3 / 5 / 9 / 17, one run each): claim
+  p50 42 / 68 / 80 / 133 ms, CPU 2.7 / 2.9 / 3.4 / 6.1 s; the round trip measured in
+  this process rose to 13.5 and 36.8 ms at 9 and 17, its event loop starved.
+- ``interest_prefetch`` at 32 x 500, one run each: 2, 4, 12, 24 -> 313, 238, 157, 115
+  declarations, claim p50 163, 154, 186, 108 ms, workers' CPU 27.9, 25.5, 27.9, 21.6 s:
+  no trend but the declarations' count.
+
+Where a 32 x 50 claim's time goes (one run, a tap logging each message): every robot
+declares within 71 ms of the first, and the declarations are all acknowledged 86-323
+ms after it (32 x 31 acknowledgements); the first claims go out at 299-403 ms and take
+9-117 ms, the later waves 3-167 ms. Deliveries to the robot agents that run (a copy
+counting what each agent's dispatcher decoded, start-up included): snapshots 5,735,
+transitions 3,100, potentials 2,914, declarations 1,184, acknowledgements 1,147,
+observations 556, claims 151, replies 151; at start-up presence and factsheets, 12,700
+with the drivers'. Both cores are busy for the whole mission (CPU 2.4-3.7 s over a
+1.5-2.5 s mission, mosquitto's not counted), so a claim waits behind that work: a
+peer's first reply leaves 6-21 ms after the claim's stamp (p50s of eight runs), the
+claimant decides 10-33 ms after the last reply. The 10x goal at 32 robots needs about a third of that work gone
+on this machine, not a faster claim rule.
+
+This pass's code, ``--robots 2 8 16 32 --behaviours 50``, then 8 x 50 twice more and the
+start-up comparison:
+
+    robots behav  mission s  msgs/behav  claim p50  claim p99  rtt p50  claim/rtt  cpu s
+         2    50        4.5         5.3       1.65       2.20     1.39       1.2x    1.2
+         8    50        1.8         9.7       3.75      11.74     3.24       1.2x    1.4
+        16    50        1.5        16.6      13.15      70.85     2.77       4.7x    1.9
+        32    50        1.9        35.5      56.87     239.07     2.83      20.1x    3.2
+         8    50        1.9        10.5       3.89       7.85     1.70       2.3x    1.5
+         8    50        1.9        10.1       3.04       8.02     1.68       1.8x    1.5
+
+At 8 robots p50 1.2-2.3x the round trip (goal 3x), p99 3.6x, 4.6x, 4.8x (goal 10x). At
+32 x 50, 20.1x here and 16-35x in the A/B runs above (goal 10x); 32 x 500 56-92x. Start-
+up: 20 agents 2.6 s against 1.6 s for bare clients (1.6x), 50 agents 7.7 against 4.4 s
+(1.7x; goal 2x).
 """
 
 from __future__ import annotations
