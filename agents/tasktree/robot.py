@@ -6,8 +6,9 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``_/claims``           ``node.claim``        a claim, to every peer (without declared interest)
 - ``<me>/claims/<peer>`` ``node.claim``        a claim to one peer: with declared interest
   (the default) to each peer whose declaration meets it; also a claim asked again
-- ``<me>/potentials``    ``node.potentials``   retained, QoS 0: eq. 1 per leaf, for the
-  team's contention avoidance (``avoid_contention``, planners/tasktree/contention.py)
+- ``<me>/potentials``    ``node.potentials``   retained, QoS 0: eq. 1 of its best open
+  leaves, for the team's contention avoidance (``avoid_contention``,
+  planners/tasktree/contention.py)
 - ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
 - ``_/interest`` (``<me>/interest/<peer>``) ``node.interest``, ``<me>/interest_ack/<declarer>``
   ``node.interest_ack``: with ``declared_interest``, the leaves this robot may claim and
