@@ -12,13 +12,12 @@ seed is in every assertion message.
 from __future__ import annotations
 
 import collections
-import os
 import random
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from teamtree.planners.tasktree import (
@@ -43,18 +42,17 @@ from teamtree.planners.tasktree import (
     peer_sim,
     simulate,
 )
-from tests.test_tasktree_property import NETWORKS, _simulate_and_check, _team, tree_texts
-from tests.test_tasktree_scale_property import big_team, check_big_team, team_trees
-
-EXAMPLES = int(os.environ.get("TEAMTREE_SCALE_EXAMPLES", "10"))
-
-
-@settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
+from tests.test_tasktree_property import (
+    NETWORKS,
+    _simulate_and_check,
+    _team,
+    sim_settings,
+    tree_texts,
 )
+from tests.test_tasktree_scale_property import EXAMPLES, big_team, check_big_team, team_trees
+
+
+@sim_settings(200)
 @given(
     text=tree_texts(),
     n_robots=st.integers(2, 6),
@@ -71,12 +69,7 @@ def test_random_teams_with_declared_interest_keep_the_guarantees(
     _simulate_and_check(text, cfg)
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=True,
-)
+@sim_settings(EXAMPLES)
 @given(
     text=team_trees(),
     n_robots=st.sampled_from([8, 16, 24, 32]),
@@ -278,12 +271,7 @@ def test_declarations_only_grow_and_stamps_never_repeat() -> None:
 # -- mixed teams: some members without declared interest ------------------------------
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@sim_settings(200)
 @given(
     text=tree_texts(),
     n_robots=st.integers(2, 6),
@@ -309,12 +297,7 @@ def test_mixed_teams_keep_the_guarantees_and_complete(
     _simulate_and_check(text, cfg)
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=True,
-)
+@sim_settings(EXAMPLES)
 @given(
     text=team_trees(),
     n_robots=st.sampled_from([8, 16, 32]),

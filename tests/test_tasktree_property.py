@@ -90,6 +90,17 @@ def _most_at_once(res: SimResult) -> int:
     )
 
 
+def sim_settings(examples: int) -> settings:
+    """Hypothesis settings of the network-simulation property tests: the same draws on
+    every run (``derandomize``), and no deadline (a run of a big team takes seconds)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=True,
+    )
+
+
 NETWORKS = {
     "max_delay": st.sampled_from([0.001, 0.02, 0.1, 0.3]),
     "duplicate_p": st.sampled_from([0.0, 0.2, 0.5]),
@@ -117,23 +128,13 @@ def _team(n_robots: int, capacity: int, crash_on: int, **net: Any) -> SimConfig:
     )
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@sim_settings(200)
 @given(text=tree_texts(), n_robots=st.integers(2, 6), **NETWORKS)
 def test_random_teams_keep_the_guarantees(text: str, n_robots: int, **net: Any) -> None:
     _simulate_and_check(text, _team(n_robots, 1, 1, **net))
 
 
-@settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@sim_settings(300)
 @given(
     text=st.one_of(tree_texts(), wide_tree_texts()),
     n_robots=st.integers(2, 5),
@@ -147,12 +148,7 @@ def test_random_multitasking_teams_keep_the_guarantees(
     event(f"capacity {capacity}, most at once {_most_at_once(res)}")
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@sim_settings(150)
 @given(
     text=st.one_of(wide_tree_texts(), tree_texts()),
     n_robots=st.integers(2, 4),
@@ -192,12 +188,7 @@ def test_crash_of_a_multitasking_robot_keeps_the_guarantees(
         event(f"r0 crashed running {sum(e.aborted and e.end == last for e in r0)}")
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@sim_settings(150)
 @given(
     text=st.one_of(wide_tree_texts(), tree_texts()),
     n_robots=st.integers(2, 4),

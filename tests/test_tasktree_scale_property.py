@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from teamtree.planners.tasktree import (
@@ -27,6 +27,7 @@ from teamtree.planners.tasktree import (
     parse_tree,
     simulate,
 )
+from tests.test_tasktree_property import sim_settings
 
 EXAMPLES = int(os.environ.get("TEAMTREE_SCALE_EXAMPLES", "10"))
 
@@ -68,12 +69,7 @@ def check_big_team(tree: TaskTree, text: str, cfg: SimConfig) -> SimResult:
     return res
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=True,
-)
+@sim_settings(EXAMPLES)
 @given(
     text=team_trees(),
     n_robots=st.sampled_from([8, 16, 24, 32]),
