@@ -124,7 +124,7 @@ class SnapshotWire(Struct, frozen=True):
 class PotentialsWire(Struct, frozen=True):
     """The ``node.potentials`` body: ``agent``'s activation potentials in thousandths.
     With ``index``, of the leaves at those positions of the tree's leaf order
-    (pre-order, from 0; the others 0): a robot sends its best selectable ones only
+    (pre-order, from 0; the others 0): a robot sends its best open ones only
     (``contention.top_count``). Without, of every leaf, in that order."""
 
     agent: str

@@ -120,8 +120,7 @@ def top_count(members: int) -> int:
     peer whose view lags still knows them), leaves done or taken between two publishes
     and peers whose view of who is online differs. At 32 robots and 500 leaves every
     robot decoded 31 peers' 500 values on each publish (benchmarks/bench_tasktree.py,
-    "Twelfth pass"). The margin covers leaves done or taken between two publishes
-    and peers whose view of who is online differs."""
+    "Twelfth pass")."""
     return max(MIN_TOP, 2 * members)
 
 
@@ -155,6 +154,9 @@ class ContentionAvoider:
         """Peers that never publish potentials (a robot's human teammates, whose
         conflicts its models and dialogs handle): not counted as rivals."""
         self._published: dict[str, float] | None = None
+        self._checked: Collection[str] | None = None
+        """The open leaves ``_top_stale`` last looked at (the caller hands the same
+        object while none was done or taken)."""
         self._since_publish = publish_every
         self._dirty = True
         self._waited = 0
@@ -194,8 +196,9 @@ class ContentionAvoider:
         """Called once a tick: the potentials to publish now, if any (see module doc).
 
         With `open_leaves` (the leaves neither done nor worked on, asked only when it
-        may publish) only its best ``top_count(members)`` of them go out, `members`
-        being the team's robots online in its view, itself included."""
+        may publish; the same object while they do not change) only its best
+        ``top_count(members)`` of them go out, `members` being the team's robots online
+        in its view, itself included."""
         self._since_publish += 1
         if not (can_take_work and self._since_publish >= self.publish_every):
             return None
@@ -225,8 +228,9 @@ class ContentionAvoider:
         """Whether fewer of the published leaves are still open than a peer's matching
         may need (``members``; leaves done or taken since the last publish)."""
         last = self._published
-        if leaves is None or last is None:
-            return False
+        if leaves is None or last is None or leaves is self._checked:
+            return False  # the same open leaves as at the last look: nothing more taken
+        self._checked = leaves
         return sum(k in leaves for k in last) < min(members, len(leaves))
 
     # -- choosing ----------------------------------------------------------------

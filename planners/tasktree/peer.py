@@ -465,6 +465,8 @@ class TaskController:
         self._spread = IncrementalSpread(tree)
         self._acts_key: tuple | None = None
         self._done_version: int | None = None  # mission_done's cache
+        self._open: tuple[tuple[int, int] | None, frozenset[str]] = (None, frozenset())
+        """``_open_leaves``' cache: (done and working versions, the open leaves)."""
         self._root_satisfied = False
         self.avoider: ContentionAvoider | None = None
         """With ``avoid_contention``: peers' potentials, patience, backoff
@@ -701,12 +703,17 @@ class TaskController:
         p.resend_at = p.age + self.avoider.resend_after(self.resend_ticks, p.resends)
         return True
 
-    def _open_leaves(self) -> list[str]:
+    def _open_leaves(self) -> frozenset[str]:
         """The leaves neither done nor worked on in this member's view: the ones whose
         potentials it publishes (the best of them), selectable now or once their
-        predecessors are done, so peers know its values before their views agree."""
+        predecessors are done, so peers know its values before their views agree.
+        The same set object until a leaf is done or taken (asked every idle tick)."""
         done, working = self.done, self.working
-        return [leaf for leaf in self.tree.leaves if leaf not in done and leaf not in working]
+        key = (done.version, working.version)  # type: ignore[attr-defined]
+        if self._open[0] != key:
+            leaves = self.tree.leaves
+            self._open = (key, frozenset(n for n in leaves if n not in done and n not in working))
+        return self._open[1]
 
     def _select(self) -> str | None:
         """The leaf to claim on this tick: the best by activation (§2.2), or with
