@@ -743,10 +743,10 @@ Tried and not kept, the noise being +-15% between runs of the same code:
   1,264 / 1,232 -> 400 / 441, workers' CPU 23.9 / 22.7 -> 18.8 / 21.8 s, claim p50
   120 / 116 -> 86 / 129 ms. Not clearly better, and a late joiner would read a retained
   snapshot up to a second old.
-- No peers' snapshots at all (a copy that did not subscribe to them, unsafe across
-  reconnects, to bound what snapshots cost), 32 x 500, two runs a side: workers' CPU
-  30.4 / 24.4 -> 25.7 / 24.3 s, claim p50 179 / 134 -> 152 / 141 ms. Within the noise:
-  the most delivered kind (QoS 0, coalesced per sender) is not where the time goes.
+- No peers' snapshots at all, to bound what they cost: not measurable that way. A
+  robot waits for its peers' first snapshots before it claims, so such a copy never
+  starts (32 x 500: 0 done after 60 s). A bound needs a copy that takes each peer's
+  first snapshot and then no more.
 - More worker processes at 32 x 50 (``--procs`` 3 / 5 / 9 / 17, one run each): claim
   p50 42 / 68 / 80 / 133 ms, CPU 2.7 / 2.9 / 3.4 / 6.1 s; the round trip measured in
   this process rose to 13.5 and 36.8 ms at 9 and 17, its event loop starved.
