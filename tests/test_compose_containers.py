@@ -148,11 +148,22 @@ def probe_anonymous(stack: Stack) -> subprocess.CompletedProcess[str]:
 FORGE = """
 set -u
 C=/run/teamtree/credentials
-mosquitto_sub -h mosquitto -u monitor -P "$(cat $C/monitor)" -v -W 8 -C 2 \
-  -t 'teamtree/v1/{team}/+/forged' > /tmp/heard 2>&1 &
-sleep 2
-mosquitto_pub -h mosquitto -u pr2 -P "$(cat $C/pr2)" -q 1 -t 'teamtree/v1/{team}/baxter/forged' -m as-baxter
-mosquitto_pub -h mosquitto -u pr2 -P "$(cat $C/pr2)" -q 1 -t 'teamtree/v1/{team}/pr2/forged' -m as-pr2
+# the subscriber retries a failed connect (a CI run's lookup of `mosquitto` failed once
+# inside the podman network); the publisher repeats both messages while it listens, so
+# a subscriber that is slow to subscribe on a loaded machine still hears them
+( for try in 1 2 3; do
+    mosquitto_sub -h mosquitto -u monitor -P "$(cat $C/monitor)" -v -W 20 -C 2 \
+      -t 'teamtree/v1/{team}/+/forged' && break
+    sleep 1
+  done ) > /tmp/heard 2>&1 &
+SUB=$!
+n=0
+while kill -0 $SUB 2>/dev/null && [ $n -lt 120 ]; do
+  mosquitto_pub -h mosquitto -u pr2 -P "$(cat $C/pr2)" -q 1 -t 'teamtree/v1/{team}/baxter/forged' -m as-baxter
+  mosquitto_pub -h mosquitto -u pr2 -P "$(cat $C/pr2)" -q 1 -t 'teamtree/v1/{team}/pr2/forged' -m as-pr2
+  sleep 0.5
+  n=$((n+1))
+done
 wait
 cat /tmp/heard
 """
