@@ -179,6 +179,8 @@ class Connection:
                 self._client = None
                 self._direct = False
                 self._requeue_inflight()
+                if self._inbound is not None:
+                    self._inbound.release()
                 self.connected.clear()
                 if self.state is ConnectionState.CONNECTED:
                     self.state = ConnectionState.CONNECTING
@@ -231,8 +233,16 @@ class Connection:
             await self._flush()
             self.connected.set()
             log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
+            inbound = self._inbound
             while True:
-                await self._on_message(await client.next_message())
+                message = await client.next_message()
+                if not on_channels(message.topic, self._urgent_channels):
+                    # another agent of this process may hold a claim or a reply: let
+                    # it go first, then serve ours that came meanwhile (inbound.py)
+                    await inbound.give_way()
+                    while inbound.urgent_waiting():
+                        await self._on_message(inbound.get_nowait())
+                await self._on_message(message)
 
     async def close(
         self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0

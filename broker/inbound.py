@@ -18,6 +18,13 @@ path. This reorders messages of different channels only, which the peer rule all
 (its property tests deliver every message with its own random delay); each lane keeps
 its order.
 
+The lanes are per agent, but the agents of one process share its event loop: a
+claim that reached one agent waited behind every other agent's snapshot or observation
+handled in the same loop pass (at 32 robots and their drivers in two processes, the
+peer's reply left 46 ms after the claim's stamp, the broker having delivered it in 3).
+So an agent whose next message is not urgent first waits, briefly, while any agent of
+the process still has urgent ones queued (``UrgentGate``).
+
 Used as aiomqtt's ``queue_type``; ``asyncio.Queue``'s ``_init``/``_put``/``_get`` are
 its documented extension points (``PriorityQueue`` and ``LifoQueue`` use them).
 """
@@ -25,11 +32,17 @@ its documented extension points (``PriorityQueue`` and ``LifoQueue`` use them).
 from __future__ import annotations
 
 import asyncio
+import time
+import weakref
 from collections import deque
 from collections.abc import Container
 from typing import Any
 
-__all__ = ["CoalescingQueue", "on_channels"]
+__all__ = ["CoalescingQueue", "UrgentGate", "on_channels", "urgent_gate"]
+
+URGENT_GATE_MAX_S = 0.05
+"""How long one agent's queued urgent messages may hold the process's other agents
+back, from the moment they came (``UrgentGate``)."""
 
 
 def on_channels(topic: str, channels: Container[str]) -> bool:
@@ -39,6 +52,87 @@ def on_channels(topic: str, channels: Container[str]) -> bool:
         return False
     parts = topic.split("/", 5)
     return len(parts) > 4 and parts[4] in channels
+
+
+class UrgentGate:
+    """The urgent messages queued in one event loop, over every agent's queue.
+
+    A queue reports when its urgent lane fills and when it empties (or is dropped at
+    the end of a session); ``wait_clear`` lets a non-urgent handler give way while
+    another agent's queue holds an urgent message. A queue holds the others back for
+    at most `URGENT_GATE_MAX_S` from the moment its lane filled: an agent stuck in a
+    slow handler, or one fed a steady stream of claims, must not slow every other
+    agent's messages by that much each."""
+
+    def __init__(self) -> None:
+        self._busy: weakref.WeakKeyDictionary[CoalescingQueue, float] = weakref.WeakKeyDictionary()
+        self._change: asyncio.Future[None] | None = None
+        self.waits = 0
+        """Non-urgent messages that gave way."""
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._busy)
+
+    def filled(self, queue: CoalescingQueue) -> None:
+        if queue not in self._busy:
+            self._busy[queue] = time.monotonic()
+            self._changed()
+
+    def emptied(self, queue: CoalescingQueue) -> None:
+        if self._busy.pop(queue, None) is not None:
+            self._changed()
+
+    def _changed(self) -> None:
+        change, self._change = self._change, None
+        if change is not None and not change.done():
+            change.set_result(None)
+
+    def _held_until(self, own: CoalescingQueue) -> float | None:
+        """Until when another queue's urgent messages hold `own`'s back (monotonic
+        seconds), or None: none does, or `own` holds urgent ones (its agent must serve
+        them, the others may be waiting on it)."""
+        if not self._busy:
+            return None
+        now, until = time.monotonic(), None
+        for queue, since in self._busy.items():
+            if queue is own:
+                return None
+            end = since + URGENT_GATE_MAX_S
+            if end > now and (until is None or end > until):
+                until = end
+        return until
+
+    async def wait_clear(self, own: CoalescingQueue) -> None:
+        """Return once no other queue of this loop holds `own` back (``_held_until``)."""
+        until = self._held_until(own)
+        if until is None:
+            return
+        self.waits += 1
+        loop = asyncio.get_running_loop()
+        while until is not None:
+            if self._change is None:
+                self._change = loop.create_future()
+            await asyncio.wait((self._change,), timeout=until - time.monotonic())
+            until = self._held_until(own)
+
+
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UrgentGate] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def urgent_gate() -> UrgentGate:
+    """The running loop's gate (one per loop: tests run several loops in turn); a
+    queue made outside a loop gets one of its own."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return UrgentGate()
+    gate = _GATES.get(loop)
+    if gate is None:
+        gate = _GATES[loop] = UrgentGate()
+    return gate
 
 
 class _Slot:
@@ -73,6 +167,7 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         self._queued: dict[str, _Slot] = {}
         self._dead = 0  # replaced slots still in the deque (skipped, not counted)
         self._urgent: deque[Any] = deque()
+        self._gate = urgent_gate()
 
     def qsize(self) -> int:
         return len(self._queue) - self._dead + len(self._urgent)
@@ -84,6 +179,7 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         topic = getattr(item, "topic", None)
         if topic is not None and on_channels(topic, self._urgent_channels):
             self._urgent.append(item)
+            self._gate.filled(self)
             return
         if topic is not None and topic in self._latest:
             older = self._queued.get(topic)
@@ -99,7 +195,10 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
 
     def _get(self) -> Any:
         if self._urgent:
-            return self._urgent.popleft()
+            item = self._urgent.popleft()
+            if not self._urgent:
+                self._gate.emptied(self)
+            return item
         slot = self._queue.popleft()
         while slot.dead:
             self._dead -= 1
@@ -107,3 +206,17 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         if slot.topic is not None:
             del self._queued[slot.topic]
         return slot.item
+
+    def urgent_waiting(self) -> bool:
+        """Whether an urgent message is queued here."""
+        return bool(self._urgent)
+
+    async def give_way(self) -> None:
+        """Before a non-urgent message is handled: wait while another agent of this
+        loop has urgent messages queued (``UrgentGate.wait_clear``)."""
+        await self._gate.wait_clear(self)
+
+    def release(self) -> None:
+        """The session that filled this queue is over: its urgent messages no longer
+        hold the loop's other agents back."""
+        self._gate.emptied(self)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from teamtree.agents import Agent
 from teamtree.broker import Endpoint, Envelope, Topic
 from teamtree.broker.fast_client import FastClient
-from teamtree.broker.inbound import CoalescingQueue
+from teamtree.broker.inbound import URGENT_GATE_MAX_S, CoalescingQueue, UrgentGate, urgent_gate
 
 LATEST = frozenset({"obs/a", "obs/b"})
 
@@ -182,3 +182,124 @@ async def test_fast_client_acknowledges_a_burst_and_keeps_no_pending(mosquitto) 
     ) as client:
         await asyncio.gather(*(client.publish("burst/t", b"x", qos=1) for _ in range(1000)))
         assert client._pending_publishes == {}
+
+
+# -- the process-wide urgent gate ------------------------------------------------------
+
+URGENT = frozenset({"claims"})
+CLAIM = "teamtree/v1/t/pr2/claims"
+OBSERVATION = "teamtree/v1/t/pr2/observation"
+
+
+def test_a_non_urgent_message_gives_way_until_another_agents_claim_is_taken() -> None:
+    async def scenario() -> list[str]:
+        mine = CoalescingQueue(urgent=URGENT)
+        theirs = CoalescingQueue(urgent=URGENT)
+        order: list[str] = []
+        theirs.put_nowait(_Message(CLAIM, 1))
+        mine.put_nowait(_Message(OBSERVATION, 2))
+
+        async def me() -> None:
+            message = mine.get_nowait()
+            await mine.give_way()
+            order.append(f"me handles {message.n}")
+
+        async def them() -> None:
+            await asyncio.sleep(0)  # they come second in the loop
+            await asyncio.sleep(0)
+            order.append(f"they take {theirs.get_nowait().n}")
+
+        await asyncio.gather(me(), them())
+        return order
+
+    assert asyncio.run(scenario()) == ["they take 1", "me handles 2"]
+
+
+def test_the_gate_lets_an_agent_serve_its_own_claims_and_is_bounded() -> None:
+    async def scenario() -> dict[str, float]:
+        mine = CoalescingQueue(urgent=URGENT)
+        stuck = CoalescingQueue(urgent=URGENT)
+        stuck.put_nowait(_Message(CLAIM, 1))  # never taken: its agent is stuck
+        stuck_since = time.monotonic()
+        mine.put_nowait(_Message(CLAIM, 2))
+        seen: dict[str, float] = {}
+        gate = urgent_gate()
+        # our own claim is queued: we must serve it (they may wait on our reply)
+        await asyncio.wait_for(mine.give_way(), 1.0)
+        seen["waits with own claim queued"] = gate.waits
+        mine.get_nowait()
+        # nothing of ours is urgent, theirs is: we wait, at most the bound
+        waits = gate.waits
+        await asyncio.wait_for(mine.give_way(), 5.0)
+        seen["waits with theirs queued"] = gate.waits - waits
+        seen["held after theirs came"] = time.monotonic() - stuck_since
+        # held past the bound, it holds nobody back any more
+        waits = gate.waits
+        await mine.give_way()
+        seen["waits once theirs is stale"] = gate.waits - waits
+        # a fresh claim elsewhere holds us until its session ends (released)
+        fresh = CoalescingQueue(urgent=URGENT)
+        fresh.put_nowait(_Message(CLAIM, 3))
+        order: list[str] = []
+
+        async def end_session() -> None:
+            await asyncio.sleep(0)
+            order.append("released")
+            fresh.release()
+
+        async def me() -> None:
+            await mine.give_way()
+            order.append("me")
+
+        await asyncio.gather(me(), end_session())
+        seen["me after release"] = float(order == ["released", "me"])
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen["waits with own claim queued"] == 0, seen
+    assert seen["waits with theirs queued"] == 1, seen
+    assert seen["held after theirs came"] >= URGENT_GATE_MAX_S * 0.9, seen
+    assert seen["waits once theirs is stale"] == 0, seen
+    assert seen["me after release"] == 1.0, seen
+
+
+def test_each_event_loop_has_its_own_gate() -> None:
+    async def gate() -> UrgentGate:
+        return urgent_gate()
+
+    first, second = asyncio.run(gate()), asyncio.run(gate())
+    assert first is not second
+    assert not second.busy  # what one loop left queued does not hold the next back
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2),
+            st.sampled_from(["put claim", "put observation", "get", "release"]),
+        ),
+        max_size=120,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_the_gate_is_busy_exactly_while_a_live_queue_holds_a_claim(ops) -> None:
+    async def scenario() -> None:
+        queues = [CoalescingQueue(urgent=URGENT) for _ in range(3)]
+        released = [False] * 3
+        gate = urgent_gate()
+        for n, (i, op) in enumerate(ops):
+            q = queues[i]
+            if op == "put claim":
+                q.put_nowait(_Message(CLAIM, n))
+                released[i] = False  # a new session's queue, in effect
+            elif op == "put observation":
+                q.put_nowait(_Message(OBSERVATION, n))
+            elif op == "get" and not q.empty():
+                q.get_nowait()
+            elif op == "release":
+                q.release()
+                released[i] = True
+            live = [q.urgent_waiting() and not r for q, r in zip(queues, released, strict=True)]
+            assert gate.busy == any(live), (ops[: n + 1], live)
+
+    asyncio.run(scenario())
