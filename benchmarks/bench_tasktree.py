@@ -782,6 +782,60 @@ At 8 robots p50 1.2-2.3x the round trip (goal 3x), p99 3.6x, 4.6x, 4.8x (goal 10
 32 x 50, 20.1x here and 16-35x in the A/B runs above (goal 10x); 32 x 500 56-92x. Start-
 up: 20 agents 2.6 s against 1.6 s for bare clients (1.6x), 50 agents 7.7 against 4.4 s
 (1.7x; goal 2x).
+
+Thirteenth pass (issue 19): what peers' snapshots cost, and agents that share a loop.
+
+Snapshots. A copy whose robots take no peer snapshot at all (no subscription, and
+``await_snapshots=False`` so they start without them), alternating with main in one
+session: 32 x 50, three runs a side, claim p50 29.5 / 24.3 / 22.4 ms main against
+29.4 / 34.2 / 31.5 without, workers' CPU 2.1-2.4 s both; 32 x 500, two a side, 120 /
+145 ms and 23.1 / 27.9 CPU s main against 127 / 81 ms and 24.7 / 18.8 s without.
+Within the noise: although snapshots are ~37% of the deliveries, their decoding and
+the superset test are not where a claim's time goes. Not changed.
+
+Where it goes instead. py-spy over a robot worker at 32 x 500: receiving and handling
+messages 55% (decoding 14%, the controller 13%, observations 10%, snapshots 8.5%),
+drivers' polls 7%, ticks 6%, writes 3%: no single part. A probe in each worker
+(``asyncio.sleep(0.005)``, how late it wakes) read the event loop's lag in the robot
+workers at 32 x 500 as p50 22 ms, p90 62 ms, p99 96-126 ms (the world's worker 0.5 /
+4.3 / 14 ms); at 32 x 50 p50 1.0-1.2 ms, p90 19-31 ms. Each agent's urgent lane put a
+claim ahead of that agent's own backlog, but not ahead of the 31 other agents' work in
+the same loop: a peer's reply left 31-46 ms after the claim's stamp (the broker had
+delivered it in 3), and the claimant decided 47-68 ms after the last reply.
+
+So the agents of one loop now give way to each other (``broker/inbound.py``,
+``UrgentGate``): an agent whose next message is not urgent first waits while another
+agent of the process has urgent messages queued, at most 50 ms from when they came;
+one with urgent messages of its own serves them first. Also giving way in the robots'
+ticks and the drivers' polls was tried: 32 x 500 claim p50 53 / 49 ms against 56 / 50
+without, not kept.
+
+The commit before (old) against this one (new), alternating, one session, every run
+completed (claim p50 / p99 by ``elapsed_ms``; mission s; all CPU s):
+
+    size      side  claim p50 ms     claim p99 ms     mission s         cpu s
+    32 x 500  old   107 101 112      418 530 402      13.6 13.6 15.1    22.4 22.4 24.9
+    32 x 500  new    53  61  60      132 219 227      13.4 13.7 14.1    21.6 22.0 23.0
+    32 x 50   old    41  46  57      147 119 163       1.9  1.7  2.0     3.1  2.8  3.2
+    32 x 50   new    44  42  36      105  76 170       2.1  2.3  2.3     3.4  3.7  3.6
+    8 x 50    old   5.4 2.1          11.8 4.3
+    8 x 500   old   4.9              16.4
+    8 x 50    new   3.6 4.8          6.2 11.2
+    8 x 500   new   4.8              22.4
+
+32 x 500 claims halve (peers' first reply 17-22 ms after the stamp, decision 23-27 ms
+after the last reply); 32 x 50 and 8 robots show no change beyond the noise (this
+session's machine ran 32 x 50 slower than the earlier one of the same day: 22-33 ms
+on both sides there). Earlier the same day, the first version of the gate (a 50 ms
+bound per message, not per queue) against the commit before: 32 x 500 51 / 54 against
+124 / 111 ms, 32 x 50 30 / 25 / 26 against 38 / 22 / 45 ms. Claim / RTT at 32 x 500 is
+now 31-34x (was 70-88x); at 32 x 50 13-18x in this session (8-24x across the day), so
+the 10x goal at 32 is still not met reliably. Three of about fifteen 32 x 500 runs with
+the gate listed a leaf started twice in the bench's sense: each time the first robot's
+behaviour failed (the world answered ``unreachable``, in the one log kept) and another
+robot did the leaf 0.2-0.5 s after it went back: a retry, never two bodies at once, as
+in the fifth to seventh passes; none of the nine runs of the commit before did this
+session.
 """
 
 from __future__ import annotations
