@@ -188,6 +188,7 @@ class EmbeddedBroker:
         """Start amqtt and wait until it accepts connections. Raises BrokerStartError."""
         from amqtt.broker import Broker  # imported late: it is slow and noisy to import
 
+        from teamtree.broker import amqtt_subscriptions
         from teamtree.broker.amqtt_keepalive import GRACE_S, enforce_keepalive
 
         for name in ("amqtt", "transitions"):
@@ -203,6 +204,7 @@ class EmbeddedBroker:
             },
         }
         self._broker = Broker(config)
+        amqtt_subscriptions.install(self._broker)  # amqtt's table may change mid-walk
         try:
             await self._broker.start()
         except Exception as exc:
