@@ -108,3 +108,47 @@ def test_potentials_go_on_the_wire_by_leaf_position() -> None:
 def test_a_bad_potentials_body_is_refused_with_the_reason(body: dict, says: str) -> None:
     with pytest.raises(PeerWireError, match=says):
         potentials_from_wire(body, LEAVES)
+
+
+def full_matching(
+    mine: dict[str, float], me: str, rivals: dict[str, dict[str, float]]
+) -> str | None:
+    """The greedy matching as ``greedy_choice`` documents it, over every pair: best
+    value first, ties by member id, then leaf id."""
+    pairs = [(-v, me, leaf) for leaf, v in mine.items()]
+    for q, pots in rivals.items():
+        pairs += [(-pots.get(leaf, 0.0), q, leaf) for leaf in mine if pots.get(leaf, 0.0) > 0.0]
+    members: set[str] = set()
+    leaves: set[str] = set()
+    for _v, member, leaf in sorted(pairs):
+        if member in members or leaf in leaves:
+            continue
+        if member == me:
+            return leaf
+        members.add(member)
+        leaves.add(leaf)
+    return None
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    n_rivals=st.integers(0, 12),
+    n_leaves=st.integers(1, len(LEAVES)),
+    seed=st.integers(0, 2**32 - 1),
+    levels=st.sampled_from([2, 3, 1000]),
+)
+def test_the_matching_ranks_only_the_best_leaves_and_loses_nothing(
+    n_rivals: int, n_leaves: int, seed: int, levels: int
+) -> None:
+    """``greedy_choice`` ranks each member's best ``members`` leaves only; with ties
+    (few distinct values) that cut must keep the leaves the full sort would reach
+    first, the lower leaf ids, or the member is matched to another leaf."""
+    rng = random.Random(seed)
+    leaves = rng.sample(LEAVES, n_leaves)
+
+    def draw() -> float:
+        return rng.randrange(levels + 1) / levels
+
+    mine = {leaf: draw() + 0.001 for leaf in leaves}
+    rivals = {f"p{i}": {leaf: draw() for leaf in LEAVES} for i in range(n_rivals)}
+    assert greedy_choice(mine, "me", rivals) == full_matching(mine, "me", rivals), seed

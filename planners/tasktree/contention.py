@@ -87,12 +87,13 @@ def greedy_choice(
     if not mine:
         return None
     members = 1 + len(rivals)
+    # each member's best `members` leaves, ties to the lower leaf id as in the sort below
     pairs: list[tuple[float, str, str]] = [
-        (-v, me, leaf) for v, leaf in heapq.nlargest(members, ((v, k) for k, v in mine.items()))
+        (nv, me, leaf) for nv, leaf in heapq.nsmallest(members, ((-v, k) for k, v in mine.items()))
     ]
     for q, pots in rivals.items():
-        values = ((pots.get(leaf, 0.0), leaf) for leaf in mine)
-        pairs.extend((-v, q, leaf) for v, leaf in heapq.nlargest(members, values) if v > 0.0)
+        values = ((-pots.get(leaf, 0.0), leaf) for leaf in mine)
+        pairs.extend((nv, q, leaf) for nv, leaf in heapq.nsmallest(members, values) if nv < 0.0)
     pairs.sort()
     taken_members: set[str] = set()
     taken_leaves: set[str] = set()
@@ -209,9 +210,9 @@ class ContentionAvoider:
         if leaves is None:
             chosen: Mapping[str, float] = potentials
         else:
-            values = ((max(0.0, float(potentials.get(k, 0.0))), k) for k in leaves)
-            best = heapq.nlargest(top_count(members), values)
-            chosen = {k: v for v, k in best if v > 0.0}
+            values = ((-max(0.0, float(potentials.get(k, 0.0))), k) for k in leaves)
+            best = heapq.nsmallest(top_count(members), values)  # ties to the lower leaf id
+            chosen = {k: -nv for nv, k in best if nv < 0.0}
         rounded = {k: round(max(0.0, float(v)), 3) for k, v in chosen.items()}
         last = self._published
         if (
