@@ -27,6 +27,11 @@ Where the agents run (``--procs N``):
 
 The tap is the same in both modes (it used to see every message, observations too).
 
+A run is ``ok`` when every member exited 0, every behaviour is done and no node was
+started while another robot held it or after it was done, read from the transitions'
+HLC stamps (``planners/tasktree/starts.py``); a node taken over after its holder
+released it (a retry after a failed behaviour) is listed, not a fault.
+
 Mission time runs from the moment every member is connected to the last member's
 exit. ``cpu s`` is the CPU time the workers and this process spent from then until
 the tap fell quiet (not mosquitto's).
@@ -860,6 +865,11 @@ Every decision: p50 0 ms at 2, 8 x 50 (35 of 50 claims asked nobody), 5.6 ms at 
 11 ms at 32 x 500 (261 of 543). Start-up, side by side: 20 agents 2.2 s against 1.3 s
 for bare clients (1.6x), 50 agents 6.4 against 3.2 s (2.0x).
 
+Beside two CPU hogs (two ``while 1: pass`` processes on the two cores), one run each:
+32 x 50 in 3.5 s (claim p50 70 ms, 38.6 messages per behaviour), 32 x 500 in 27.1 s
+(claim p50 110 ms, 22.7 messages per behaviour, 25.6 CPU s): slower, complete, no node
+started more than once.
+
 Bundles. At 32 x 50 every robot's first declaration (its best five leaves by its own
 potential) meets two or three others', so every claim asks two or three peers. A copy
 declared first a bundle instead, as consensus-based bundle algorithms (CBBA) build
@@ -891,6 +901,13 @@ declared (32 x 500, two pairs: 191 and 202 later declarations against 178 and 19
 and claiming a selectable leaf of one's own declaration before the matching's choice
 (simulation: the same figures, the case did not arise). Not kept: it moves the cost
 from claims to declarations, as declared interest itself did.
+
+Repeated starts. The list of nodes "started more than once" mixed retries (a robot's
+behaviour failed, it released the node, a teammate took it) with what must never
+happen, and each case had to be read in a log, which was not always kept. The tap now
+orders each node's transitions by their HLC stamps and tells a start while another
+robot held the node, or after it was done (the run is then not ``ok``), from a takeover
+after a release (``planners/tasktree/starts.py``).
 
 Kept: ``greedy_choice`` ranked each member's best ``members`` leaves with
 ``heapq.nlargest`` over (value, leaf), which among equal values keeps the higher leaf
@@ -949,6 +966,7 @@ from teamtree.broker import (
     parse_endpoint,
 )
 from teamtree.broker.topics import pattern
+from teamtree.planners.tasktree import RepeatedStarts, repeated_starts
 
 PROTOCOL_KINDS = {
     "node.claim",
@@ -1028,8 +1046,8 @@ class Tap:
         """The same claims from the claim's stamp to the event's (whole ms both), the
         measure before ``elapsed_ms``: printed beside it, for figures of older code."""
         self.done: set[str] = set()
-        self.history: dict[str, list[tuple[str, str, int]]] = {}
-        """node -> every transition (agent, status, stamp): a node worked twice shows."""
+        self.history: dict[str, list[tuple[str, str, tuple[int, int, str]]]] = {}
+        """node -> every transition (agent, status, HLC stamp): ``repeated_starts``."""
         self.delivered: dict[str, float] = {}
         """claim id -> wall ms the tap received the claim (broker delivery)."""
         self.replied: dict[str, list[int]] = {}
@@ -1127,17 +1145,20 @@ class Tap:
                 why = re.sub(r"\br\d+", "R", why)
                 self.counts[f"lost: {why}"] += 1
         elif env.kind == "node.transition":
-            node = str(body.get("node"))
-            self.history.setdefault(node, []).append(
-                (str(body.get("agent")), str(body.get("status")), env.ts)
-            )
+            node, agent = str(body.get("node")), str(body.get("agent"))
+            stamp = body.get("stamp")
+            try:
+                hlc = (int(stamp[0]), int(stamp[1]), str(stamp[2]))
+            except (TypeError, ValueError, IndexError):
+                hlc = (env.ts, 0, agent)
+            self.history.setdefault(node, []).append((agent, str(body.get("status")), hlc))
             if body.get("status") == "done":
                 self.done.add(node)
 
-    def worked_twice(self) -> dict[str, list[tuple[str, str, int]]]:
-        """Nodes whose transitions show more than one start (a resumed or re-won node
-        after an abort, or a node run twice: read the list)."""
-        return {n: h for n, h in self.history.items() if sum(s == "working" for _, s, _ in h) > 1}
+    def starts(self) -> RepeatedStarts:
+        """Nodes started more than once: while another robot held them or after they
+        were done (never allowed), or taken over after a release (a retry)."""
+        return repeated_starts(self.history)
 
     def breakdown(self) -> dict[str, float]:
         """Where a won claim's time goes (p50s, ms from the claim's stamp): the tap's
@@ -1508,8 +1529,10 @@ async def one_run(
             profiler.disable()
             profiler.dump_stats(str(profile_dir / f"{tag}-all.prof"))  # type: ignore[operator]
         failed = sorted(i for i, c in codes.items() if c != 0)
-        ok = not failed and not timed_out and len(tap.done) >= leaves
-        why = "" if ok else f"{timed_out}exit codes {failed}, {len(tap.done)}/{leaves} done"
+        unsafe = sorted(tap.starts().unsafe)  # a node on two bodies, or run after done
+        ok = not failed and not timed_out and len(tap.done) >= leaves and not unsafe
+        why = "" if ok else (f"{timed_out}exit codes {failed}, {len(tap.done)}/{leaves} done"
+                             + (f", started while held or done: {unsafe}" if unsafe else ""))  # fmt: skip
         row = {
             "robots": robots,
             "scope": scope,
@@ -1521,7 +1544,7 @@ async def one_run(
             "why": why,
             "msgs_per_behaviour": tap.messages() / leaves,
             "kinds": dict(tap.counts),
-            "worked_twice": tap.worked_twice(),
+            "starts": tap.starts(),
             "claims": len(tap.latencies),
             "claim_p50": pct(tap.latencies, 0.5),
             "claim_p99": pct(tap.latencies, 0.99),
@@ -1613,8 +1636,13 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
                   f"({d['later']} after a robot's first), acknowledged by all in p50 "
                   f"{d['p50']:.1f} ms, p99 {d['p99']:.1f} ms (tap receipts)")  # fmt: skip
     for r in rows:
-        for node, history in r.get("worked_twice", {}).items():
-            print(f"  {r['robots']} x {r['behaviours']} started more than once: {node} {history}")
+        starts, size = r["starts"], f"{r['robots']} x {r['behaviours']}"
+        for label, nodes in (("STARTED WHILE ANOTHER ROBOT HELD IT", starts.held),
+                             ("STARTED AGAIN AFTER IT WAS DONE", starts.after_done),
+                             ("taken over after a release", starts.taken_over)):  # fmt: skip
+            for node, history in nodes.items():
+                moves = " ".join(f"{a}:{s}@{t[0]}" for a, s, t in history)
+                print(f"  {size} {label}: {node} {moves}")
     for r in rows:
         kinds = ", ".join(f"{k.removeprefix('node.')} {n}" for k, n in sorted(r["kinds"].items()))
         print(f"  {r['robots']} x {r['behaviours']} messages: {kinds}")

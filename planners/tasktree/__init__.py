@@ -4,7 +4,8 @@ Pure: tree model and parser (``tree``), node states (``status``), activation spr
 (``activation``), the peer rule as a state machine (``peer``) and its contention
 avoidance for big teams (``contention``) and declared interest, so a claim asks only the
 peers that may claim what it conflicts with (``interest``), behaviours that ended
-unheard (``body_watch``), whether finished leaves meet the tree (``outcome``),
+unheard (``body_watch``), whether finished leaves meet the tree (``outcome``), nodes
+started more than once, by why, from their published transitions (``starts``),
 activation metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``),
 a text renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a
 PLACE mission in the simulated world in one process (``place_trial``, seed 000 §4), and
@@ -62,6 +63,10 @@ _HOMES = {
     "outcome": (
         "leaves_still_needed",
         "satisfied_nodes",
+    ),
+    "starts": (
+        "RepeatedStarts",
+        "repeated_starts",
     ),
     "peer": (
         "AbortBehaviour",
