@@ -918,15 +918,38 @@ same cut), so this changed no safety property; the published top leaves had the 
 cut. ``tests/test_tasktree_contention.py`` now checks ``greedy_choice`` against the
 full matching with ties (it fails on the old cut).
 
-Against the issue's goals, on this 2-core machine: 32 x 500 completes and no node ran
-on two bodies (every run this session); claim p50 at 8 robots 2.1x the round trip
-(goal 3x), p99 4.3x (goal 10x); at 32 robots 20.6x at 32 x 50 and 26.9x at 32 x 500
-over asked claims (goal 10x; not met), 0-31 ms over every decision; messages per
-behaviour 5.2 / 9.4 / 15.1 / 36.5 at 2 / 8 / 16 / 32 robots (linear); start-up 1.6x
-and 2.0x (goal 2x). A claim that asks waits for the event loops of two busy worker
-processes, each running 16 robots and their 16 drivers: a peer's first reply leaves
-8-14 ms after the claim's stamp and the claimant decides 12-19 ms after the last reply
-(the broker delivers in 1.5-2), the lag of loops that both cores keep busy through the
+uvloop. With the claim's wait in the loops' passes, a loop with less overhead per
+pass: every ``teamtree`` process (and this script's workers) now runs on uvloop where
+it is installed (``agents/runtime/event_loop.py``; ``TEAMTREE_EVENT_LOOP=asyncio`` for
+the standard loop). A copy whose workers ran uvloop against main (asyncio), alternating,
+one session, every run complete, none with a node started twice:
+
+    size      side     claim p50 ms (asked)           mission s                 cpu s
+    32 x 50   asyncio  21.4 26.5 23.5 28.4 19.7 15.1   1.4 1.6 1.7 1.6 1.5 1.7   2.1-2.7
+    32 x 50   uvloop    9.4 14.3 12.6 27.8 19.0 16.3   1.4 1.9 1.9 1.8 1.8 1.6   1.9-3.0
+    32 x 500  asyncio  42.9 47.4 43.1                  11.1 13.2 10.4            19.2 22.5 17.7
+    32 x 500  uvloop   40.2 29.4 28.1                  12.6 10.6 11.1            21.0 18.2 18.8
+
+Claims: medians 22.5 against 15.3 ms at 32 x 50, 43.1 against 29.4 ms at 32 x 500,
+about a third lower (a peer's first reply 3-10 ms after the stamp against 6-9, the
+decision 4-15 ms after the last reply against 9-12); missions and CPU within the noise.
+Claims and replies in a tier of their own, ahead of transitions and declarations in
+each agent's urgent lane, was tried before (asyncio), five pairs at 32 x 50: medians
+23.8 against 24.3 ms; not kept.
+
+Against the issue's goals, on this 2-core machine, with uvloop (one run of each size
+after the commit): 32 x 500 completes and no node ran on two bodies (every run this
+session); claim p50 at 8 robots 2.0x the round trip at 8 x 50 and 2.4x at 8 x 500 (goal
+3x), p99 3.2x and 12.8x (goal 10x: met at 8 x 50, not at 8 x 500 in this run: 13.2 ms
+against a 1.03 ms round trip); at 32 robots 14.8x at 32 x 50 (16.9 ms) and 29.2x at
+32 x 500 (30.6 ms against a round trip of 1.05 ms) over asked claims (goal 10x; not
+met), 0-17 ms over every decision; messages per behaviour 5.2 / 10.3 / 14.5 / 35.1 at
+2 / 8 / 16 / 32 robots (linear); start-up 1.7x (20 agents, 2.6 s against 1.5) and 2.0x
+(50, 6.0 against 3.0; goal 2x). A claim that asks waits for the event loops of two
+busy worker processes, each running 16 robots and their 16 drivers: a peer's first
+reply leaves 8-14 ms after the claim's stamp and the claimant decides 12-19 ms after
+the last reply with asyncio's loop (11 and 12 ms at 32 x 500 with uvloop), while the
+broker delivers in 1.5-2 ms: the lag of loops that both cores keep busy through the
 start-up burst, when nearly every claim of a 32 x 50 run is made.
 """
 
@@ -955,6 +978,7 @@ import structlog
 from startup import print_startup, startup_row  # benchmarks/startup.py, beside this script
 
 from teamtree.agents import Agent, RuntimeSettings, build_agent, parse_config
+from teamtree.agents.runtime.event_loop import run_main
 from teamtree.broker import (
     Connection,
     Endpoint,
@@ -1273,7 +1297,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, job: dict[str, Any
     if profiler is not None:
         profiler.enable()
     try:
-        asyncio.run(_worker_async(conn, job))
+        run_main(_worker_async(conn, job))  # the loop agents get (event_loop.py)
     finally:
         if profiler is not None:
             profiler.disable()
@@ -1734,7 +1758,7 @@ def main() -> None:
     if args.procs < 1:
         parser.error("--procs must be 1 or more")
     _configure_logging(args.verbose)
-    asyncio.run(main_async(args))
+    run_main(main_async(args))
 
 
 if __name__ == "__main__":

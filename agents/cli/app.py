@@ -35,6 +35,7 @@ from teamtree.agents.cli.args import wait_services_flag
 from teamtree.agents.cli.preflight import check_broker
 from teamtree.agents.runtime.config import load_config, parse_mission
 from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.runtime.log_setup import configure_logging
 from teamtree.agents.runtime.mission import MISSION_ENV
@@ -377,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
     try:
         check_broker(args)
-        return asyncio.run(COMMANDS[args.command](args))
+        return run_main(COMMANDS[args.command](args))
     except ConfigError as exc:
         print(f"teamtree: config error: {exc}", file=sys.stderr)
         return _exit_code("EXIT_USAGE")

@@ -9,7 +9,6 @@ Exit codes: 0 the task is done or the person quit, 1 the broker cannot be reache
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -18,7 +17,8 @@ from teamtree.agents.cli.args import DEFAULT_BROKER, team_and_broker
 from teamtree.agents.humans.terminal import TerminalHuman, stdin_reader
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.agents.runtime.credentials import agent_credentials
-from teamtree.broker import TopicError
+from teamtree.agents.runtime.event_loop import run_main
+from teamtree.broker import ConfigError, TopicError
 from teamtree.broker.tls import TlsSettings, client_context
 from teamtree.broker.topics import validate_id
 
@@ -108,7 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(["human", *(sys.argv[1:] if argv is None else argv)])
     configure_logging(args.log_format, level=args.log_level, agent=args.id)
     try:
-        return asyncio.run(handlers[args.command](args))
+        return run_main(handlers[args.command](args))
+    except ConfigError as exc:  # TEAMTREE_EVENT_LOOP
+        print(f"teamtree: config error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -36,6 +36,7 @@ from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.current_run import read_current_run
+from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S as _SYNC_GRACE_S
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
@@ -475,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging(args.log_format, level=args.log_level, agent=getattr(args, "id", None))
     try:
-        return asyncio.run(handlers[args.command](args))
+        return run_main(handlers[args.command](args))
     except ConfigError as exc:
         print(f"teamtree: config error: {exc}", file=sys.stderr)
         return 2

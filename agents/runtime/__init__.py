@@ -32,6 +32,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "decode_progress",
     ),
     "echo": ("EchoAgent",),
+    "event_loop": (
+        "EVENT_LOOP_ENV",
+        "loop_name",
+        "run_main",
+        "running_loop_name",
+    ),
     "hello": ("HelloAgent",),
     "kinds": (
         "AGENT_KINDS",

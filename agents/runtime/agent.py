@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import structlog
 
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
+from teamtree.agents.runtime.event_loop import running_loop_name
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
@@ -725,7 +726,10 @@ class Agent:
         sheet = self.envelope("factsheet", self.factsheet(), topic)
         await self.connection.publish_now(Outgoing(topic, encode(sheet), qos=1, retain=True))
         self.log.info(
-            "agent.online", broker=str(self.connection.endpoint), connects=self.connection.connects
+            "agent.online",
+            broker=str(self.connection.endpoint),
+            connects=self.connection.connects,
+            loop=running_loop_name(),
         )
         freeze_startup()  # the process's imports are in: out of the full collections' scans
         self.spawn(self._after_connect(), "on_connected")

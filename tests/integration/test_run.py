@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -30,6 +31,22 @@ def test_hello_mission_runs_to_the_end(kind: str) -> None:
         assert all(o in saw[0] for o in others)
     assert "mission complete: 3 member(s)" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_every_agent_runs_on_the_event_loop_the_environment_names(loop: str) -> None:
+    """``TEAMTREE_EVENT_LOOP`` reaches every agent process ``run`` starts; the hello
+    mission completes on either loop (agents/runtime/event_loop.py)."""
+    out = subprocess.run(
+        teamtree_cmd("run", str(REPO / "configs" / "hello.toml"), "--timeout", "90"),
+        capture_output=True, text=True, timeout=150,
+        env={**os.environ, "TEAMTREE_EVENT_LOOP": loop},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    online = [line for line in out.stdout.splitlines() if "agent.online" in line]
+    assert len(online) >= 3, out.stdout[-3000:]
+    assert all(f"loop={loop}" in line for line in online), online
+    assert "mission complete: 3 member(s)" in out.stdout
 
 
 def _read_until(proc: subprocess.Popen[str], needle_count: int, needle: str, timeout: float) -> str:
