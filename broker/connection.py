@@ -133,6 +133,9 @@ class Connection:
         self.state = ConnectionState.UNSTARTED
         self.connected = asyncio.Event()
         self.connects = 0
+        self.last_error: str | None = None
+        """Why the last attempt to connect failed (None once connected): for errors
+        that say more than "cannot connect"."""
         self.dropped_qos0 = 0
         self._run_task: asyncio.Task[None] | None = None
         self._flush_task: asyncio.Future[None] | None = None
@@ -172,6 +175,7 @@ class Connection:
                 if self.state is ConnectionState.CONNECTED:
                     log.warning("broker.disconnected", endpoint=str(self.endpoint), error=str(exc))
                 else:
+                    self.last_error = str(exc) or type(exc).__name__
                     log.debug("broker.connect_failed", endpoint=str(self.endpoint), error=str(exc))
             finally:
                 was_connected = self._client is not None and self.connected.is_set()
@@ -228,6 +232,7 @@ class Connection:
                 await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
             self.state = ConnectionState.CONNECTED
             self.connects += 1
+            self.last_error = None
             if self._on_connect is not None:
                 await self._on_connect()
             await self._flush()

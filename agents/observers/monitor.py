@@ -40,6 +40,10 @@ from teamtree.broker.topics import Topic, parse, validate_id
 
 __all__ = ["MonitorState", "TeamObserver", "render_text"]
 
+CONNECT_WAIT_S = 15.0
+"""How long an observer (monitor, record, attach) waits for its first connect to a
+broker that is reachable."""
+
 RATE_WINDOW_S = 10.0
 HISTORY = 20
 #: $SYS figures shown in the text view (mosquitto's names, under ``$SYS/broker/``)
@@ -439,15 +443,22 @@ class TeamObserver:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
 
-    async def wait_connected(self, timeout: float = 5.0) -> None:
-        """Wait for the first connect; raises ConnectError after `timeout` seconds."""
+    async def wait_connected(self, timeout: float = CONNECT_WAIT_S) -> None:
+        """Wait for the first connect; raises ConnectError after `timeout` seconds.
+
+        The broker answered the command's preflight (``check_broker``) by then, so this
+        waits for a broker that is up but slow: a stack starting beside other work (a
+        compose recorder under a loaded CI machine once gave up after 5 s while the
+        robots connected)."""
         try:
             async with asyncio.timeout(timeout):
                 await self.connection.connected.wait()
         except TimeoutError:
+            last = self.connection.last_error
             raise ConnectError(
                 f"cannot connect to the broker at {self.endpoint.url} within {timeout:g} s "
-                "(is it running? are the credentials right?)",
+                + (f"(last attempt: {last}; " if last else "(")
+                + "is it running? are the credentials right?)",
                 endpoint=self.endpoint.url,
             ) from None
 

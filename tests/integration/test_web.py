@@ -437,7 +437,9 @@ async def test_with_access_control_the_view_reads_as_its_user(
                 lambda: "pr2" in online(), 15, what="pr2 seen through the monitor user"
             )
         assert await asyncio.to_thread(bad.proc.wait, 30) == 1
-        assert "cannot connect to the broker" in bad.log.read_text()
+        said = bad.log.read_text()
+        assert "cannot connect to the broker" in said
+        assert "last attempt: [code:135] Not authorized" in said, said  # the broker's reason
     finally:
         good.stop()
         bad.stop()
