@@ -1553,7 +1553,8 @@ async def one_run(
             profiler.disable()
             profiler.dump_stats(str(profile_dir / f"{tag}-all.prof"))  # type: ignore[operator]
         failed = sorted(i for i, c in codes.items() if c != 0)
-        unsafe = sorted(tap.starts().unsafe)  # a node on two bodies, or run after done
+        starts = tap.starts()
+        unsafe = sorted(starts.unsafe)  # a node on two bodies, or run after done
         ok = not failed and not timed_out and len(tap.done) >= leaves and not unsafe
         why = "" if ok else (f"{timed_out}exit codes {failed}, {len(tap.done)}/{leaves} done"
                              + (f", started while held or done: {unsafe}" if unsafe else ""))  # fmt: skip
@@ -1568,7 +1569,7 @@ async def one_run(
             "why": why,
             "msgs_per_behaviour": tap.messages() / leaves,
             "kinds": dict(tap.counts),
-            "starts": tap.starts(),
+            "starts": starts,
             "claims": len(tap.latencies),
             "claim_p50": pct(tap.latencies, 0.5),
             "claim_p99": pct(tap.latencies, 0.99),

@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 
 def loop_name() -> str:
-    """``uvloop`` or ``asyncio``: the loop ``run`` will use here (ConfigError for a
+    """``uvloop`` or ``asyncio``: the loop ``run_main`` will use here (ConfigError for a
     value of ``TEAMTREE_EVENT_LOOP`` it does not know, or ``uvloop`` not installed)."""
     choice = os.environ.get(EVENT_LOOP_ENV, "").strip().lower() or "auto"
     if choice not in _CHOICES:
