@@ -50,6 +50,16 @@ message without aiomqtt's task and wait per message (a task created and three lo
 turns for each), giving the loop a turn once it has handed over messages for
 ``TAKE_SLICE_S``, so the other agents' work and our socket's urgent messages go on.
 
+Framing. Over plain TCP on MQTT 3.1.1, paho's packet reader is not used once the
+session is up: it read each packet through a generic state machine (a call per length
+byte, a new dict and two lock acquisitions per packet), over half of the read path's
+CPU. ``_read_frames`` splits what each ``recv`` brought into frames itself (fixed
+header and remaining length: MQTT 3.1.1 section 2.2), takes a QoS 0 or 1 PUBLISH and
+a plain PUBACK directly, and hands every other packet (CONNACK, SUBACK, PINGRESP, QoS
+2 flows) to paho's own handler as its reader would have. Receiving cost 15.2 against
+8.5 us of CPU per QoS 0 message and 22.3 against 15.3 us per QoS 1 message
+(``benchmarks/bench_receive.py``, paho's reader against the frames, same run).
+
 paho builds a reason code and a properties object for every PUBACK it reads; a plain
 one (its message id only) is handled with one shared pair instead (``_puback``).
 
@@ -82,11 +92,16 @@ import aiomqtt
 from paho.mqtt.client import (
     DISCONNECT,
     MQTT_ERR_AGAIN,
+    MQTT_ERR_CONN_LOST,
     MQTT_ERR_PROTOCOL,
     MQTT_ERR_SUCCESS,
+    PUBACK,
+    PUBLISH,
+    MalformedPacket,
     MQTTv31,
     MQTTv311,
 )
+from paho.mqtt.client import time_func as _paho_time
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
@@ -101,9 +116,12 @@ READ_BATCH = 256
 RECV_SIZE = 65536
 """Bytes asked of the kernel in one ``recv`` over plain TCP."""
 
-TAKE_SLICE_S = 0.002
+TAKE_SLICE_S = 0.0005
 """How long ``next_message`` hands over queued messages in a row (the handling of
-those it handed over included) before the loop gets a turn."""
+those it handed over included) before the loop gets a turn. With 32 agents on a loop a
+turn could take 32 slices before a socket holding a claim was read again; at 2 ms,
+claims at 32 robots took a sixth longer (p50 26.0 against 22.1 ms, eight runs a side,
+benchmarks/bench_tasktree.py), for one more loop turn per half millisecond of work."""
 
 _PUBACK_OK = (ReasonCode(PacketTypes.PUBACK), Properties(PacketTypes.PUBACK))
 """The reason code and properties of every plain PUBACK (success, no properties): paho
@@ -113,6 +131,27 @@ _WAKE = object()
 """Put in the inbound queue when the connection is lost (``FastClient._wake``)."""
 
 T = TypeVar("T")
+
+
+def _frame_at(buf: bytes, pos: int) -> tuple[int, int] | bool | None:
+    """Where the packet starting at ``buf[pos]`` has its variable header and payload,
+    as ``(start, end)``; None while ``buf`` does not hold it whole yet; False for a
+    remaining length of more than four bytes (a protocol error)."""
+    n = len(buf)
+    i, length, shift = pos + 1, 0, 0
+    while True:
+        if i >= n:
+            return None
+        byte = buf[i]
+        length |= (byte & 0x7F) << shift
+        i += 1
+        if not byte & 0x80:
+            break
+        shift += 7
+        if shift >= 28:
+            return False
+    end = i + length
+    return (i, end) if end <= n else None
 
 
 class FastClient(aiomqtt.Client):
@@ -130,6 +169,7 @@ class FastClient(aiomqtt.Client):
         self._write_soon = False  # a write is scheduled for the next loop turn
         self._inbuf = b""  # bytes received that paho has not read yet (plain TCP)
         self._inpos = 0
+        self._framing = False  # on once connected over plain TCP on MQTT 3.1.x
         self._turn_at = 0.0  # when next_message last let the loop have a turn
         self.dropped_topics = 0
         """PUBLISH packets whose topic was not UTF-8: acknowledged and dropped."""
@@ -149,6 +189,7 @@ class FastClient(aiomqtt.Client):
         if paho._protocol in (MQTTv31, MQTTv311) and not paho._manual_ack:
             self._paho_publish = paho._handle_publish
             paho._handle_publish = self._publish
+            self._framing = self._batching  # read frames ourselves (_read_frames)
         return self
 
     def _publish(self) -> int:
@@ -156,28 +197,33 @@ class FastClient(aiomqtt.Client):
         queued as an ``Incoming``, then a QoS 1 one is acknowledged (module doc)."""
         paho = self._client
         cmd = paho._in_packet["command"]
-        qos = (cmd & 0x06) >> 1
-        if qos == 2:
+        if (cmd & 0x06) >> 1 == 2:
             return self._paho_publish()  # type: ignore[no-any-return]
         packet = paho._in_packet["packet"]
-        if len(packet) < 2:
+        return self._take_publish(cmd, packet, 0, len(packet))
+
+    def _take_publish(self, cmd: int, data: bytes | bytearray, start: int, end: int) -> int:
+        """Queue the QoS 0 or 1 PUBLISH whose variable header and payload are
+        ``data[start:end]`` as an ``Incoming``, then acknowledge a QoS 1 one."""
+        qos = (cmd & 0x06) >> 1
+        if end - start < 2:
             return MQTT_ERR_PROTOCOL
-        end = 2 + ((packet[0] << 8) | packet[1])
-        if len(packet) < end + (2 if qos else 0):
+        topic_end = start + 2 + ((data[start] << 8) | data[start + 1])
+        if end < topic_end + (2 if qos else 0):
             return MQTT_ERR_PROTOCOL  # a topic (or message id) past the frame's end
         if qos:
-            mid = (packet[end] << 8) | packet[end + 1]
-            payload = bytes(packet[end + 2 :])
+            mid = (data[topic_end] << 8) | data[topic_end + 1]
+            payload = bytes(data[topic_end + 2 : end])
         else:
-            payload = bytes(packet[end:])
+            payload = bytes(data[topic_end:end])
         try:
-            topic = packet[2:end].decode("utf-8")
+            topic = data[start + 2 : topic_end].decode("utf-8")
         except UnicodeDecodeError:
             self.dropped_topics += 1
         else:
             self._queue.put_nowait(Incoming(topic, payload, bool(cmd & 0x01), qos))
         if qos:
-            return paho._send_puback(mid)  # type: ignore[no-any-return]
+            return self._client._send_puback(mid)  # type: ignore[no-any-return]
         return MQTT_ERR_SUCCESS
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
@@ -238,6 +284,9 @@ class FastClient(aiomqtt.Client):
 
     def _read(self, client: Any) -> None:
         """Read every packet the socket holds (at most ``READ_BATCH`` this turn)."""
+        if self._framing:
+            self._read_frames(client)
+            return
         try:
             for _ in range(READ_BATCH):
                 if client._sock is None:
@@ -255,6 +304,80 @@ class FastClient(aiomqtt.Client):
                 self._loop.call_soon(self._read, client)  # no readiness will say so
         except Exception as exc:  # as aiomqtt: a broken connection ends the session
             self._fail(exc)
+
+    def _read_frames(self, client: Any) -> None:
+        """``_read`` over plain TCP on MQTT 3.1.x: split what ``recv`` brought into
+        frames here (fixed header: MQTT 3.1.1 section 2.2) and take a QoS 0 or 1
+        PUBLISH and a plain PUBACK directly; any other packet goes to paho's own
+        handler, as its reader would have passed it. paho reads a packet in three or
+        more calls through its generic state machine, a new dict for each; that was
+        over half of the read path's CPU at 32 robots (issue 19)."""
+        try:
+            while client._in_packet["command"]:  # paho was mid-packet when framing began
+                rc = client._packet_read()
+                if rc == MQTT_ERR_AGAIN:
+                    return
+                if rc != MQTT_ERR_SUCCESS:
+                    client._loop_rc_handle(rc)
+                    return
+            buf, pos = self._inbuf, self._inpos
+            got = False
+            for _ in range(READ_BATCH):
+                frame = _frame_at(buf, pos)
+                if frame is None:
+                    sock = client._sock
+                    if sock is None:
+                        return
+                    try:
+                        data = sock.recv(RECV_SIZE)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:
+                        data = b""
+                    if not data:  # the broker closed the connection, or it broke
+                        self._inbuf, self._inpos = b"", 0
+                        client._loop_rc_handle(MQTT_ERR_CONN_LOST)
+                        return
+                    buf, pos, got = (buf[pos:] + data if pos < len(buf) else data), 0, True
+                    continue
+                if frame is False:  # a remaining length of more than four bytes
+                    self._inbuf, self._inpos = b"", 0
+                    client._loop_rc_handle(MQTT_ERR_PROTOCOL)
+                    return
+                start, end = frame
+                self._inbuf, self._inpos = buf, end  # a handler may end the session
+                rc = self._take_frame(client, buf[pos], buf, start, end)
+                if rc != MQTT_ERR_SUCCESS:
+                    client._loop_rc_handle(rc)
+                    return
+                pos = end
+            else:  # READ_BATCH packets: the rest on the next turn
+                self._loop.call_soon(self._read, client)
+            self._inbuf, self._inpos = buf, pos
+            if got:
+                client._last_bytes_received = _paho_time()  # paho's keepalive reads it
+        except Exception as exc:  # as aiomqtt: a broken connection ends the session
+            self._fail(exc)
+
+    def _take_frame(self, client: Any, cmd: int, buf: bytes, start: int, end: int) -> int:
+        """Handle one whole packet: ``buf[start:end]`` follows its fixed header."""
+        kind = cmd & 0xF0
+        if kind == PUBLISH and cmd & 0x06 != 0x04:  # QoS 0 or 1
+            return self._take_publish(cmd, buf, start, end)
+        if kind == PUBACK and end - start == 2:
+            mid = (buf[start] << 8) | buf[start + 1]
+            with client._out_message_mutex:
+                if mid in client._out_messages:
+                    return client._do_on_publish(mid, *_PUBACK_OK)  # type: ignore[no-any-return]
+            return MQTT_ERR_SUCCESS
+        packet = client._in_packet  # paho's handlers read the packet from here
+        packet.update(command=cmd, packet=bytearray(buf[start:end]), remaining_length=end - start)
+        try:
+            return client._packet_handle()  # type: ignore[no-any-return]
+        except MalformedPacket:
+            return MQTT_ERR_PROTOCOL
+        finally:
+            packet.update(command=0, packet=bytearray(), remaining_length=0, pos=0)
 
     def _recv_buffered(self, bufsize: int) -> bytes:
         """paho's ``_sock_recv`` over plain TCP: up to `bufsize` bytes, from what one
