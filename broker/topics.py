@@ -17,7 +17,9 @@ ROOT = "teamtree"
 VERSION = "v1"
 TEAM_CHANNEL = "_"
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+"""A team, agent or channel id (``validate_id``)."""
+_ID = re.compile(ID_PATTERN)
 
 
 def validate_id(value: object, what: str = "id") -> str:

@@ -21,6 +21,7 @@ from teamtree.broker import (
     decode,
     encode,
 )
+from teamtree.broker.envelope import _decode_checked
 from teamtree.broker.topics import build, parse, pattern, validate_id
 
 ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,20}", fullmatch=True)
@@ -75,6 +76,56 @@ def test_truncated_payloads_are_wire_errors(env: Envelope, cut: int) -> None:
 def test_wrongly_typed_maps_are_schema_errors(raw: dict) -> None:
     with pytest.raises(WireError):
         decode(msgpack.packb(raw, use_bin_type=True))
+
+
+_odd_strings = st.sampled_from(["a\n", "A.b", "x" * 65, "r1", "node.claim", "a..b", "-a", "é"])
+_odd_values = st.one_of(
+    _odd_strings, _odd_strings, _odd_strings,  # names the patterns refuse, more often
+    st.none(), st.booleans(), st.integers(-5, 5), st.integers(2**62, 2**64 - 1),
+    st.floats(allow_nan=False), st.text(max_size=3), st.text(min_size=129, max_size=140),
+    st.binary(max_size=4), st.lists(st.integers(0, 3) | st.booleans() | ids, max_size=4),
+)  # fmt: skip
+
+
+_fields = st.sampled_from(["v", "kind", "sender", "hid", "ts", "hlc", "reply_to", "corr",
+                           "deadline", "to", "key", "sid", "extra"])  # fmt: skip
+
+
+@given(
+    envelopes(),
+    st.lists(st.tuples(_fields, _odd_values), min_size=1, max_size=2),
+    st.sets(st.sampled_from(["v", "kind", "sender", "hid", "ts", "hlc", "body", "to"]), max_size=1),
+    st.booleans(),
+    st.none() | _odd_strings,
+)
+@settings(max_examples=600, print_blob=True)
+def test_the_typed_read_accepts_and_refuses_as_the_field_checks_do(
+    env: Envelope,
+    changed: list[tuple[str, object]],
+    dropped: set[str],
+    int_key: bool,
+    renamed: str | None,
+) -> None:
+    """``decode`` reads a payload straight into msgspec's typed envelope and falls back
+    to the field-by-field checks only when that read refuses it: on any near-valid
+    map (a field changed to an odd value, a field dropped, a key that is not a
+    string, a sender renamed in its HLC stamp too), both give the same envelope or the
+    same error."""
+    raw = env.to_wire()
+    if renamed is not None:
+        raw["sender"], raw["hlc"] = renamed, [*raw["hlc"][:2], renamed]
+    raw = {k: v for k, v in raw.items() if k not in dropped} | dict(changed)
+    if int_key:
+        raw[7] = "seven"
+    data = msgpack.packb(raw, use_bin_type=True)
+    try:
+        want = _decode_checked(data, None)
+    except WireError as exc:
+        with pytest.raises(type(exc)) as got:
+            decode(data)
+        assert str(got.value) == str(exc)
+    else:
+        assert decode(data) == want
 
 
 def test_oversized_payload_is_refused_both_ways() -> None:
