@@ -951,6 +951,71 @@ reply leaves 8-14 ms after the claim's stamp and the claimant decides 12-19 ms a
 the last reply with asyncio's loop (11 and 12 ms at 32 x 500 with uvloop), while the
 broker delivers in 1.5-2 ms: the lag of loops that both cores keep busy through the
 start-up burst, when nearly every claim of a 32 x 50 run is made.
+
+Fifteenth pass (issue 19): less CPU per message received, shorter loop slices.
+
+Runs of one side vary by 2x at 32 x 50 (claim p50 13-46 ms), so each comparison below
+is eight alternating pairs (``old`` then ``new``), medians over the eight runs' p50s.
+Where a claim's time goes first (a copy stamping when each claim and reply was read
+from the socket and when its handler began, three runs at 32 x 50): the claim reached
+a peer's socket 4.7 ms (p50) after its stamp and waited 5.5 ms there for the peer's
+handler; the reply 6.8 ms, then 4.7 ms. Both worker processes are busy through the
+window (top: 70-90% each, mosquitto 10-20%, this process 10-20%), so every hop waits
+for a loop pass.
+
+Kept:
+
+- ``FastClient`` reads MQTT frames itself (``_read_frames``): paho's reader was over
+  half of the read path (a call per length byte, a dict and two lock acquisitions per
+  packet). ``benchmarks/bench_receive.py``: 15.2 against 8.5 µs of CPU per QoS 0
+  message, 22.3 against 15.3 per QoS 1.
+- An agent gives the loop a turn after 0.5 ms of messages instead of 2 (``TAKE_SLICE_S``):
+  alone, claim p50 26.0 against 22.1 ms (eight pairs).
+- ``decode`` reads the envelope straight into a msgspec Struct whose constraints are the
+  header rules (the field-by-field checks only for what that refuses), and
+  ``Envelope`` is a msgspec Struct: a claim's envelope 6.9 against 2.7 µs.
+- A robot looks for objects at their goal only among the objects an observation
+  changed, every leaf on a keyframe (the arm's motion made a working robot scan every
+  leaf on each observation).
+
+Tried and not kept (eight pairs each at 32 x 50, claim p50 medians old / new):
+snapshots at most every 2 s instead of 0.25 s, 25.4 / 23.4 ms (CPU 3.19 / 2.84 s); idle
+drivers polling the world at 2 Hz instead of 10, 24.4 / 27.2 ms (CPU 2.98 / 2.61 s); the
+two with the 0.5 ms slice, 28.3 / 19.2 ms (the slice is kept; a late joiner reading a
+2 s old snapshot and a robot seeing the world at 2 Hz while idle were not worth the
+rest); the drivers in the world's worker instead of beside their robots, 19.0 / 22.7
+ms.
+
+The session's first commit (``old``) against the last of this pass (``new``):
+
+    size      side  claim p50 ms (median of runs)  p99   rtt p50  claim/rtt  cpu s
+    32 x 50   old   31.4 (20.6-39.5, 8 runs)       86.4  2.60     13.8x      3.21
+    32 x 50   new   22.3 (13.8-29.8, 8 runs)       99.2  1.94     12.1x      3.12
+    8 x 500   old   2.9 (2.4-3.6, 4 runs)          11.2  1.15     2.6x       11.9
+    8 x 500   new   2.4 (1.9-3.1, 4 runs)           9.6  1.10     2.1x       11.0
+    32 x 500  old   36.4 (29.0, 43.7)              122.8 1.92     19.2x      23.2
+    32 x 500  new   22.5 (18.7, 26.4)               94.1 1.17     19.2x      20.0
+
+Claims at 32 robots are about a third quicker, but the ratio the goal reads moved less:
+the round trip it divides by is measured through the same broker by this process, and
+came out lower on the new side (the machine less busy, or by chance: it ranges 1.0-3.8
+ms between runs of one code). In the same instrumented copy after the pass: claim
+stamp to the peer's socket 3.7 ms, to its handler 4.2 ms more; reply 5.7 and 4.3 ms.
+At 8 x 500, p99 over the round trip per run: 8.7, 12.1, 7.6, 8.2x new, 9.1, 10.4, 9.5,
+9.8x old (goal 10x). One run of each size, on the pass's code before its last item (the
+objects at their goal), quiet machine. The 32 x 50 run was a lucky one: claims of 12.6
+ms (the eight runs above: 13.8-29.8) over a round trip of 3.1 ms (1.0-3.8):
+
+    robots behav  mission s  msgs/behav  claim p50  claim p99  rtt p50  claim/rtt  cpu s
+         2    50        4.4         5.3       1.37       2.40     1.18       1.2x    1.0
+         8    50        1.7         9.2       2.15       5.87     1.08       2.0x    1.1
+        16    50        1.6        16.2       6.99      33.29     0.99       7.1x    1.7
+        32    50        1.6        34.2      12.56      34.66     3.06       4.1x    2.4
+         8   500       11.3         8.3       2.60      13.97     1.04       2.5x   11.3
+        32   500       12.3        19.9      22.17      70.70     1.63      13.6x   20.2
+
+Start-up: 20 agents 2.1 s against 1.4 s for bare clients (1.5x), 50 agents 6.5 against
+3.1 s (2.1x).
 """
 
 from __future__ import annotations
