@@ -246,7 +246,11 @@ class FastClient(aiomqtt.Client):
         packet = paho._in_packet["packet"]
         if cmd != "PUBACK" or len(packet) != 2:
             return self._paho_puback(cmd)  # type: ignore[no-any-return]
-        mid = (packet[0] << 8) | packet[1]
+        return self._acknowledged(paho, (packet[0] << 8) | packet[1])
+
+    @staticmethod
+    def _acknowledged(paho: Any, mid: int) -> int:
+        """A plain PUBACK for `mid`: the publish it answers is done."""
         with paho._out_message_mutex:
             if mid in paho._out_messages:
                 return paho._do_on_publish(mid, *_PUBACK_OK)  # type: ignore[no-any-return]
@@ -365,11 +369,7 @@ class FastClient(aiomqtt.Client):
         if kind == PUBLISH and cmd & 0x06 != 0x04:  # QoS 0 or 1
             return self._take_publish(cmd, buf, start, end)
         if kind == PUBACK and end - start == 2:
-            mid = (buf[start] << 8) | buf[start + 1]
-            with client._out_message_mutex:
-                if mid in client._out_messages:
-                    return client._do_on_publish(mid, *_PUBACK_OK)  # type: ignore[no-any-return]
-            return MQTT_ERR_SUCCESS
+            return self._acknowledged(client, (buf[start] << 8) | buf[start + 1])
         packet = client._in_packet  # paho's handlers read the packet from here
         packet.update(command=cmd, packet=bytearray(buf[start:end]), remaining_length=end - start)
         try:
