@@ -311,6 +311,9 @@ class RobotAgent(PeerRuleMember):
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
         self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
+        # scores written since the grasps were last compared with those published (at
+        # 500 leaves, building that dict on every observation was a twelfth of it)
+        self._scores_written = False
         self.goals: dict[str, tuple[float, ...]] = {}
         # each leaf's object name (None: not a string), read once: the tree is fixed
         self._leaf_objects: tuple[tuple[str, str | None], ...] = tuple(
@@ -637,6 +640,7 @@ class RobotAgent(PeerRuleMember):
             name = leaf.param_dict.get("object")
             if score.get("grasp") is None and self.arm is not None and name in self.objects:
                 score["grasp"] = self._grasp(name, self.objects[name])
+                self._scores_written = True
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
             self._body_watch.sent(node, command_id, time.monotonic())
@@ -788,6 +792,9 @@ class RobotAgent(PeerRuleMember):
                 await self.feed(PotentialsChanged(potentials))
         for human, update in updates:
             await self._apply_model(human, update)
+        if not self._scores_written:  # no score changed: nothing new to publish
+            return
+        self._scores_written = False
         grasps = {
             leaf: round(score["grasp"], 2)
             for leaf, score in self.scores.items()
@@ -954,6 +961,7 @@ class RobotAgent(PeerRuleMember):
                 potential = 0.0
             out[leaf] = potential
             self.scores[leaf] = {"potential": potential, "grasp": grasp, "distance": distance}
+        self._scores_written = self._scores_written or bool(out)
         return out
 
     # -- humans: theory of mind and dialogs (seed 000 §2.3, Figs. 4-6) -------------
