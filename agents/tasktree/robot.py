@@ -330,7 +330,6 @@ class RobotAgent(PeerRuleMember):
         self._views: dict[str, ObjectView] = {}  # per object: the view last absorbed
         # leaves with a goal of their own (the world's at_goal is not about it)
         self._own_goal_leaves = frozenset(n for n in tree.leaves if "goal" in tree[n].param_dict)
-        self._objects_changed: set[str] = set()  # in the last observation absorbed
         self._leaves_of: dict[str, list[tuple[str, str]]] = {}
         for leaf, name in self._leaf_objects:
             if name is not None:
@@ -768,8 +767,10 @@ class RobotAgent(PeerRuleMember):
             self._world_objects = objects
             names = None if obs.full else list(obs.objects)  # what a delta carries
             obs = msgspec.structs.replace(obs, objects=objects, full=True)
-            changed = self._absorb_observation(obs, names)
-            seen = None if names is None else self._objects_changed  # a keyframe: all
+            seen, moved = self._absorb_observation(obs, names)
+            changed = None if moved else seen  # potentials: the arm's motion moves them all
+            if names is None:
+                seen = None  # a keyframe: every leaf is looked at for an object at its goal
             updates = self._observe_humans(obs)
         except ObservationWireError as exc:
             self._drop("malformed", str(topic), env.sender, str(exc))
@@ -844,12 +845,11 @@ class RobotAgent(PeerRuleMember):
 
     def _absorb_observation(
         self, obs: ObservationBody, names: Iterable[str] | None = None
-    ) -> set[str] | None:
+    ) -> tuple[set[str], bool]:
         """Take the robot's pose and the objects' shapes from `obs` (only objects in
         `names`, those a delta carried, when given). Returns the objects whose view
-        changed, or None when any leaf's potential may have (the arm or base moved,
-        or a keyframe); the objects whose view changed are ``_objects_changed`` either
-        way."""
+        changed, and whether any leaf's potential may have changed besides theirs
+        (the arm or base moved, or a keyframe)."""
         robot = obs.robot
         self._body_name = robot.name
         moved = names is None or robot.arm != self.arm_position
@@ -862,7 +862,6 @@ class RobotAgent(PeerRuleMember):
         objects = obs.objects
         views = self._views
         changed: set[str] = set()
-        self._objects_changed = changed
         if names is None:  # every object: also forget those no longer shown
             names = objects
             for name in [n for n in views if n not in objects]:
@@ -885,7 +884,7 @@ class RobotAgent(PeerRuleMember):
                 self.goals[name] = obj.goal
             else:
                 self.goals.pop(name, None)
-        return None if moved else changed
+        return changed, moved
 
     def _forget_object(self, name: str) -> None:
         self._shapes.pop(name, None)
