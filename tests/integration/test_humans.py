@@ -101,7 +101,7 @@ def test_cup_conflict_ends_in_a_dialog_and_the_task_completes(
     story = [
         line
         for line in out.stdout.splitlines()
-        if re.search(r"dialog\.|human\.|behaviour\.(started|finished)|violation", line)
+        if re.search(r"dialog\.|human\.|tom\.belief|behaviour\.(started|finished)|violation", line)
     ]
     print("\n".join(story))
     run = check_run(records)
