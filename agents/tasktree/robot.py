@@ -311,9 +311,10 @@ class RobotAgent(PeerRuleMember):
         self._grasp_cache: dict[tuple[Any, ...], float] = {}
         self._reach_cache: dict[tuple[Any, ...], bool] = {}
         self._published_grasps: dict[str, float] = {}
-        # scores written since the grasps were last compared with those published (at
-        # 500 leaves, building that dict on every observation was a twelfth of it)
-        self._scores_written = False
+        # the leaves whose scores were written since the grasps were last compared with
+        # those published: only theirs are compared (at 500 leaves, building the whole
+        # dict on every observation that wrote one score was a sixth of the handler)
+        self._scores_written: set[str] = set()
         self.goals: dict[str, tuple[float, ...]] = {}
         # each leaf's object name (None: not a string), read once: the tree is fixed
         self._leaf_objects: tuple[tuple[str, str | None], ...] = tuple(
@@ -639,7 +640,7 @@ class RobotAgent(PeerRuleMember):
             name = leaf.param_dict.get("object")
             if score.get("grasp") is None and self.arm is not None and name in self.objects:
                 score["grasp"] = self._grasp(name, self.objects[name])
-                self._scores_written = True
+                self._scores_written.add(node)
             command_id = f"{self.id}-{self.session}-{next(self._commands)}"
             self._command_of[node] = command_id
             self._body_watch.sent(node, command_id, time.monotonic())
@@ -793,17 +794,26 @@ class RobotAgent(PeerRuleMember):
                 await self.feed(PotentialsChanged(potentials))
         for human, update in updates:
             await self._apply_model(human, update)
-        if not self._scores_written:  # no score changed: nothing new to publish
-            return
-        self._scores_written = False
-        grasps = {
-            leaf: round(score["grasp"], 2)
-            for leaf, score in self.scores.items()
-            if score.get("grasp") is not None
-        }
-        if grasps != self._published_grasps:
+        if self._grasps_changed():
+            grasps = {
+                leaf: round(score["grasp"], 2)
+                for leaf, score in self.scores.items()
+                if score.get("grasp") is not None
+            }
             self._published_grasps = grasps
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
+
+    def _grasps_changed(self) -> bool:
+        """Whether a leaf's rounded grasp score differs from the one last published,
+        looking only at the leaves whose scores were written since the last look (the
+        others cannot differ)."""
+        written, self._scores_written = self._scores_written, set()
+        published, scores = self._published_grasps, self.scores
+        for leaf in written:
+            grasp = scores.get(leaf, {}).get("grasp")
+            if published.get(leaf) != (None if grasp is None else round(grasp, 2)):
+                return True
+        return False
 
     async def _check_body(self, obs: ObservationBody) -> None:
         """A behaviour the body no longer runs, whose end never reached us (its progress
@@ -960,7 +970,7 @@ class RobotAgent(PeerRuleMember):
                 potential = 0.0
             out[leaf] = potential
             self.scores[leaf] = {"potential": potential, "grasp": grasp, "distance": distance}
-        self._scores_written = self._scores_written or bool(out)
+        self._scores_written.update(out)
         return out
 
     # -- humans: theory of mind and dialogs (seed 000 §2.3, Figs. 4-6) -------------
