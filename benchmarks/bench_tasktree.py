@@ -41,6 +41,7 @@ the tap fell quiet (not mosquitto's).
     python benchmarks/bench_tasktree.py --procs 1 --robots 16 --behaviours 50 # one process
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 500 --profile /tmp/prof
     python benchmarks/bench_tasktree.py --robots --startup 20 50   # start-up only
+    python benchmarks/bench_tasktree.py --robots 32 --behaviours 50 --repeat 8  # medians
 
 Measured with ``--robots 2 8 16 32 --behaviours 10 50 500 --procs 3 --timeout 240`` on
 the project's 2-core machine, mosquitto 2.0.11, time factor 50 (ms for claims and
@@ -1066,6 +1067,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import itertools
 import logging
 import math
 import multiprocessing
@@ -1074,6 +1076,7 @@ import os
 import re
 import resource
 import signal
+import statistics
 import time
 import uuid
 from collections import Counter
@@ -1761,6 +1764,38 @@ async def _settle(tap: Tap, quiet_s: float = 0.3, limit_s: float = 10.0) -> None
 # -- the table ----------------------------------------------------------------------
 
 
+REPEATED = (
+    ("claim p50", lambda r: r["claim_p50"]),
+    ("claim p99", lambda r: r["claim_p99"]),
+    ("rtt p50", lambda r: r["rtt_p50"]),
+    ("claim/rtt", lambda r: r["claim_p50"] / max(r["rtt_p50"], 1e-9)),
+    ("first claims p50", lambda r: r["waves"]["first_p50"]),
+    ("later claims p50", lambda r: r["waves"]["rest_p50"]),
+    ("mission s", lambda r: r["mission_s"]),
+    ("cpu s", lambda r: r["cpu_s"]),
+)
+"""The per-run figures ``--repeat`` summarises (ms unless named otherwise)."""
+
+
+def print_repeats(rows: list[dict[str, Any]]) -> None:
+    """Per size and scope: how many runs were ok, and the median (min-max) of each
+    run's figures in ``REPEATED``. Figures of one run at 32 robots vary too much to
+    compare two versions with (the bench docstring's passes use medians of runs)."""
+    sizes: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        sizes.setdefault((r["robots"], r["behaviours"], r["scope"]), []).append(r)
+    print("\nmedian (min-max) over the runs of each size:")
+    for (robots, behaviours, scope), runs in sizes.items():
+        ok = sum(1 for r in runs if r["ok"])
+        print(f"  {robots} x {behaviours} {scope}: {len(runs)} runs, {ok} ok")
+        for name, figure in REPEATED:
+            values = sorted(v for v in map(figure, runs) if not math.isnan(v))
+            if not values:
+                continue
+            print(f"    {name:<17} {statistics.median(values):9.2f} "
+                  f"({values[0]:.2f}-{values[-1]:.2f})")  # fmt: skip
+
+
 def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> None:
     """The results, one row per run."""
     print()
@@ -1837,10 +1872,11 @@ async def main_async(args: argparse.Namespace) -> None:
     try:
         for robots in args.robots:
             for behaviours in args.behaviours:
-                for scope in args.scope:
+                for scope, run in itertools.product(args.scope, range(1, args.repeat + 1)):
                     procs = 1 if args.procs == 1 else min(args.procs, robots + 1)
+                    nth = f", run {run} of {args.repeat}" if args.repeat > 1 else ""
                     print(f"running {robots} robots x {behaviours} behaviours ({scope}) in "
-                          f"{procs} process(es) ...", flush=True)  # fmt: skip
+                          f"{procs} process(es){nth} ...", flush=True)  # fmt: skip
                     try:
                         row = await one_run(
                             broker.endpoint,
@@ -1862,6 +1898,8 @@ async def main_async(args: argparse.Namespace) -> None:
         await broker.close()
     if rows:
         print_table(rows, broker.kind.value, args.time_factor)
+    if args.repeat > 1 and rows:
+        print_repeats(rows)
     if startup:
         print_startup(startup)
 
@@ -1886,6 +1924,11 @@ def main() -> None:
         "run twice, side by side",
     )  # fmt: skip
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="N",
+        help="run each size N times and also print the median and range of each run's "
+        "figures (at 32 robots one run's claim p50 varies by 2x, its round trip more)",
+    )  # fmt: skip
     parser.add_argument("--profile", type=Path, default=None, help="write cProfile files here")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
@@ -1897,6 +1940,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.procs < 1:
         parser.error("--procs must be 1 or more")
+    if args.repeat < 1:
+        parser.error("--repeat must be 1 or more (the runs of each size)")
     _configure_logging(args.verbose)
     run_main(main_async(args))
 
