@@ -1769,6 +1769,7 @@ REPEATED = (
     ("claim p99", lambda r: r["claim_p99"]),
     ("rtt p50", lambda r: r["rtt_p50"]),
     ("claim/rtt", lambda r: r["claim_p50"] / max(r["rtt_p50"], 1e-9)),
+    ("claim p99/rtt", lambda r: r["claim_p99"] / max(r["rtt_p50"], 1e-9)),
     ("first claims p50", lambda r: r["waves"]["first_p50"]),
     ("later claims p50", lambda r: r["waves"]["rest_p50"]),
     ("mission s", lambda r: r["mission_s"]),
