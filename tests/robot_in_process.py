@@ -45,6 +45,21 @@ def observation(busy: str | None, hid: int, **cup: Any) -> Incoming:
     return from_driver("observation", "observation", body, hid)
 
 
+def arm_observation(
+    hid: int, arm_z: float, objects: dict[str, Any], *, full: bool = False
+) -> Incoming:
+    """The driver's observation of an idle pr2 with its arm at height `arm_z`: a delta
+    carrying only `objects` (changed since the keyframe), or with `full` a keyframe."""
+    body = {
+        "t": float(hid),
+        "robot": {"name": "pr2", "arm": [0.0, -0.3, arm_z], "base": [0.0, -0.65, 0.0],
+                  "yaw": 1.5708, "busy": None, "paused": False},
+        "objects": objects,
+        "full": full,
+    }  # fmt: skip
+    return from_driver("observation", "observation", body, hid)
+
+
 async def robot_holding_a_leaf(
     cls: type[RobotAgent] = RobotAgent, body_watch: BodyWatch | None = None
 ) -> tuple[Any, str, str]:

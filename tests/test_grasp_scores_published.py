@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, decode
 from teamtree.planners.tasktree import TaskController, parse_tree
-from tests.robot_in_process import TEAM, from_driver
+from tests.robot_in_process import TEAM, arm_observation
 
 TREE = parse_tree("AND(PLACE(object=cup), PLACE(object=tea), PLACE(object=jar))")
 NAMES = ("cup", "tea", "jar")
@@ -33,18 +33,11 @@ steps = st.lists(
 )
 
 
-def _body(hid: int, full: bool, arm_z: float, where: dict[str, float]) -> dict[str, Any]:
-    objects = {
+def _objects(where: dict[str, float]) -> dict[str, Any]:
+    return {
         name: {"shape": "cylinder", "dims": [0.03, 0.1], "position": [x, 0.1, 0.8],
                "goal": [x, -0.3, 0.8], "at_goal": False, "held_by": None}
         for name, x in where.items()
-    }  # fmt: skip
-    return {
-        "t": float(hid),
-        "robot": {"name": "pr2", "arm": [0.0, -0.3, arm_z], "base": [0.0, -0.65, 0.0],
-                  "yaw": 1.5708, "busy": None, "paused": False},
-        "objects": objects,
-        "full": full,
     }  # fmt: skip
 
 
@@ -79,16 +72,13 @@ def test_the_last_grasp_scores_published_are_the_current_ones(
         await robot._load_numpy()
         robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
         where = {n: 0.3 + 0.1 * i for i, n in enumerate(NAMES)}
-        await robot._receive(
-            from_driver("observation", "observation", _body(1, True, 0.9, where), 1)
-        )
+        await robot._receive(arm_observation(1, 0.9, _objects(where), full=True))
         for hid, (full, arm_z, moves) in enumerate(observations, start=2):
             before = len(_published(robot))
             changed = {n: x for n, x in moves.items() if x is not None}
             where.update(changed)
             shown = where if full else changed
-            body = _body(hid, full, arm_z, shown)
-            await robot._receive(from_driver("observation", "observation", body, hid))
+            await robot._receive(arm_observation(hid, arm_z, _objects(shown), full=full))
             published = _published(robot)
             assert published, "the first observation publishes the scores"
             assert published[-1] == _current(robot), (hid, published[-1], _current(robot))

@@ -10,20 +10,18 @@ import asyncio
 
 from teamtree.broker import Incoming
 from teamtree.planners.tasktree import PotentialsChanged, TaskController, Tick
-from tests.robot_in_process import TREE, from_driver, observation, robot_holding_a_leaf
+from tests.robot_in_process import (
+    TREE,
+    arm_observation,
+    observation,
+    robot_holding_a_leaf,
+)
 
 
 def _delta(hid: int, arm_z: float, *, full: bool = False, **objects: dict) -> Incoming:
     """A delta: only `objects` (changed since the keyframe), the arm at height `arm_z`;
     with `full`, a keyframe of `objects`."""
-    body = {
-        "t": float(hid),
-        "robot": {"name": "pr2", "arm": [0.0, -0.3, arm_z], "base": [0.0, -0.65, 0.0],
-                  "yaw": 1.5708, "busy": None, "paused": False},
-        "objects": objects,
-        "full": full,
-    }  # fmt: skip
-    return from_driver("observation", "observation", body, hid)
+    return arm_observation(hid, arm_z, objects, full=full)
 
 
 TEA_AT_GOAL = {"shape": "cylinder", "dims": [0.03, 0.1], "position": [0.2, -0.2, 0.8],
