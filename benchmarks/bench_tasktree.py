@@ -1059,6 +1059,76 @@ p50s:
   9`` 36.0 and 32.1 ms, ``--procs 3`` beside them 19.5 and 22.6 ms.
 - The round-trip prober and its echo in a process of their own, away from the tap: the
   round trip ranged 1.4-5.1 ms over five runs, no steadier than in this process.
+
+Seventeenth pass (issue 19): claims and replies in a lane of their own, ahead of
+transitions.
+
+Where a claim's time goes, from a copy that wrote the wall time of each step of each
+claim (one run, 32 x 50, 50 claims, 124 peers asked; p50 / p90 ms): the claim published
+to a peer's socket read 3.0 / 10.3, read to handled 4.1 / 16.2, handled to reply
+published 0.05 / 0.07; the last reply published to the claimant's read 5.2 / 14.4,
+read to handled 2.7 / 13.6, handled to decided 0.1 / 0.1. Handling is a fiftieth of
+it: the rest is waiting, twice, for a loop that runs 32 agents to read a socket and
+then to run the agent. A copy that timed every callback of the robots' loops (the
+standard loop, instrumented) found them busy 90-100% of each 100 ms while the claims
+ran. Adding load says the same: 150 us of busy work per snapshot and transition a
+robot received (CPU 2.5 -> 3.7 s) took claims from 12.4 to 20.7 ms (six pairs), the
+first claims (the burst at the start) from 12.8 to 33.8 ms, the later ones 14.0 and
+14.0.
+
+In that burst every won claim sends a transition to every peer, and transitions were
+urgent, in the claims' lane: each peer's reply queued behind them, and the gate across
+the process's agents (``UrgentGate``) was busy nearly all the time, so it ordered
+little. Now claims and replies are *critical* (``Agent.urgent(..., critical=True)``): a
+lane served before the urgent one (transitions, declarations, acknowledgements), and
+the gate holds an agent's message back while another agent of the process has one of
+a higher lane: a snapshot waits for the others' transitions and claims, a transition
+for their claims and replies, a claim for nothing. An agent writes its own messages
+at once (one system call each) only on critical channels; the rest go out on the
+loop's next turn, all that turn gathered in one call (a send took 128 us of CPU here,
+cProfile: 470 sends, 60 ms of a robot worker's 630 over the first 0.8 s).
+
+Pairs at 32 x 50 (``old`` the commit before, ``new`` this one), the paired ratio
+new / old (geometric mean over pairs) and how many pairs new was lower in:
+
+    what                                  pairs  claim p50   claim p99   cpu
+    write at once only claims, replies      10   1.02 (7)    0.81 (8)    0.93 (8)
+    the critical lane and gate only         20   0.98 (11)   0.75 (13)   1.04 (8)
+    both (a first version)                  20   0.88 (11)   0.69 (13)   1.02 (7)
+    both, as committed                      12   0.89 (6)    0.68 (11)   0.93 (9)
+
+In the last batch claim p50 (median of the runs) went 20.5 -> 16.4 ms and p99 74.3 ->
+46.0 ms; the round trip was 1.17 / 1.04 ms. The machine's pace moves between batches:
+the old side's median ranged 10.9-20.5 ms over the day's batches. Lost claims and messages per
+behaviour did not change (35.2 / 35.7): transitions behind replies did not make robots
+claim from a staler view. 8 x 500, five pairs (the first version): claim p50 2.19 / 2.11 ms, p99 8.55 /
+8.65 ms (round trip 1.15 / 1.11): no change.
+
+Tried and not kept (pairs at 32 x 50, old / new medians of the runs' claim p50s):
+
+- The drivers in the world's worker process, the robots alone in theirs: four pairs,
+  14.4 / 12.4 ms, first claims 14.6 / 18.9 ms.
+- Fewer snapshots: at most one a second, eight pairs 14.7 / 14.0 ms; only at a
+  mission's start and end, ten pairs 18.5 / 17.3 ms, CPU 2.62 / 2.30 s. They are 40%
+  of what a robot receives, and not on the claims' path.
+- ``interest_prefetch = 1`` (declare the wanted leaf and one more): six pairs 11.2 /
+  10.5 ms, 34.9 / 38.2 messages per behaviour (more declarations).
+- A budget for the loop: a reader gives the loop a turn once it has run 1 ms since
+  any socket was last read, not only after its own 0.5 ms. Ten pairs: CPU +38%,
+  claim p99 1.47x, 49.5 / 34.3 messages per behaviour.
+- ``--procs 2`` (every robot in one worker) 33-51 ms against 11-15 with ``--procs 3``;
+  ``--procs 4`` 12-18 ms against 9.5-13.8 (four pairs).
+- Time factor 10 instead of 50: 8.5-22.7 ms over three runs, as at 50. Most claims
+  are the first ones, made together when the declarations are acknowledged, whatever
+  the robots' speed.
+
+The round trip. The prober pinged the echo every 0.2 s, so a 32 x 50 mission of 1.5 s
+gave its p50 from about seven pings. Six runs that pinged every 20 ms (about seventy)
+read p50s of 0.84-1.19 ms, where every tenth of their pings alone read 0.78-2.42 ms.
+The ratio's denominator was that noisy. The prober now pings every 20 ms
+(``RTT_PROBE_S``); the figures of the passes above used 0.2 s. Its pings add about 200
+messages a second at the broker and in this process, against the thousands of the
+workers.
 """
 
 from __future__ import annotations
@@ -1113,6 +1183,10 @@ PROTOCOL_KINDS = {
     "node.interest_ack",
 }
 PROGRESS_S = 5.0
+RTT_PROBE_S = 0.02
+"""The prober's pause between two round trips. At 0.2 s a 32 x 50 mission (1.5 s) gave
+the round trip's p50 from about seven pings, and it ranged 0.8-2.4 ms between runs
+where seventy pings read 0.8-1.2 ms ("Seventeenth pass")."""
 
 
 def team_config(
@@ -1665,7 +1739,7 @@ async def one_run(
             with contextlib.suppress(Exception):
                 await prober.request("echo", "echo.ping", None, to="echo", timeout=2)
                 rtts.append((time.perf_counter() - start) * 1000)
-            await asyncio.wait({mains}, timeout=0.2)
+            await asyncio.wait({mains}, timeout=RTT_PROBE_S)
             now = time.monotonic()
             if now >= next_progress:
                 next_progress = now + PROGRESS_S

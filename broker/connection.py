@@ -35,7 +35,7 @@ from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
 from teamtree.broker.failover import NodeRing
 from teamtree.broker.fast_client import FastClient
-from teamtree.broker.inbound import CoalescingQueue, on_channels
+from teamtree.broker.inbound import CRITICAL, CoalescingQueue, on_channels
 from teamtree.broker.messages import Incoming, Outgoing
 
 log = structlog.get_logger("teamtree.broker")
@@ -82,8 +82,10 @@ class Connection:
     newer one replaces a queued older one (``CoalescingQueue``); read at every message,
     so the caller may add topics later. `urgent_channels`: channels whose messages are
     handled before any other waiting message (``CoalescingQueue``), also read live;
-    this agent's own messages on them are written within ``publish`` (with everything
-    published before them), not on the next loop turn.
+    `critical_channels`: channels whose messages are handled before even those, and
+    whose own messages this connection writes within ``publish`` (with everything
+    published before them), not on the next loop turn (the others a loop turn
+    gathers go out in one system call).
     """
 
     def __init__(
@@ -106,11 +108,13 @@ class Connection:
         tls_context: ssl.SSLContext | None = None,
         latest_topics: Container[str] = frozenset(),
         urgent_channels: Container[str] = frozenset(),
+        critical_channels: Container[str] = frozenset(),
     ):
         self.nodes = NodeRing(endpoint, client_id)
         self.endpoint = self.nodes.current
         self._latest_topics = latest_topics
         self._urgent_channels = urgent_channels
+        self._critical_channels = critical_channels
         self._coalesced_before = 0
         self._inbound: CoalescingQueue | None = None
         self.client_id = client_id
@@ -204,7 +208,10 @@ class Connection:
         if self._inbound is not None:
             self._coalesced_before += self._inbound.coalesced
         queue = functools.partial(
-            CoalescingQueue, latest=self._latest_topics, urgent=self._urgent_channels
+            CoalescingQueue,
+            latest=self._latest_topics,
+            urgent=self._urgent_channels,
+            critical=self._critical_channels,
         )
         client = FastClient(
             self.endpoint.host,
@@ -241,11 +248,13 @@ class Connection:
             inbound = self._inbound
             while True:
                 message = await client.next_message()
-                if not on_channels(message.topic, self._urgent_channels):
-                    # another agent of this process may hold a claim or a reply: let
-                    # it go first, then serve ours that came meanwhile (inbound.py)
-                    await inbound.give_way()
-                    while inbound.urgent_waiting():
+                lane = inbound.lane_of(message.topic)
+                if lane != CRITICAL:
+                    # another agent of this process may hold a claim or a reply (or,
+                    # for a message that is not urgent, a transition): let it go
+                    # first, then serve ours of a higher lane that came meanwhile
+                    await inbound.give_way(lane)
+                    while inbound.urgent_waiting(above=lane):
                         await self._on_message(inbound.get_nowait())
                 await self._on_message(message)
 
@@ -349,7 +358,7 @@ class Connection:
         return False
 
     def _start(self, client: FastClient, message: Outgoing) -> asyncio.Future[None]:
-        """Send `message` now (paho queues it in call order; on an urgent channel it
+        """Send `message` now (paho queues it in call order; on a critical channel it
         is written at once) and track its acknowledgement: the returned future is done
         once the broker acknowledged it, failed if the publish failed, and cancelled if
         no acknowledgement came within the publish timeout (``_watch``)."""
@@ -357,13 +366,13 @@ class Connection:
         if message.qos > 0:
             self._inflight[seq] = message
         loop = asyncio.get_running_loop()
-        try:  # paho queues it now, in call order; an urgent one leaves now too
+        try:  # paho queues it now, in call order; a critical one leaves now too
             sent = client.start_publish(
                 message.topic,
                 message.payload,
                 message.qos,
                 message.retain,
-                flush=on_channels(message.topic, self._urgent_channels),
+                flush=on_channels(message.topic, self._critical_channels),
             )
         except aiomqtt.MqttError as exc:
             sent = loop.create_future()

@@ -45,7 +45,7 @@ also running every other agent's ready work (issue 19: 4 robots and 4 drivers sh
 loop). ``FastClient`` reads every packet the socket holds when it is readable (up to
 ``READ_BATCH``, then on the next turn), and over plain TCP serves paho's small reads
 from one ``recv`` of up to ``RECV_SIZE`` bytes. The messages go to the inbound queue,
-whose urgent lane then serves the replies first. ``next_message`` takes a queued
+whose critical lane then serves the replies first. ``next_message`` takes a queued
 message without aiomqtt's task and wait per message (a task created and three loop
 turns for each), giving the loop a turn once it has handed over messages for
 ``TAKE_SLICE_S``, so the other agents' work and our socket's urgent messages go on.

@@ -11,10 +11,13 @@ the robot in the wrong order, and its body watch would call the behaviour lost).
 Every other message (claims, replies, transitions, commands) is queued and delivered
 in order, never shed: the peer rule's messages are never dropped here.
 
-Messages on *urgent* channels (the peer rule's claims, replies and transitions) wait
-in a lane of their own that is served first, in order: a claim waits for every online
+Messages on *urgent* channels (the peer rule's transitions, declarations and their
+acknowledgements) wait in a lane of their own that is served before the other
+messages, and messages on *critical* channels (claims and claim replies: what a
+pending claim waits on) in one served before that: a claim waits for every online
 peer's reply, so each peer's backlog of snapshots and observations was on its critical
-path. This reorders messages of different channels only, which the peer rule allows
+path, and at 32 robots so were the transitions that every won claim sends to every
+peer. This reorders messages of different channels only, which the peer rule allows
 (its property tests deliver every message with its own random delay); each lane keeps
 its order.
 
@@ -22,8 +25,10 @@ The lanes are per agent, but the agents of one process share its event loop: a
 claim that reached one agent waited behind every other agent's snapshot or observation
 handled in the same loop pass (at 32 robots and their drivers in two processes, the
 peer's reply left 46 ms after the claim's stamp, the broker having delivered it in 3).
-So an agent whose next message is not urgent first waits, briefly, while any agent of
-the process still has urgent ones queued (``UrgentGate``).
+So an agent whose next message is of a lower lane first waits, briefly, while any
+agent of the process still has messages of a higher lane queued (``UrgentGate``): a
+snapshot waits for the others' transitions and claims, a transition for their claims
+and replies.
 
 Used as aiomqtt's ``queue_type``; ``asyncio.Queue``'s ``_init``/``_put``/``_get`` are
 its documented extension points (``PriorityQueue`` and ``LifoQueue`` use them).
@@ -38,11 +43,17 @@ from collections import deque
 from collections.abc import Container
 from typing import Any
 
-__all__ = ["CoalescingQueue", "UrgentGate", "on_channels", "urgent_gate"]
+__all__ = ["CRITICAL", "NORMAL", "URGENT", "CoalescingQueue", "UrgentGate", "on_channels",
+           "urgent_gate"]  # fmt: skip
 
 URGENT_GATE_MAX_S = 0.05
 """How long one agent's queued urgent messages may hold the process's other agents
 back, from the moment they came (``UrgentGate``)."""
+
+NORMAL, URGENT, CRITICAL = 0, 1, 2
+"""A message's lane: handled after, before, or before even the urgent messages."""
+
+_LANES = (CRITICAL, URGENT)  # the gated lanes, the highest first
 
 
 def on_channels(topic: str, channels: Container[str]) -> bool:
@@ -55,32 +66,37 @@ def on_channels(topic: str, channels: Container[str]) -> bool:
 
 
 class UrgentGate:
-    """The urgent messages queued in one event loop, over every agent's queue.
+    """The urgent and critical messages queued in one event loop, over every agent's
+    queue.
 
-    A queue reports when its urgent lane fills and when it empties (or is dropped at
-    the end of a session); ``wait_clear`` lets a non-urgent handler give way while
-    another agent's queue holds an urgent message. A queue holds the others back for
+    A queue reports when one of its lanes fills and when it empties (or is dropped at
+    the end of a session); ``wait_clear`` lets a handler give way while another
+    agent's queue holds a message of a higher lane. A queue holds the others back for
     at most `URGENT_GATE_MAX_S` from the moment its lane filled: an agent stuck in a
     slow handler, or one fed a steady stream of claims, must not slow every other
     agent's messages by that much each."""
 
     def __init__(self) -> None:
-        self._busy: weakref.WeakKeyDictionary[CoalescingQueue, float] = weakref.WeakKeyDictionary()
+        self._busy: dict[int, weakref.WeakKeyDictionary[CoalescingQueue, float]] = {
+            lane: weakref.WeakKeyDictionary() for lane in _LANES
+        }
         self._change: asyncio.Future[None] | None = None
         self.waits = 0
-        """Non-urgent messages that gave way."""
+        """Messages that gave way."""
 
     @property
     def busy(self) -> bool:
-        return bool(self._busy)
+        """Whether some queue holds an urgent or critical message."""
+        return any(self._busy.values())
 
-    def filled(self, queue: CoalescingQueue) -> None:
-        if queue not in self._busy:
-            self._busy[queue] = time.monotonic()
+    def filled(self, queue: CoalescingQueue, lane: int = URGENT) -> None:
+        busy = self._busy[lane]
+        if queue not in busy:
+            busy[queue] = time.monotonic()
             self._changed()
 
-    def emptied(self, queue: CoalescingQueue) -> None:
-        if self._busy.pop(queue, None) is not None:
+    def emptied(self, queue: CoalescingQueue, lane: int = URGENT) -> None:
+        if self._busy[lane].pop(queue, None) is not None:
             self._changed()
 
     def _changed(self) -> None:
@@ -88,24 +104,32 @@ class UrgentGate:
         if change is not None and not change.done():
             change.set_result(None)
 
-    def _held_until(self, own: CoalescingQueue) -> float | None:
-        """Until when another queue's urgent messages hold `own`'s back (monotonic
-        seconds), or None: none does, or `own` holds urgent ones (its agent must serve
-        them, the others may be waiting on it)."""
-        if not self._busy:
-            return None
-        now, until = time.monotonic(), None
-        for queue, since in self._busy.items():
-            if queue is own:
-                return None
-            end = since + URGENT_GATE_MAX_S
-            if end > now and (until is None or end > until):
-                until = end
+    def _held_until(self, own: CoalescingQueue, lane: int) -> float | None:
+        """Until when another queue's messages of a lane above `lane` hold `own`'s back
+        (monotonic seconds), or None: none does, or `own` holds such messages (its
+        agent must serve them, the others may be waiting on it)."""
+        now: float | None = None
+        until: float | None = None
+        for higher in _LANES:
+            if higher <= lane:
+                break
+            busy = self._busy[higher]
+            if not busy:
+                continue
+            if now is None:
+                now = time.monotonic()
+            for queue, since in busy.items():
+                if queue is own:
+                    return None
+                end = since + URGENT_GATE_MAX_S
+                if end > now and (until is None or end > until):
+                    until = end
         return until
 
-    async def wait_clear(self, own: CoalescingQueue) -> None:
-        """Return once no other queue of this loop holds `own` back (``_held_until``)."""
-        until = self._held_until(own)
+    async def wait_clear(self, own: CoalescingQueue, lane: int = NORMAL) -> None:
+        """Return once no other queue of this loop holds `own`'s message of `lane`
+        back (``_held_until``)."""
+        until = self._held_until(own, lane)
         if until is None:
             return
         self.waits += 1
@@ -114,7 +138,7 @@ class UrgentGate:
             if self._change is None:
                 self._change = loop.create_future()
             await asyncio.wait((self._change,), timeout=until - time.monotonic())
-            until = self._held_until(own)
+            until = self._held_until(own, lane)
 
 
 _GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UrgentGate] = (
@@ -147,7 +171,9 @@ class _Slot:
 class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
     """An asyncio queue of received messages (``Incoming``, whose ``topic`` is a
     string) that keeps only the newest message of each topic in `latest` (a
-    container of exact topic names, read at every put)."""
+    container of exact topic names, read at every put), and serves messages on the
+    `critical` channels first, then those on the `urgent` ones (a channel in both is
+    critical), then the rest."""
 
     def __init__(
         self,
@@ -155,9 +181,11 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         *,
         latest: Container[str] = frozenset(),
         urgent: Container[str] = frozenset(),
+        critical: Container[str] = frozenset(),
     ):
         self._latest = latest
         self._urgent_channels = urgent
+        self._critical_channels = critical
         self.coalesced = 0
         """Messages replaced by a newer one on the same latest-only topic."""
         super().__init__(maxsize)
@@ -166,20 +194,36 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         self._queue: deque[_Slot] = deque()
         self._queued: dict[str, _Slot] = {}
         self._dead = 0  # replaced slots still in the deque (skipped, not counted)
+        self._critical: deque[Any] = deque()
         self._urgent: deque[Any] = deque()
         self._gate = urgent_gate()
 
     def qsize(self) -> int:
-        return len(self._queue) - self._dead + len(self._urgent)
+        return len(self._queue) - self._dead + len(self._urgent) + len(self._critical)
 
     def empty(self) -> bool:
-        return not self._queue and not self._urgent
+        return not self._queue and not self._urgent and not self._critical
+
+    def lane_of(self, topic: str) -> int:
+        """The lane a message on `topic` waits in: CRITICAL, URGENT or NORMAL."""
+        parts = topic.split("/", 5)
+        if len(parts) < 5:
+            return NORMAL
+        channel = parts[4]
+        if channel in self._critical_channels:
+            return CRITICAL
+        return URGENT if channel in self._urgent_channels else NORMAL
 
     def _put(self, item: Any) -> None:
         topic = getattr(item, "topic", None)
-        if topic is not None and on_channels(topic, self._urgent_channels):
+        lane = NORMAL if topic is None else self.lane_of(topic)
+        if lane == CRITICAL:
+            self._critical.append(item)
+            self._gate.filled(self, CRITICAL)
+            return
+        if lane == URGENT:
             self._urgent.append(item)
-            self._gate.filled(self)
+            self._gate.filled(self, URGENT)
             return
         if topic is not None and topic in self._latest:
             older = self._queued.get(topic)
@@ -194,10 +238,15 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         self._queue.append(slot)
 
     def _get(self) -> Any:
+        if self._critical:
+            item = self._critical.popleft()
+            if not self._critical:
+                self._gate.emptied(self, CRITICAL)
+            return item
         if self._urgent:
             item = self._urgent.popleft()
             if not self._urgent:
-                self._gate.emptied(self)
+                self._gate.emptied(self, URGENT)
             return item
         slot = self._queue.popleft()
         while slot.dead:
@@ -207,16 +256,20 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
             del self._queued[slot.topic]
         return slot.item
 
-    def urgent_waiting(self) -> bool:
-        """Whether an urgent message is queued here."""
-        return bool(self._urgent)
+    def urgent_waiting(self, above: int = NORMAL) -> bool:
+        """Whether a message of a lane above `above` (any urgent or critical one, by
+        default) is queued here."""
+        if above >= CRITICAL:
+            return False
+        return bool(self._critical) or (above < URGENT and bool(self._urgent))
 
-    async def give_way(self) -> None:
-        """Before a non-urgent message is handled: wait while another agent of this
-        loop has urgent messages queued (``UrgentGate.wait_clear``)."""
-        await self._gate.wait_clear(self)
+    async def give_way(self, lane: int = NORMAL) -> None:
+        """Before a message of `lane` is handled: wait while another agent of this loop
+        has messages of a higher lane queued (``UrgentGate.wait_clear``)."""
+        await self._gate.wait_clear(self, lane)
 
     def release(self) -> None:
-        """The session that filled this queue is over: its urgent messages no longer
-        hold the loop's other agents back."""
-        self._gate.emptied(self)
+        """The session that filled this queue is over: its urgent and critical
+        messages no longer hold the loop's other agents back."""
+        for lane in _LANES:
+            self._gate.emptied(self, lane)

@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 from teamtree.agents import Agent
 from teamtree.broker import Endpoint, Envelope, Topic
 from teamtree.broker.fast_client import FastClient
-from teamtree.broker.inbound import URGENT_GATE_MAX_S, CoalescingQueue, UrgentGate, urgent_gate
+from teamtree.broker.inbound import (
+    CRITICAL,
+    NORMAL,
+    URGENT_GATE_MAX_S,
+    CoalescingQueue,
+    UrgentGate,
+    urgent_gate,
+)
+from teamtree.broker.inbound import URGENT as URGENT_LANE
 
 LATEST = frozenset({"obs/a", "obs/b"})
 
@@ -62,10 +70,11 @@ def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops
     assert [order[id(m)] for m in got] == sorted(order[id(m)] for m in got)
 
 
-URGENT = frozenset({"claims", "claim_reply"})
+URGENT = frozenset({"claims", "claim_reply", "state"})
+CRITICAL_CHANNELS = frozenset({"claims", "claim_reply"})  # urgent too: critical wins
 T = "teamtree/v1/t"
 TOPICS = [f"{T}/a/observation", f"{T}/_/claims", f"{T}/a/claim_reply/b", f"{T}/a/snapshot",
-          f"{T}/a/claims/b", f"{T}/a/state"]  # fmt: skip
+          f"{T}/a/claims/b", f"{T}/a/state", f"{T}/b/state"]  # fmt: skip
 
 
 @given(
@@ -78,68 +87,95 @@ TOPICS = [f"{T}/a/observation", f"{T}/_/claims", f"{T}/a/claim_reply/b", f"{T}/a
     )
 )
 @settings(max_examples=300, deadline=None)
-def test_urgent_channels_are_served_first_and_each_lane_keeps_its_order(ops) -> None:
-    q = CoalescingQueue(latest=frozenset({TOPICS[0]}), urgent=URGENT)
+def test_critical_then_urgent_channels_are_served_first_and_each_lane_keeps_its_order(
+    ops,
+) -> None:
+    q = CoalescingQueue(latest=frozenset({TOPICS[0]}), urgent=URGENT, critical=CRITICAL_CHANNELS)
     put: list[_Message] = []
     got: list[_Message] = []
-    waiting: list[_Message] = []  # urgent messages put and not yet taken
+    waiting: dict[int, list[_Message]] = {CRITICAL: [], URGENT_LANE: []}  # not yet taken
 
-    def urgent(m: _Message) -> bool:
-        return m.topic.split("/")[4] in URGENT
+    def lane(m: _Message) -> int:
+        channel = m.topic.split("/")[4]
+        if channel in CRITICAL_CHANNELS:
+            return CRITICAL
+        return URGENT_LANE if channel in URGENT else NORMAL
 
     for n, (op, topic) in enumerate(ops):
         if op == "put":
             m = _Message(topic, n)
             q.put_nowait(m)
             put.append(m)
-            if urgent(m):
-                waiting.append(m)
+            assert q.lane_of(topic) == lane(m)
+            if lane(m) != NORMAL:
+                waiting[lane(m)].append(m)
         elif not q.empty():
             m = q.get_nowait()
-            if waiting:  # an urgent message waits: it is the one taken, the oldest first
-                assert m is waiting.pop(0), (m, waiting)
+            # the oldest critical message if one waits, else the oldest urgent one
+            for each in (CRITICAL, URGENT_LANE):
+                if waiting[each]:
+                    assert m is waiting[each].pop(0), (m, waiting)
+                    break
             got.append(m)
+        assert q.urgent_waiting() == bool(waiting[CRITICAL] or waiting[URGENT_LANE])
+        assert q.urgent_waiting(above=URGENT_LANE) == bool(waiting[CRITICAL])
+        assert not q.urgent_waiting(above=CRITICAL)
         assert q.qsize() == len(put) - len(got) - q.coalesced
     while not q.empty():
         got.append(q.get_nowait())
     assert q.qsize() == 0
-    assert [m for m in got if urgent(m)] == [m for m in put if urgent(m)]  # all, in order
-    plain = [m for m in put if not urgent(m) and m.topic != TOPICS[0]]
-    assert [m for m in got if not urgent(m) and m.topic != TOPICS[0]] == plain
+    for each in (CRITICAL, URGENT_LANE):  # all, in order
+        assert [m for m in got if lane(m) == each] == [m for m in put if lane(m) == each]
+    plain = [m for m in put if lane(m) == NORMAL and m.topic != TOPICS[0]]
+    assert [m for m in got if lane(m) == NORMAL and m.topic != TOPICS[0]] == plain
     assert len(got) + q.coalesced == len(put)
 
 
-async def test_a_busy_agent_answers_urgent_claims_before_its_backlog(mosquitto, team) -> None:
-    """A robot busy on a backlog of snapshots takes a claim that arrives behind them
-    next, not after them (the peer rule marks claims and replies urgent)."""
+async def test_a_busy_agent_answers_critical_claims_before_its_backlog(mosquitto, team) -> None:
+    """A robot busy on a backlog of snapshots and transitions takes the transitions
+    that arrive behind the snapshots before them, and a claim that arrives behind both
+    before either (the peer rule marks claims and replies critical, transitions
+    urgent)."""
     endpoint = mosquitto.endpoint
     sender = Agent("peer", team=team, endpoint=endpoint)
     receiver = Agent("rob", team=team, endpoint=endpoint)
     order: list[str] = []
 
-    async def on_snapshot(env: Envelope, topic: Topic) -> None:
-        order.append("snapshot")
-        time.sleep(0.01)  # busy: later messages pile up in the queue meanwhile
+    def busy(kind: str):
+        async def handler(env: Envelope, topic: Topic) -> None:
+            order.append(kind)
+            time.sleep(0.01)  # busy: later messages pile up in the queue meanwhile
 
-    async def on_claim(env: Envelope, topic: Topic) -> None:
-        order.append("claim")
+        return handler
 
-    receiver.on_agents("snapshot", on_snapshot, kind="node.snapshot")
-    receiver.on_team("claims", on_claim, kind="node.claim")
-    receiver.urgent("claims")
+    receiver.on_agents("snapshot", busy("snapshot"), kind="node.snapshot")
+    receiver.on_agents("state", busy("transition"), kind="node.transition")
+    receiver.on_team("claims", busy("claim"), kind="node.claim")
+    receiver.urgent("claims", critical=True)
+    receiver.urgent("state")
     async with sender, receiver:
         await sender.wait_connected(10)
         await receiver.wait_connected(10)
         await asyncio.sleep(0.3)  # subscriptions are in place
-        for n in range(40):
+        for n in range(30):
             await sender.publish("snapshot", "node.snapshot", {"n": n})
+        for n in range(20):
+            await sender.publish("state", "node.transition", {"n": n})
         await sender.publish("claims", "node.claim", {"n": 0}, team=True)
         deadline = time.monotonic() + 15
-        while len(order) < 41 and time.monotonic() < deadline:
+        while len(order) < 51 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-    assert order.count("snapshot") == 40 and order.count("claim") == 1, order
-    # the claim came last at the broker; it is taken while most snapshots still wait
-    assert order.index("claim") < 20, order
+    assert (order.count("snapshot"), order.count("transition"), order.count("claim")) == (
+        30,
+        20,
+        1,
+    ), order
+    # the claim came last at the broker; it is taken while most transitions still wait,
+    # and every transition before the snapshots that were still queued
+    assert order.index("claim") < 15, order
+    last_transition = len(order) - 1 - order[::-1].index("transition")
+    assert order[last_transition + 1 :] == ["snapshot"] * (len(order) - last_transition - 1)
+    assert order.count("snapshot") - order[: last_transition + 1].count("snapshot") > 10, order
 
 
 async def test_a_busy_agent_skips_stale_observations_but_no_claim(mosquitto, team) -> None:
@@ -263,6 +299,52 @@ def test_the_gate_lets_an_agent_serve_its_own_claims_and_is_bounded() -> None:
     assert seen["me after release"] == 1.0, seen
 
 
+TRANSITION = "teamtree/v1/t/pr2/state"
+
+
+def test_a_transition_gives_way_only_to_another_agents_claim_and_a_claim_to_none() -> None:
+    """Lanes across agents: an urgent message (a transition) waits while another agent
+    holds a critical one (a claim or reply), not while it holds an urgent one; a
+    critical message never waits."""
+
+    async def scenario() -> dict[str, int]:
+        mine = CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
+        theirs = CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
+        gate, seen = urgent_gate(), {}
+        theirs.put_nowait(_Message(TRANSITION, 1))
+        waits = gate.waits
+        await asyncio.wait_for(mine.give_way(URGENT_LANE), 1.0)  # theirs is only urgent
+        seen["transition behind their transition"] = gate.waits - waits
+        theirs.put_nowait(_Message(CLAIM, 2))
+        waits = gate.waits
+        await asyncio.wait_for(mine.give_way(CRITICAL), 1.0)
+        seen["claim behind their claim"] = gate.waits - waits
+        order: list[str] = []
+
+        async def me() -> None:
+            await mine.give_way(URGENT_LANE)
+            order.append("my transition")
+
+        async def them() -> None:
+            await asyncio.sleep(0)
+            order.append(f"their {theirs.get_nowait().n}")  # the claim, critical first
+            await asyncio.sleep(0)
+            order.append(f"their {theirs.get_nowait().n}")
+
+        await asyncio.gather(me(), them())
+        seen["my transition after their claim"] = int(
+            order.index("my transition") > order.index("their 2")
+        )
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen == {
+        "transition behind their transition": 0,
+        "claim behind their claim": 0,
+        "my transition after their claim": 1,
+    }, seen
+
+
 def test_each_event_loop_has_its_own_gate() -> None:
     async def gate() -> UrgentGate:
         return urgent_gate()
@@ -276,30 +358,49 @@ def test_each_event_loop_has_its_own_gate() -> None:
     st.lists(
         st.tuples(
             st.integers(0, 2),
-            st.sampled_from(["put claim", "put observation", "get", "release"]),
+            st.sampled_from(["put claim", "put transition", "put observation", "get", "release"]),
         ),
         max_size=120,
     )
 )
 @settings(max_examples=300, deadline=None)
-def test_the_gate_is_busy_exactly_while_a_live_queue_holds_a_claim(ops) -> None:
+def test_the_gate_holds_a_lane_back_exactly_while_another_live_queue_holds_a_higher_one(
+    ops,
+) -> None:
+    """Against a model: the gate is busy while a live queue (its session not over)
+    holds an urgent or critical message, and a queue's message of lane L is held back
+    exactly while another live queue holds one of a higher lane and it holds none itself
+    (the bound in time set out of reach here). A session's end releases its queue; the
+    next session reads into a new one."""
+    import teamtree.broker.inbound as inbound
+
+    def new_queue() -> CoalescingQueue:
+        return CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
+
     async def scenario() -> None:
-        queues = [CoalescingQueue(urgent=URGENT) for _ in range(3)]
-        released = [False] * 3
+        queues = [new_queue() for _ in range(3)]
         gate = urgent_gate()
         for n, (i, op) in enumerate(ops):
             q = queues[i]
-            if op == "put claim":
-                q.put_nowait(_Message(CLAIM, n))
-                released[i] = False  # a new session's queue, in effect
+            if op in ("put claim", "put transition"):
+                q.put_nowait(_Message(CLAIM if op == "put claim" else TRANSITION, n))
             elif op == "put observation":
                 q.put_nowait(_Message(OBSERVATION, n))
             elif op == "get" and not q.empty():
                 q.get_nowait()
             elif op == "release":
                 q.release()
-                released[i] = True
-            live = [q.urgent_waiting() and not r for q, r in zip(queues, released, strict=True)]
-            assert gate.busy == any(live), (ops[: n + 1], live)
+                queues[i] = new_queue()
+            holds = [[q.urgent_waiting(above=lane) for lane in range(3)] for q in queues]
+            assert gate.busy == any(h[NORMAL] for h in holds), ops[: n + 1]
+            for j in range(3):
+                for lane in (NORMAL, URGENT_LANE, CRITICAL):
+                    held = not holds[j][lane] and any(holds[k][lane] for k in range(3) if k != j)
+                    got = gate._held_until(queues[j], lane) is not None
+                    assert got == held, (ops[: n + 1], j, lane)
 
-    asyncio.run(scenario())
+    bound, inbound.URGENT_GATE_MAX_S = inbound.URGENT_GATE_MAX_S, 3600.0
+    try:
+        asyncio.run(scenario())
+    finally:
+        inbound.URGENT_GATE_MAX_S = bound

@@ -141,6 +141,7 @@ class Agent:
         self._filters: set[str] = set()
         self._latest_topics: set[str] = set()
         self._urgent_channels: set[str] = set()
+        self._critical_channels: set[str] = set()
         self._taps: list[Handler] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawned: set[asyncio.Task[Any]] = set()
@@ -165,6 +166,7 @@ class Agent:
             tls_context=tls_context,
             latest_topics=self._latest_topics,
             urgent_channels=self._urgent_channels,
+            critical_channels=self._critical_channels,
         )
 
     # -- hooks for subclasses ------------------------------------------------------
@@ -468,12 +470,17 @@ class Agent:
             topic_filter = f"$share/{validate_id(share, 'share group')}/{topic_filter}"
         self._register(("team", channel), handler, kind, topic_filter)
 
-    def urgent(self, *channels: str) -> None:
+    def urgent(self, *channels: str, critical: bool = False) -> None:
         """Handle messages on `channels` (team or agents' channels) before any other
         message waiting for this agent: for a protocol whose round trips others wait on
-        (the peer rule's claims, replies and transitions), not for state a newer message
-        supersedes."""
-        self._urgent_channels.update(validate_id(c, "channel") for c in channels)
+        (the peer rule's transitions and declarations), not for state a newer message
+        supersedes. With `critical`, before even those, and this agent's own messages
+        on `channels` leave within ``publish``, not a loop turn later with the others:
+        for what a pending round trip waits on (the peer rule's claims and replies)."""
+        names = [validate_id(c, "channel") for c in channels]
+        self._urgent_channels.update(names)
+        if critical:
+            self._critical_channels.update(names)
 
     def on_agents(
         self,

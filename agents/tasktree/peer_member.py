@@ -98,12 +98,16 @@ class PeerRuleMember(Agent):
         A claim to one peer comes on the claimant's ``claims`` channel addressed to it.
         With a ``roster`` (set it before this call), transitions and snapshots come
         from its other members only, one subscription each.
-        Claims, replies and transitions are urgent (``Agent.urgent``): every claim
-        waits for the reply of every online peer, so they pass the snapshots and
-        observations queued; transitions come with them, in order, so a robot that has
-        just decided a claim does not pick its next leaf from a view older than the
-        replies it read (claims on leaves already done or taken, lost a round later)."""
-        self.urgent(claims, replies, transitions)
+        Claims and replies are critical, transitions urgent (``Agent.urgent``): every
+        claim waits for the reply of every peer it asks, so claims and replies pass
+        everything queued, in this agent and (``UrgentGate``) in the others of its
+        process; transitions pass the snapshots and observations, so a robot that has
+        just decided a claim picks its next leaf from a view that is not far behind
+        the replies it read. At 32 robots every won claim sends a transition to every
+        peer, and with transitions in the claims' lane a claim's replies waited behind
+        them (benchmarks/bench_tasktree.py, "Seventeenth pass")."""
+        self.urgent(claims, replies, critical=True)
+        self.urgent(transitions)
         self.on_team(claims, self._on_peer_claim, kind=f"{kinds}.claim")
         # a claim asked again of one peer comes on <claimant>/<claims>/<me>: only the
         # peer that must answer receives it (not every member, as on the team channel)
@@ -147,7 +151,8 @@ class PeerRuleMember(Agent):
         """Take peers' ``node.interest`` declarations on the team ``channel`` (and
         addressed to this agent on theirs, for a declaration sent to one peer) and the
         ``node.interest_ack`` acknowledgements addressed to this agent on ``acks``.
-        Urgent, as claims and replies are: a claim waits for them."""
+        Urgent (behind claims and replies, which are critical): a claim waits for
+        them."""
         self.urgent(channel, acks)
         self.on_team(channel, self._on_peer_interest, kind="node.interest")
         self.on_agents(channel, self._on_peer_interest, kind="node.interest", addressed=True)

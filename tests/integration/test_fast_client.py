@@ -115,10 +115,11 @@ async def test_a_loop_turns_packets_leave_in_one_send(mosquitto) -> None:
     assert len(sends) == 1 and sends[0] > 20 * 10, sends
 
 
-async def test_an_urgent_message_leaves_within_the_publish_call(mosquitto) -> None:
-    """A message on an urgent channel (the peer rule's claims and replies) is written
-    before ``publish`` returns, with what was queued before it, in order; others wait
-    for the next loop turn. Both are acknowledged, and a subscriber gets them in order."""
+async def test_a_critical_message_leaves_within_the_publish_call(mosquitto) -> None:
+    """A message on a critical channel (the peer rule's claims and replies) is written
+    before ``publish`` returns, with what was queued before it, in order; others, on an
+    urgent channel (transitions) too, wait for the next loop turn. All are
+    acknowledged, and a subscriber gets them in order."""
     got: list[str] = []
     arrived = asyncio.Event()
 
@@ -132,7 +133,8 @@ async def test_an_urgent_message_leaves_within_the_publish_call(mosquitto) -> No
         mosquitto.endpoint,
         client_id="urgent-writer",
         on_message=on_message,
-        urgent_channels={"claims"},
+        urgent_channels={"claims", "state"},
+        critical_channels={"claims"},
     )
     async with asyncio.timeout(30):
         tasks = [asyncio.create_task(reader.run()), asyncio.create_task(writer.run())]
@@ -157,7 +159,7 @@ async def test_an_urgent_message_leaves_within_the_publish_call(mosquitto) -> No
         client._client._sock = Counting()
         try:
             await writer.publish(Outgoing("teamtree/v1/t/a/state", b"first", 1, False), wait=False)
-            assert sends == []  # not urgent: it waits for the next loop turn
+            assert sends == []  # urgent, not critical: it waits for the next loop turn
             await writer.publish(Outgoing("teamtree/v1/t/_/claims", b"claim", 1, False), wait=False)
             assert len(sends) == 1, sends  # both left, in this call
             assert sends[0].index(b"first") < sends[0].index(b"claim")
