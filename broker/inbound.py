@@ -43,8 +43,8 @@ from collections import deque
 from collections.abc import Container
 from typing import Any
 
-__all__ = ["CRITICAL", "NORMAL", "URGENT", "CoalescingQueue", "UrgentGate", "on_channels",
-           "urgent_gate"]  # fmt: skip
+__all__ = ["CRITICAL", "NORMAL", "URGENT", "CoalescingQueue", "UrgentGate",
+           "give_way_to_critical", "on_channels", "urgent_gate"]  # fmt: skip
 
 URGENT_GATE_MAX_S = 0.05
 """How long one agent's queued urgent messages may hold the process's other agents
@@ -104,10 +104,11 @@ class UrgentGate:
         if change is not None and not change.done():
             change.set_result(None)
 
-    def _held_until(self, own: CoalescingQueue, lane: int) -> float | None:
+    def _held_until(self, own: CoalescingQueue | None, lane: int) -> float | None:
         """Until when another queue's messages of a lane above `lane` hold `own`'s back
         (monotonic seconds), or None: none does, or `own` holds such messages (its
-        agent must serve them, the others may be waiting on it)."""
+        agent must serve them, the others may be waiting on it). `own` None: work
+        outside any queue (``give_way_to_critical``), held by every queue alike."""
         now: float | None = None
         until: float | None = None
         for higher in _LANES:
@@ -126,15 +127,22 @@ class UrgentGate:
                     until = end
         return until
 
-    async def wait_clear(self, own: CoalescingQueue, lane: int = NORMAL) -> None:
+    async def wait_clear(
+        self, own: CoalescingQueue | None, lane: int = NORMAL, *, at_most: float | None = None
+    ) -> None:
         """Return once no other queue of this loop holds `own`'s message of `lane`
-        back (``_held_until``)."""
+        back (``_held_until``), or after `at_most` seconds in all."""
         until = self._held_until(own, lane)
         if until is None:
             return
         self.waits += 1
         loop = asyncio.get_running_loop()
+        give_up = None if at_most is None else time.monotonic() + at_most
         while until is not None:
+            if give_up is not None:
+                if time.monotonic() >= give_up:
+                    return
+                until = min(until, give_up)
             if self._change is None:
                 self._change = loop.create_future()
             await asyncio.wait((self._change,), timeout=until - time.monotonic())
@@ -157,6 +165,17 @@ def urgent_gate() -> UrgentGate:
     if gate is None:
         gate = _GATES[loop] = UrgentGate()
     return gate
+
+
+async def give_way_to_critical() -> None:
+    """For an agent's work outside its message handlers (a tick, a driver's poll of
+    its world): wait while an agent of this loop has claims or replies (critical
+    messages) queued, and at most ``URGENT_GATE_MAX_S`` in all: however many claims
+    come, a tick (a lease's renewal) or a poll is late by no more. At 32 robots and
+    their drivers in two processes the ticks and polls ran in the same loop turns as
+    the readers that had a claim to answer (``benchmarks/bench_tasktree.py``,
+    "Seventeenth pass")."""
+    await urgent_gate().wait_clear(None, URGENT, at_most=URGENT_GATE_MAX_S)
 
 
 class _Slot:

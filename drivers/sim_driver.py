@@ -60,6 +60,7 @@ from teamtree.agents.runtime.behaviour_wire import (
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
+from teamtree.broker.inbound import give_way_to_critical
 from teamtree.drivers.base import DriverAgent
 from teamtree.drivers.changed_objects import merge_changed
 from teamtree.drivers.observation_delta import ObservationDelta
@@ -245,6 +246,7 @@ class SimDriverAgent(DriverAgent):
                 async with asyncio.timeout(period):
                     await self._wake.wait()
         self._wake.clear()
+        await give_way_to_critical()  # a claim or reply of an agent beside us goes first
 
     async def _reconcile(self, obs: dict[str, Any]) -> None:
         """After (re)connecting to a world: a command it accepted before and no longer

@@ -19,6 +19,7 @@ from teamtree.broker.inbound import (
     URGENT_GATE_MAX_S,
     CoalescingQueue,
     UrgentGate,
+    give_way_to_critical,
     urgent_gate,
 )
 from teamtree.broker.inbound import URGENT as URGENT_LANE
@@ -345,6 +346,62 @@ def test_a_transition_gives_way_only_to_another_agents_claim_and_a_claim_to_none
     }, seen
 
 
+def test_ticks_and_polls_give_way_to_a_claim_not_to_a_transition() -> None:
+    """Work outside the handlers (``give_way_to_critical``: ticks, a driver's polls)
+    waits while an agent of the loop has a claim or reply queued, not for transitions."""
+
+    async def scenario() -> dict[str, int]:
+        q = CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
+        gate, seen = urgent_gate(), {}
+        q.put_nowait(_Message(TRANSITION, 1))
+        waits = gate.waits
+        await asyncio.wait_for(give_way_to_critical(), 1.0)
+        seen["waits behind a transition"] = gate.waits - waits
+        q.put_nowait(_Message(CLAIM, 2))
+        order: list[str] = []
+
+        async def tick() -> None:
+            await give_way_to_critical()
+            order.append("tick")
+
+        async def reader() -> None:
+            await asyncio.sleep(0)
+            order.append(f"claim {q.get_nowait().n}")
+
+        await asyncio.gather(tick(), reader())
+        seen["tick after the claim"] = int(order == ["claim 2", "tick"])
+        return seen
+
+    assert asyncio.run(scenario()) == {"waits behind a transition": 0, "tick after the claim": 1}
+
+
+def test_a_tick_waits_for_claims_at_most_the_bound_however_many_come() -> None:
+    """A stream of fresh claims, each in a queue of its own and never served, does not
+    hold a tick (a lease's renewal) back past ``URGENT_GATE_MAX_S`` in all."""
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+        keep: list[CoalescingQueue] = []
+
+        async def stream() -> None:
+            for n in range(40):  # a new claim every 25 ms for a second
+                q = CoalescingQueue(critical=URGENT)
+                q.put_nowait(_Message(CLAIM, n))
+                keep.append(q)
+                await asyncio.sleep(0.025)
+            order.append("stream over")
+
+        async def tick() -> None:
+            await asyncio.sleep(0.1)  # claims are coming
+            await give_way_to_critical()
+            order.append("tick")
+
+        await asyncio.gather(stream(), tick())
+        return order
+
+    assert asyncio.run(scenario()) == ["tick", "stream over"]
+
+
 def test_each_event_loop_has_its_own_gate() -> None:
     async def gate() -> UrgentGate:
         return urgent_gate()
@@ -393,6 +450,8 @@ def test_the_gate_holds_a_lane_back_exactly_while_another_live_queue_holds_a_hig
                 queues[i] = new_queue()
             holds = [[q.urgent_waiting(above=lane) for lane in range(3)] for q in queues]
             assert gate.busy == any(h[NORMAL] for h in holds), ops[: n + 1]
+            background = gate._held_until(None, URGENT_LANE) is not None  # ticks, polls
+            assert background == any(h[URGENT_LANE] for h in holds), ops[: n + 1]
             for j in range(3):
                 for lane in (NORMAL, URGENT_LANE, CRITICAL):
                     held = not holds[j][lane] and any(holds[k][lane] for k in range(3) if k != j)

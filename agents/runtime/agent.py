@@ -46,6 +46,7 @@ from teamtree.broker.connection import Connection, Incoming, Outgoing
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import MAX_PAYLOAD, Envelope, decode, encode
 from teamtree.broker.hlc import HybridLogicalClock, wall_ms
+from teamtree.broker.inbound import give_way_to_critical
 from teamtree.broker.long_lived import freeze_startup
 from teamtree.broker.topics import Topic, build, parse, pattern, validate_id
 
@@ -776,6 +777,7 @@ class Agent:
         await asyncio.sleep(max(0.0, next_at - loop.time()))
         while True:
             next_at += period
+            await give_way_to_critical()  # another agent's claim or reply goes first
             try:
                 await self.on_tick()
             except TeamtreeError as exc:
