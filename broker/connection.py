@@ -248,7 +248,7 @@ class Connection:
             inbound = self._inbound
             while True:
                 message = await client.next_message()
-                lane = inbound.lane_of(message.topic)
+                lane = inbound.taken_lane
                 if lane != CRITICAL:
                     # another agent of this process may hold a claim or a reply (or,
                     # for a message that is not urgent, a transition): let it go

@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import Container
 from typing import Any
 
-__all__ = ["CRITICAL", "NORMAL", "URGENT", "CoalescingQueue", "UrgentGate",
+__all__ = ["CRITICAL", "NORMAL", "URGENT", "CoalescingQueue", "UrgentGate", "channel_of",
            "give_way_to_critical", "on_channels", "urgent_gate"]  # fmt: skip
 
 URGENT_GATE_MAX_S = 0.05
@@ -56,13 +56,16 @@ NORMAL, URGENT, CRITICAL = 0, 1, 2
 _LANES = (CRITICAL, URGENT)  # the gated lanes, the highest first
 
 
-def on_channels(topic: str, channels: Container[str]) -> bool:
-    """Whether `topic` is on one of `channels` (its fifth level:
-    ``teamtree/v1/<team>/<agent or _>/<channel>[/<to>]``)."""
-    if not channels:
-        return False
+def channel_of(topic: str) -> str | None:
+    """The channel of `topic`, its fifth level
+    (``teamtree/v1/<team>/<agent or _>/<channel>[/<to>]``), or None if it has none."""
     parts = topic.split("/", 5)
-    return len(parts) > 4 and parts[4] in channels
+    return parts[4] if len(parts) > 4 else None
+
+
+def on_channels(topic: str, channels: Container[str]) -> bool:
+    """Whether `topic` is on one of `channels` (``channel_of``)."""
+    return bool(channels) and channel_of(topic) in channels
 
 
 class UrgentGate:
@@ -215,6 +218,9 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
         self._dead = 0  # replaced slots still in the deque (skipped, not counted)
         self._critical: deque[Any] = deque()
         self._urgent: deque[Any] = deque()
+        self.taken_lane = NORMAL
+        """The lane of the message taken last (``lane_of``, without reading its topic
+        again)."""
         self._gate = urgent_gate()
 
     def qsize(self) -> int:
@@ -225,10 +231,9 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
 
     def lane_of(self, topic: str) -> int:
         """The lane a message on `topic` waits in: CRITICAL, URGENT or NORMAL."""
-        parts = topic.split("/", 5)
-        if len(parts) < 5:
+        channel = channel_of(topic)
+        if channel is None:
             return NORMAL
-        channel = parts[4]
         if channel in self._critical_channels:
             return CRITICAL
         return URGENT if channel in self._urgent_channels else NORMAL
@@ -261,12 +266,15 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
             item = self._critical.popleft()
             if not self._critical:
                 self._gate.emptied(self, CRITICAL)
+            self.taken_lane = CRITICAL
             return item
         if self._urgent:
             item = self._urgent.popleft()
             if not self._urgent:
                 self._gate.emptied(self, URGENT)
+            self.taken_lane = URGENT
             return item
+        self.taken_lane = NORMAL
         slot = self._queue.popleft()
         while slot.dead:
             self._dead -= 1

@@ -112,6 +112,7 @@ def test_critical_then_urgent_channels_are_served_first_and_each_lane_keeps_its_
                 waiting[lane(m)].append(m)
         elif not q.empty():
             m = q.get_nowait()
+            assert q.taken_lane == lane(m)
             # the oldest critical message if one waits, else the oldest urgent one
             for each in (CRITICAL, URGENT_LANE):
                 if waiting[each]:
