@@ -1136,6 +1136,49 @@ The ratio's denominator was that noisy. The prober now pings every 20 ms
 (``RTT_PROBE_S``); the figures of the passes above used 0.2 s. Its pings add about 200
 messages a second at the broker and in this process, against the thousands of the
 workers.
+
+Eighteenth pass (issue 19): four ideas measured, none kept; the code is as before.
+Paired batches at 32 x 50 as above (geometric mean of new / old claim p50, and in how
+many pairs new was lower).
+
+- A claim or reply handled inside the socket read (an "eager" first step of its
+  handler, as Python 3.12's eager tasks run one) instead of a loop turn later when
+  the connection's reader task runs. Taken only while that reader was idle on an
+  empty queue, it caught about 30% of the critical messages (34 of 122 and 44 of 120
+  in one run; the rest came while the reader was busy): 20 pairs 0.85 (lower in 12),
+  then 1.00 (5 of 10) in a later batch. Taken whenever the reader was between two
+  messages (waiting on its queue, giving way to another agent, or yielding its
+  slice), it caught every one (121 of 121, 159 of 159) and claims were no faster:
+  1.13 (3 of 10), then 1.11 (2 of 10). So the wait is not between reading a claim and
+  handling it: it is for a busy process to read its socket at all.
+- The first declaration made from the team's matching (contention avoidance): the
+  leaf the greedy matching gives this robot, once every idle peer's potentials are in
+  (at most 40 ticks), plus its two best leaves not selectable yet. Two runs: 24 of 50
+  claims were decided without asking anyone (none before), every decision's p50 fell
+  to 3.6-6.1 ms, messages per behaviour to 33-34 (35-37 before), but the claims that
+  asked a peer took 15.9 and 20.8 ms, 13.5x and 14.4x the round trip: with 32 robots
+  and 25 first steps, the robots the matching leaves without a leaf still claim one
+  of the others'. Without waiting for the potentials: 11 of 50 without asking, 14.0x
+  (one run).
+- The grasp score a won claim computes for the log under the distance metric (1.0
+  ms per score, measured alone), in the winner's reply handler: skipping it (an upper
+  bound of moving it) gave 8 pairs at 0.86 (lower in 4), p99 0.78. Within the noise;
+  the working transition carries the score (the tea party tests read it).
+- The garbage collector: one full collection per robot worker per run (22-64 ms),
+  about half a second before the mission starts, and about 160 young collections;
+  82-138 ms in all per worker. Not on the claims' path.
+
+Where a robot worker's time goes (py-spy at 400 Hz, 32 x 50, both workers): the
+drivers 11-14%, publishing 11-15%, reading, framing and acknowledging 12%, dispatch
+and decoding 11-13%, the robots' handlers 10-11%, the reader loop 7%, ticks 4-5%,
+grasp scores 1-3%; the last quarter is start-up imports, uvloop's own loop (about
+5%) and smaller parts. No part is above a sixth: what is left at 32 robots is two busy processes on two cores (with the
+broker, the world and this process beside them), and the claims wait for them.
+
+``cpu s`` left out the world's worker until this pass: it sent "done" at "go" (it
+hosts no member), which the coordinator read where it expected "cpu", so the world
+counted 0. It used 0.2 s at 32 x 50 (of about 3 s in all); the CPU figures of the
+passes above are short by that much.
 """
 
 from __future__ import annotations
@@ -1538,7 +1581,8 @@ async def _worker_async(conn: multiprocessing.connection.Connection, job: dict[s
         told = asyncio.create_task(inbox.get())
         await asyncio.wait({members, told}, return_when=asyncio.FIRST_COMPLETED)
         if members.done():  # else the coordinator gave up (or died): stop now
-            conn.send(("done", *members.result()))
+            if group.members:  # the world's worker has none: the coordinator awaits no "done"
+                conn.send(("done", *members.result()))
             await told
         conn.send(("cpu", cpu_seconds() - cpu0, peak_rss_mib()))
     finally:
