@@ -2,9 +2,10 @@
 
 Under the peer rule (``peer.py``) a claim needs a reply from every online peer, so at
 32 robots each claim costs 31 messages in and 31 out, and its latency grows with the
-team (docs/benchmarks.md). With declared interest (``TaskController(declared_interest=
-True)``) each member declares the leaves it may claim, and a claim needs replies only
-from the online peers whose declared interest meets the claim's conflict set:
+team (``benchmarks/bench_tasktree.py``). With declared interest
+(``TaskController(declared_interest=True)``) each member declares the leaves it may
+claim, and a claim needs replies only from the online peers whose declared interest
+meets the claim's conflict set:
 
 - I1. A member claims a leaf only if it is in its current declaration and every peer
   online in its view at decision time acknowledged that declaration.
