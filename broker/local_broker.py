@@ -190,9 +190,11 @@ class EmbeddedBroker:
 
         from teamtree.broker import amqtt_subscriptions
         from teamtree.broker.amqtt_keepalive import GRACE_S, enforce_keepalive
+        from teamtree.broker.amqtt_logs import quiet_amqtt_noise
 
         for name in ("amqtt", "transitions"):
             logging.getLogger(name).setLevel(logging.ERROR)
+        quiet_amqtt_noise()  # port probes and deliveries to gone clients at shutdown
         enforce_keepalive()  # amqtt alone never drops a silent client (no Will)
         config = {
             "timeout_disconnect_delay": GRACE_S,
