@@ -30,7 +30,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def behaviour_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Executed behaviours in start order: agent, node, start/end (ms), potential, grasp."""
+    """Executed behaviours in start order: agent, node, start/end (ms), potential, grasp.
+    The grasp is the working transition's, or where that has none (a robot under the
+    distance metric alone scores it after the start) the done or inactive one's."""
     started: dict[tuple[str, str], dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     for rec in records:
@@ -49,10 +51,11 @@ def behaviour_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
             started[key] = row
             rows.append(row)
-        elif body.get("status") == "done" and key in started:
-            started.pop(key)["end_ms"] = rec["ts"]
-        elif body.get("status") == "inactive" and key in started:
-            started.pop(key)["end_ms"] = None
+        elif body.get("status") in ("done", "inactive") and key in started:
+            row = started.pop(key)
+            row["end_ms"] = rec["ts"] if body["status"] == "done" else None
+            if row["grasp"] is None:
+                row["grasp"] = body.get("grasp")
     return rows
 
 
