@@ -6,7 +6,12 @@ changed, that is several times per behaviour for every member, so at 500 leaves 
 of a robot's CPU went there. ``IncrementalSpread`` keeps satisfied, committed and level
 of every node and, when some leaves change, walks up from each changed leaf only as far
 as something changes, then re-levels only the children of the goals whose children
-changed (and, below them, only what changed level). Potentials are read lazily: the
+changed (and, below them, only what changed level). A goal keeps how many of its
+children are satisfied and committed, and an AND whose own level stayed re-levels only
+the children that changed: before, a leaf's change walked every child of its parent
+twice, and the root AND of a 500-leaf tree has 250 (a peer's transition handled by a
+robot in a process of its own: 49 -> 28 us; ``peer_sim`` at 32 robots x 500 leaves:
+2.56 -> 2.41 CPU s, the same messages and outcome). Potentials are read lazily: the
 ``ActivationView`` it returns computes a node's ``NodeActivation`` when it is asked
 for one, and keeps the selectable leaves (level > 0, not committed) as a set so a
 member choosing a leaf looks at those only.
@@ -43,6 +48,11 @@ class IncrementalSpread:
         self.working: set[str] = set()
         self.satisfied: dict[str, bool] = {}
         self.committed: dict[str, bool] = {}
+        # per goal: how many of its children are satisfied, and how many committed, so
+        # a child's change updates its parent in constant time, not a pass over the
+        # children (the root AND of a 500-leaf tree has 250)
+        self._n_sat: dict[str, int] = dict.fromkeys(self.order, 0)
+        self._n_com: dict[str, int] = dict.fromkeys(self.order, 0)
         self.level: dict[str, float] = {}
         for node_id in reversed(self.order):
             self._bottom_up(node_id)
@@ -53,26 +63,34 @@ class IncrementalSpread:
         self._sync_selectable(self.leaves)
 
     def _bottom_up(self, node_id: str) -> bool:
-        """Recompute satisfied/committed of one node from its children; True if changed."""
+        """Recompute satisfied/committed of one node from its children (their counts);
+        True if changed, and then the parent's counts follow."""
         kind = self.kind[node_id]
         if kind is NodeKind.BEHAVIOR:
             sat = node_id in self.done
             com = sat or node_id in self.working
         else:
-            kids = self.kids[node_id]
-            if kind is NodeKind.OR:
-                sat = any(self.satisfied[k] for k in kids)
-            else:
-                sat = all(self.satisfied[k] for k in kids)
-            com = any(self.committed[k] for k in kids)
-        changed = self.satisfied.get(node_id) != sat or self.committed.get(node_id) != com
+            n_sat = self._n_sat[node_id]
+            sat = n_sat > 0 if kind is NodeKind.OR else n_sat == len(self.kids[node_id])
+            com = self._n_com[node_id] > 0
+        was_sat = self.satisfied.get(node_id, False)
+        was_com = self.committed.get(node_id, False)
+        first = node_id not in self.satisfied
         self.satisfied[node_id] = sat
         self.committed[node_id] = com
-        return changed
+        parent = self.parent[node_id]
+        if parent is not None:
+            self._n_sat[parent] += sat - was_sat
+            self._n_com[parent] += com - was_com
+        return first or was_sat != sat or was_com != com
 
-    def _relevel(self, goal: str, touched: set[str] | None = None) -> None:
+    def _relevel(
+        self, goal: str, touched: set[str] | None = None, only: Collection[str] | None = None
+    ) -> None:
         """Give `goal`'s children the levels its constraint allows now; recurse into
-        the children whose level changed."""
+        the children whose level changed. `only`: of an AND whose own level did not
+        change, the children whose satisfied changed: an AND's child's level depends
+        on its own satisfied and the AND's level alone, so the others keep theirs."""
         stack = [goal]
         while stack:
             node_id = stack.pop()
@@ -80,9 +98,11 @@ class IncrementalSpread:
             if not kids:
                 continue
             lv = self.level[node_id]
+            kind = self.kind[node_id]
+            if only is not None and node_id == goal and kind is NodeKind.AND:
+                kids = tuple(only)
             new = dict.fromkeys(kids, 0.0)
             if lv > 0.0 and not self.satisfied[node_id]:
-                kind = self.kind[node_id]
                 if kind is NodeKind.THEN:
                     first = next(k for k in kids if not self.satisfied[k])
                     new[first] = lv
@@ -131,11 +151,18 @@ class IncrementalSpread:
             if self.level[self.root] != lv:
                 self.level[self.root] = lv
                 touched.add(self.root)
-        goals = {self.parent[d] for d in dirty if self.parent[d] is not None}
+        goals: dict[str, set[str] | None] = {}  # goal -> its children that changed
+        for d in dirty:
+            parent = self.parent[d]
+            if parent is not None:
+                goals.setdefault(parent, set()).add(d)  # type: ignore[union-attr]
         if self.root in touched:
-            goals.add(self.root)
+            goals[self.root] = None  # its own level changed: every child
         for goal in sorted(goals, key=self.index.__getitem__):  # top-down
-            self._relevel(goal, touched)  # type: ignore[arg-type]
+            only = goals[goal]
+            if goal in touched:  # re-levelled whole from above already, or to be
+                only = None
+            self._relevel(goal, touched, only)
         self._sync_selectable(touched)
 
     def view(
