@@ -462,6 +462,10 @@ class TaskController:
         self._claims_made = 0
         self._last_stamp: Stamp | None = None
         self._acts: ActivationView | None = None
+        # the activation view _select last read, and this member's positive leaf values
+        # in it: an idle member selects on every tick, and the view changes far less
+        # (an idle tick at 500 leaves, 250 selectable, 31 peers: 126 -> 10 us)
+        self._values: tuple[ActivationView | None, dict[str, float]] = (None, {})
         self._spread = IncrementalSpread(tree)
         self._acts_key: tuple | None = None
         self._done_version: int | None = None  # mission_done's cache
@@ -720,8 +724,11 @@ class TaskController:
         contention avoidance the one the team's matching gives this member (or None:
         wait for a better-placed idle peer to claim first)."""
         acts = self.activations()
-        values = {leaf: acts.leaf_value(leaf) for leaf in acts.selectable}
-        mine = {leaf: v for leaf, v in values.items() if v > 0.0}
+        seen, mine = self._values
+        if seen is not acts:  # a new view: its values (read-only, like the view)
+            values = ((leaf, acts.leaf_value(leaf)) for leaf in acts.selectable)
+            mine = {leaf: v for leaf, v in values if v > 0.0}
+            self._values = (acts, mine)
         if self.avoider is None:  # the highest, ties to the leftmost (select_behaviour)
             index = self._spread.index
             return max(mine, key=lambda leaf: (mine[leaf], -index[leaf]), default=None)
