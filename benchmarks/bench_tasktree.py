@@ -1247,7 +1247,32 @@ children per goal (``planners/tasktree/incremental.py``) it takes 28 us; ``peer_
 at 32 x 500: 2.56 -> 2.41 CPU s. In the bench, six pairs in ABBA order (the second run
 of a pair was the slower one in both orders of two earlier batches of four: run pairs
 in both orders): CPU 0.96 (lower in 5), mission 0.96 (5), claim p50 1.02 (2), claim /
-round trip 11.40x -> 11.30x (medians).
+round trip 11.40x -> 11.30x (medians). An idle robot's tick chose its leaf from values
+it rebuilt for every selectable leaf each time (126 us a tick at 500 leaves with 250
+selectable, 31 peers): they are now kept per activation view (10 us).
+
+Also measured and not kept: snapshots at most once a second instead of four times (six
+ABBA pairs at 32 x 500: CPU 1.02, claim p50 1.02).
+
+Where a robot worker's CPU goes at 32 x 500 (py-spy at 200 Hz, one run, both workers,
+after the grasp change and before the counts): the sim drivers 16-18% (their ZeroMQ
+requests to the world 4-5%, encoding the observations they publish 4%), dispatch and
+decoding 9-10%, reading 8%, publishing 7-8%, the readers' loop 7%, transitions 7-8%,
+ticks 6%, snapshots 4%, declarations 3%, grasp scores 3%, observations 2-3%; the
+workers were busy 1.8-1.9 cores of the 2 through the run.
+
+The issue's figures on the committed code (``--repeat``, medians with ranges):
+
+    size      runs  claim p50 ms  claim / round trip  p99 / round trip  cpu s  mission s
+    32 x 50     20   8.64          8.05x (6.52-11.42)  24.6x             2.72   1.62
+    32 x 500     6  11.97         11.40x (10.37-13.56) 35.4x            18.68   9.97
+    8 x 50      10   2.01          1.75x (1.59-2.74)    3.47x            1.44   1.82
+    8 x 500      3   1.55          1.90x (1.49-1.92)    6.27x           10.59  11.12
+
+(8 robots on 5db9fd0, 32 robots on ec9f1b0.) At 32 x 500, 260-318 of the 504-507
+decisions of each run were made without asking any peer (no other declaration met the
+leaf), so the p50 over every decision was 0 ms in all six runs; the table's claim
+figures are those of the claims that asked. 32 x 500 beside two CPU hogs: ok, 16.4 s.
 """
 
 from __future__ import annotations
