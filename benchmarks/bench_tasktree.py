@@ -1273,6 +1273,13 @@ The issue's figures on the committed code (``--repeat``, medians with ranges):
 decisions of each run were made without asking any peer (no other declaration met the
 leaf), so the p50 over every decision was 0 ms in all six runs; the table's claim
 figures are those of the claims that asked. 32 x 500 beside two CPU hogs: ok, 16.4 s.
+
+Envelopes are now encoded with msgspec's encoder instead of msgpack's ``packb``: the
+same bytes (a property test checks it), a 60-object observation in 16 us instead of
+64, a transition in 0.5 instead of 2.4. Six ABBA pairs at 32 x 500, at a slower hour
+of the machine (round trips 1.1-2.1 ms, CPU 19-28 s a run): CPU 0.94 (lower in 4),
+mission 0.94 (4), claim p50 1.05 (0), claim p99 0.93 (4): less CPU, and claims no
+faster that these runs can show.
 """
 
 from __future__ import annotations

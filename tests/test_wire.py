@@ -8,6 +8,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace as msgspec_replace
 
 from teamtree.broker import (
     DecodeError,
@@ -55,6 +56,21 @@ def envelopes(draw: st.DrawFn) -> Envelope:
 @given(envelopes())
 def test_codec_round_trip(env: Envelope) -> None:
     assert decode(encode(env)) == env
+
+
+@given(envelopes())
+def test_the_encoder_writes_what_msgpack_writes(env: Envelope) -> None:
+    """msgspec's encoder (for speed) writes the very bytes of msgpack-python's packb,
+    the reference the wire was written with: an older peer reads them alike."""
+    assert encode(env) == msgpack.packb(env.to_wire(), use_bin_type=True)
+
+
+def test_a_body_msgpack_cannot_carry_is_a_schema_error() -> None:
+    env = Envelope("k", "a", 1, 1, HlcStamp(1, 0, "a"), body={"x": object()})
+    with pytest.raises(SchemaError, match="cannot be encoded"):
+        encode(env)
+    with pytest.raises(SchemaError, match="cannot be encoded"):
+        encode(msgspec_replace(env, body=2**64))
 
 
 @given(st.binary(max_size=512))
