@@ -159,10 +159,9 @@ class IncrementalSpread:
         if self.root in touched:
             goals[self.root] = None  # its own level changed: every child
         for goal in sorted(goals, key=self.index.__getitem__):  # top-down
-            only = goals[goal]
-            if goal in touched:  # re-levelled whole from above already, or to be
-                only = None
-            self._relevel(goal, touched, only)
+            if goal in touched and goal != self.root:
+                continue  # its level changed: its parent's pass re-levelled it whole
+            self._relevel(goal, touched, goals[goal])
         self._sync_selectable(touched)
 
     def view(
