@@ -464,3 +464,98 @@ def test_the_gate_holds_a_lane_back_exactly_while_another_live_queue_holds_a_hig
         asyncio.run(scenario())
     finally:
         inbound.URGENT_GATE_MAX_S = bound
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2),
+            st.sampled_from(["put claim", "put transition", "put observation", "get", "release"]),
+        ),
+        max_size=80,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_a_waiting_handler_goes_on_within_a_loop_turn_of_its_wait_ending_and_not_before(
+    ops,
+) -> None:
+    """Handlers of each queue and lane (and work outside any queue) wait at the gate
+    through random puts, takes and session ends: after every step, a wait has ended
+    exactly when the gate no longer holds it back, and each ended within a few loop
+    turns of that (it was woken, not left to its timer: the bound is out of reach
+    here). A queue whose session ended takes its waiting handlers with it."""
+    import teamtree.broker.inbound as inbound
+
+    def new_queue() -> CoalescingQueue:
+        return CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
+
+    async def scenario() -> None:
+        queues: list[CoalescingQueue | None] = [new_queue() for _ in range(3)]
+        gate = urgent_gate()
+        waits: dict[tuple[int, int], asyncio.Future[None]] = {}
+        for n, (i, op) in enumerate(ops):
+            q = queues[i]
+            assert q is not None
+            if op in ("put claim", "put transition"):
+                q.put_nowait(_Message(CLAIM if op == "put claim" else TRANSITION, n))
+            elif op == "put observation":
+                q.put_nowait(_Message(OBSERVATION, n))
+            elif op == "get" and not q.empty():
+                q.get_nowait()
+            elif op == "release":
+                q.release()
+                queues[i] = new_queue()
+                for lane in (NORMAL, URGENT_LANE):
+                    waiting = waits.pop((i, lane), None)
+                    if waiting is not None:
+                        waiting.cancel()
+            for j in (0, 1, 2, 3):  # 3: work outside any queue (ticks, polls)
+                for lane in (NORMAL, URGENT_LANE):
+                    if (j, lane) not in waits and (j < 3 or lane == URGENT_LANE):
+                        own = queues[j] if j < 3 else None
+                        waits[(j, lane)] = asyncio.ensure_future(gate.wait_clear(own, lane))
+            for _ in range(4):
+                await asyncio.sleep(0)
+            for (j, lane), waiting in list(waits.items()):
+                held = gate._held_until(queues[j] if j < 3 else None, lane) is not None
+                assert waiting.done() == (not held), (ops[: n + 1], j, lane)
+                if waiting.done():
+                    del waits[(j, lane)]
+        for waiting in waits.values():
+            waiting.cancel()
+        assert gate.rewaits == 0  # nobody was woken while still held back
+
+    bound, inbound.URGENT_GATE_MAX_S = inbound.URGENT_GATE_MAX_S, 3600.0
+    try:
+        asyncio.run(scenario())
+    finally:
+        inbound.URGENT_GATE_MAX_S = bound
+
+
+def test_waiting_handlers_are_not_woken_by_other_agents_lanes_filling_and_emptying() -> None:
+    """Ten agents' handlers wait behind one agent's claim while other agents' queues
+    fill and empty their urgent lanes a hundred times: none of the ten is woken until
+    the claim is taken, and then all are, at once (waking them on every change put
+    a task wake-up per waiting agent on the loop's ready queue each time, ahead of the
+    reader that held the claim)."""
+
+    async def scenario() -> tuple[int, int, int]:
+        gate = urgent_gate()
+        holder = CoalescingQueue(critical=URGENT)
+        holder.put_nowait(_Message(CLAIM, 0))
+        mine = [CoalescingQueue(critical=URGENT) for _ in range(10)]
+        waiting = [asyncio.ensure_future(q.give_way()) for q in mine]
+        busy = CoalescingQueue(urgent=frozenset({"state"}), critical=URGENT)
+        for n in range(100):
+            busy.put_nowait(_Message(TRANSITION, n))
+            await asyncio.sleep(0)
+            busy.get_nowait()
+            await asyncio.sleep(0)
+        early = sum(w.done() for w in waiting)
+        holder.get_nowait()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return early, sum(w.done() for w in waiting), gate.rewaits
+
+    early, after, rewaits = asyncio.run(scenario())
+    assert (early, after, rewaits) == (0, 10, 0)
