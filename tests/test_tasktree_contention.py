@@ -9,6 +9,7 @@ now publish.
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 
 import pytest
@@ -20,9 +21,21 @@ from teamtree.agents.tasktree.peer_wire import (
     potentials_from_wire,
     potentials_to_wire,
 )
+from teamtree.planners.tasktree import (
+    BehaviourFinished,
+    PublishClaim,
+    PublishReply,
+    PublishTransition,
+    StartBehaviour,
+    TaskController,
+    Tick,
+    parse_tree,
+)
 from teamtree.planners.tasktree.contention import (
     MIN_TOP,
     ContentionAvoider,
+    PeerPotentials,
+    PublishPotentials,
     greedy_choice,
     top_count,
 )
@@ -152,3 +165,67 @@ def test_the_matching_ranks_only_the_best_leaves_and_loses_nothing(
     mine = {leaf: draw() + 0.001 for leaf in leaves}
     rivals = {f"p{i}": {leaf: draw() for leaf in LEAVES} for i in range(n_rivals)}
     assert greedy_choice(mine, "me", rivals) == full_matching(mine, "me", rivals), seed
+
+
+def _failing_teammate_run(seed: int, ticks: int = 400) -> tuple[list[str], int]:
+    """Two robots of equal potential for the one leaf of a tree, with contention
+    avoidance; every message is delivered at once. Robot ``a`` (first by id, so the
+    matching's tie goes to it) fails the leaf each time it starts it, as an AGV that
+    rejects the order does; ``b`` would finish it. Returns who started it, in order,
+    and the tick at which ``b`` did (-1: never)."""
+    tree = parse_tree("THEN(place)")
+    leaf = tree.find("place")
+    ids = ("a", "b")
+    ctl = {
+        r: TaskController(
+            tree,
+            r,
+            online_peers=set(ids) - {r},
+            potentials={leaf: 0.5},
+            avoid_contention=True,
+            seed=f"{seed}:{r}",
+        )
+        for r in ids
+    }
+    clock = itertools.count(100)
+    started: list[str] = []
+    queue: list[tuple[str, object]] = []
+
+    def feed(r: str, event: object) -> None:
+        for action in ctl[r].handle(event, (next(clock), 0, r)):  # type: ignore[arg-type]
+            other = "b" if r == "a" else "a"
+            match action:
+                case PublishClaim(claim=c):
+                    queue.append((other, c))
+                case PublishReply(reply=rep):
+                    queue.append((rep.claimant, rep))
+                case PublishTransition(transition=t):
+                    queue.append((other, t))
+                case PublishPotentials(agent=agent, potentials=pots):
+                    queue.append((other, PeerPotentials(agent, pots)))
+                case StartBehaviour(node=node):
+                    started.append(r)
+                    queue.append((r, BehaviourFinished(node, r == "b")))
+
+    for tick in range(ticks):
+        for r in ids:
+            feed(r, Tick())
+            while queue:
+                to, message = queue.pop(0)
+                feed(to, message)
+        if "b" in started:
+            return started, tick
+    return started, -1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_teammate_takes_a_leaf_that_a_robot_fails_again_and_again(seed: int) -> None:
+    """A robot holds a leaf back for a while after its behaviour failed there, and its
+    published potentials say so: the teammate takes it after the first failure. While
+    the failing robot published the leaf at its full value, the teammate's matching
+    gave the leaf to it (equal potentials, and its id first), so the teammate waited its
+    patience out, and got the leaf only when that ended within the failing robot's
+    hold: after two or three failures for five of these eight seeds."""
+    started, tick = _failing_teammate_run(seed)
+    assert tick >= 0, f"seed {seed}: b never started the leaf; starts: {started}"
+    assert started == ["a", "b"], f"seed {seed}: b took the leaf only after {started}"

@@ -193,13 +193,21 @@ class ContentionAvoider:
         can_take_work: bool,
         open_leaves: Callable[[], Collection[str]] | None = None,
         members: int = 0,
+        held: Collection[str] = (),
     ) -> PublishPotentials | None:
         """Called once a tick: the potentials to publish now, if any (see module doc).
 
         With `open_leaves` (the leaves neither done nor worked on, asked only when it
         may publish; the same object while they do not change) only its best
         ``top_count(members)`` of them go out, `members` being the team's robots online
-        in its view, itself included."""
+        in its view, itself included. `held`: leaves this member holds back for now
+        (inhibited after a lost claim or a failed behaviour): they go out as 0 (left
+        out), since it will not claim them meanwhile. Published at their value, a
+        peer's matching gave such a leaf to this member and the peer waited its
+        patience for nothing; a member whose behaviour failed on a leaf again and again
+        (an AGV that rejects the order) claimed it again as soon as its hold ended, so
+        an able peer of equal potential never got it (call ``potentials_changed`` when
+        the held leaves change)."""
         self._since_publish += 1
         if not (can_take_work and self._since_publish >= self.publish_every):
             return None
@@ -207,6 +215,8 @@ class ContentionAvoider:
         if not (self._dirty or self._top_stale(leaves, members)):
             return None
         self._dirty = False
+        if held:
+            potentials = {k: (0.0 if k in held else v) for k, v in potentials.items()}
         if leaves is None:
             chosen: Mapping[str, float] = potentials
         else:

@@ -615,6 +615,7 @@ class TaskController:
             self._inhibited[node] -= 1
             if self._inhibited[node] <= 0:
                 del self._inhibited[node]
+                self._held_changed()
         if not self.connected or not self.synced:
             return
         if self.avoider is not None:
@@ -623,6 +624,7 @@ class TaskController:
                 len(self.mine) < self.capacity,
                 self._open_leaves,
                 len(self.peers_online) + 1,
+                held=self._inhibited,
             )
             if pub is not None:
                 out.append(pub)
@@ -828,6 +830,7 @@ class TaskController:
                 self._abort_mine(leaf, p.lost, now, out)
             elif self.avoider is not None:
                 self._inhibited[leaf] = self.avoider.lost(self.inhibit_ticks)
+                self._held_changed()
             else:
                 self._inhibited[leaf] = self.inhibit_ticks
             return
@@ -842,7 +845,8 @@ class TaskController:
         out.append(ClaimDecided(p.claim, True, f"{why} answered, none beats it"))
         self.mine[leaf] = None
         self.working[leaf] = (self.me, now)
-        self._inhibited.pop(leaf, None)
+        if self._inhibited.pop(leaf, None) is not None:
+            self._held_changed()
         if p.reclaim:
             self._paused.discard(leaf)
             out.append(ResumeBehaviour(leaf))
@@ -973,7 +977,14 @@ class TaskController:
     def _set_done(self, node: str) -> None:
         self.done.add(node)
         self.working.pop(node, None)
-        self._inhibited.pop(node, None)
+        if self._inhibited.pop(node, None) is not None:
+            self._held_changed()
+
+    def _held_changed(self) -> None:
+        """The leaves this member holds back (``_inhibited``) changed: its published
+        potentials leave them out (``ContentionAvoider.maybe_publish``)."""
+        if self.avoider is not None:
+            self.avoider.potentials_changed()
 
     def _on_transition(self, t: Transition, now: Stamp, out: list[ControllerAction]) -> None:
         if t.agent == self.me or t.node not in self.tree.nodes:
@@ -1092,6 +1103,7 @@ class TaskController:
         else:
             self.working.pop(ev.node, None)
             self._inhibited[ev.node] = self.inhibit_ticks
+            self._held_changed()
             status = NodeStatus.INACTIVE
         out.append(PublishTransition(Transition(ev.node, self.me, status, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
