@@ -252,10 +252,17 @@ class Connection:
                 if lane != CRITICAL:
                     # another agent of this process may hold a claim or a reply (or,
                     # for a message that is not urgent, a transition): let it go
-                    # first, then serve ours of a higher lane that came meanwhile
+                    # first, then serve ours of a higher lane that came meanwhile,
+                    # each giving way in its turn as the first did (served in a row,
+                    # a backlog of transitions held every other agent's claims and
+                    # replies back: ``benchmarks/bench_tasktree.py``, "Twentieth pass")
                     await inbound.give_way(lane)
                     while inbound.urgent_waiting(above=lane):
-                        await self._on_message(inbound.get_nowait())
+                        first = inbound.get_nowait()
+                        if inbound.taken_lane != CRITICAL:
+                            await inbound.give_way(inbound.taken_lane)
+                        await self._on_message(first)
+                        await client.take_turn()
                 await self._on_message(message)
 
     async def close(

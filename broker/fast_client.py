@@ -267,10 +267,7 @@ class FastClient(aiomqtt.Client):
         same ``MqttError`` once disconnected): taken at once when one is queued, else
         awaited on the queue itself, which a disconnection wakes (``_wake``)."""
         queue, gone = self._queue, self._disconnected
-        prompt_reads.read_due()  # every socket of the loop that holds data, read now
-        if time.monotonic() - self._turn_at >= TAKE_SLICE_S:
-            await asyncio.sleep(0)  # the loop's turn: other agents, our socket
-            self._turn_at = time.monotonic()
+        await self.take_turn()
         while not gone.done():
             if queue.empty():
                 item = await queue.get()
@@ -282,6 +279,16 @@ class FastClient(aiomqtt.Client):
         # disconnected: raise as aiomqtt's iterator does (not through it: its queue get
         # may still win the race and hand over what is queued, _WAKE included)
         raise aiomqtt.MqttError("Disconnected during message iteration") from gone.exception()
+
+    async def take_turn(self) -> None:
+        """Between two messages handed over: read every socket of the loop that holds
+        data (``prompt_reads``), and let the loop have a turn once ``TAKE_SLICE_S`` has
+        passed since the last (other agents, our socket). ``next_message`` calls it;
+        so does a reader that takes queued messages itself."""
+        prompt_reads.read_due()
+        if time.monotonic() - self._turn_at >= TAKE_SLICE_S:
+            await asyncio.sleep(0)
+            self._turn_at = time.monotonic()
 
     def socket_fileno(self) -> int | None:
         """The socket ``prompt_reads`` checks: while connected over plain TCP."""
