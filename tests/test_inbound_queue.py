@@ -412,15 +412,32 @@ def test_each_event_loop_has_its_own_gate() -> None:
     assert not second.busy  # what one loop left queued does not hold the next back
 
 
-@given(
-    st.lists(
-        st.tuples(
-            st.integers(0, 2),
-            st.sampled_from(["put claim", "put transition", "put observation", "get", "release"]),
-        ),
-        max_size=120,
-    )
+GATE_OPS = st.tuples(
+    st.integers(0, 2),
+    st.sampled_from(["put claim", "put transition", "put observation", "get", "release"]),
 )
+"""One step of the gate's property tests: what happens to which of three queues."""
+
+
+def _gate_queue() -> CoalescingQueue:
+    return CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
+
+
+def _apply(queues: list[CoalescingQueue], i: int, op: str, n: int) -> None:
+    """Carry out step `n` (`op` on queue `i`); a session's end puts a new queue there."""
+    q = queues[i]
+    if op in ("put claim", "put transition"):
+        q.put_nowait(_Message(CLAIM if op == "put claim" else TRANSITION, n))
+    elif op == "put observation":
+        q.put_nowait(_Message(OBSERVATION, n))
+    elif op == "get" and not q.empty():
+        q.get_nowait()
+    elif op == "release":
+        q.release()
+        queues[i] = _gate_queue()
+
+
+@given(st.lists(GATE_OPS, max_size=120))
 @settings(max_examples=300, deadline=None)
 def test_the_gate_holds_a_lane_back_exactly_while_another_live_queue_holds_a_higher_one(
     ops,
@@ -432,23 +449,11 @@ def test_the_gate_holds_a_lane_back_exactly_while_another_live_queue_holds_a_hig
     next session reads into a new one."""
     import teamtree.broker.inbound as inbound
 
-    def new_queue() -> CoalescingQueue:
-        return CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
-
     async def scenario() -> None:
-        queues = [new_queue() for _ in range(3)]
+        queues = [_gate_queue() for _ in range(3)]
         gate = urgent_gate()
         for n, (i, op) in enumerate(ops):
-            q = queues[i]
-            if op in ("put claim", "put transition"):
-                q.put_nowait(_Message(CLAIM if op == "put claim" else TRANSITION, n))
-            elif op == "put observation":
-                q.put_nowait(_Message(OBSERVATION, n))
-            elif op == "get" and not q.empty():
-                q.get_nowait()
-            elif op == "release":
-                q.release()
-                queues[i] = new_queue()
+            _apply(queues, i, op, n)
             holds = [[q.urgent_waiting(above=lane) for lane in range(3)] for q in queues]
             assert gate.busy == any(h[NORMAL] for h in holds), ops[: n + 1]
             background = gate._held_until(None, URGENT_LANE) is not None  # ticks, polls
@@ -466,15 +471,7 @@ def test_the_gate_holds_a_lane_back_exactly_while_another_live_queue_holds_a_hig
         inbound.URGENT_GATE_MAX_S = bound
 
 
-@given(
-    st.lists(
-        st.tuples(
-            st.integers(0, 2),
-            st.sampled_from(["put claim", "put transition", "put observation", "get", "release"]),
-        ),
-        max_size=80,
-    )
-)
+@given(st.lists(GATE_OPS, max_size=80))
 @settings(max_examples=200, deadline=None)
 def test_a_waiting_handler_goes_on_within_a_loop_turn_of_its_wait_ending_and_not_before(
     ops,
@@ -486,25 +483,13 @@ def test_a_waiting_handler_goes_on_within_a_loop_turn_of_its_wait_ending_and_not
     here). A queue whose session ended takes its waiting handlers with it."""
     import teamtree.broker.inbound as inbound
 
-    def new_queue() -> CoalescingQueue:
-        return CoalescingQueue(urgent=frozenset({"state", "claims"}), critical=URGENT)
-
     async def scenario() -> None:
-        queues: list[CoalescingQueue | None] = [new_queue() for _ in range(3)]
+        queues = [_gate_queue() for _ in range(3)]
         gate = urgent_gate()
         waits: dict[tuple[int, int], asyncio.Future[None]] = {}
         for n, (i, op) in enumerate(ops):
-            q = queues[i]
-            assert q is not None
-            if op in ("put claim", "put transition"):
-                q.put_nowait(_Message(CLAIM if op == "put claim" else TRANSITION, n))
-            elif op == "put observation":
-                q.put_nowait(_Message(OBSERVATION, n))
-            elif op == "get" and not q.empty():
-                q.get_nowait()
-            elif op == "release":
-                q.release()
-                queues[i] = new_queue()
+            _apply(queues, i, op, n)
+            if op == "release":
                 for lane in (NORMAL, URGENT_LANE):
                     waiting = waits.pop((i, lane), None)
                     if waiting is not None:
