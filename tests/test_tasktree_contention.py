@@ -225,7 +225,12 @@ def test_a_teammate_takes_a_leaf_that_a_robot_fails_again_and_again(seed: int) -
     the failing robot published the leaf at its full value, the teammate's matching
     gave the leaf to it (equal potentials, and its id first), so the teammate waited its
     patience out, and got the leaf only when that ended within the failing robot's
-    hold: after two or three failures for five of these eight seeds."""
+    hold: after two or three failures for five of these eight seeds, and at the end of
+    the hold for the others, since the news of the hold went out only once
+    ``publish_every`` ticks had passed since the robot last published."""
     started, tick = _failing_teammate_run(seed)
     assert tick >= 0, f"seed {seed}: b never started the leaf; starts: {started}"
     assert started == ["a", "b"], f"seed {seed}: b took the leaf only after {started}"
+    # well within a's hold of 10 ticks (a fails at its first tick): the news of the
+    # hold goes out at a's next tick, not once 10 ticks passed since a last published
+    assert tick <= 5, f"seed {seed}: b started at tick {tick}, at the end of a's hold"

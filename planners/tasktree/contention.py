@@ -160,6 +160,7 @@ class ContentionAvoider:
         object while none was done or taken)."""
         self._since_publish = publish_every
         self._dirty = True
+        self._held_new = False  # a leaf was held back since the last publish
         self._waited = 0
         self._patience = self._draw_patience()
         self._losses = 0
@@ -187,6 +188,14 @@ class ContentionAvoider:
         """This member's potentials changed (maybe by less than the tolerance)."""
         self._dirty = True
 
+    def held_back(self) -> None:
+        """This member now holds a leaf back (``maybe_publish``'s `held`): say so at the
+        next tick, not ``publish_every`` ticks after the last publish. A robot that fails
+        a leaf had usually published when its last hold ended, just before it claimed
+        the leaf again, so the news waited out most of the new hold."""
+        self._dirty = True
+        self._held_new = True
+
     def maybe_publish(
         self,
         potentials: Mapping[str, float],
@@ -207,14 +216,14 @@ class ContentionAvoider:
         patience for nothing; a member whose behaviour failed on a leaf again and again
         (an AGV that rejects the order) claimed it again as soon as its hold ended, so
         an able peer of equal potential never got it (call ``potentials_changed`` when
-        the held leaves change)."""
+        the held leaves change, ``held_back`` when one is added)."""
         self._since_publish += 1
-        if not (can_take_work and self._since_publish >= self.publish_every):
+        if not (can_take_work and (self._since_publish >= self.publish_every or self._held_new)):
             return None
         leaves = None if open_leaves is None else open_leaves()
         if not (self._dirty or self._top_stale(leaves, members)):
             return None
-        self._dirty = False
+        self._dirty = self._held_new = False
         if held:
             potentials = {k: (0.0 if k in held else v) for k, v in potentials.items()}
         if leaves is None:

@@ -830,7 +830,7 @@ class TaskController:
                 self._abort_mine(leaf, p.lost, now, out)
             elif self.avoider is not None:
                 self._inhibited[leaf] = self.avoider.lost(self.inhibit_ticks)
-                self._held_changed()
+                self._held_changed(added=True)
             else:
                 self._inhibited[leaf] = self.inhibit_ticks
             return
@@ -980,11 +980,15 @@ class TaskController:
         if self._inhibited.pop(node, None) is not None:
             self._held_changed()
 
-    def _held_changed(self) -> None:
+    def _held_changed(self, *, added: bool = False) -> None:
         """The leaves this member holds back (``_inhibited``) changed: its published
-        potentials leave them out (``ContentionAvoider.maybe_publish``)."""
+        potentials leave them out (``ContentionAvoider.maybe_publish``), and a leaf
+        newly held back is published at the next tick."""
         if self.avoider is not None:
-            self.avoider.potentials_changed()
+            if added:
+                self.avoider.held_back()
+            else:
+                self.avoider.potentials_changed()
 
     def _on_transition(self, t: Transition, now: Stamp, out: list[ControllerAction]) -> None:
         if t.agent == self.me or t.node not in self.tree.nodes:
@@ -1103,7 +1107,7 @@ class TaskController:
         else:
             self.working.pop(ev.node, None)
             self._inhibited[ev.node] = self.inhibit_ticks
-            self._held_changed()
+            self._held_changed(added=True)
             status = NodeStatus.INACTIVE
         out.append(PublishTransition(Transition(ev.node, self.me, status, now)))
         out.append(PublishSnapshot(self.snapshot(now)))
