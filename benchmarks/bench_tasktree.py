@@ -1327,6 +1327,48 @@ of the machine: round trips 0.7-1.0 ms, against 1.1-2.2 earlier the same day):
 
 The claims are the fastest yet at 32 x 500, but so were the round trips: the ratio
 stays at the line there.
+
+Twenty-first pass (issue 19): where the ratio's spread comes from, and two changes
+measured and not kept.
+
+- At 32 x 500 the claims' own p50 hardly moves from run to run (8.25-10.32 ms over the
+  twelve runs below); the round trip does (0.73-1.20 ms). The runs over 10x are the
+  two with the lowest round trips (0.73 and 0.84 ms). At a slower hour the same code
+  read 12-14 ms claims over 2.1-3.0 ms round trips: 4.8-6.4x.
+- A claim's time grows with the peers it asks (a copy of this script that split the
+  claims by their replies, 32 x 500, three runs): one peer p50 9-10 ms, two 10-16,
+  three to five 14-16, more (a tenth of the claims, up to 20 peers) 10-55. In one of
+  those runs, of the declarations behind the claims that asked four peers or more, 327
+  of 334 were made mid-mission, not at a robot's start: near the end the few open leaves are each
+  robot's next best, and declarations only grow.
+- Not kept: declarations whose prefetched leaves prefer those no peer has declared
+  (the wanted leaf first, then the best selectable leaves outside every peer's known
+  declaration). Six ABBA pairs at 32 x 500: claim p50 0.95 (lower in 3 of 6), p99
+  1.15, claim / round trip 0.97, messages per behaviour 19-21 -> 20-27 (more
+  declarations).
+- Not kept: the drivers polling the world at half the rate (10 Hz while a body runs a
+  command, 5 Hz idle). Eight ABBA pairs at 32 x 500: claim p50 0.99, CPU 1.01,
+  mission 1.01: the polls are not what loads the workers.
+
+The issue's figures on ab625be (``--repeat``, medians with ranges; a fast hour, round
+trips 0.7-1.2 ms):
+
+    size      runs  claim p50 ms  claim / round trip  p99 / round trip  cpu s  mission s
+    32 x 500     6   9.27          8.50x (7.63-9.65)   23.3x            18.77   9.99
+    32 x 500     6   9.25          9.73x (8.74-12.42)  31.1x            18.25   9.80
+    32 x 50     10  10.03          8.19x (4.04-13.68)  20.1x             2.71   1.74
+    8 x 50       6   1.52          1.89x (1.60-2.29)    3.77x            1.20   1.78
+    8 x 500      3   1.79          1.91x (1.73-2.05)    8.08x           11.14  11.19
+
+Every run completed with no node started twice. The claims counted are those that
+asked a peer; over every decision (a claim whose leaf no peer declared is decided at
+once, 262-308 of ~505 at 32 x 500) the p50 is 0 ms at 32 x 500 and 8 x 50. One run
+each, ``--robots 2 4 8 16 32 --behaviours 50``: messages per behaviour 5.2, 7.0, 9.4,
+16.5, 35.5; claim / round trip 1.2x, 1.4x, 2.4x, 3.4x, 7.9x. CPU per behaviour: 24 ms
+at 8 x 50, 22 at 8 x 500, 54 at 32 x 50, 37 at 32 x 500. Beside two CPU hogs, 32 x
+500 completed in 17.3 s (9.8-10.0 without), claims p50 16.1 ms. Start-up
+(``--startup 20 50``): 20 agents ONLINE in 2.2 s against 1.2 s for bare clients
+(1.8x), 50 in 6.1 s against 3.3 s (1.8x).
 """
 
 from __future__ import annotations
