@@ -1334,18 +1334,20 @@ measured and not kept.
 - At 32 x 500 the claims' own p50 hardly moves from run to run (8.25-10.32 ms over the
   twelve runs below); the round trip does (0.73-1.20 ms). The runs over 10x are the
   two with the lowest round trips (0.73 and 0.84 ms). At a slower hour the same code
-  read 12-14 ms claims over 2.1-3.0 ms round trips: 4.8-6.4x.
+  read 11.6-14.7 ms claims over 1.9-3.0 ms round trips: 4.8-6.4x (eight runs). Beside
+  two CPU hogs the claims slowed to 16.1 ms while the round trip (the echo, in this
+  lightly loaded process) stayed at 0.66 ms: 24.3x.
 - A claim's time grows with the peers it asks (a copy of this script that split the
   claims by their replies, 32 x 500, three runs): one peer p50 9-10 ms, two 10-16,
   three to five 14-16, more (a tenth of the claims, up to 20 peers) 10-55. In one of
   those runs, of the declarations behind the claims that asked four peers or more, 327
-  of 334 were made mid-mission, not at a robot's start: near the end the few open leaves are each
-  robot's next best, and declarations only grow.
-- Not kept: declarations whose prefetched leaves prefer those no peer has declared
-  (the wanted leaf first, then the best selectable leaves outside every peer's known
-  declaration). Six ABBA pairs at 32 x 500: claim p50 0.95 (lower in 3 of 6), p99
-  1.15, claim / round trip 0.97, messages per behaviour 19-21 -> 20-27 (more
-  declarations).
+  of 334 were made mid-mission, not at a robot's start: near the end the few open
+  leaves are each robot's next best, and declarations only grow.
+- Not kept, again: declarations whose prefetched leaves prefer those no peer has
+  declared (the wanted leaf first, then the best selectable leaves outside every
+  peer's known declaration; the fourteenth pass tried it in two pairs). Six ABBA pairs
+  at 32 x 500: claim p50 0.95 (lower in 3 of 6), p99 1.15, claim / round trip 0.97,
+  messages per behaviour 19-21 -> 20-27 (more declarations).
 - Not kept: the drivers polling the world at half the rate (10 Hz while a body runs a
   command, 5 Hz idle). Eight ABBA pairs at 32 x 500: claim p50 0.99, CPU 1.01,
   mission 1.01: the polls are not what loads the workers.
