@@ -194,7 +194,7 @@ class EmbeddedBroker:
 
         for name in ("amqtt", "transitions"):
             logging.getLogger(name).setLevel(logging.ERROR)
-        quiet_amqtt_noise()  # port probes and deliveries to gone clients at shutdown
+        quiet_amqtt_noise()  # port probes and deliveries to closed connections
         enforce_keepalive()  # amqtt alone never drops a silent client (no Will)
         config = {
             "timeout_disconnect_delay": GRACE_S,
