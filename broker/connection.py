@@ -268,33 +268,30 @@ class Connection:
     async def close(
         self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0
     ) -> None:
-        """Publish `final` (e.g. OFFLINE presence) if connected, then disconnect cleanly
-        so the broker does not fire the Last Will. Returns when the session has ended.
+        """Publish `final` (e.g. OFFLINE presence), then disconnect cleanly so the broker
+        does not fire the Last Will. Returns when the session has ended.
 
-        Messages still in the outbox (queued while reconnecting, or put back when their
-        PUBACK was lost) are given up to `drain` seconds to reach the broker first: an
+        Once a session has been up, `final` goes through the outbox like any QoS 1
+        message, and messages still in it (queued while reconnecting, or put back when
+        their PUBACK was lost) are given up to `drain` seconds to reach the broker: an
         agent that finished its work just as its session ended must not take its last
-        words (its "done") with it. What is still unsent then is logged, not hidden."""
+        words (its "done", its goodbye) with it. So a session the broker dropped just
+        before the stop (a starved process past its keep-alive: the Will went out) is
+        connected again to say `final` after the Will. What is still unsent then is
+        logged, not hidden. `timeout` bounds the wait for acknowledgements of messages
+        pipelined on the last session."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
+        if self.state is not ConnectionState.UNSTARTED and self.connects:
+            for message in final or []:
+                with contextlib.suppress(OutboxFullError):
+                    await self.publish(message, wait=False)
         if (self._outbox or self._inflight) and self.state is not ConnectionState.UNSTARTED:
             await self._drain(drain)
-        was = self.state
         self.state = ConnectionState.CLOSING
-        client = self._client
-        if client is not None and was is ConnectionState.CONNECTED:
-            if self._tracked:  # let pipelined messages be acknowledged first
-                acks = {ack for ack, _at in self._tracked.values()}
-                await asyncio.wait(acks, timeout=timeout)
-            for message in final or []:
-                with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
-                    await client.publish(
-                        message.topic,
-                        message.payload,
-                        qos=message.qos,
-                        retain=message.retain,
-                        timeout=timeout,
-                    )
+        if self._tracked and self.connected.is_set():  # pipelined messages: acks first
+            acks = {ack for ack, _at in self._tracked.values()}
+            await asyncio.wait(acks, timeout=timeout)
         if self._watchdog is not None:
             self._watchdog.cancel()
         task = self._run_task

@@ -727,6 +727,10 @@ class Agent:
         return self._presence_message(Presence.CONNECTION_BROKEN)
 
     async def _announce(self) -> None:
+        if self.state is AgentState.STOPPING:
+            # connected again only to say OFFLINE (``Connection.close``): no ONLINE
+            # in between, and no ``on_connected`` work for an agent that is leaving
+            return
         self.connection_sid = uuid.uuid4().hex[:16]
         self._my_sids.add(self.connection_sid)
         await self.connection.publish_now(self._presence_message(Presence.ONLINE))

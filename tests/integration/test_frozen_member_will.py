@@ -73,3 +73,38 @@ async def test_a_frozen_members_will_comes_and_a_clean_stop_is_no_crash(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+async def test_a_member_cut_off_just_before_it_stops_still_says_offline(
+    broker, team, tmp_path: Path
+) -> None:
+    """The broker drops a starved member (its Will goes out) and the member, thawed,
+    stops at once: its goodbye must still reach the broker after the Will, so the team
+    sees it left rather than crashed (a compose run in CI once ended with the finished
+    pr2 shown CONNECTION_BROKEN)."""
+    config = _config(tmp_path / "team.toml", team)
+    log = tmp_path / "a1.log"
+    observer = Agent("observer", team=team, endpoint=broker.endpoint)
+
+    def presence() -> Presence | None:
+        member = observer.team_view.get("a1")
+        return None if member is None else member.presence
+
+    async with observer:
+        proc = _start(config, broker.endpoint.url, log)
+        try:
+            await eventually(lambda: presence() is Presence.ONLINE, 30, what="a1 ONLINE")
+            proc.send_signal(signal.SIGSTOP)
+            await eventually(
+                lambda: presence() is Presence.CONNECTION_BROKEN, 20, what="a1's Last Will"
+            )
+            proc.send_signal(signal.SIGTERM)  # pending until it runs again
+            proc.send_signal(signal.SIGCONT)
+            assert proc.wait(30) == 0, log.read_text()[-3000:]
+            await eventually(
+                lambda: presence() is Presence.OFFLINE, 10, what="a1 OFFLINE after its Will"
+            )
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
