@@ -37,42 +37,59 @@ def _start(config: Path, url: str, log: Path) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
+class _Member:
+    """a1 as its own process, and its presence as an observer in the test sees it."""
+
+    def __init__(self, broker, team: str, tmp_path: Path) -> None:
+        self.config = _config(tmp_path / "team.toml", team)
+        self.log = tmp_path / "a1.log"
+        self.url = broker.endpoint.url
+        self.observer = Agent("observer", team=team, endpoint=broker.endpoint)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def presence(self) -> Presence | None:
+        member = self.observer.team_view.get("a1")
+        return None if member is None else member.presence
+
+    async def start(self) -> subprocess.Popen[bytes]:
+        self.proc = _start(self.config, self.url, self.log)
+        await eventually(lambda: self.presence() is Presence.ONLINE, 30, what="a1 ONLINE")
+        return self.proc
+
+    async def freeze_past_its_will(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+        # keep-alive 1 s: mosquitto took 1.3-4.8 s, the embedded broker 2 s (keep-alive
+        # + 1 s); 20 s only bounds the wait, the point is that the Will comes at all
+        await eventually(
+            lambda: self.presence() is Presence.CONNECTION_BROKEN, 20, what="a1's Last Will"
+        )
+
+    def end(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()  # a stopped process dies of SIGKILL too
+            self.proc.wait()
+
+
 async def test_a_frozen_members_will_comes_and_a_clean_stop_is_no_crash(
     broker, team, tmp_path: Path
 ) -> None:
-    config = _config(tmp_path / "team.toml", team)
-    log = tmp_path / "a1.log"
-    observer = Agent("observer", team=team, endpoint=broker.endpoint)
-
-    def presence() -> Presence | None:
-        member = observer.team_view.get("a1")
-        return None if member is None else member.presence
-
-    async with observer:
-        proc = _start(config, broker.endpoint.url, log)
+    a1 = _Member(broker, team, tmp_path)
+    async with a1.observer:
         try:
-            await eventually(lambda: presence() is Presence.ONLINE, 30, what="a1 ONLINE")
-            proc.send_signal(signal.SIGSTOP)
-            # keep-alive 1 s: mosquitto took 1.3-4.8 s, the embedded broker 2 s (keep-alive
-            # + 1 s); 20 s only bounds the wait, the point is that the Will comes at all
-            await eventually(
-                lambda: presence() is Presence.CONNECTION_BROKEN, 20, what="a1's Last Will"
-            )
+            await a1.start()
+            await a1.freeze_past_its_will()
         finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        proc = _start(config, broker.endpoint.url, log)
+            a1.end()
         try:
-            await eventually(lambda: presence() is Presence.ONLINE, 30, what="a1 back ONLINE")
+            proc = await a1.start()
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(30) == 0, log.read_text()[-3000:]
-            await eventually(lambda: presence() is Presence.OFFLINE, 10, what="a1 OFFLINE")
+            assert proc.wait(30) == 0, a1.log.read_text()[-3000:]
+            await eventually(lambda: a1.presence() is Presence.OFFLINE, 10, what="a1 OFFLINE")
             await asyncio.sleep(3.0)  # a Will after the goodbye would land by now
-            assert presence() is Presence.OFFLINE, "a clean stop looked like a crash"
+            assert a1.presence() is Presence.OFFLINE, "a clean stop looked like a crash"
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            a1.end()
 
 
 async def test_a_member_cut_off_just_before_it_stops_still_says_offline(
@@ -82,29 +99,16 @@ async def test_a_member_cut_off_just_before_it_stops_still_says_offline(
     stops at once: its goodbye must still reach the broker after the Will, so the team
     sees it left rather than crashed (a compose run in CI once ended with the finished
     pr2 shown CONNECTION_BROKEN)."""
-    config = _config(tmp_path / "team.toml", team)
-    log = tmp_path / "a1.log"
-    observer = Agent("observer", team=team, endpoint=broker.endpoint)
-
-    def presence() -> Presence | None:
-        member = observer.team_view.get("a1")
-        return None if member is None else member.presence
-
-    async with observer:
-        proc = _start(config, broker.endpoint.url, log)
+    a1 = _Member(broker, team, tmp_path)
+    async with a1.observer:
         try:
-            await eventually(lambda: presence() is Presence.ONLINE, 30, what="a1 ONLINE")
-            proc.send_signal(signal.SIGSTOP)
-            await eventually(
-                lambda: presence() is Presence.CONNECTION_BROKEN, 20, what="a1's Last Will"
-            )
+            proc = await a1.start()
+            await a1.freeze_past_its_will()
             proc.send_signal(signal.SIGTERM)  # pending until it runs again
             proc.send_signal(signal.SIGCONT)
-            assert proc.wait(30) == 0, log.read_text()[-3000:]
+            assert proc.wait(30) == 0, a1.log.read_text()[-3000:]
             await eventually(
-                lambda: presence() is Presence.OFFLINE, 10, what="a1 OFFLINE after its Will"
+                lambda: a1.presence() is Presence.OFFLINE, 10, what="a1 OFFLINE after its Will"
             )
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            a1.end()
