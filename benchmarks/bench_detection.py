@@ -10,17 +10,7 @@ view still says OFFLINE (teamtree ignores a Will of the same session after OFFLI
 
     python benchmarks/bench_detection.py [--runs 5] [--keepalive 1 2]
 
-Prints figures only; nothing is asserted.
-
-As measured (3 runs each, 2 cores shared with other work; detection min / median / max,
-Will after a clean stop):
-
-    broker     keepalive  detection s               clean-stop Will
-    mosquitto  1          1.30 / 1.31 / 4.81        0 of 3
-    mosquitto  2          4.33 / 4.42 / 7.31        0 of 3
-    embedded   1          none within 20 s          0 of 3   (amqtt alone, before the fix)
-    embedded   1          2.00 / 2.00 / 2.00        0 of 3   (broker/amqtt_keepalive.py)
-    embedded   2          3.00 / 3.00 / 3.00        0 of 3
+Prints figures only; nothing is asserted. Measured figures: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations

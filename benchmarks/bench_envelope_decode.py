@@ -1,30 +1,17 @@
 """Envelope decode (``broker.envelope.decode``), three ways in the same run: the header
-checked field by field after msgpack-python's ``unpackb`` (the first decoder) and after
-msgspec's untyped decode (``_decode_checked``, now the fallback), and msgspec's typed
-read into ``_Wire`` whose constraints are the header rules (``decode``, now).
+checked field by field after msgpack-python's ``unpackb``, and after msgspec's untyped
+decode (``_decode_checked``, the fallback), and msgspec's typed read into ``_Wire``
+whose constraints are the header rules (``decode``).
 
-Every robot decodes every peer's claims, snapshots and potentials: at 32 robots x 500
-behaviours this was 41 % of a robots' worker's CPU (``bench_tasktree.py``'s third
-pass). Messages: a claim, a snapshot of a 500-leaf tree (done list, potentials), an
-observation of 40 objects.
+Every robot decodes every peer's claims, snapshots and potentials, so this decode is
+on a big team's hot path. Messages: a claim, a snapshot of a 500-leaf tree (done list,
+potentials), an observation of 40 objects.
 
     python benchmarks/bench_envelope_decode.py [--number 2000] [--repeats 5]
 
 Prints figures only (µs per decode, best of the repeats; checks / typed, > 1: the
 typed read is faster); nothing is asserted but that both give the same envelope.
-
-As measured (load average 3.5, a test suite running beside it), µs before / now:
-node.claim (148 bytes) 6.30 / 5.18 (1.22x: the header checks are most of it);
-node.snapshot of 500 leaves (11.7 kB) 71.98 / 41.89 (1.72x); world.observation of 40
-objects (6.1 kB) 43.69 / 24.68 (1.77x). In whole runs (bench_tasktree.py's fourth
-pass: 32 x 500 and 8-32 x 50, before and after, alternated on a quiet machine) the
-difference is smaller than the runs' spread.
-
-The typed read (issue 19; ``Envelope`` is a msgspec Struct now, so every column makes
-one faster than before), µs msgpack-python / msgspec and checks / typed, quiet machine:
-node.claim 5.97 / 4.44 / 2.68 (1.66x); the 500-leaf snapshot 115.4 / 64.2 / 61.6 and
-the 40-object observation 64.0 / 36.1 / 33.9 (1.04-1.07x: their bodies' decoding is
-most of it). A claim with ``Envelope`` still a frozen dataclass: 6.9 µs checked.
+Measured figures: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ team. Per cell:
   method 1, whose eq. 18 selects one helper).
 
 Each cell runs twice in the same invocation: the baseline (``--window``, 0.1 s by
-default, and the window always waits for its deadline, as before the early close) and
+default, and the window always waits for its deadline) and
 the early close (the window closes once every capable robot in reach has granted or
 declined; ``--deadline``, 1 s by default, bounds it). ``ratio`` is early / baseline
 selection p50.

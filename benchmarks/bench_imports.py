@@ -1,5 +1,5 @@
 """Import cost of the planners and of an agent kind, in this checkout and in another
-(e.g. the commit before issue 13's house), measured in the same run.
+(e.g. an older commit), measured in the same run.
 
 Each figure is the median over ``--runs`` fresh interpreters of the wall time to import
 one module (``time.perf_counter`` around ``importlib.import_module``, after the
@@ -11,10 +11,11 @@ either), with ``-s``. Bytecode is cached for both after two warm-up rounds.
 
     python benchmarks/bench_imports.py --other /path/to/old/checkout [--runs 9]
 
-To get the pre-house checkout without touching the repository's worktrees:
-``mkdir /tmp/before && git archive 52bb3df | tar -x -C /tmp/before``. A module name
-may differ between checkouts (``agents.robot`` before, ``agents.tasktree.robot``
-after): pass ``OLD=NEW`` pairs with ``--module``. Prints figures only.
+To get an older checkout without touching the repository's worktrees:
+``mkdir /tmp/before && git archive COMMIT | tar -x -C /tmp/before``. A module name
+may differ between checkouts (e.g. ``agents.robot`` in an old one,
+``agents.tasktree.robot`` now): pass ``OLD=NEW`` pairs with ``--module``. Prints
+figures only.
 """
 
 from __future__ import annotations

@@ -10,14 +10,7 @@ share of the handler. Nothing is asserted.
 
     python benchmarks/bench_observation.py [--objects 10] [--number 2000] [--repeats 5]
 
-Typing the body (issue 13) against the hand-read dict it replaced, the old handler
-loaded from git beside the new one and alternated in one process (best of 3 x 7 runs
-of 1,000, load average 9-12 on 2 cores): 10 objects 67.0 µs before, 81.0 µs typed
-(ratio 0.83); 40 objects 183.2 / 225.2 µs (0.81). The decode itself is 13 µs (10
-objects) and 25 µs (40): the typed handler converts every object on every
-observation, where the hand-read one compared the plain map and converted only the
-objects that moved. At 10 observations a second that is 0.1-0.4 ms of CPU a second
-per robot.
+Measured figures: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations

@@ -13,14 +13,7 @@ Prints µs per body (best of ``--repeats`` runs of ``--number``) and the ratio
 
     python benchmarks/bench_observation_decode.py [--objects 10 40] [--number 3000]
 
-Measured (load average 8-9 on 2 cores, best of 7 x 3000), µs unpack / convert / typed:
-10 objects 18.7 / 5.9 / 7.7 (ratio 3.21), 40 objects 86.9 / 25.1 / 45.4 (2.47); an
-earlier run at the same load 30.5 / 19.9 / 17.0 and 131.5 / 65.0 / 86.1. So the typed
-handler pays the envelope's unpack, as the hand-read one did, and the convert on top
-(about the gap ``bench_observation`` shows); a body decoded from its bytes straight
-into the Struct would cost less than the unpack alone. That needs the receive path to
-keep a body's bytes until its handler decodes it (the envelope codec and the agent's
-dispatch read every body as plain maps today), which is not done.
+Measured figures, and what they say about the receive path: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations

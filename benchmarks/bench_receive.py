@@ -8,7 +8,7 @@ the figure. Sides, alternating over ``--rounds``:
 - ``frames``: FastClient splits what each ``recv`` brought into MQTT frames itself and
   takes PUBLISH and PUBACK packets directly (``fast_client._read_frames``, the default
   over plain TCP on MQTT 3.1.1);
-- ``paho``: the same client reading through paho's packet reader, as before.
+- ``paho``: the same client reading through paho's packet reader.
 
 Prints microseconds of CPU per message, each side's median, and frames / paho.
 

@@ -16,17 +16,7 @@ answers it as a duplicate, so the figure is mostly the protocol's own cost) and
 
     python benchmarks/bench_sim_protocol.py [--objects 10] [--number 5000] [--repeats 5]
 
-Measured when the requests were typed (issue 13), eight runs of 10 and 40 objects at
-load average 3-9 on 2 cores, ratio old / typed: world side observe 1.14-1.65, execute
-1.69-2.76, pause 1.36-1.74 (typed faster in every run: msgspec decodes the request
-straight into its Struct and encodes the reply map faster than msgpack); client side
-observe 1.21-1.38, execute 1.15-1.65, pause 0.97-1.70 (the reply check costs about what
-msgspec's faster decode saves on small replies). Round trips over the sockets, typed /
-old requests per second (load 3-4): 10 objects observe 3562 -> 3897 (1.09), execute
-8174 -> 7987 (0.98), pause 6746 -> 8036 (1.19); 40 objects observe 2745 -> 4270
-(1.56), execute 6337 -> 8832 (1.39), pause 8184 -> 8470 (1.03): for small requests the
-sockets' own cost dominates. Absolute figures varied up to 2x between runs with the
-load.
+Measured figures: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations

@@ -16,14 +16,7 @@ after the other. Measured, all on this process's clock, through the same broker:
     python benchmarks/bench_vda5050.py [--behaviours 20] [--state-ms 1000]
 
 Needs node and ``npm ci`` in tests/vda5050. Prints figures only; nothing is asserted.
-
-Measured on the shared 2-core development machine (20 behaviours: 19 MOVEs sent as
-order updates, one PLACE with pick and drop), medians: order round trip 4.1 ms and
-finish latency 3.3 ms with the AGV's periodic state at 1000 ms (measured 998.5 ms);
-3.5 ms and 4.2 ms at 250 ms (measured 250.3 ms). Both are far below the state period
-because the virtual AGV also sends a state on every event (order accepted, node
-reached, action finished; median gap while working ~25 ms): the driver's latency is
-that of the broker hop, not of the periodic state. p90 stays under 20 ms.
+Measured figures: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations

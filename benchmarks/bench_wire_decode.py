@@ -12,14 +12,7 @@ hand / typed (> 1: typed is faster).
 
     python benchmarks/bench_wire_decode.py [--number 20000] [--repeats 5]
 
-Prints figures only; nothing is asserted.
-
-Measured on a quiet machine (load average 0.7), µs hand / typed: node.claim from a map
-3.79 / 3.71 (1.02), from bytes 6.49 / 3.19 (2.03); favor.request from a map 29.60 /
-32.99 (0.90), from bytes 39.94 / 32.10 (1.24). Under load (average 20-30) single runs
-varied by 2x, with the same direction. The hot claim decodes as fast from a map and
-twice as fast from bytes; the favor request, whose cost is mostly building the
-capability matrices, is 10 % slower from a map and 24 % faster from bytes.
+Prints figures only; nothing is asserted. Measured figures: docs/results/2026-11-codecs-and-transport.md.
 """
 
 from __future__ import annotations
