@@ -12,7 +12,7 @@ message does not hold up the next one for a broker round trip. Messages whose PU
 has not come when the session ends go back to the front of the outbox, in order.
 Tracking is a callback on the acknowledgement's future, and one watchdog task gives up
 on those that did not come within the publish timeout (a task and a timer for each
-publish were a fifth of its CPU cost: ``benchmarks/bench_tasktree.py``, eighth pass).
+publish would be a large share of its CPU cost).
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ class Connection:
                     # first, then serve ours of a higher lane that came meanwhile,
                     # each giving way in its turn as the first did (served in a row,
                     # a backlog of transitions held every other agent's claims and
-                    # replies back: ``benchmarks/bench_tasktree.py``, "Twentieth pass")
+                    # replies back)
                     await inbound.give_way(lane)
                     while inbound.urgent_waiting(above=lane):
                         first = inbound.get_nowait()

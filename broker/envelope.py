@@ -86,9 +86,8 @@ def _no_ext(code: int, data: bytes) -> Any:
 
 
 _DECODER = msgspec.msgpack.Decoder(ext_hook=_no_ext)
-"""msgspec decodes a payload 1.7-1.9x faster than msgpack-python here (an 11 kB
-snapshot 37 against 63 µs, a claim 0.7 against 1.3 µs; decoding every peer's message
-was 41 % of a robot worker's CPU at 32 robots). Unlike msgpack-python's strict default
+"""msgspec decodes a payload faster than msgpack-python, and every robot decodes every
+peer's messages (benchmarks/bench_envelope_decode.py). Unlike msgpack-python's strict default
 it accepts map keys of any msgpack type and gives a timestamp extension as a
 ``datetime``: the typed bodies still require string keys and their own field types."""
 
@@ -125,10 +124,7 @@ def encode(envelope: Envelope, *, max_size: int = MAX_PAYLOAD) -> bytes:
 
     msgspec's encoder writes the bytes ``msgpack.packb(..., use_bin_type=True)`` writes
     for every msgpack type (``tests/test_wire.py`` checks it on random envelopes), in a
-    quarter of the time: a driver's observation of 60 objects 64 -> 16 us, a transition
-    2.4 -> 0.5 us (issue 19: at 32 robots x 500 behaviours encoding the drivers'
-    observations was 4% of a robot worker). It also writes a set as an array, where
-    packb refused one."""
+    quarter of the time. It also writes a set as an array, where packb refuses one."""
     try:
         data = _WIRE_ENCODER.encode(envelope.to_wire())
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:

@@ -1,84 +1,31 @@
-"""aiomqtt's client with constant-time bookkeeping of pending publishes and fewer
-event-loop turns per packet sent.
+"""aiomqtt's client, made cheap per message for processes that run many agents.
 
-aiomqtt 2.5 checks every new QoS 1 publish against all pending calls by walking them
-(``mid in self._pending_calls``, a generator over three dicts) and then counts them by
-building a list: two linear scans per publish, so a burst of n pipelined publishes
-costs O(n^2) (at 10,000 queued publishes most of the time goes there; see
-benchmarks/bench_publish.py). ``FastClient`` keeps the same contract (one pending
-entry per message id, removed when acknowledged or abandoned) with dict look-ups.
+An agent process may host dozens of agents on one event loop, so every loop turn and
+system call per packet is paid by every claim waiting in that loop. aiomqtt 2.5 and
+paho cost a few of each per packet, and aiomqtt scans all pending publishes on every
+publish (O(n^2) for a burst; benchmarks/bench_publish.py). ``FastClient`` keeps
+aiomqtt's API and contract and replaces those paths:
 
-For every packet paho queues (a publish, and the PUBACK of every QoS 1 message
-received) aiomqtt asks the loop, thread-safely, to watch the socket for writability,
-and writes once it is: a wake-up through the loop's self-pipe, an ``add_writer`` and a
-``remove_writer`` (system calls) and two loop turns per packet. On a process that
-runs many agents (issue 19: 16 robots and 16 drivers per process at 32 robots) each
-loop turn can take milliseconds, and every claim's reply paid them. When paho asks
-from the loop's own thread, ``FastClient`` writes on the next loop turn instead
-(``call_soon``), and watches the socket only if the kernel took part of it (a full
-send buffer). From another thread (paho's connect runs in an executor) it does as
-aiomqtt does.
+- pending publishes are found by dict look-up, not by scanning;
+- a packet queued on the loop's thread is written on the next loop turn
+  (``call_soon``), not through the self-pipe and a writer callback, and over plain TCP
+  a turn's packets go out in one ``send`` (``_gather``, ``_flush``); a DISCONNECT goes
+  out at once, so a clean stop never looks like a crash that publishes the Will;
+- ``start_publish`` hands a message to paho in the call and returns its
+  acknowledgement's future; with ``flush`` it is written at once (claims and replies);
+- a readable socket is read whole (``READ_BATCH`` packets, one ``recv`` of
+  ``RECV_SIZE``), and every socket of the loop holding data is read before a message
+  is taken (``prompt_reads``); ``next_message`` takes queued messages without a task
+  each and gives the loop a turn every ``TAKE_SLICE_S``;
+- over plain TCP on MQTT 3.1.1, ``_read_frames`` splits frames itself and reads a QoS 0
+  or 1 PUBLISH straight into an ``Incoming`` and a plain PUBACK with one shared reason
+  code (``_puback``); any other packet, QoS 2 and MQTT 5 go through paho as usual.
+  A topic that is not UTF-8 is acknowledged and dropped (``dropped_topics``) instead of
+  ending the session; a frame too short for its fields is a protocol error (the
+  session ends and reconnects). TLS and websocket connections write packet by packet.
 
-paho also sends each packet with a system call of its own, and a robot sends a PUBACK
-for every QoS 1 message it receives: at 32 robots on two cores the sends were an
-eighth of the robots' busy time (py-spy). Connected over plain TCP, ``FastClient``
-takes the bytes of every packet a loop turn queued and sends them with one call
-(``_gather``, ``_flush``), keeping the rest for when the socket can take it. paho
-counts a packet sent once it is handed over, as it does once the kernel has it: on a
-lost connection both are lost alike, and QoS 1 resends them. A DISCONNECT goes out at
-once with what waits before it, since paho closes the socket right after it (a clean
-stop must not look like a crash, which would publish the Will). TLS and websocket
-connections write packet by packet, as before.
-
-``start_publish`` hands a message to paho at once (aiomqtt's ``publish`` does so only
-once its task first runs, a loop turn later) and returns the future of its
-acknowledgement; with ``flush`` it is also written at once, with everything queued
-before it. The connection asks that for the peer rule's claims and replies: at 32
-robots in a process pair, a claim took 7-11 ms from its stamp to the broker, and 2-4
-ms written at once (benchmarks/bench_tasktree.py, "Seventh pass").
-
-Reading. aiomqtt's reader asks paho for one packet each time the socket is readable
-(paho reads as many as it has QoS messages in flight, at least one), and paho reads a
-packet in three or more system calls (its type, each length byte, the rest). Seven
-claim replies that reach a process together were read one per loop turn, each turn
-also running every other agent's ready work (issue 19: 4 robots and 4 drivers share a
-loop). ``FastClient`` reads every packet the socket holds when it is readable (up to
-``READ_BATCH``, then on the next turn), and over plain TCP serves paho's small reads
-from one ``recv`` of up to ``RECV_SIZE`` bytes. The messages go to the inbound queue,
-whose critical lane then serves the replies first. ``next_message`` takes a queued
-message without aiomqtt's task and wait per message (a task created and three loop
-turns for each), giving the loop a turn once it has handed over messages for
-``TAKE_SLICE_S``, so the other agents' work and our socket's urgent messages go on.
-Before it takes one, every socket of the loop that holds data is read
-(``prompt_reads``, at most every 2 ms), so a claim that reached any agent of the
-process is queued without waiting for the loop's next poll.
-
-Framing. Over plain TCP on MQTT 3.1.1, paho's packet reader is not used once the
-session is up: it read each packet through a generic state machine (a call per length
-byte, a new dict and two lock acquisitions per packet), over half of the read path's
-CPU. ``_read_frames`` splits what each ``recv`` brought into frames itself (fixed
-header and remaining length: MQTT 3.1.1 section 2.2), takes a QoS 0 or 1 PUBLISH and
-a plain PUBACK directly, and hands every other packet (CONNACK, SUBACK, PINGRESP, QoS
-2 flows) to paho's own handler as its reader would have. Receiving cost 15.2 against
-8.5 us of CPU per QoS 0 message and 22.3 against 15.3 us per QoS 1 message
-(``benchmarks/bench_receive.py``, paho's reader against the frames, same run).
-
-paho builds a reason code and a properties object for every PUBACK it reads; a plain
-one (its message id only) is handled with one shared pair instead (``_puback``).
-
-Receiving a message. paho decodes a PUBLISH into an ``MQTTMessage`` (logging it,
-stamping it, matching its topic against per-topic callbacks nobody registered), and
-aiomqtt wraps that in a ``Message`` with a validated ``Topic``; the connection then
-made an ``Incoming`` of it. At 32 robots on two cores that was about a sixth of a
-robot worker's CPU, for every message of every agent. On MQTT 3.1.1 (the protocol
-teamtree speaks) ``FastClient`` reads a QoS 0 or 1 PUBLISH itself (fixed header,
-topic, message id, payload: MQTT 3.1.1 section 3.3) and queues an ``Incoming`` at
-once, then acknowledges a QoS 1 one as paho does, after queueing it. QoS 2 and
-MQTT 5 go through paho and aiomqtt as before, and come out as ``Incoming`` too. A
-topic that is not UTF-8 (a broker must refuse one) is acknowledged and dropped
-(``dropped_topics``) rather than raised in paho's reader, which ended the session.
-A frame too short for its topic length or message id is a protocol error: the
-session ends and reconnects, as on paho's own malformed packets.
+paho counts a packet sent once it is handed over, as it does once the kernel has it:
+on a lost connection both are lost alike, and QoS 1 resends them.
 """
 
 from __future__ import annotations
@@ -123,13 +70,12 @@ RECV_SIZE = 65536
 TAKE_SLICE_S = 0.0005
 """How long ``next_message`` hands over queued messages in a row (the handling of
 those it handed over included) before the loop gets a turn. With 32 agents on a loop a
-turn could take 32 slices before a socket holding a claim was read again; at 2 ms,
-claims at 32 robots took a sixth longer (p50 26.0 against 22.1 ms, eight runs a side,
-benchmarks/bench_tasktree.py), for one more loop turn per half millisecond of work."""
+turn could take 32 slices before a socket holding a claim was read again, so the slice
+is short: one more loop turn per half millisecond of work."""
 
 _PUBACK_OK = (ReasonCode(PacketTypes.PUBACK), Properties(PacketTypes.PUBACK))
 """The reason code and properties of every plain PUBACK (success, no properties): paho
-builds a new pair for each (a tenth of a publish's CPU); nobody changes them."""
+builds a new pair for each; nobody changes them."""
 
 _WAKE = object()
 """Put in the inbound queue when the connection is lost (``FastClient._wake``)."""
@@ -341,8 +287,8 @@ class FastClient(aiomqtt.Client):
         frames here (fixed header: MQTT 3.1.1 section 2.2) and take a QoS 0 or 1
         PUBLISH and a plain PUBACK directly; any other packet goes to paho's own
         handler, as its reader would have passed it. paho reads a packet in three or
-        more calls through its generic state machine, a new dict for each; that was
-        over half of the read path's CPU at 32 robots (issue 19)."""
+        more calls through its generic state machine, a new dict for each, which made
+        it most of the read path's CPU."""
         try:
             while client._in_packet["command"]:  # paho was mid-packet when framing began
                 rc = client._packet_read()

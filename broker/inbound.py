@@ -23,8 +23,8 @@ its order.
 
 The lanes are per agent, but the agents of one process share its event loop: a
 claim that reached one agent waited behind every other agent's snapshot or observation
-handled in the same loop pass (at 32 robots and their drivers in two processes, the
-peer's reply left 46 ms after the claim's stamp, the broker having delivered it in 3).
+handled in the same loop pass (with 32 robots and their drivers in two processes, many
+times the broker's own delivery time).
 So an agent whose next message is of a lower lane first waits, briefly, while any
 agent of the process still has messages of a higher lane queued (``UrgentGate``): a
 snapshot waits for the others' transitions and claims, a transition for their claims
@@ -102,10 +102,9 @@ class UrgentGate:
     A waiter is woken only when its own wait may be over: its own queue filled a
     higher lane (it must serve that), the lanes above its own emptied, or its time
     is up. Waking every waiter on every change put a task wake-up per waiting agent
-    on the loop's ready queue each time any agent's lane filled or emptied: at 32
-    robots x 500 behaviours, with 16 robots a process, a claim that came found some
-    80 callbacks ready ahead of its reader's (``benchmarks/bench_tasktree.py``,
-    "Twentieth pass")."""
+    on the loop's ready queue each time any agent's lane filled or emptied: with 16
+    robots a process, a claim that came found dozens of callbacks ready ahead of its
+    reader's."""
 
     def __init__(self) -> None:
         self._busy: dict[int, weakref.WeakKeyDictionary[CoalescingQueue, float]] = {
@@ -227,10 +226,9 @@ async def give_way_to_critical() -> None:
     """For an agent's work outside its message handlers (a tick, a driver's poll of
     its world): wait while an agent of this loop has claims or replies (critical
     messages) queued, and at most ``URGENT_GATE_MAX_S`` in all: however many claims
-    come, a tick (a lease's renewal) or a poll is late by no more. At 32 robots and
-    their drivers in two processes the ticks and polls ran in the same loop turns as
-    the readers that had a claim to answer (``benchmarks/bench_tasktree.py``,
-    "Seventeenth pass")."""
+    come, a tick (a lease's renewal) or a poll is late by no more. Otherwise, with
+    many robots and their drivers in one process, the ticks and polls run in the same
+    loop turns as the readers that have a claim to answer."""
     await urgent_gate().wait_clear(None, URGENT, at_most=URGENT_GATE_MAX_S)
 
 

@@ -8,8 +8,8 @@ declares where each public name lives and gets ``__all__``, ``__getattr__`` and
 ``lazy_module`` does the same for a whole third-party module (numpy on a robot's path:
 a quarter of its start-up), so an agent connects and says ONLINE before it loads one.
 ``preload`` imports one in a worker thread when the agent knows it will need it:
-loaded on first use on the event loop, numpy stalled a process of four robots for
-0.18 s at its first observation, right as the mission started (issue 19, claim p99).
+loaded on first use on the event loop, numpy would stall every agent of the process at
+a robot's first observation, right as the mission starts.
 What the import made is then frozen out of the collector's scans (``long_lived``).
 """
 

@@ -1,11 +1,11 @@
 """Objects that live as long as the process, kept out of the garbage collector's scans.
 
 Python's full (generation 2) collection walks every object the collector tracks. Once
-an agent's modules and numpy's (imported for a robot's potentials) were in, each full
-collection took 24-64 ms in a process of four robots and four drivers at 8 x 500, several
-times a run, and stalled every agent of the process (issue 19; 5.3-8.3 ms once these
-objects were frozen). ``gc.freeze`` moves the objects alive at that moment to a
-generation no collection scans: modules, classes, the config, what an import made.
+an agent's modules and numpy's (imported for a robot's potentials) are in, each full
+collection takes tens of milliseconds, several times a run, and stalls every agent of
+the process; with these objects frozen it takes a fraction of that. ``gc.freeze``
+moves the objects alive at that moment to a generation no collection scans: modules,
+classes, the config, what an import made.
 They live for the process's life anyway; a reference cycle among them that becomes
 garbage later is not freed. Reference counting frees everything else as before.
 """

@@ -1,10 +1,10 @@
 """Read the process's sockets between two messages, not only when the loop polls.
 
 Why: the event loop reads a socket only when it polls, and it polls once it has run
-every callback that was ready. On a process that runs many agents (issue 19: 16
-robots and 16 drivers per process at 32 robots on two cores), one such pass took
-milliseconds during a burst. A claim's reply that had reached the claimant's socket
-waited that long before anything saw it, and so did every claim a peer had to answer.
+every callback that was ready. On a process that runs many agents (e.g. 16 robots
+and 16 drivers), one such pass takes milliseconds during a burst. A claim's reply
+that reached the claimant's socket waits that long before anything sees it, and so
+does every claim a peer has to answer.
 
 So each reader, when it takes its next message (``FastClient.next_message``), first
 checks every socket of the loop's readers for data, at most once per
@@ -12,12 +12,9 @@ checks every socket of the loop's readers for data, at most once per
 is read at once, by the same code the loop's reader callback runs
 (``FastClient.read_now``). The messages go to the agents' inbound queues. A claim or
 reply there is then served first: by its own reader, and by the other agents, which
-give way to it (``broker/inbound.py``).
+give way to it (``broker/inbound.py``). Reads then come in smaller batches, which
+costs some CPU; measured in docs/results/2026-11-tasktree-claims.md.
 
-Measured at 32 robots x 50 behaviours (``benchmarks/bench_tasktree.py``, "Eighteenth
-pass"), four paired batches: claim p50 0.77-1.04 of before (lower in 28 of 38 pairs),
-the batches' median claim / round trip 8.9-11.0x against 10.9-15.5x, for -2% to +14%
-CPU (reads come in smaller batches). Checking every 1 ms or 4 ms did worse.
 Only plain-TCP readers (those that frame packets themselves) take part. Readers of
 another event loop are skipped, and so are readers without a socket. Where the
 platform has no ``select.poll`` (Windows), the loop's own polls do all the reading.

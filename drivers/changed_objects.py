@@ -3,7 +3,7 @@
 The sim driver asks the world with ``objects_since`` (the ``objects_version`` of its
 last reply) and gets back only the objects whose view changed after it: at 500 objects
 most polls carry none or a few, instead of every object encoded by the world and
-decoded by the driver (issue 19). A reply without ``objects_version`` (a world that
+decoded by the driver. A reply without ``objects_version`` (a world that
 does not know the field) carries every object and replaces the lot.
 """
 

@@ -1,9 +1,9 @@
 """Changed-only observations: a full keyframe now and then, and between keyframes only
 the objects that moved.
 
-A sim driver polls its body 20 times a second and used to publish every object each
-time anything changed (73 KB at 500 objects), which every robot decoded and scored
-again (issue 19: the observation firehose was the biggest CPU cost of a big run). Now:
+A sim driver polls its body 20 times a second. Publishing every object each time
+anything changed (tens of kilobytes at 500 objects), for every robot to decode and
+score again, would make observations the biggest CPU cost of a big run. So:
 
 - a *keyframe* (``full: true``) carries every object; one goes out every
   ``keyframe_s`` seconds (and first), so an agent that joins late, or that lost a

@@ -239,7 +239,7 @@ class SimDriverAgent(DriverAgent):
         ``idle_poll_hz`` while it runs none (then no event of ours can come; others'
         objects moving changes only potentials), and no longer once a command went to
         the world. At 32 robots most bodies are idle at any time, and each poll costs
-        the world a view of every object and the driver its decoding (issue 19)."""
+        the world a view of every object and the driver its decoding."""
         period = self.poll_period if self.running is not None else self.idle_poll_period
         if not self._wake.is_set():
             with contextlib.suppress(TimeoutError):

@@ -1,7 +1,7 @@
 """The multitask robot: a robot runs a seed 004 task tree with its own resource
 allocator, executing behaviours in simulated time and publishing every transition.
 
-Teams (issue 5, item 5): each robot allocates its own resources, and peers coordinate
+Teams: each robot allocates its own resources, and peers coordinate
 *units* of the tree (``planners.multitask.units``: the THEN chains one body must run)
 with the seed 000 peer rule, a ``TaskController`` over the unit tree that may hold
 several units at once. A robot claims a unit when its allocator first grants a leaf

@@ -770,8 +770,7 @@ class Agent:
         Agents started together with the same ``tick_hz`` ticked at the same instants
         for good: every idle robot of a team claimed in the same millisecond, so every
         claim waited behind the others' replies in the broker and in processes that
-        host several agents (issue 19: 3-4 claims with one stamp at 8 robots, the
-        slowest of each run). Spread over the period, the claims interleave."""
+        host several agents. Spread over the period, the claims interleave."""
         return random.Random(f"tick:{self.id}").random()
 
     async def _tick_loop(self) -> None:

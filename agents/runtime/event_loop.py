@@ -4,9 +4,9 @@ asyncio's.
 Why: at 32 robots and their drivers in two processes, a claim waits mostly for event
 loops that both cores keep busy (a peer's reply, then the claimant's decision, each a
 pass or two of a loop that runs thirty-odd agents). uvloop runs the same callbacks on
-libuv, with less overhead per pass: in ``benchmarks/bench_tasktree.py`` a claim's p50
-fell by about a third at 32 x 50 (issue 19). Nothing in teamtree depends on which
-loop runs; the choice is the environment's:
+libuv, with less overhead per pass, so those claims are decided sooner (measured in
+docs/results/2026-11-tasktree-claims.md). Nothing in teamtree depends on which loop
+runs; the choice is the environment's:
 
 - ``TEAMTREE_EVENT_LOOP`` unset or ``auto``: uvloop if it imports, else asyncio's;
 - ``uvloop``: uvloop, or a clear error if it is not installed;

@@ -37,7 +37,7 @@ class TeamView:
         self.self_id = self_id
         self._members: dict[str, Member] = {}
         # online ids by kind, until the next presence or factsheet: a robot asks for
-        # its online peers on every claim and reply (issue 19: 2% of a robot's CPU)
+        # its online peers on every claim and reply
         self._online: dict[str | None, frozenset[str]] = {}
 
     def member(self, agent_id: str) -> Member:

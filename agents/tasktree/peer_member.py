@@ -105,7 +105,7 @@ class PeerRuleMember(Agent):
         just decided a claim picks its next leaf from a view that is not far behind
         the replies it read. At 32 robots every won claim sends a transition to every
         peer, and with transitions in the claims' lane a claim's replies waited behind
-        them (benchmarks/bench_tasktree.py, "Seventeenth pass")."""
+        them."""
         self.urgent(claims, replies, critical=True)
         self.urgent(transitions)
         self.on_team(claims, self._on_peer_claim, kind=f"{kinds}.claim")
@@ -114,8 +114,8 @@ class PeerRuleMember(Agent):
         self.on_agents(claims, self._on_peer_claim, kind=f"{kinds}.claim", addressed=True)
         self.on_agents(replies, self._on_peer_reply, kind=f"{kinds}.claim_reply", addressed=True)
         # with a roster, each other member's channels: the wildcard also brought
-        # whatever else shares the channel's name, such as the world's 77 kB state (17%
-        # of the robots' CPU at 32 x 500, all of it dropped), and our own messages,
+        # whatever else shares the channel's name, such as the world's whole state
+        # (decoded by every robot, then dropped), and our own messages,
         # which the dispatcher drops once decoded (a robot never reads them)
         members = None if self.roster is None else self.roster - {self.id}
         self.on_agents(

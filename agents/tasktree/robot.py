@@ -171,11 +171,9 @@ GRASP_SCORE_DELAY_S = 0.05
 """Under the distance metric alone a started behaviour's grasp is scored for the log
 and the transitions (it chooses nothing) this long after the start, once no claim or
 reply waits in the process (``give_way_to_critical``), or at the behaviour's end if
-that comes first. Scored at the start, its ~1 ms of CPU ran in the handler of the reply
-that won the claim, ahead of every other claim and reply of the process, during the
-burst a mission's first claims make: at 32 robots x 50 behaviours, skipping it made
-claims faster by 4-14% at the median and 13-22% at p99 in three paired batches
-(benchmarks/bench_tasktree.py, "Nineteenth pass")."""
+that comes first. Scored at the start, its CPU ran in the handler of the reply that
+won the claim, ahead of every other claim and reply of the process, during the burst
+a mission's first claims make."""
 FAILURE_HOLD_S = 0.5
 """At most this long a behaviour that failed while its body held the object waits for
 the driver's observations before its node goes back to the team (``_held_when_failed``)."""
@@ -197,8 +195,8 @@ peers (then jittered and doubled, ``ContentionAvoider.resend_after``). Claims an
 replies go at QoS 1 over sessions that outlive a reconnect, so a connected peer gets
 the claim however slow it is; it is lost only with a session, and a peer that lost
 its session announces itself ONLINE again and is asked at once. A timed resend is the
-last resort, and asking a busy peer again only makes it busier: at 16 robots beside a
-CPU hog, 536 of 596 claims sent to one peer were such resends (issue 19)."""
+last resort, and asking a busy peer again only makes it busier: under load, most
+replies are merely late, and resends become most of the traffic."""
 
 
 def mission_tree(config: TeamConfig) -> TaskTree:
@@ -364,11 +362,10 @@ class RobotAgent(PeerRuleMember):
 
         The robot needs it for its potentials and grasps, from its driver's first
         observation or the mission's start, whichever comes first; imported there on
-        the event loop (0.18 s) it stalled every agent of the process as the mission
-        began, and imported at start-up it slowed the start of the agents beside it
-        (50 agents ONLINE 2.6x the bare clients' time against 2.2x). ``numpy.random``
-        (the grasp sampler's) comes with it: left to the first grasp score, its import
-        (4-5 ms in a run) stalled the process amid the mission's first claims."""
+        the event loop it stalled every agent of the process as the mission began,
+        and imported at start-up it slowed the start of the agents beside it.
+        ``numpy.random`` (the grasp sampler's) comes with it: left to the first grasp
+        score, its import stalled the process amid the mission's first claims."""
         if self._numpy is None:
             self._numpy = asyncio.ensure_future(preload("numpy", "numpy.random"))
         return self._numpy

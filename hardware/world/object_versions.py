@@ -1,7 +1,7 @@
 """Which object views changed since a version: observations that carry only those.
 
 Every driver polls the world many times a second, and at 500 objects sending and
-decoding every object's view on every poll was most of a big team's CPU (issue 19).
+decoding every object's view on every poll would be most of a big team's CPU.
 The world numbers the changes of object views with one counter shared by all
 observers (the views are the same for every robot): an ``observe`` with
 ``objects_since`` = V returns only the objects whose view changed after V, and the

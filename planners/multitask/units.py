@@ -1,4 +1,4 @@
-"""Units: what a team of multitask robots divides between its members (issue 5, teams).
+"""Units: what a team of multitask robots divides between its members.
 
 Seed 004 runs one robot. A team keeps the seed 000 peer rule, but not at the level of
 single behaviours: a THEN chains one body through its children (a move hands the base

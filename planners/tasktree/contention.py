@@ -119,9 +119,8 @@ def top_count(members: int) -> int:
     Otherwise this is an approximation (safety never rests on the matching): the
     margin covers leaves not selectable yet (a THEN's later steps, sent ahead so a
     peer whose view lags still knows them), leaves done or taken between two publishes
-    and peers whose view of who is online differs. At 32 robots and 500 leaves every
-    robot decoded 31 peers' 500 values on each publish (benchmarks/bench_tasktree.py,
-    "Twelfth pass")."""
+    and peers whose view of who is online differs. Sending every leaf's value would
+    make each robot of a big team decode every peer's whole tree on each publish."""
     return max(MIN_TOP, 2 * members)
 
 

@@ -8,10 +8,8 @@ of every node and, when some leaves change, walks up from each changed leaf only
 as something changes, then re-levels only the children of the goals whose children
 changed (and, below them, only what changed level). A goal keeps how many of its
 children are satisfied and committed, and an AND whose own level stayed re-levels only
-the children that changed: before, a leaf's change walked every child of its parent
-twice, and the root AND of a 500-leaf tree has 250 (a peer's transition handled by a
-robot in a process of its own: 49 -> 28 us; ``peer_sim`` at 32 robots x 500 leaves:
-2.56 -> 2.41 CPU s, the same messages and outcome). Potentials are read lazily: the
+the children that changed, rather than walking every child of a changed leaf's parent
+(the root AND of a 500-leaf tree has 250). Potentials are read lazily: the
 ``ActivationView`` it returns computes a node's ``NodeActivation`` when it is asked
 for one, and keeps the selectable leaves (level > 0, not committed) as a set so a
 member choosing a leaf looks at those only.

@@ -160,8 +160,9 @@ class GraspScorer(Struct, frozen=True):
         (``_draws``), all before any test may drop it; the geometry then runs on every
         sample at once as numpy arrays. That is the old one-sample-at-a-time loop's
         arithmetic on its very draws, in its order (tests/test_grasp_sampler.py checks
-        both against each other: the same candidates to ~1e-11), at ~1/15 of its CPU:
-        one score was 6-11 ms of a robot's event loop.
+        both against each other: the same candidates to ~1e-11), at a fraction of its
+        CPU: scored one sample at a time, a score held a robot's event loop for
+        milliseconds.
         """
         orient = arm.orientation if self.constrain_sampler else GraspOrientation.ANY
         tol = math.radians(arm.tolerance_deg)
