@@ -27,16 +27,20 @@ import socket
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Container
+from typing import TYPE_CHECKING
 
 import aiomqtt
 import structlog
 
+from teamtree.broker.client_choice import session_client_class
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.errors import ConnectionLostError, LifecycleError, OutboxFullError
 from teamtree.broker.failover import NodeRing
-from teamtree.broker.fast_client import FastClient
 from teamtree.broker.inbound import CRITICAL, CoalescingQueue, on_channels
 from teamtree.broker.messages import Incoming, Outgoing
+
+if TYPE_CHECKING:  # imported by client_choice only where it may run
+    from teamtree.broker.fast_client import FastClient
 
 log = structlog.get_logger("teamtree.broker")
 
@@ -213,7 +217,7 @@ class Connection:
             urgent=self._urgent_channels,
             critical=self._critical_channels,
         )
-        client = FastClient(
+        client = session_client_class()(  # FastClient, or the plain fallback (client_choice)
             self.endpoint.host,
             self.endpoint.port,
             identifier=self.client_id,
@@ -230,7 +234,7 @@ class Connection:
             max_inflight_messages=MAX_INFLIGHT,
             queue_type=queue,  # type: ignore[arg-type]
         )
-        self._inbound = client._queue  # type: ignore[assignment]
+        self._inbound = client.inbound
         self._session_over = asyncio.Event()
         async with client:
             self._client = client

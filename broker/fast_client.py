@@ -124,6 +124,11 @@ class FastClient(aiomqtt.Client):
         self.dropped_topics = 0
         """PUBLISH packets whose topic was not UTF-8: acknowledged and dropped."""
 
+    @property
+    def inbound(self) -> asyncio.Queue[Any]:
+        """The queue received messages reach (built by `queue_type`), as ``Incoming``."""
+        return self._queue  # type: ignore[return-value]
+
     async def __aenter__(self) -> FastClient:
         await super().__aenter__()
         sock = self._client.socket()
