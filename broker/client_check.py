@@ -111,12 +111,14 @@ def installed_version(distribution: str) -> str | None:
 def version_problems(pinned: dict[str, str] = PINNED) -> list[str]:
     """One line per distribution whose installed version is not the pinned one."""
     found = {name: installed_version(name) for name in pinned}
-    return [
-        f"{name} {found[name] + ' installed' if found[name] else 'not installed'}, "
-        f"{want} expected"
-        for name, want in pinned.items()
-        if found[name] != want
-    ]
+    out = []
+    for name, want in pinned.items():
+        have = found[name]
+        if have != want:
+            out.append(
+                f"{name} {have + ' installed' if have else 'not installed'}, {want} expected"
+            )
+    return out
 
 
 def _member_problems(owner: str, cls: type, instance: Any, names: tuple[Private, ...]) -> list[str]:
