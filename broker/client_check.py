@@ -12,8 +12,9 @@ before a process builds its first client this module checks that
   and aiomqtt wires paho's callbacks to the methods ``FastClient`` overrides.
 
 ``problems`` returns what is wrong, in words; ``broker/client_choice.py`` falls back
-to the plain aiomqtt client when anything is. One check is a few hundred
-microseconds (a throwaway aiomqtt client, no socket), so the choice caches it.
+to the plain aiomqtt client when anything is. A check takes a few milliseconds
+(package metadata, and a throwaway aiomqtt client with no socket), so the choice
+makes it once per process.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ which it expected. The environment may also choose:
   version of aiomqtt or paho not vetted yet).
 
 The check runs once per process, when its first connection starts (it needs the
-event loop), and costs well under a millisecond.
+event loop), and takes a few milliseconds.
 """
 
 from __future__ import annotations
