@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 import structlog
 
@@ -56,7 +56,7 @@ def client_kind(choice: str | None = None) -> str:
     raw = os.environ.get(MQTT_CLIENT_ENV, "") if choice is None else choice
     wanted = raw.strip().lower() or "auto"
     if wanted not in _CHOICES:
-        raise ConfigError(f"{MQTT_CLIENT_ENV}={raw!r}: expected auto, fast or plain")
+        _refuse(f"{MQTT_CLIENT_ENV}={raw!r}: expected auto, fast or plain")
     if wanted == "plain":
         _say("plain", f"{MQTT_CLIENT_ENV}=plain", log.info)
         return "plain"
@@ -65,7 +65,7 @@ def client_kind(choice: str | None = None) -> str:
         _say("fast", "the pinned aiomqtt and paho-mqtt are installed", log.debug)
         return "fast"
     if wanted == "fast":
-        raise ConfigError(
+        _refuse(
             f"{MQTT_CLIENT_ENV}=fast but FastClient cannot run here: {'; '.join(found)}. "
             f"Install the pinned versions ({_versions(client_check.PINNED)}), "
             f"or unset {MQTT_CLIENT_ENV} to fall back to the plain aiomqtt client"
@@ -82,6 +82,13 @@ def session_client_class(choice: str | None = None) -> type[Any]:
     from teamtree.broker.fast_client import FastClient
 
     return FastClient
+
+
+def _refuse(why: str) -> NoReturn:
+    """Log `why` (the connection's task may be the only one to see the error), then
+    raise it as a ConfigError."""
+    log.error("broker.mqtt_client", error=why)
+    raise ConfigError(why)
 
 
 def _versions(names: dict[str, str | None]) -> str:

@@ -138,8 +138,14 @@ async def test_the_environment_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(env, value)
         assert client_choice.session_client_class() is cls
     monkeypatch.setenv(env, "quick")
-    with pytest.raises(ConfigError, match="TEAMTREE_MQTT_CLIENT='quick': expected auto"):
+    with (
+        structlog.testing.capture_logs() as logs,
+        pytest.raises(ConfigError, match="TEAMTREE_MQTT_CLIENT='quick': expected auto"),
+    ):
         client_choice.session_client_class()
+    assert [e["error"] for e in logs if e["log_level"] == "error"] == [
+        "TEAMTREE_MQTT_CLIENT='quick': expected auto, fast or plain"
+    ]
     assert client_choice.session_client_class("plain") is PlainClient  # the argument wins
 
 
