@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import structlog
 
-from teamtree.broker import Connection, Incoming, Outgoing
+from teamtree.broker import Connection, Incoming, Outgoing, client_check, client_choice
 from teamtree.broker.client_choice import MQTT_CLIENT_ENV
 from teamtree.broker.connection import MessageHandler
 from teamtree.broker.plain_client import PlainClient
@@ -153,3 +154,34 @@ def test_hello_mission_runs_to_the_end_on_the_plain_client(tmp_path: Path) -> No
         assert [line for line in chosen if line.startswith(agent) and "client=plain" in line]
     assert "client=fast" not in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
+
+
+async def test_a_failed_check_falls_back_with_one_warning_and_the_connection_works(
+    mosquitto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No choice in the environment and another aiomqtt "installed": every connection
+    of the process uses the plain client, and the process says so once."""
+    monkeypatch.delenv(MQTT_CLIENT_ENV)
+    monkeypatch.setattr(client_check, "installed_version", lambda name: "2.6.0")
+    monkeypatch.setattr(client_choice, "_said", set())
+    client_choice._problems.cache_clear()
+    got, keep = _collector()
+    try:
+        with structlog.testing.capture_logs() as logs:
+            receiver = Connection(mosquitto.endpoint, client_id="fallback-rx", on_message=keep)
+            await receiver.subscribe("fallback/+")
+            sender = Connection(mosquitto.endpoint, client_id="fallback-tx", on_message=keep)
+            tasks = [await _connected(receiver), await _connected(sender)]
+            assert await sender.publish(Outgoing("fallback/a", b"one", 1))
+            await eventually(lambda: [m.payload for m in got] == [b"one"], 10, what="the message")
+            await sender.close()
+            await receiver.close()
+            await asyncio.gather(*tasks)
+    finally:
+        client_choice._problems.cache_clear()
+    warnings = [
+        e for e in logs if e["log_level"] == "warning" and e["event"] == "broker.mqtt_client"
+    ]
+    assert len(warnings) == 1
+    assert warnings[0]["found"] == "aiomqtt 2.6.0, paho-mqtt 2.6.0"
+    assert warnings[0]["expected"] == "aiomqtt 2.5.1, paho-mqtt 2.2.0"
