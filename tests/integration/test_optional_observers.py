@@ -1,0 +1,236 @@
+"""Observers are optional: a recorder that dies, or cannot write its file, is reported
+(one line during the run, then in the result block) and the mission goes on, unless
+its entry says ``required = true``. Real ``teamtree run`` processes on mosquitto."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, teamtree_cmd
+
+pytestmark = pytest.mark.integration
+
+HELLO_WITH_RECORDER = """
+[team]
+name = "{team}"
+
+[runtime]
+tick_hz = 10
+heartbeat_s = 0.5
+keepalive_s = 2
+request_timeout_s = 3.0
+
+[mission]
+kind = "hello"
+timeout_s = 120
+
+[[agents]]
+id = "alpha"
+kind = "hello"
+
+[[agents]]
+id = "beta"
+kind = "hello"
+
+[[agents]]
+id = "gamma"
+kind = "hello"
+rounds = 2
+
+[[agents]]
+id = "recorder"
+kind = "recorder"
+role = "service"
+path = "{path}"
+{extra}
+"""
+
+
+def _config(tmp_path: Path, team: str, *, extra: str = "", path: Path | None = None) -> Path:
+    record = path or tmp_path / "runs" / "hello.jsonl"
+    config = tmp_path / "hello.toml"
+    config.write_text(HELLO_WITH_RECORDER.format(team=team, path=record, extra=extra))
+    return config
+
+
+@contextlib.contextmanager
+def _running(*args: str, cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        teamtree_cmd("run", *args, "--broker-kind", "mosquitto"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+    )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=30)
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float = 120) -> str:
+    """The run's output up to the first line matching `pattern`."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+        if re.search(pattern, line):
+            return seen
+    pytest.fail(f"did not see {pattern!r}:\n{seen[-4000:]}")
+
+
+def _kill_recorder_during_mission(proc: subprocess.Popen[str], first_online: str) -> str:
+    """kill -9 the recorder once member `first_online` is online; the run's output."""
+    seen = _read_until(proc, rf"^{first_online}\s+\|.*agent\.online")
+    pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
+    os.kill(pid, signal.SIGKILL)
+    rest, _ = proc.communicate(timeout=240)
+    return seen + rest
+
+
+def test_a_killed_recorder_is_reported_and_the_hello_mission_completes(
+    tmp_path: Path, team: str
+) -> None:
+    config = _config(tmp_path, team)
+    with _running(str(config), cwd=tmp_path) as proc:
+        out = _kill_recorder_during_mission(proc, "alpha")
+    assert proc.returncode == 0, out[-4000:]
+    assert "exited early" not in out, out[-4000:]
+    said = [line for line in out.splitlines() if "'recorder' exited with code -9" in line]
+    assert len(said) == 1, out[-4000:]
+    assert "killed by SIGKILL" in said[0] and "the mission goes on" in said[0]
+    assert "mission complete: 3 member(s)" in out
+    block = out[out.index("==== mission") :]
+    assert "SUCCEEDED" in block, block
+    assert re.search(r"recording INCOMPLETE: recorder \(recorder\) exited with code -9", block), (
+        block
+    )
+    assert "The recording is incomplete (recorder" in block, block
+    # what it wrote before it died is there, whole lines
+    for line in (tmp_path / "runs" / "hello.jsonl").read_text().splitlines():
+        json.loads(line)
+
+
+def test_a_killed_recorder_does_not_stop_a_tea_party(tmp_path: Path, team: str) -> None:
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    text = re.sub(r'name = "[^"]+"', f'name = "{team}"', text, count=1)
+    config = tmp_path / "tea.toml"
+    config.write_text(text)
+    with _running(str(config), "--timeout", "240", cwd=tmp_path) as proc:
+        seen = _read_until(proc, r"^(pr2|baxter)\s+\|.*behaviour\.started")
+        pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
+        os.kill(pid, signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=300)
+    out = seen + rest
+    assert proc.returncode == 0, out[-5000:]
+    assert "'recorder' exited with code -9" in out
+    block = out[out.index("==== mission") :]
+    assert "SUCCEEDED" in block and "recording INCOMPLETE: recorder (recorder) exited" in block, (
+        block
+    )
+
+
+def test_a_required_recorder_that_dies_fails_the_mission_naming_it(
+    tmp_path: Path, team: str
+) -> None:
+    config = _config(tmp_path, team, extra="required = true")
+    with _running(str(config), cwd=tmp_path) as proc:
+        out = _kill_recorder_during_mission(proc, "alpha")
+    assert proc.returncode == 1, out[-4000:]
+    assert re.search(
+        r"service 'recorder' \(required = true\) exited early \(code -9 \(killed by SIGKILL\)\)",
+        out,
+    ), out[-4000:]
+    block = out[out.index("==== mission") :]
+    assert "FAILED" in block and "service recorder exited early with code -9" in block, block
+
+
+def _assert_one_error_line(out: str) -> str:
+    """The recorder's single write error; no traceback flood."""
+    errors = [line for line in out.splitlines() if "recorder.write_failed" in line]
+    assert len(errors) == 1, out[-4000:]
+    assert "Traceback" not in out and "handler.failed" not in out, out[-4000:]
+    return errors[0]
+
+
+def test_a_recorder_on_a_full_disk_says_so_once_and_the_mission_succeeds(
+    tmp_path: Path, team: str
+) -> None:
+    """The recording's file is /dev/full: every write fails with ENOSPC."""
+    mission = f"m{uuid.uuid4().hex[:12]}"
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / f"hello.{mission}.jsonl").symlink_to("/dev/full")
+    config = _config(tmp_path, team)
+    out = subprocess.run(
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto", "--mission-id", mission),
+        capture_output=True, text=True, timeout=240, cwd=tmp_path,
+    )  # fmt: skip
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    error = _assert_one_error_line(text)
+    assert "ENOSPC" in error and f"hello.{mission}.jsonl" in error, error
+    assert "cannot record: recorder stopped writing" in text, text[-4000:]
+    block = text[text.index("==== mission") :]
+    assert "SUCCEEDED" in block, block
+    assert re.search(
+        rf"recording INCOMPLETE: recorder stopped writing \S*hello\.{mission}\.jsonl "
+        r"after 0 message\(s\), [\d.]+ s into the run: ENOSPC: No space left on device",
+        block,
+    ), block
+
+
+def _tiny_tmpfs(where: Path, free_bytes: int) -> bool:
+    """Mount a 64 KiB tmpfs at `where` and fill it but `free_bytes` (False: cannot)."""
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        return False
+    stat = os.statvfs(where)
+    (where / "filler").write_bytes(b"x" * (stat.f_bavail * stat.f_frsize - free_bytes))
+    return True
+
+
+def test_a_recorder_whose_disk_fills_keeps_what_it_wrote(tmp_path: Path, team: str) -> None:
+    """A file system with room for a few lines: they stay, whole; the rest is reported."""
+    disk = tmp_path / "disk"
+    if not _tiny_tmpfs(disk, 4096):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        config = _config(tmp_path, team, path=disk / "hello.jsonl")
+        out = subprocess.run(
+            teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
+            capture_output=True, text=True, timeout=240, cwd=tmp_path,
+        )  # fmt: skip
+        text = out.stdout + out.stderr
+        assert out.returncode == 0, text[-4000:]
+        _assert_one_error_line(text)
+        block = text[text.index("==== mission") :]
+        found = re.search(r"stopped writing (\S+) after (\d+) message\(s\)", block)
+        assert found, block
+        lines = Path(found.group(1)).read_text().splitlines()
+        assert len(lines) == int(found.group(2)) >= 1, (len(lines), block)
+        for line in lines:  # whole lines only: no half line at the end
+            json.loads(line)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
