@@ -30,7 +30,11 @@ from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.args import setting as _setting
-from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
+from teamtree.agents.cli.services_wait import (
+    optional_services,
+    services_to_await,
+    wait_for_services,
+)
 from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.runtime.config import load_config
@@ -419,6 +423,7 @@ async def run_attach(args: argparse.Namespace) -> int:
             say=lambda line: print(f"{args.id}: {line}", flush=True),
             tls_context=_tls(),
             credentials=credentials,
+            optional=optional_services(config),
         )
     except TeamtreeError as exc:
         print(f"teamtree attach: {exc}", file=sys.stderr, flush=True)

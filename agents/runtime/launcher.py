@@ -184,6 +184,9 @@ class Launcher:
             code = await self._supervise()
             # how each child stood when the mission ended (None: still running, stopped now)
             ended = {c.name: c.returncode for c in self.children}
+            for child in self.children:  # one that exited as the last member did
+                if child.name in self._optional and child.returncode is not None:
+                    self._observer_exited(child)
         finally:
             await self._stop_all()
             await self._stop_watch()

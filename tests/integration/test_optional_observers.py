@@ -97,9 +97,10 @@ def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float = 120)
     pytest.fail(f"did not see {pattern!r}:\n{seen[-4000:]}")
 
 
-def _kill_recorder_during_mission(proc: subprocess.Popen[str], first_online: str) -> str:
-    """kill -9 the recorder once member `first_online` is online; the run's output."""
-    seen = _read_until(proc, rf"^{first_online}\s+\|.*agent\.online")
+def _kill_recorder_as_members_start(proc: subprocess.Popen[str]) -> str:
+    """kill -9 the recorder as the members start (the hello mission is over in tens of
+    milliseconds once they are online: a later kill could come after it); the output."""
+    seen = _read_until(proc, r"^run\s+\|.*starting the members")
     pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
     os.kill(pid, signal.SIGKILL)
     rest, _ = proc.communicate(timeout=240)
@@ -111,7 +112,7 @@ def test_a_killed_recorder_is_reported_and_the_hello_mission_completes(
 ) -> None:
     config = _config(tmp_path, team)
     with _running(str(config), cwd=tmp_path) as proc:
-        out = _kill_recorder_during_mission(proc, "alpha")
+        out = _kill_recorder_as_members_start(proc)
     assert proc.returncode == 0, out[-4000:]
     assert "exited early" not in out, out[-4000:]
     said = [line for line in out.splitlines() if "'recorder' exited with code -9" in line]
@@ -153,7 +154,7 @@ def test_a_required_recorder_that_dies_fails_the_mission_naming_it(
 ) -> None:
     config = _config(tmp_path, team, extra="required = true")
     with _running(str(config), cwd=tmp_path) as proc:
-        out = _kill_recorder_during_mission(proc, "alpha")
+        out = _kill_recorder_as_members_start(proc)
     assert proc.returncode == 1, out[-4000:]
     assert re.search(
         r"service 'recorder' \(required = true\) exited early \(code -9 \(killed by SIGKILL\)\)",
@@ -234,3 +235,29 @@ def test_a_recorder_whose_disk_fills_keeps_what_it_wrote(tmp_path: Path, team: s
             json.loads(line)
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_member_started_by_hand_goes_on_without_an_absent_optional_recorder(
+    tmp_path: Path, mosquitto, team: str
+) -> None:
+    """No recorder online: the member waits its --wait-services, says in one line that it
+    starts without the optional observer, and does its mission (a required recorder
+    stops it instead: tests/integration/test_services_wait.py)."""
+    config = tmp_path / "solo.toml"
+    config.write_text(
+        f'[team]\nname = "{team}"\n\n[mission]\nkind = "hello"\ntimeout_s = 60\n\n'
+        '[[agents]]\nid = "alpha"\nkind = "hello"\npeers = []\n\n'
+        '[[agents]]\nid = "recorder"\nkind = "recorder"\nrole = "service"\npath = "r.jsonl"\n'
+    )
+    out = subprocess.run(
+        teamtree_cmd("agent", "--config", str(config), "--id", "alpha",
+                     "--broker", mosquitto.url, "--wait-services", "2"),
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = [line for line in out.stdout.splitlines() if "starting without" in line]
+    assert said == [
+        "alpha: starting without the optional observer(s) recorder (not online after 2 s): "
+        "they miss this member's messages until they are back"
+    ], out.stdout
+    assert "agent.online" in out.stderr, out.stderr[-2000:]
