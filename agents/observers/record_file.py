@@ -36,6 +36,11 @@ class RecordFile:
         self.error: OSError | None = None
 
     @property
+    def failure(self) -> str:
+        """What stopped the writing, as one phrase ('' while it goes on)."""
+        return "" if self.error is None else os_error_phrase(self.error)
+
+    @property
     def writing(self) -> bool:
         """True until the file is closed or a write failed."""
         return self._fd is not None

@@ -261,3 +261,40 @@ def test_a_member_started_by_hand_goes_on_without_an_absent_optional_recorder(
         "they miss this member's messages until they are back"
     ], out.stdout
     assert "agent.online" in out.stderr, out.stderr[-2000:]
+
+
+def test_teamtree_record_on_a_full_disk_says_so_once_and_keeps_watching(
+    tmp_path: Path, mosquitto, team: str
+) -> None:
+    """``teamtree record`` (compose's recorder) writes to /dev/full beside a chatty echo
+    service: one line, no traceback, and the end says the recording is incomplete."""
+    config = tmp_path / "echo.toml"
+    config.write_text(
+        f'[team]\nname = "{team}"\n\n[[agents]]\nid = "e1"\nkind = "echo"\n'
+        'role = "service"\ncount_hz = 20\n'
+    )
+    output = tmp_path / "full.jsonl"
+    output.symlink_to("/dev/full")
+    echo = subprocess.Popen(
+        teamtree_cmd("agent", "--config", str(config), "--id", "e1", "--broker", mosquitto.url),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        out = subprocess.run(
+            teamtree_cmd("record", "--broker", mosquitto.url, "--team", team,
+                         "-o", str(output), "--duration", "3"),
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        echo.terminate()
+        echo.wait(30)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    said = [line for line in out.stderr.splitlines() if "cannot write" in line]
+    assert said == [
+        f"teamtree record: cannot write {output}: ENOSPC: No space left on device; "
+        "0 message(s) written, recording no more"
+    ], out.stderr[-3000:]
+    found = re.search(r"recording INCOMPLETE: 0 of (\d+) messages written", out.stdout)
+    assert found and int(found.group(1)) > 1, out.stdout
