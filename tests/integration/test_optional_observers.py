@@ -130,23 +130,78 @@ def test_a_killed_recorder_is_reported_and_the_hello_mission_completes(
         json.loads(line)
 
 
-def test_a_killed_recorder_does_not_stop_a_tea_party(tmp_path: Path, team: str) -> None:
+#: repeats of each tea-party fault (the figures of docs/safety.md: CHAOS_RUNS=20)
+RUNS = int(os.environ.get("CHAOS_RUNS", "1"))
+NEEDED = ("cup", "sugar", "tea_pot", "sandwich", "burger")
+EITHER = ("orange", "apple")
+
+
+def _tea_party(tmp_path: Path, team: str) -> Path:
+    """configs/tea_party_s1.toml for `team`, with a second recorder, ``judge``, that
+    nothing hurts: its file tells how the world ended."""
     text = (REPO / "configs" / "tea_party_s1.toml").read_text()
-    text = re.sub(r'name = "[^"]+"', f'name = "{team}"', text, count=1)
+    text = text.replace('name = "tea-party-s1"', f'name = "{team}"')
+    text += '\n[[agents]]\nid = "judge"\nkind = "recorder"\nrole = "service"\n'
+    text += 'path = "runs/judge.jsonl"\n'
     config = tmp_path / "tea.toml"
     config.write_text(text)
-    with _running(str(config), "--timeout", "240", cwd=tmp_path) as proc:
+    return config
+
+
+def _judged(tmp_path: Path, mission: str, out: str) -> tuple[bool, int, int, str]:
+    """(completed, duplicates, false completions, detail) from the judge's recording of
+    the world's last state: every needed object and one of the OR's at its goal; the
+    world's violations (two bodies on one object) as duplicates; a SUCCEEDED run whose
+    world shows an object away from its goal as a false completion."""
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "runs" / f"judge.{mission}.jsonl").read_text().splitlines()
+    ]
+    states = [r["body"] for r in records if r["kind"] == "world.state" and r["sender"] == "world"]
+    state = states[-1] if states else {}
+    at_goal = {n for n, o in state.get("objects", {}).items() if o.get("at_goal")}
+    placed = set(NEEDED) <= at_goal and bool(set(EITHER) & at_goal)
+    succeeded = "SUCCEEDED" in out[out.index("==== mission") :]
+    violations = int(state.get("violations", 0))
+    detail = f"at_goal={sorted(at_goal)} violations={violations} succeeded={succeeded}"
+    return succeeded and placed, violations, int(succeeded and not placed), detail
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+@pytest.mark.parametrize("fault", ["killed", "disk_full"])
+def test_a_tea_party_goes_on_without_its_recorder(
+    fault: str, run: int, tmp_path: Path, team: str
+) -> None:
+    """The recorder is killed -9 once a robot works, or writes to a full device from the
+    start: the tea party completes (judged from the world), the run exits 0, and the
+    result says the recording is incomplete."""
+    config = _tea_party(tmp_path, team)
+    mission = f"m{uuid.uuid4().hex[:12]}"
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    if fault == "disk_full":
+        (runs / f"tea_party_s1.{mission}.jsonl").symlink_to("/dev/full")
+    args = (str(config), "--timeout", "240", "--mission-id", mission)
+    with _running(*args, cwd=tmp_path) as proc:
         seen = _read_until(proc, r"^(pr2|baxter)\s+\|.*behaviour\.started")
-        pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
-        os.kill(pid, signal.SIGKILL)
+        if fault == "killed":
+            pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
+            os.kill(pid, signal.SIGKILL)
         rest, _ = proc.communicate(timeout=300)
     out = seen + rest
+    completed, duplicates, false, detail = _judged(tmp_path, mission, out)
+    print(f"fault={fault} run={run} completed={completed} {detail}")
     assert proc.returncode == 0, out[-5000:]
-    assert "'recorder' exited with code -9" in out
+    assert completed and duplicates == 0 and false == 0, detail
     block = out[out.index("==== mission") :]
-    assert "SUCCEEDED" in block and "recording INCOMPLETE: recorder (recorder) exited" in block, (
-        block
-    )
+    if fault == "killed":
+        assert "'recorder' exited with code -9" in out
+        assert "recording INCOMPLETE: recorder (recorder) exited with code -9" in block, block
+    else:
+        _assert_one_error_line(out)
+        assert "recording INCOMPLETE: recorder stopped writing" in block, block
+        assert "ENOSPC" in block, block
+    assert "judge" not in block, block  # the unhurt recorder's recording is complete
 
 
 def test_a_required_recorder_that_dies_fails_the_mission_naming_it(
