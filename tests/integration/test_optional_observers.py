@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, teamtree_cmd
+from tests.integration.test_run import _read_until
 
 pytestmark = pytest.mark.integration
 
@@ -82,25 +82,10 @@ def _running(*args: str, cwd: Path) -> Iterator[subprocess.Popen[str]]:
                 proc.communicate()
 
 
-def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float = 120) -> str:
-    """The run's output up to the first line matching `pattern`."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line
-        if re.search(pattern, line):
-            return seen
-    pytest.fail(f"did not see {pattern!r}:\n{seen[-4000:]}")
-
-
 def _kill_recorder_as_members_start(proc: subprocess.Popen[str]) -> str:
     """kill -9 the recorder as the members start (the hello mission is over in tens of
     milliseconds once they are online: a later kill could come after it); the output."""
-    seen = _read_until(proc, r"^run\s+\|.*starting the members")
+    seen = _read_until(proc, 1, "; starting the members", 120)
     pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
     os.kill(pid, signal.SIGKILL)
     rest, _ = proc.communicate(timeout=240)
@@ -183,7 +168,7 @@ def test_a_tea_party_goes_on_without_its_recorder(
         (runs / f"tea_party_s1.{mission}.jsonl").symlink_to("/dev/full")
     args = (str(config), "--timeout", "240", "--mission-id", mission)
     with _running(*args, cwd=tmp_path) as proc:
-        seen = _read_until(proc, r"^(pr2|baxter)\s+\|.*behaviour\.started")
+        seen = _read_until(proc, 1, "behaviour.started", 120)
         if fault == "killed":
             pid = int(re.search(r"started service recorder \(pid (\d+)\)", seen).group(1))
             os.kill(pid, signal.SIGKILL)
