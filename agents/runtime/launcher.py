@@ -140,6 +140,8 @@ class Launcher:
         #: observer services (optional or required) whose factsheet reports a recording
         self._observers = {s.id for s in config.services if s.kind in OBSERVER_KINDS}
         self.losses = ObserverLosses()
+        #: set when a required observer's recording failed: the run stops
+        self._required_lost = asyncio.Event()
         self._started = time.monotonic()
 
     def say(self, line: str) -> None:
@@ -298,7 +300,11 @@ class Launcher:
             return
         if channel == "factsheet" and agent in self._observers:
             if not foreign(env.body, self.mission_id if self.scoped else None):
-                self._say_lost(self.losses.saw_factsheet(agent, env.body, self._since_start()))
+                required = agent not in self._optional
+                line = self.losses.saw_factsheet(agent, env.body, self._since_start(), required)
+                self._say_lost(line)
+                if line is not None and required:
+                    self._required_lost.set()
             return
         if channel == "connection" and not message.retain and isinstance(env.body, dict):
             if env.body.get("state") == "ONLINE":
@@ -438,6 +444,7 @@ class Launcher:
         members = [c for c in self.children if c.role == "member"]
         waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
         interrupted = asyncio.create_task(self._interrupted.wait())
+        lost = asyncio.create_task(self._required_lost.wait())
         # a team without members serves (e.g. a mission queue) until Ctrl-C
         deadline = asyncio.get_running_loop().time() + (self.timeout_s if members else 1e9)
         try:
@@ -453,11 +460,15 @@ class Launcher:
                     return EXIT_FAILED
                 pending = {t for t in waits if not t.done()}
                 done, _ = await asyncio.wait(
-                    [*pending, interrupted], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                    [*pending, interrupted, lost],
+                    timeout=remaining,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
                 if interrupted in done:
                     self.say("interrupted; stopping every child")
                     return EXIT_INTERRUPTED
+                if lost in done:  # said when it was seen
+                    return EXIT_FAILED
                 for task in done:
                     child = waits[task]
                     code = child.returncode
@@ -479,6 +490,7 @@ class Launcher:
                     return EXIT_OK
         finally:
             interrupted.cancel()
+            lost.cancel()
             for task in waits:
                 task.cancel()
 

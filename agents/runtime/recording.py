@@ -90,9 +90,11 @@ class ObserverLosses:
             f"the run instead)"
         )
 
-    def saw_factsheet(self, name: str, sheet: Any, at_s: float) -> str | None:
+    def saw_factsheet(
+        self, name: str, sheet: Any, at_s: float, required: bool = False
+    ) -> str | None:
         """Read observer `name`'s factsheet; returns a line to say when it reports a
-        failed recording for the first time."""
+        failed recording for the first time (`required`: the run stops for it)."""
         state = recording_of(sheet)
         if state is None:
             return None
@@ -103,7 +105,8 @@ class ObserverLosses:
             f"{name} stopped writing {state.path} after {state.written} "
             f"message(s), {at_s:.1f} s into the run: {state.error}"
         )
-        return f"cannot record: {self.lost[name]}; the mission goes on"
+        then = "stopping (its entry says required = true)" if required else "the mission goes on"
+        return f"cannot record: {self.lost[name]}; {then}"
 
     def block_lines(self) -> list[str]:
         """The result block's lines about incomplete observations (none: complete)."""

@@ -338,3 +338,23 @@ def test_teamtree_record_on_a_full_disk_says_so_once_and_keeps_watching(
     ], out.stderr[-3000:]
     found = re.search(r"recording INCOMPLETE: 0 of (\d+) messages written", out.stdout)
     assert found and int(found.group(1)) > 1, out.stdout
+
+
+def test_a_required_recorder_that_cannot_open_its_file_fails_the_mission(
+    tmp_path: Path, team: str
+) -> None:
+    """Its path lies under a file (/dev/full): the recorder stays up and says why once;
+    the run stops and fails, as its entry asks for a complete recording."""
+    config = _config(tmp_path, team, extra="required = true", path=Path("/dev/full/r.jsonl"))
+    out = subprocess.run(
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
+        capture_output=True, text=True, timeout=240, cwd=tmp_path,
+    )  # fmt: skip
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text[-4000:]
+    error = _assert_one_error_line(text)
+    assert "/dev/full" in error and "EEXIST" in error, error
+    assert "EEXIST: File exists; stopping (its entry says required = true)" in text, text[-4000:]
+    assert "mission complete" not in text
+    block = text[text.index("==== mission") :]
+    assert "Mission FAILED: the required recording is incomplete (recorder stopped" in block, block
