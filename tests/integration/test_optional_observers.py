@@ -82,6 +82,15 @@ def _running(*args: str, cwd: Path) -> Iterator[subprocess.Popen[str]]:
                 proc.communicate()
 
 
+def _run(config: Path, cwd: Path, *args: str) -> tuple[int, str]:
+    """``teamtree run`` to its end: its exit code and output."""
+    out = subprocess.run(
+        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto", *args),
+        capture_output=True, text=True, timeout=240, cwd=cwd,
+    )  # fmt: skip
+    return out.returncode, out.stdout + out.stderr
+
+
 def _kill_recorder_as_members_start(proc: subprocess.Popen[str]) -> str:
     """kill -9 the recorder as the members start (the hello mission is over in tens of
     milliseconds once they are online: a later kill could come after it); the output."""
@@ -221,12 +230,8 @@ def test_a_recorder_on_a_full_disk_says_so_once_and_the_mission_succeeds(
     runs.mkdir()
     (runs / f"hello.{mission}.jsonl").symlink_to("/dev/full")
     config = _config(tmp_path, team)
-    out = subprocess.run(
-        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto", "--mission-id", mission),
-        capture_output=True, text=True, timeout=240, cwd=tmp_path,
-    )  # fmt: skip
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
+    code, text = _run(config, tmp_path, "--mission-id", mission)
+    assert code == 0, text[-4000:]
     error = _assert_one_error_line(text)
     assert "ENOSPC" in error and f"hello.{mission}.jsonl" in error, error
     assert "cannot record: recorder stopped writing" in text, text[-4000:]
@@ -259,12 +264,8 @@ def test_a_recorder_whose_disk_fills_keeps_what_it_wrote(tmp_path: Path, team: s
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         config = _config(tmp_path, team, path=disk / "hello.jsonl")
-        out = subprocess.run(
-            teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
-            capture_output=True, text=True, timeout=240, cwd=tmp_path,
-        )  # fmt: skip
-        text = out.stdout + out.stderr
-        assert out.returncode == 0, text[-4000:]
+        code, text = _run(config, tmp_path)
+        assert code == 0, text[-4000:]
         _assert_one_error_line(text)
         block = text[text.index("==== mission") :]
         found = re.search(r"stopped writing (\S+) after (\d+) message\(s\)", block)
@@ -346,12 +347,8 @@ def test_a_required_recorder_that_cannot_open_its_file_fails_the_mission(
     """Its path lies under a file (/dev/full): the recorder stays up and says why once;
     the run stops and fails, as its entry asks for a complete recording."""
     config = _config(tmp_path, team, extra="required = true", path=Path("/dev/full/r.jsonl"))
-    out = subprocess.run(
-        teamtree_cmd("run", str(config), "--broker-kind", "mosquitto"),
-        capture_output=True, text=True, timeout=240, cwd=tmp_path,
-    )  # fmt: skip
-    text = out.stdout + out.stderr
-    assert out.returncode == 1, text[-4000:]
+    code, text = _run(config, tmp_path)
+    assert code == 1, text[-4000:]
     error = _assert_one_error_line(text)
     assert "/dev/full" in error and "EEXIST" in error, error
     assert "EEXIST: File exists; stopping (its entry says required = true)" in text, text[-4000:]
