@@ -246,7 +246,11 @@ async def _agent(args: argparse.Namespace) -> int:
     tls = TlsSettings.from_env()
     tls_context = client_context(tls) if tls else None
     if args.wait_services:  # (imports the observer only when there is something to await)
-        from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
+        from teamtree.agents.cli.services_wait import (
+            optional_services,
+            services_to_await,
+            wait_for_services,
+        )
 
         await wait_for_services(
             endpoint,
@@ -256,6 +260,7 @@ async def _agent(args: argparse.Namespace) -> int:
             say=lambda line: print(f"{args.id}: {line}", flush=True),
             tls_context=tls_context,
             credentials=agent_credentials(args.id),
+            optional=optional_services(config),
         )
     agent = build_agent(
         config,

@@ -30,9 +30,14 @@ from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.args import setting as _setting
-from teamtree.agents.cli.services_wait import services_to_await, wait_for_services
+from teamtree.agents.cli.services_wait import (
+    optional_services,
+    services_to_await,
+    wait_for_services,
+)
 from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
+from teamtree.agents.observers.record_file import RecordFile
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.current_run import read_current_run
@@ -272,13 +277,16 @@ def _jsonable(value: Any) -> Any:
 
 
 async def run_record(args: argparse.Namespace) -> int:
-    """The ``record`` handler: the recorder service's line format, from a passive client."""
+    """The ``record`` handler: the recorder service's line format, from a passive client.
+    A file that cannot be written (a full disk) is said once; the lines written stay,
+    the mission is still watched (``--until-done``), and the end says it is incomplete."""
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     progress = MissionProgress()
     finished = asyncio.Event()
-    with path.open("w") as out:
+    out = RecordFile(path)
+    try:
 
         def write(env: Envelope, topic: Topic, message: Incoming) -> None:
             nonlocal count
@@ -295,9 +303,14 @@ async def run_record(args: argparse.Namespace) -> int:
                 "recorded_ms": time.time_ns() // 1_000_000,
                 "retained": bool(message.retain),  # left at the broker earlier
             }
-            out.write(json.dumps(record, default=_jsonable) + "\n")
-            out.flush()
             count += 1
+            if out.writing and not out.write(json.dumps(record, default=_jsonable)):
+                print(
+                    f"teamtree record: cannot write {path}: {out.failure}; "
+                    f"{out.written} message(s) written, recording no more",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         try:
             async with _observer(args, sys_topics=False, on_message=write) as observer:
@@ -313,9 +326,18 @@ async def run_record(args: argparse.Namespace) -> int:
         except ConnectError as exc:
             print(f"teamtree record: {exc}", file=sys.stderr, flush=True)
             return 1
-    print(f"recorded {count} messages to {path}", flush=True)
+    finally:
+        out.close()
+    if out.error is not None:
+        print(
+            f"recording INCOMPLETE: {out.written} of {count} messages written to {path}: "
+            f"{out.failure}",
+            flush=True,
+        )
+    else:
+        print(f"recorded {count} messages to {path}", flush=True)
     if not args.until_done:
-        return 0
+        return 0 if out.error is None else 1
     if finished.is_set():
         done_by = ", ".join(
             f"{progress.labels[n]} by {a}" for n, a in progress.done.items() if n in progress.labels
@@ -419,6 +441,7 @@ async def run_attach(args: argparse.Namespace) -> int:
             say=lambda line: print(f"{args.id}: {line}", flush=True),
             tls_context=_tls(),
             credentials=credentials,
+            optional=optional_services(config),
         )
     except TeamtreeError as exc:
         print(f"teamtree attach: {exc}", file=sys.stderr, flush=True)

@@ -6,12 +6,15 @@ the first claim. A member started by hand does the same: before it connects as a
 agent, a passive client (no presence, never a team member) watches the team's
 presence until every service of the config is online, printing what it still waits
 for, and gives up after a bounded wait with an error naming the missing services.
+An optional observer (``AgentSpec.optional``: a recorder not marked ``required``) is
+waited for only ``OPTIONAL_GRACE_S`` longer than the others: a dead recorder delays a
+member by that much, with one line saying it starts without it, and never stops it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
@@ -22,6 +25,13 @@ from teamtree.broker.endpoint import Endpoint
 NOT_AWAITED = frozenset({"mission_queue"})
 #: seconds between progress lines while waiting
 PROGRESS_EVERY_S = 5.0
+#: seconds a member waits for optional observers once every other service is online
+OPTIONAL_GRACE_S = 10.0
+
+
+def optional_services(config: TeamConfig) -> frozenset[str]:
+    """The services of `config` a member starts without, after a short wait."""
+    return frozenset(s.id for s in config.services if s.optional)
 
 
 def services_to_await(config: TeamConfig, spec: AgentSpec) -> list[str]:
@@ -48,9 +58,11 @@ async def wait_for_services(
     say: Callable[[str], None],
     tls_context: Any = None,
     credentials: dict[str, str] | None = None,
+    optional: Collection[str] = (),
 ) -> None:
     """Return once every one of `services` is ONLINE in `team`; TeamtreeError naming
-    the missing ones after `within` seconds (ConnectError if the broker is gone)."""
+    the missing ones after `within` seconds (ConnectError if the broker is gone). Those
+    also in `optional` are waited for at most ``OPTIONAL_GRACE_S`` after the others."""
     if not services:
         return
     # the observer (and statistics, which it uses) only when there is something to
@@ -70,6 +82,7 @@ async def wait_for_services(
         await observer.wait_connected(min(within, 10.0) if within > 0 else 10.0)
         start = loop.time()
         said = -PROGRESS_EVERY_S
+        others_online_at: float | None = None  # when only optional ones were missing
         while True:
             online = set(observer.state.snapshot()["online"])
             missing = [s for s in services if s not in online]
@@ -78,6 +91,15 @@ async def wait_for_services(
                     say(f"services online: {', '.join(services)}")
                 return
             waited = loop.time() - start
+            if all(s in optional for s in missing):
+                others_online_at = waited if others_online_at is None else others_online_at
+                if waited >= within or waited - others_online_at >= OPTIONAL_GRACE_S:
+                    say(
+                        f"starting without the optional observer(s) {', '.join(missing)} "
+                        f"(not online after {waited:.0f} s): they miss this member's messages "
+                        "until they are back"
+                    )
+                    return
             if waited >= within:
                 raise TeamtreeError(
                     f"the team's services are not online after {within:g} s: "

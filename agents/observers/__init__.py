@@ -4,12 +4,14 @@ the people's work; the web view is the ``web`` subpackage)."""
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent, human_rows
 from teamtree.agents.observers.mission_labels import mission_labels, tree_labels
 from teamtree.agents.observers.monitor import MonitorState, TeamObserver, render_text
+from teamtree.agents.observers.record_file import RecordFile, os_error_phrase
 from teamtree.agents.observers.recorder import RecorderAgent, behaviour_summary
 from teamtree.agents.observers.timeline import draw_timeline, load_records, node_intervals
 
 __all__ = [
     "HumanWork",
     "MonitorState",
+    "RecordFile",
     "RecorderAgent",
     "TeamObserver",
     "WorkEvent",
@@ -19,6 +21,7 @@ __all__ = [
     "load_records",
     "mission_labels",
     "node_intervals",
+    "os_error_phrase",
     "render_text",
     "tree_labels",
 ]

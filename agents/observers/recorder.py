@@ -3,6 +3,12 @@ JSON-lines file, and logs a summary of who did which behaviour when it stops.
 
 One line per message: ``{"topic", "kind", "sender", "ts", "hlc", "body"}``; bytes in a
 body are written as hex. ``teamtree timeline FILE`` draws the timing diagrams from it.
+
+An observer, not a participant: when its file cannot be written (a full disk, an I/O
+error) it logs one error line naming the file and the OS error, keeps the lines it
+wrote, writes no more, stays up, and reports the failure in the ``recording`` field of
+its factsheet (``teamtree.agents.runtime.recording``), which ``teamtree run`` quotes in
+its result.
 """
 
 from __future__ import annotations
@@ -10,16 +16,19 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any
 
 import msgspec
 
 from teamtree.agents.observers.human_work import human_rows
 from teamtree.agents.observers.mission_labels import mission_labels
+from teamtree.agents.observers.record_file import RecordFile, os_error_phrase
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.agents.runtime.recording import RECORDING_FIELD, RecordingState
 from teamtree.broker.envelope import Envelope
+from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
 
 
@@ -87,7 +96,11 @@ class RecorderAgent(Agent):
             self.path = configured.with_name(
                 f"{configured.stem}.{self.mission_id}{configured.suffix or '.jsonl'}"
             )
-        self._file: TextIO | None = None
+        self._file: RecordFile | None = None
+        #: the recording as the factsheet reports it (failed: the file is written no more)
+        self.recording = RecordingState("writing", str(self.path))
+        #: messages seen after the recording failed (not in the file)
+        self.missed = 0
         self.records: list[dict[str, Any]] = []
         self._labels: dict[str, str] = {}
 
@@ -97,15 +110,23 @@ class RecorderAgent(Agent):
         return params_dict(decode_params(spec, config, RecorderParams))
 
     def factsheet(self) -> dict[str, Any]:
-        return {**super().factsheet(), "path": str(self.path)}
+        return {
+            **super().factsheet(),
+            "path": str(self.path),
+            RECORDING_FIELD: msgspec.to_builtins(self.recording),
+        }
 
     async def setup(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a" if self.latest is not None else "w")
-        if self.latest is not None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = RecordFile(self.path, append=self.latest is not None)
+        except OSError as exc:  # stays up: its factsheet reports it when online
+            self._fail(0, exc)
+        else:
+            self.log.info("recorder.writing", path=str(self.path))
+        if self.latest is not None and self._file is not None:
             self._link_latest(self.latest)
         self.on_any(self._record)
-        self.log.info("recorder.writing", path=str(self.path))
 
     def _link_latest(self, link: Path) -> None:
         """Point `link` at this mission's file; an old plain file there is kept aside."""
@@ -140,9 +161,31 @@ class RecorderAgent(Agent):
             )
             return
         self.records.append(record)
-        if self._file is not None:
-            self._file.write(line + "\n")
-            self._file.flush()
+        if self._file is None or not self._file.writing:
+            self.missed += 1
+        elif not self._file.write(line):
+            self.missed += 1
+            assert self._file.error is not None
+            self._fail(self._file.written, self._file.error)
+            try:
+                await self.publish("factsheet", "factsheet", self.factsheet(), retain=True)
+            except Exception as exc:  # the error line still says it
+                self.log.warning("recorder.report_failed", error=repr(exc))
+
+    def _fail(self, written: int, exc: OSError) -> None:
+        """The file cannot be written: say so once, in one line; record no more."""
+        self.recording = RecordingState(
+            "failed", str(self.path), written, os_error_phrase(exc), wall_ms()
+        )
+        self.log.error(
+            "recorder.write_failed",
+            path=str(self.path),
+            error=self.recording.error,
+            written=written,
+            fix="free space on (or repair) that file system, or set the recorder's path "
+            "elsewhere; the lines written so far are kept, the rest of the mission is "
+            "not recorded",
+        )
 
     async def on_stop(self) -> None:
         rows = behaviour_summary(self.records) + human_rows(self.records)
@@ -160,7 +203,16 @@ class RecorderAgent(Agent):
                 grasp=None if row.get("grasp") is None else round(row["grasp"], 1),
                 person=row.get("human", False),
             )
-        self.log.info("recorder.saved", path=str(self.path), messages=len(self.records))
+        if self.recording.state == "failed":
+            self.log.warning(  # the error was logged when it happened
+                "recorder.incomplete",
+                path=str(self.path),
+                written=self.recording.written,
+                missed=self.missed,
+                error=self.recording.error,
+            )
+        else:
+            self.log.info("recorder.saved", path=str(self.path), messages=len(self.records))
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -73,6 +73,14 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "decode_heartbeat",
         "decode_presence",
     ),
+    "recording": (
+        "RECORDING_FIELD",
+        "ObserverLosses",
+        "RecordingState",
+        "RecordingWireError",
+        "exit_phrase",
+        "recording_of",
+    ),
     "registry": (
         "KindInfo",
         "KindRegistry",

@@ -6,10 +6,13 @@ Every error is a ConfigError naming the file, the key and the expected form::
     [runtime]              tick_hz, heartbeat_s, keepalive_s, request_timeout_s,
                            cluster ("auto", true, false), resync_wait_s
     [mission]              kind, timeout_s, plus mission-specific keys
-    [[agents]]             id, kind, role ("member" or "service"), plus kind params
+    [[agents]]             id, kind, role ("member" or "service"), required (a
+                           service's: see `AgentSpec.optional`), plus kind params
 
 Members are the agents whose exit ends the mission; services (world, allocator,
-recorder) run alongside and are stopped when the members are done.
+recorder) run alongside and are stopped when the members are done. An observer service
+(recorder, monitor, web) is optional unless its entry says ``required = true``: the
+mission goes on without it when it exits early.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.broker import ConfigError, TopicError
+from teamtree.broker.acl import OBSERVER_KINDS
 from teamtree.broker.broker_kind import BrokerKind
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.topics import validate_id
@@ -52,6 +56,15 @@ class AgentSpec:
     kind: str
     role: str = "member"
     params: dict[str, Any] = field(default_factory=dict)
+    #: a service's ``required`` key (None: not given; see `optional`)
+    required: bool | None = None
+
+    @property
+    def optional(self) -> bool:
+        """A service the mission goes on without when it exits early: an observer
+        (recorder, monitor, web) unless its entry says ``required = true``. Every other
+        agent is required: a mission cannot go on without its world, drivers or members."""
+        return self.role == "service" and self.kind in OBSERVER_KINDS and not self.required
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,8 +332,31 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
         role = reader.take("role", str, "member", "'member', 'service' or 'on_call'")
         if role not in ROLES:
             raise reader.error("role", f"is {role!r}; expected 'member', 'service' or 'on_call'")
-        agents.append(AgentSpec(agent_id, kind, role, reader.table))
+        required = _required(reader, kind, role)
+        agents.append(AgentSpec(agent_id, kind, role, reader.table, required))
     return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents))
+
+
+def _required(reader: _Reader, kind: str, role: str) -> bool | None:
+    """``required``: true or false, on a service's entry only; ``false`` only for an
+    observer kind (the mission needs every other service)."""
+    required = reader.take("required", bool, None, "true or false")
+    if required is None:
+        return None
+    if role != "service":
+        raise reader.error(
+            "required",
+            f"is given for a {role!r}; only a service's entry takes it (a member is "
+            "always required: the mission ends when every member is done); remove it",
+        )
+    if not required and kind not in OBSERVER_KINDS:
+        kinds = ", ".join(sorted(OBSERVER_KINDS))
+        raise reader.error(
+            "required",
+            f"is false for a {kind!r} service; only an observer ({kinds}) can be optional "
+            "(the mission cannot go on without the others); remove it",
+        )
+    return required
 
 
 def _keepalive(rt: _Reader) -> int:

@@ -2,8 +2,12 @@
 
 Each child's output is prefixed with its name. The mission ends when every member
 has exited 0; services and the broker are then stopped. A child that fails (or a
-service that exits early) stops the run, which exits non-zero naming it. Ctrl-C or
-SIGTERM stops every child; children also get SIGTERM if the launcher itself dies.
+service that exits early) stops the run, which exits non-zero naming it; but an
+optional observer (a recorder, monitor or web service whose entry does not say
+``required = true``) that exits is reported in one line and the mission goes on, as it
+does when a recorder reports that it cannot write; the result block then says the
+recording is incomplete, where it stopped and why. Ctrl-C or SIGTERM stops every
+child; children also get SIGTERM if the launcher itself dies.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from teamtree.agents.runtime.outcome import (
     judge,
     render_result_block,
 )
+from teamtree.agents.runtime.recording import ObserverLosses, exit_phrase
 from teamtree.broker import ConfigError, TeamtreeError, WireError
+from teamtree.broker.acl import OBSERVER_KINDS
 from teamtree.broker.connection import Connection, Incoming
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import decode
@@ -129,6 +135,14 @@ class Launcher:
         self._timed_out = False
         self._online: set[str] = set()  #: agents seen going ONLINE live during this run
         self._presence_changed = asyncio.Event()
+        #: services the mission goes on without (see AgentSpec.optional), by id
+        self._optional = {s.id: s.kind for s in config.services if s.optional}
+        #: observer services (optional or required) whose factsheet reports a recording
+        self._observers = {s.id for s in config.services if s.kind in OBSERVER_KINDS}
+        self.losses = ObserverLosses()
+        #: set when a required observer's recording failed: the run stops
+        self._required_lost = asyncio.Event()
+        self._started = time.monotonic()
 
     def say(self, line: str) -> None:
         """A line from the launcher itself."""
@@ -141,7 +155,7 @@ class Launcher:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._interrupted.set)
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         verb = "resuming" if self.resume else "starting"
         if self.scoped:
             self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
@@ -172,6 +186,9 @@ class Launcher:
             code = await self._supervise()
             # how each child stood when the mission ended (None: still running, stopped now)
             ended = {c.name: c.returncode for c in self.children}
+            for child in self.children:  # one that exited as the last member did
+                if child.name in self._optional and child.returncode is not None:
+                    self._observer_exited(child)
         finally:
             await self._stop_all()
             await self._stop_watch()
@@ -190,19 +207,31 @@ class Launcher:
         ]
         ok, summary = judge(
             self.outcome,
-            exits,
+            [e for e in exits if e.name not in self._optional],  # reported below instead
             timed_out=self._timed_out,
             interrupted=code == EXIT_INTERRUPTED,
         )
+        ok, summary = self._judge_observers(ok, summary)
         if code == EXIT_OK and not ok:
             code = EXIT_FAILED
         if code == EXIT_OK:
             self.say(
                 f"mission complete: {len(self.config.members)} member(s) done in {elapsed:.1f} s"
             )
-        for line in render_result_block(self.mission_id, self.outcome, exits, elapsed, ok, summary):
+        block = render_result_block(self.mission_id, self.outcome, exits, elapsed, ok, summary)
+        for line in [*block[:-1], *self.losses.block_lines(), block[-1]]:
             self.say(line)
         return code
+
+    def _judge_observers(self, ok: bool, summary: str) -> tuple[bool, str]:
+        """The run's verdict and summary with its observers' losses: a required
+        observer's incomplete recording fails the mission, an optional one's is noted."""
+        required = {n for n in self.losses.lost if n in self._observers} - set(self._optional)
+        if ok and required:
+            lost = "; ".join(self.losses.lost[n] for n in sorted(required))
+            return False, f"Mission FAILED: the required recording is incomplete ({lost})."
+        note = self.losses.note()
+        return ok, f"{summary} {note}" if note else summary
 
     async def _start_watch(self, endpoint: Endpoint) -> None:
         """Watch the team passively (no presence: not a member) to tell who did what."""
@@ -233,12 +262,26 @@ class Launcher:
             return
         deadline = loop.time() + min(within, self.timeout_s)
         while not names <= self._online:
-            dead = [c.name for c in self.children if c.name in names and c.returncode is not None]
+            dead = [c for c in self.children if c.name in names and c.returncode is not None]
+            for child in [c for c in dead if c.name in self._optional]:  # go on without it
+                self._observer_exited(child)
+                names.discard(child.name)
+                dead.remove(child)
             left = deadline - loop.time()
+            missing = sorted(names - self._online)
+            if not missing and not dead:
+                break
+            if not dead and left <= 0 and set(missing) <= set(self._optional):
+                self.say(
+                    f"optional observer(s) not online after {within:.0f} s: "
+                    f"{', '.join(missing)}; starting the members without them"
+                )
+                return
             if dead or left <= 0:
-                missing = ", ".join(sorted(names - self._online))
-                why = f"exited: {', '.join(dead)}" if dead else f"not online after {within:.0f} s"
-                raise TeamtreeError(f"services not ready ({why}); waiting for: {missing}")
+                gone = ", ".join(c.name for c in dead)
+                why = f"exited: {gone}" if dead else f"not online after {within:.0f} s"
+                waiting = ", ".join(missing)
+                raise TeamtreeError(f"services not ready ({why}); waiting for: {waiting}")
             self._presence_changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._presence_changed.wait(), min(left, 0.5))
@@ -255,6 +298,14 @@ class Launcher:
             return
         if agent != "_" and env.sender != agent:
             return
+        if channel == "factsheet" and agent in self._observers:
+            if not foreign(env.body, self.mission_id if self.scoped else None):
+                required = agent not in self._optional
+                line = self.losses.saw_factsheet(agent, env.body, self._since_start(), required)
+                self._say_lost(line)
+                if line is not None and required:
+                    self._required_lost.set()
+            return
         if channel == "connection" and not message.retain and isinstance(env.body, dict):
             if env.body.get("state") == "ONLINE":
                 self._online.add(agent)
@@ -265,6 +316,21 @@ class Launcher:
         if channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
             return
         self.outcome.feed(env.kind, env.sender, env.body)
+
+    def _observer_exited(self, child: Child) -> None:
+        """An optional observer exited: one line, and the mission goes on."""
+        kind = self._optional[child.name]
+        at = self._since_start()
+        self._say_lost(self.losses.exited(child.name, kind, child.returncode, at))
+
+    def _say_lost(self, line: str | None) -> None:
+        """Say an observer's loss (once: None when said already)."""
+        if line is not None:
+            self.say(line)
+
+    def _since_start(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self._started
 
     async def _stop_watch(self) -> None:
         """Close the run's own watch (idempotent)."""
@@ -378,6 +444,7 @@ class Launcher:
         members = [c for c in self.children if c.role == "member"]
         waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
         interrupted = asyncio.create_task(self._interrupted.wait())
+        lost = asyncio.create_task(self._required_lost.wait())
         # a team without members serves (e.g. a mission queue) until Ctrl-C
         deadline = asyncio.get_running_loop().time() + (self.timeout_s if members else 1e9)
         try:
@@ -393,27 +460,37 @@ class Launcher:
                     return EXIT_FAILED
                 pending = {t for t in waits if not t.done()}
                 done, _ = await asyncio.wait(
-                    [*pending, interrupted], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                    [*pending, interrupted, lost],
+                    timeout=remaining,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
                 if interrupted in done:
                     self.say("interrupted; stopping every child")
                     return EXIT_INTERRUPTED
+                if lost in done:  # said when it was seen
+                    return EXIT_FAILED
                 for task in done:
                     child = waits[task]
                     code = child.returncode
                     if child.role == "member" and code == 0:
                         continue
+                    if child.name in self._optional:
+                        self._observer_exited(child)
+                        continue
                     if child.role == "member":
                         self.say(f"agent {child.name!r} exited with code {code}; stopping the run")
                     else:
+                        required = " (required = true)" if child.name in self._observers else ""
                         self.say(
-                            f"{child.role} {child.name!r} exited early (code {code}); stopping"
+                            f"{child.role} {child.name!r}{required} exited early "
+                            f"({exit_phrase(code)}); stopping"
                         )
                     return EXIT_FAILED
                 if members and all(c.returncode == 0 for c in members):
                     return EXIT_OK
         finally:
             interrupted.cancel()
+            lost.cancel()
             for task in waits:
                 task.cancel()
 

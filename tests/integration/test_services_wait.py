@@ -37,6 +37,7 @@ id = "recorder"
 kind = "recorder"
 role = "service"
 path = "rec.jsonl"
+required = true  # an optional one is waited for only briefly (test_optional_observers.py)
 """
 
 
