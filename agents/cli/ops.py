@@ -159,20 +159,35 @@ def register(subparsers: Any) -> dict[str, Handler]:
     acl = subparsers.add_parser(
         "acl",
         help="write the broker's password and ACL files for a team config",
-        description="One broker user per agent of CONFIG (write: its own topics and the "
-        "team channels; read: the team) plus read-only observers (default: monitor). "
-        "Passwords from TEAMTREE_PASSWORD_<ID>, else kept from DIR/credentials, else "
-        "generated. Writes DIR/passwd, DIR/acl, DIR/credentials/<user> and, with --conf, "
-        "DIR/mosquitto.conf (explicit listeners, no anonymous clients).",
+        description="One broker user per agent of CONFIG and per login of its [access] "
+        "table, each writing only under its own id and on the team channels of its role "
+        "(robot, driver, person, operator), plus read-only observers (default: monitor, "
+        "web, run, health). Passwords from TEAMTREE_PASSWORD_<ID>, else kept from "
+        "DIR/credentials, else generated. Writes DIR/passwd, DIR/acl, "
+        "DIR/credentials/<user> and, with --conf, DIR/mosquitto.conf (explicit "
+        "listeners, no anonymous clients, client ids bound to logins).",
     )
     acl.add_argument("config", help="team config (.toml)")
     acl.add_argument("-o", "--output", required=True, help="directory to write into")
     acl.add_argument("--team", type=_ident, help="team id (default: the config's [team] name)")
     acl.add_argument(
         "--observer", type=_ident, action="append",
-        help="a read-only user (repeatable; default: monitor)",
+        help="a read-only login (repeatable; default: [access] observers, else monitor, "
+        "web, run and health)",
     )  # fmt: skip
-    acl.add_argument("--user", type=_ident, action="append", help="an extra agent user")
+    acl.add_argument(
+        "--operator", type=_ident, action="append",
+        help="a login that may dispatch, cancel and disturb (repeatable; adds to [access] "
+        "operators)",
+    )  # fmt: skip
+    acl.add_argument(
+        "--no-bind-client-ids", dest="bind_client_ids", action="store_false",
+        help="with --conf: let clients choose their client ids (then any login can evict "
+        "another's session; default: use_username_as_clientid)",
+    )  # fmt: skip
+    acl.add_argument(
+        "--user", type=_ident, action="append", help="an extra login with a robot's rights"
+    )
     acl.add_argument("--conf", action="store_true", help="also write mosquitto.conf")
     acl.add_argument("--port", type=_port, default=1883, help="MQTT listener (default 1883)")
     acl.add_argument("--bind", default="0.0.0.0", help="listener address (default 0.0.0.0)")
@@ -436,13 +451,19 @@ async def run_acl(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     team = args.team or config.team
     out = Path(args.output)
-    ids = [spec.id for spec in config.agents] + list(args.user or [])
+    roles = config.user_roles()
+    roles |= {name: "robot" for name in args.user or () if name not in roles}
+    roles |= {name: "operator" for name in args.operator or ()}
+    agents = {spec.id for spec in config.agents}
+    observers = list(args.observer or config.access.observers)
+    observers += [n for n, r in roles.items() if r == "observer" and n not in agents]
     users = team_users(
         team,
-        ids,
-        observers=args.observer or ("monitor",),
+        [name for name, role in roles.items() if role != "observer" or name in agents],
+        observers=observers,
         credentials_dir=out / "credentials",
         watchers=[spec.id for spec in config.agents if spec.kind in OBSERVER_KINDS],
+        roles=roles,
     )
     settings = None
     if args.conf:
@@ -451,16 +472,18 @@ async def run_acl(args: argparse.Namespace) -> int:
             bind=args.bind,
             websockets_port=args.websockets_port,
             persistence_dir=Path(args.persistence_dir) if args.persistence_dir else None,
+            username_as_client_id=args.bind_client_ids,
         )
     files = write_broker_files(
         users, out, settings=settings, config_dir=args.config_dir, hasher=args.hasher
     )
     sources = {u.username: u.source for u in users}
+    shown = {u.username: roles.get(u.username, "observer") for u in users}
     print(
         f"wrote {files.password_file}, {files.acl_file}"
         + (f", {files.conf_file}" if files.conf_file else "")
         + f" and {len(users)} credential(s) in {files.credentials_dir}/ for team {team}: "
-        + ", ".join(f"{name} ({source})" for name, source in sources.items()),
+        + ", ".join(f"{name} ({shown[name]}, {source})" for name, source in sources.items()),
         flush=True,
     )
     return 0
