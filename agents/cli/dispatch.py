@@ -4,6 +4,13 @@ They speak the dispatch protocol (``teamtree.agents.missions.protocol``) to the
 team's ``mission_queue`` service. Exit codes: 0 done (``submit --wait``: the mission
 succeeded), 1 the broker, the queue or the mission failed, 2 a bad mission file
 (naming file, table and key) or a submission the queue rejected (naming the field).
+
+Against a broker with access control (``teamtree acl``) they log in as
+``--username`` (default ``$TEAMTREE_USERNAME``) with ``--password`` or the password
+from the environment, as ``web`` and ``human`` do, and ask on the login's own
+``<login>/missions`` topic, so the queue records the broker user who submitted or
+cancelled. Without access control, ``--as NAME`` names the requester (recorded as
+unverified).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 import tomllib
@@ -46,6 +54,7 @@ from teamtree.agents.missions.wire import (
 )
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
+from teamtree.agents.runtime.credentials import login_credentials
 from teamtree.broker import ConfigError, RequestError, TeamtreeError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
@@ -62,6 +71,17 @@ def register(subparsers: Any) -> dict[str, Handler]:
         p.add_argument(
             "--timeout", type=_seconds, default=5.0, help="seconds to wait for the queue"
         )
+        p.add_argument(
+            "--username", type=_ident, default=os.environ.get("TEAMTREE_USERNAME"),
+            help="broker user to log in as (default $TEAMTREE_USERNAME); its password from "
+            "--password, TEAMTREE_PASSWORD_<USER>, TEAMTREE_PASSWORD or "
+            "$TEAMTREE_CREDENTIALS_DIR/<user>",
+        )  # fmt: skip
+        p.add_argument("--password", help="the broker user's password")
+        p.add_argument(
+            "--as", dest="as_name", type=_ident, metavar="NAME",
+            help="without access control: the name to record as the requester (unverified)",
+        )  # fmt: skip
         p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
         p.add_argument(
             "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
@@ -109,17 +129,24 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
     if isinstance(resolved, str):
         raise ConfigError(resolved.split(": ", 1)[-1])
     team, endpoint = resolved
+    name, login = _login(args)
     agent = Agent(
-        f"cli-{uuid.uuid4().hex[:8]}",
+        name,
         team=team,
         endpoint=endpoint,
         runtime=RuntimeSettings(heartbeat_s=30.0, request_timeout_s=args.timeout),
+        **login,
     )
     async with agent:
         try:
             await agent.wait_connected(args.timeout)
         except TimeoutError:
-            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}") from None
+            who = (
+                f" as user {name!r} (does the broker know it? is its password right?)"
+                if login
+                else " (a broker with access control needs --username and a password)"
+            )
+            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}{who}") from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + args.timeout
         while not agent.team_view.online("mission_queue"):  # a team still starting
@@ -130,12 +157,28 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
                 )
             await asyncio.sleep(0.05)
         try:
-            return await agent.request(CHANNEL, kind, body, timeout=args.timeout)
+            return await agent.request(CHANNEL, kind, body, timeout=args.timeout, own=True)
         except RequestError:
             raise TeamtreeError(
                 f"no mission queue answered in team {team!r} at {endpoint.url} within "
                 f"{args.timeout:g} s (does the team run a mission_queue service?)"
             ) from None
+
+
+def _login(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """The requester's id and broker credentials (``--username``/``--password``/the
+    environment; else ``--as`` or a made-up ``cli-`` name, without credentials).
+    ConfigError (exit 2) on flags that contradict each other."""
+    if args.password is not None and not args.username:
+        raise ConfigError("--password needs --username")
+    if args.username:
+        if args.as_name is not None:
+            raise ConfigError(
+                "--as is for a broker without access control; with --username the queue "
+                "records the broker user"
+            )
+        return args.username, login_credentials(args.username, args.password)
+    return args.as_name or f"cli-{uuid.uuid4().hex[:8]}", {}
 
 
 def _answer(reply: Any) -> Any:

@@ -80,6 +80,11 @@ class Row(Struct, frozen=True):
     reason: str
     summary: str
     members: list[str]
+    #: the login that submitted it: the broker user when the request came on its own
+    #: topic to a queue behind access control, else the claimed name + " (unverified)"
+    submitted_by: str = ""
+    #: the login that cancelled it, in the same form ("" if nobody did)
+    cancelled_by: str = ""
 
 
 class Table(Struct, frozen=True):
