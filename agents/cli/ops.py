@@ -483,9 +483,10 @@ async def run_acl(args: argparse.Namespace) -> int:
         f"wrote {files.password_file}, {files.acl_file}"
         + (f", {files.conf_file}" if files.conf_file else "")
         + f" and {len(users)} credential(s) in {files.credentials_dir}/ for team {team}: "
-        + ", ".join(f"{name} ({shown[name]}, {source})" for name, source in sources.items()),
+        + ", ".join(f"{name} ({source})" for name, source in sources.items()),
         flush=True,
     )
+    print("roles: " + ", ".join(f"{name} {role}" for name, role in shown.items()), flush=True)
     return 0
 
 

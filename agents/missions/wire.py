@@ -68,8 +68,9 @@ class Rejected(Struct, frozen=True):
     error: str
 
 
-class Row(Struct, frozen=True):
-    """One row of the mission table."""
+class Row(Struct, frozen=True, omit_defaults=True):
+    """One row of the mission table (``submitted_by``/``cancelled_by`` left out when
+    empty, so a row nobody is recorded on reads as before)."""
 
     id: str
     kind: str
