@@ -19,7 +19,7 @@ another member's client id and evict it. The generated ``mosquitto.conf`` sets
 ``use_username_as_clientid true``: the broker replaces every client id with the
 login's username, so a login can only ever take over its own session. A login holds
 one connection at a time; observers that run side by side (``teamtree run``'s watch,
-``monitor``, ``web``, healthchecks) get a login each (``DEFAULT_OBSERVERS``).
+``monitor``, ``record``, ``web``, healthchecks) get a login each (``DEFAULT_OBSERVERS``).
 
 Passwords come from ``TEAMTREE_PASSWORD_<ID>`` (the id upper-cased, ``-`` and
 ``.`` as ``_``), else from an earlier run's ``credentials/<id>`` file, else are
@@ -66,10 +66,11 @@ __all__ = [
 PREFIX = "teamtree/v1"
 ITERATIONS = 101  # what mosquitto_passwd 2.0 writes
 SALT_BYTES = 12
-DEFAULT_OBSERVERS = ("monitor", "web", "run", "health")
+DEFAULT_OBSERVERS = ("monitor", "web", "run", "record", "health")
 """Read-only logins, one per kind of observer process (a login holds one connection):
 ``monitor`` for ``teamtree monitor``/``status``/``tree``, ``web`` for the web team
-view, ``run`` for ``teamtree run``'s watch, ``health`` for container healthchecks."""
+view, ``run`` for ``teamtree run``'s watch, ``record`` for ``teamtree record``,
+``health`` for container healthchecks."""
 OBSERVER_KINDS = frozenset({"monitor", "recorder", "web"})
 """Agent kinds that only watch a team (read-only rights but for their own presence)."""
 PERSON_KINDS = frozenset({"human", "kitting_human"})

@@ -34,7 +34,7 @@ from teamtree.agents.cli.services_wait import services_to_await, wait_for_servic
 from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.runtime.config import load_config
-from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.credentials import agent_credentials, observer_credentials
 from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
@@ -59,7 +59,9 @@ def _logging_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
 
 
-def _observer_flags(p: argparse.ArgumentParser, *, team_required: bool) -> None:
+def _observer_flags(
+    p: argparse.ArgumentParser, *, team_required: bool, login: str = "monitor"
+) -> None:
     current = read_current_run()
     team = os.environ.get("TEAMTREE_TEAM") or (current.team if current else None)
     p.add_argument(
@@ -79,10 +81,12 @@ def _observer_flags(p: argparse.ArgumentParser, *, team_required: bool) -> None:
         "when watching its team, else every mission's)",
     )  # fmt: skip
     p.add_argument(
-        "--user", type=_ident, default="monitor",
+        "--user", type=_ident, default=None,
         help="broker user whose credentials to use (from TEAMTREE_PASSWORD_<USER>, "
-        "TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; default: monitor)",
+        f"TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; default: {login}, else "
+        "monitor)",
     )  # fmt: skip
+    p.set_defaults(observer_login=login)
 
 
 def register(subparsers: Any) -> dict[str, Handler]:
@@ -122,7 +126,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         description="Write every valid message of the team to FILE, one JSON object per "
         "line (the recorder service's format), until Ctrl-C or --duration.",
     )
-    _observer_flags(rec, team_required=True)
+    _observer_flags(rec, team_required=True, login="record")
     rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
     rec.add_argument(
@@ -170,16 +174,13 @@ def register(subparsers: Any) -> dict[str, Handler]:
     acl.add_argument("config", help="team config (.toml)")
     acl.add_argument("-o", "--output", required=True, help="directory to write into")
     acl.add_argument("--team", type=_ident, help="team id (default: the config's [team] name)")
-    acl.add_argument(
-        "--observer", type=_ident, action="append",
-        help="a read-only login (repeatable; default: [access] observers, else monitor, "
-        "web, run and health)",
-    )  # fmt: skip
-    acl.add_argument(
-        "--operator", type=_ident, action="append",
-        help="a login that may dispatch, cancel and disturb (repeatable; adds to [access] "
-        "operators)",
-    )  # fmt: skip
+    for flag, what in (
+        ("--observer", "a read-only login (repeatable; default: [access] observers, else "
+         "monitor, web, run and health)"),
+        ("--operator", "a login that may dispatch, cancel and disturb (repeatable; adds to "
+         "[access] operators)"),
+    ):  # fmt: skip
+        acl.add_argument(flag, type=_ident, action="append", help=what)
     acl.add_argument(
         "--no-bind-client-ids", dest="bind_client_ids", action="store_false",
         help="with --conf: let clients choose their client ids (then any login can evict "
@@ -222,12 +223,14 @@ def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
     current = read_current_run()
     if mission is None and current is not None and current.team == args.team:
         mission = current.mission or None
+    user = args.user
+    login = agent_credentials(user) if user else observer_credentials(args.observer_login)
     return TeamObserver(
         endpoint,
         args.team,
         tls_context=_tls(),
         mission_id=mission,
-        **agent_credentials(args.user),
+        **login,
         **kwargs,
     )
 
