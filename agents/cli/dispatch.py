@@ -18,11 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 import tomllib
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from typing import Any
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.args import team_and_broker
+from teamtree.agents.cli.login import add_login_flags, client_login, unreachable_hint
 from teamtree.agents.missions.protocol import (
     ACCEPTED,
     CANCEL,
@@ -54,7 +53,6 @@ from teamtree.agents.missions.wire import (
 )
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
-from teamtree.agents.runtime.credentials import login_credentials
 from teamtree.broker import ConfigError, RequestError, TeamtreeError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
@@ -71,17 +69,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         p.add_argument(
             "--timeout", type=_seconds, default=5.0, help="seconds to wait for the queue"
         )
-        p.add_argument(
-            "--username", type=_ident, default=os.environ.get("TEAMTREE_USERNAME"),
-            help="broker user to log in as (default $TEAMTREE_USERNAME); its password from "
-            "--password, TEAMTREE_PASSWORD_<USER>, TEAMTREE_PASSWORD or "
-            "$TEAMTREE_CREDENTIALS_DIR/<user>",
-        )  # fmt: skip
-        p.add_argument("--password", help="the broker user's password")
-        p.add_argument(
-            "--as", dest="as_name", type=_ident, metavar="NAME",
-            help="without access control: the name to record as the requester (unverified)",
-        )  # fmt: skip
+        add_login_flags(p)
         p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
         p.add_argument(
             "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
@@ -129,7 +117,7 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
     if isinstance(resolved, str):
         raise ConfigError(resolved.split(": ", 1)[-1])
     team, endpoint = resolved
-    name, login = _login(args)
+    name, login = client_login(args, "cli")
     agent = Agent(
         name,
         team=team,
@@ -141,12 +129,8 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
         try:
             await agent.wait_connected(args.timeout)
         except TimeoutError:
-            who = (
-                f" as user {name!r} (does the broker know it? is its password right?)"
-                if login
-                else " (a broker with access control needs --username and a password)"
-            )
-            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}{who}") from None
+            hint = unreachable_hint(name, login)
+            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}{hint}") from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + args.timeout
         while not agent.team_view.online("mission_queue"):  # a team still starting
@@ -163,22 +147,6 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
                 f"no mission queue answered in team {team!r} at {endpoint.url} within "
                 f"{args.timeout:g} s (does the team run a mission_queue service?)"
             ) from None
-
-
-def _login(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
-    """The requester's id and broker credentials (``--username``/``--password``/the
-    environment; else ``--as`` or a made-up ``cli-`` name, without credentials).
-    ConfigError (exit 2) on flags that contradict each other."""
-    if args.password is not None and not args.username:
-        raise ConfigError("--password needs --username")
-    if args.username:
-        if args.as_name is not None:
-            raise ConfigError(
-                "--as is for a broker without access control; with --username the queue "
-                "records the broker user"
-            )
-        return args.username, login_credentials(args.username, args.password)
-    return args.as_name or f"cli-{uuid.uuid4().hex[:8]}", {}
 
 
 def _answer(reply: Any) -> Any:
