@@ -54,6 +54,8 @@ __all__ = [
     "TEAM_CHANNELS",
     "AclUser",
     "BrokerFiles",
+    "agv_login_name",
+    "agv_user",
     "password_env_name",
     "password_hash",
     "render_acl",
@@ -228,6 +230,29 @@ def team_users(
         password, source = _password(name, env, credentials_dir)
         users.append(AclUser(name, password, read=(f"{base}/#", "$SYS/#"), source=source))
     return users
+
+
+def agv_login_name(driver_id: str) -> str:
+    """The login a VDA 5050 driver uses for its AGV's topics on the team's broker."""
+    return f"{driver_id}.agv"
+
+
+def agv_user(
+    driver_id: str,
+    interface_name: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    credentials_dir: Path | None = None,
+) -> AclUser:
+    """The AGV login of a VDA 5050 driver that talks to its AGV over the team's broker:
+    reads and writes ``<interface_name>/#`` (a login holds one connection where client
+    ids are bound, so the driver's second connection needs a login of its own)."""
+    env = os.environ if env is None else env
+    name = agv_login_name(validate_id(driver_id, "agent id"))
+    interface = validate_id(interface_name, "interface_name")
+    password, source = _password(name, env, credentials_dir)
+    topics = (f"{interface}/#",)
+    return AclUser(name, password, write=topics, read=topics, source=source)
 
 
 def render_acl(users: Iterable[AclUser]) -> str:

@@ -40,7 +40,13 @@ from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S as _SYNC_GRACE_S
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
-from teamtree.broker.acl import OBSERVER_KINDS, team_users, write_broker_files
+from teamtree.broker.acl import (
+    OBSERVER_KINDS,
+    agv_login_name,
+    agv_user,
+    team_users,
+    write_broker_files,
+)
 from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.envelope import Envelope
@@ -468,6 +474,15 @@ async def run_acl(args: argparse.Namespace) -> int:
         watchers=[spec.id for spec in config.agents if spec.kind in OBSERVER_KINDS],
         roles=roles,
     )
+    # a VDA 5050 driver's AGV topics on the team's broker: a login of their own
+    agv_drivers = [
+        spec for spec in config.agents
+        if spec.kind == "vda5050_driver" and not spec.params.get("agv_broker")
+    ]  # fmt: skip
+    for spec in agv_drivers:
+        interface = str(spec.params.get("interface_name", "uagv"))
+        users.append(agv_user(spec.id, interface, credentials_dir=out / "credentials"))
+        roles[agv_login_name(spec.id)] = "driver"
     settings = None
     if args.conf:
         settings = MosquittoSettings(
