@@ -84,7 +84,7 @@ def _matches(pattern: str, topic: str) -> bool:
 IDS = st.sampled_from(["pr2", "baxter", "alice", "ops", "monitor"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, print_blob=True)
 @given(
     role=st.sampled_from(ROLES),
     user=IDS,
