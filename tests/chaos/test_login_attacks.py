@@ -24,11 +24,11 @@ import pytest
 
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials
-from teamtree.broker import MosquittoBroker, MosquittoSettings, find_mosquitto
+from teamtree.broker import MosquittoBroker
 from teamtree.broker.topics import build
 from tests.chaos.harness import ROBOTS, RUNS, TREE, TeaParty, _env, party_config, record
 from tests.conftest import eventually
-from tests.ops_support import ops_cmd
+from tests.logins_support import bound_broker
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -53,29 +53,11 @@ persons = ["alice"]
 async def bound(tmp_path: Path, team: str):
     """mosquitto with `teamtree acl`'s users for the party plus spare logins of each
     kind, client ids bound to logins."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
     config = party_config(tmp_path / "party.toml", team)
     config.write_text(config.read_text() + SPARES)
     files = tmp_path / "broker"
-    out = await asyncio.create_subprocess_exec(
-        *ops_cmd("acl", str(config), "-o", str(files)), stderr=asyncio.subprocess.PIPE
-    )
-    _, err = await out.communicate()
-    assert out.returncode == 0, err
-    broker = MosquittoBroker(
-        settings=MosquittoSettings(
-            allow_anonymous=False,
-            password_file=files / "passwd",
-            acl_file=files / "acl",
-            username_as_client_id=True,
-        )
-    )
-    await broker.start()
-    try:
+    async with bound_broker(config, files) as broker:
         yield broker, config, files
-    finally:
-        await broker.close()
 
 
 def _leaves() -> list[str]:

@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,48 +21,17 @@ from teamtree.broker import (
     Envelope,
     HlcStamp,
     MosquittoBroker,
-    MosquittoSettings,
     encode,
-    find_mosquitto,
 )
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import build
 from tests.chaos.harness import party_config
 from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
+from tests.logins_support import bound_broker
 
 pytestmark = [pytest.mark.integration]
 
 ACCESS = '\n[access]\noperators = ["ops"]\npersons = ["alice"]\n'
-
-
-def _acl(config: Path, out: Path) -> None:
-    done = subprocess.run(
-        teamtree_cmd("acl", str(config), "-o", str(out)), capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-
-
-@contextlib.asynccontextmanager
-async def bound_broker(config: Path, out: Path) -> AsyncIterator[MosquittoBroker]:
-    """mosquitto with `config`'s users and ACL, client ids bound to logins (as the
-    generated mosquitto.conf says)."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
-    _acl(config, out)
-    broker = MosquittoBroker(
-        settings=MosquittoSettings(
-            allow_anonymous=False,
-            password_file=out / "passwd",
-            acl_file=out / "acl",
-            username_as_client_id=True,
-        )
-    )
-    await broker.start()
-    try:
-        yield broker
-    finally:
-        await broker.close()
 
 
 def login(out: Path, user: str) -> dict[str, str]:
