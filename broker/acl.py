@@ -1,16 +1,26 @@
-"""Access control for mosquitto: one user per agent, written from a team's agent ids.
+"""Access control for mosquitto: one user per login, written from a team config.
 
-Each agent may write only under its own id and on the team channels, and read the
-whole team::
+Every user publishes only under its own id (a sender is its login) and reads the
+whole team; team-wide channels (``_/<channel>``) are writable only by the roles that
+speak on them (``TEAM_CHANNELS``)::
 
-    topic write teamtree/v1/<team>/<id>/#
-    topic write teamtree/v1/<team>/_/#
+    topic write teamtree/v1/<team>/<id>/#          every role but observer
+    topic write teamtree/v1/<team>/_/<channel>/#   the roles of <channel>
     topic read  teamtree/v1/<team>/#
 
-Observers (``monitor`` by default) only read the team and the broker's ``$SYS``
-figures. Watcher agents of a config (kinds in ``OBSERVER_KINDS``: recorder, monitor,
-web) read the team and write only their own presence, factsheet and heartbeat, so
-their credentials can neither speak on team channels nor publish node state.
+Roles (``ROLES``): ``robot`` (robots, services, the world), ``driver`` (kinds ending
+in ``driver``), ``person`` (kinds in ``PERSON_KINDS``), ``operator`` (a person or extra
+user named in ``[access] operators``: may also dispatch, cancel and disturb) and
+``observer`` (read-only logins, ``monitor`` by default; watcher agents of a config,
+kinds in ``OBSERVER_KINDS``, also write their own presence, factsheet and heartbeat).
+
+mosquitto does not tie a client id to its user, so a login could connect with
+another member's client id and evict it. The generated ``mosquitto.conf`` sets
+``use_username_as_clientid true``: the broker replaces every client id with the
+login's username, so a login can only ever take over its own session. A login holds
+one connection at a time; observers that run side by side (``teamtree run``'s watch,
+``monitor``, ``record``, ``web``, healthchecks) get a login each (``DEFAULT_OBSERVERS``).
+
 Passwords come from ``TEAMTREE_PASSWORD_<ID>`` (the id upper-cased, ``-`` and
 ``.`` as ``_``), else from an earlier run's ``credentials/<id>`` file, else are
 generated. The password file holds mosquitto 2's PBKDF2-SHA512 hashes
@@ -21,6 +31,7 @@ this module otherwise (the two are byte-compatible; Debian's 2.0.11 reads both).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import os
 import secrets
@@ -36,12 +47,19 @@ from teamtree.broker.password_env import password_env_name
 from teamtree.broker.topics import validate_id
 
 __all__ = [
+    "DEFAULT_OBSERVERS",
     "OBSERVER_KINDS",
+    "PERSON_KINDS",
+    "ROLES",
+    "TEAM_CHANNELS",
     "AclUser",
     "BrokerFiles",
+    "agv_login_name",
+    "agv_user",
     "password_env_name",
     "password_hash",
     "render_acl",
+    "role_of_kind",
     "team_users",
     "verify_password",
     "write_broker_files",
@@ -50,10 +68,40 @@ __all__ = [
 PREFIX = "teamtree/v1"
 ITERATIONS = 101  # what mosquitto_passwd 2.0 writes
 SALT_BYTES = 12
-DEFAULT_OBSERVERS = ("monitor",)
+DEFAULT_OBSERVERS = ("monitor", "web", "run", "record", "health")
+"""Read-only logins, one per kind of observer process (a login holds one connection):
+``monitor`` for ``teamtree monitor``/``status``/``tree``, ``web`` for the web team
+view, ``run`` for ``teamtree run``'s watch, ``record`` for ``teamtree record``,
+``health`` for container healthchecks."""
 OBSERVER_KINDS = frozenset({"monitor", "recorder", "web"})
 """Agent kinds that only watch a team (read-only rights but for their own presence)."""
+PERSON_KINDS = frozenset({"human", "kitting_human"})
+"""Agent kinds that are people."""
 WATCHER_CHANNELS = ("connection", "factsheet", "heartbeat")
+ROLES = ("robot", "driver", "person", "operator", "observer")
+
+_MEMBERS = frozenset({"robot", "driver"})
+_EVERYONE = frozenset({"robot", "driver", "person", "operator"})
+TEAM_CHANNELS: dict[str, frozenset[str]] = {
+    "sync": _EVERYONE,  # every agent asks for the team's state when it joins
+    "hello": _EVERYONE,
+    "echo": _EVERYONE,
+    "claims": _MEMBERS,
+    "interest": _MEMBERS,
+    "mission": _MEMBERS,
+    "dialog": _MEMBERS,  # robots ask; people answer on their own reply topic
+    "favors": _MEMBERS,
+    "factory": _MEMBERS,
+    "allocation": _MEMBERS,
+    "result": _MEMBERS,
+    "ltl.sync": _MEMBERS,
+    "ltl.map": _MEMBERS,
+    "ltl.replan": _MEMBERS,
+    "missions": frozenset({"operator"}),  # dispatch from clients that predate own topics
+    "world": frozenset({"operator"}),  # world.move_object
+    "ltl.disturb": frozenset({"operator"}),  # teamtree disturb
+}
+"""Team-wide channels (``_/<channel>``) and the roles that may publish on each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +158,26 @@ def _password(
     return secrets.token_urlsafe(24), "generated"
 
 
+def role_of_kind(kind: str) -> str:
+    """The role of a config agent of `kind` (``operator`` is given by ``[access]``)."""
+    if kind in OBSERVER_KINDS:
+        return "observer"
+    if kind in PERSON_KINDS:
+        return "person"
+    if kind.endswith("driver"):
+        return "driver"
+    return "robot"
+
+
+def _rights(base: str, user: str, role: str, watcher: bool) -> tuple[str, ...]:
+    if watcher:
+        return tuple(f"{base}/{user}/{c}" for c in WATCHER_CHANNELS)
+    if role == "observer":
+        return ()
+    team = [f"{base}/_/{c}/#" for c, roles in TEAM_CHANNELS.items() if role in roles]
+    return (f"{base}/{user}/#", *team)
+
+
 def team_users(
     team: str,
     agent_ids: Iterable[str],
@@ -118,12 +186,15 @@ def team_users(
     env: Mapping[str, str] | None = None,
     credentials_dir: Path | None = None,
     watchers: Iterable[str] = (),
+    roles: Mapping[str, str] | None = None,
 ) -> list[AclUser]:
-    """One user per agent of `team` (own topics + team channels), one read-only user
-    per observer (the team and ``$SYS``); agents in `watchers` write only their own
-    presence, factsheet and heartbeat. Raises ConfigError on a bad or doubled id,
-    or two ids that map to the same password variable."""
+    """One user per agent of `team` (its own topics and the team channels of its role
+    in `roles`, default ``robot``), one read-only user per observer (the team and
+    ``$SYS``); agents in `watchers` write only their own presence, factsheet and
+    heartbeat. Raises ConfigError on a bad or doubled id, an unknown role, or two ids
+    that map to the same password variable."""
     env = os.environ if env is None else env
+    roles = roles or {}
     team = validate_id(team, "team")
     base = f"{PREFIX}/{team}"
     users: list[AclUser] = []
@@ -143,19 +214,15 @@ def team_users(
     watching = set(watchers)
     for agent_id in agent_ids:
         check(agent_id)
-        password, source = _password(agent_id, env, credentials_dir)
-        write = (f"{base}/{agent_id}/#", f"{base}/_/#")
-        if agent_id in watching:
-            write = tuple(f"{base}/{agent_id}/{c}" for c in WATCHER_CHANNELS)
-        users.append(
-            AclUser(
-                agent_id,
-                password,
-                write=write,
-                read=(f"{base}/#",),
-                source=source,
+        role = roles.get(agent_id, "robot")
+        if role not in ROLES:
+            raise ConfigError(
+                f"user {agent_id!r} has role {role!r}; expected one of {', '.join(ROLES)}",
+                key="access",
             )
-        )
+        password, source = _password(agent_id, env, credentials_dir)
+        write = _rights(base, agent_id, role, agent_id in watching)
+        users.append(AclUser(agent_id, password, write=write, read=(f"{base}/#",), source=source))
     for name in observers:
         if password_env_name(name) in seen:
             continue  # an agent of that name already has a user
@@ -163,6 +230,29 @@ def team_users(
         password, source = _password(name, env, credentials_dir)
         users.append(AclUser(name, password, read=(f"{base}/#", "$SYS/#"), source=source))
     return users
+
+
+def agv_login_name(driver_id: str) -> str:
+    """The login a VDA 5050 driver uses for its AGV's topics on the team's broker."""
+    return f"{driver_id}.agv"
+
+
+def agv_user(
+    driver_id: str,
+    interface_name: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    credentials_dir: Path | None = None,
+) -> AclUser:
+    """The AGV login of a VDA 5050 driver that talks to its AGV over the team's broker:
+    reads and writes ``<interface_name>/#`` (a login holds one connection where client
+    ids are bound, so the driver's second connection needs a login of its own)."""
+    env = os.environ if env is None else env
+    name = agv_login_name(validate_id(driver_id, "agent id"))
+    interface = validate_id(interface_name, "interface_name")
+    password, source = _password(name, env, credentials_dir)
+    topics = (f"{interface}/#",)
+    return AclUser(name, password, write=topics, read=topics, source=source)
 
 
 def render_acl(users: Iterable[AclUser]) -> str:
@@ -225,16 +315,11 @@ def write_broker_files(
     if settings is not None:
         where = Path(config_dir) if config_dir is not None else directory
         text = render_mosquitto_conf(
-            MosquittoSettings(
-                port=settings.port,
-                bind=settings.bind,
-                websockets_port=settings.websockets_port,
-                persistence_dir=settings.persistence_dir,
+            dataclasses.replace(
+                settings,
                 allow_anonymous=False,
                 password_file=where / "passwd",
                 acl_file=where / "acl",
-                sys_interval=settings.sys_interval,
-                max_packet_size=settings.max_packet_size,
             )
         )
         conf = directory / "mosquitto.conf"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import pwd
@@ -98,16 +99,8 @@ class MosquittoBroker:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="teamtree-mosquitto-"))
         port = port or free_port(host)
         base = settings or MosquittoSettings()
-        self.settings = MosquittoSettings(
-            port=port,
-            bind=host,
-            websockets_port=base.websockets_port,
-            persistence_dir=self.workdir if persistence else None,
-            allow_anonymous=base.allow_anonymous,
-            password_file=base.password_file,
-            acl_file=base.acl_file,
-            sys_interval=base.sys_interval,
-            max_packet_size=base.max_packet_size,
+        self.settings = dataclasses.replace(
+            base, port=port, bind=host, persistence_dir=self.workdir if persistence else None
         )
         self.endpoint = Endpoint(host, port)
         self._process: asyncio.subprocess.Process | None = None

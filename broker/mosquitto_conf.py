@@ -23,6 +23,9 @@ class MosquittoSettings:
     acl_file: Path | None = None
     sys_interval: int = 5
     max_packet_size: int = 1024 * 1024
+    #: ``use_username_as_clientid``: the broker takes each login's username as its
+    #: client id, so no login can take over (evict) another's session
+    username_as_client_id: bool = False
 
 
 def render_mosquitto_conf(settings: MosquittoSettings) -> str:
@@ -56,4 +59,6 @@ def render_mosquitto_conf(settings: MosquittoSettings) -> str:
         lines.append(f"password_file {settings.password_file}")
     if settings.acl_file is not None:
         lines.append(f"acl_file {settings.acl_file}")
+    if settings.username_as_client_id:
+        lines.append("use_username_as_clientid true")
     return "\n".join(lines) + "\n"

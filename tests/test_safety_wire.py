@@ -218,7 +218,7 @@ def test_acl_gives_watcher_agents_no_voice() -> None:
 
     users = team_users("t1", ["pr2", "recorder"], env={}, watchers=["recorder"])
     acl = render_acl(users)
-    assert "user pr2\ntopic write teamtree/v1/t1/pr2/#\ntopic write teamtree/v1/t1/_/#" in acl
+    assert "user pr2\ntopic write teamtree/v1/t1/pr2/#\ntopic write teamtree/v1/t1/_/sync/#" in acl
     recorder = next(u for u in users if u.username == "recorder")
     assert recorder.write == tuple(
         f"teamtree/v1/t1/recorder/{c}" for c in ("connection", "factsheet", "heartbeat")

@@ -4,6 +4,13 @@ They speak the dispatch protocol (``teamtree.agents.missions.protocol``) to the
 team's ``mission_queue`` service. Exit codes: 0 done (``submit --wait``: the mission
 succeeded), 1 the broker, the queue or the mission failed, 2 a bad mission file
 (naming file, table and key) or a submission the queue rejected (naming the field).
+
+Against a broker with access control (``teamtree acl``) they log in as
+``--username`` (default ``$TEAMTREE_USERNAME``) with ``--password`` or the password
+from the environment, as ``web`` and ``human`` do, and ask on the login's own
+``<login>/missions`` topic, so the queue records the broker user who submitted or
+cancelled. Without access control, ``--as NAME`` names the requester (recorded as
+unverified).
 """
 
 from __future__ import annotations
@@ -14,7 +21,6 @@ import json
 import sys
 import time
 import tomllib
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +28,7 @@ from typing import Any
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.args import team_and_broker
+from teamtree.agents.cli.login import add_login_flags, client_login, unreachable_hint
 from teamtree.agents.missions.protocol import (
     ACCEPTED,
     CANCEL,
@@ -62,6 +69,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         p.add_argument(
             "--timeout", type=_seconds, default=5.0, help="seconds to wait for the queue"
         )
+        add_login_flags(p)
         p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
         p.add_argument(
             "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
@@ -109,17 +117,20 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
     if isinstance(resolved, str):
         raise ConfigError(resolved.split(": ", 1)[-1])
     team, endpoint = resolved
+    name, login = client_login(args, "cli")
     agent = Agent(
-        f"cli-{uuid.uuid4().hex[:8]}",
+        name,
         team=team,
         endpoint=endpoint,
         runtime=RuntimeSettings(heartbeat_s=30.0, request_timeout_s=args.timeout),
+        **login,
     )
     async with agent:
         try:
             await agent.wait_connected(args.timeout)
         except TimeoutError:
-            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}") from None
+            hint = unreachable_hint(name, login)
+            raise TeamtreeError(f"cannot reach the broker at {endpoint.url}{hint}") from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + args.timeout
         while not agent.team_view.online("mission_queue"):  # a team still starting
@@ -130,7 +141,7 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
                 )
             await asyncio.sleep(0.05)
         try:
-            return await agent.request(CHANNEL, kind, body, timeout=args.timeout)
+            return await agent.request(CHANNEL, kind, body, timeout=args.timeout, own=True)
         except RequestError:
             raise TeamtreeError(
                 f"no mission queue answered in team {team!r} at {endpoint.url} within "

@@ -15,6 +15,7 @@ from typing import Any
 
 from teamtree.agents.cli.args import DEFAULT_BROKER, team_and_broker
 from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.cli.login import add_login_flags, client_login, unreachable_hint
 from teamtree.agents.ltl.ltl_wire import DisturbAckWire, DisturbWire, LtlWireError, decode, to_wire
 from teamtree.agents.ltl.planner import DISTURB, DISTURBANCES
 from teamtree.agents.runtime.agent import Agent
@@ -105,6 +106,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "e.g. a passage too narrow for it)",
     )
     p.add_argument("--timeout", type=_seconds, default=5.0, help="seconds to wait (default 5)")
+    add_login_flags(p)  # under access control only operators may disturb
     p.add_argument(
         "--log-format", choices=("auto", "plain", "json"), default="auto", help="default: auto"
     )
@@ -123,25 +125,31 @@ async def send_disturbance(
     edge: tuple[str, str] | None = None,
     scope: str = "map",
     timeout: float = 5.0,
+    name: str | None = None,
+    credentials: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Deliver one disturbance to `robot` and return its answer ``{accepted, detail}``.
+    """Deliver one disturbance to `robot` and return its answer ``{accepted, detail}``,
+    as `name` logged in with `credentials` (an operator's, under access control).
     Blocks up to about 2 × `timeout`. Raises DisturbError when the broker cannot be
     reached, the robot is not a live ``ltl_robot`` of the team, or it does not answer."""
     if kind not in DISTURBANCES:
         raise DisturbError(f"unknown disturbance {kind!r}; expected one of {DISTURBANCES}")
     robot_only = scope if kind == "blocked_edge" and scope != "map" else None
     body = to_wire(DisturbWire(kind, mode, region, edge, robot_only))
+    name = name or f"disturb-{uuid.uuid4().hex[:8]}"
     agent = Agent(
-        f"disturb-{uuid.uuid4().hex[:8]}",
+        name,
         team=team,
         endpoint=endpoint,
         runtime=RuntimeSettings(heartbeat_s=30.0, request_timeout_s=timeout),
+        **(credentials or {}),
     )
     async with agent:
         try:
             await agent.wait_connected(timeout)
         except TimeoutError:
-            raise DisturbError(f"cannot reach the broker at {endpoint.url}") from None
+            hint = unreachable_hint(name, credentials or {})
+            raise DisturbError(f"cannot reach the broker at {endpoint.url}{hint}") from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(timeout, 2.0)
         member = agent.team_view.get(robot)
@@ -182,6 +190,7 @@ async def run_disturb(args: argparse.Namespace) -> int:
         print(resolved, flush=True)
         return 2
     team, endpoint = resolved
+    name, credentials = client_login(args, "disturb")
     try:
         answer = await send_disturbance(
             endpoint,
@@ -193,6 +202,8 @@ async def run_disturb(args: argparse.Namespace) -> int:
             edge=args.edge,
             scope=args.scope,
             timeout=args.timeout,
+            name=name,
+            credentials=credentials,
         )
     except DisturbError as exc:
         print(f"teamtree disturb: {exc.reason}", flush=True)

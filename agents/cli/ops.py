@@ -39,13 +39,19 @@ from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.observers.record_file import RecordFile
 from teamtree.agents.runtime.config import load_config
-from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.credentials import agent_credentials, observer_credentials
 from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
 from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S as _SYNC_GRACE_S
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
-from teamtree.broker.acl import OBSERVER_KINDS, team_users, write_broker_files
+from teamtree.broker.acl import (
+    OBSERVER_KINDS,
+    agv_login_name,
+    agv_user,
+    team_users,
+    write_broker_files,
+)
 from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.envelope import Envelope
@@ -64,7 +70,9 @@ def _logging_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
 
 
-def _observer_flags(p: argparse.ArgumentParser, *, team_required: bool) -> None:
+def _observer_flags(
+    p: argparse.ArgumentParser, *, team_required: bool, login: str = "monitor"
+) -> None:
     current = read_current_run()
     team = os.environ.get("TEAMTREE_TEAM") or (current.team if current else None)
     p.add_argument(
@@ -84,10 +92,12 @@ def _observer_flags(p: argparse.ArgumentParser, *, team_required: bool) -> None:
         "when watching its team, else every mission's)",
     )  # fmt: skip
     p.add_argument(
-        "--user", type=_ident, default="monitor",
+        "--user", type=_ident, default=None,
         help="broker user whose credentials to use (from TEAMTREE_PASSWORD_<USER>, "
-        "TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; default: monitor)",
+        f"TEAMTREE_PASSWORD or $TEAMTREE_CREDENTIALS_DIR/<user>; default: {login}, else "
+        "monitor)",
     )  # fmt: skip
+    p.set_defaults(observer_login=login)
 
 
 def register(subparsers: Any) -> dict[str, Handler]:
@@ -127,7 +137,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         description="Write every valid message of the team to FILE, one JSON object per "
         "line (the recorder service's format), until Ctrl-C or --duration.",
     )
-    _observer_flags(rec, team_required=True)
+    _observer_flags(rec, team_required=True, login="record")
     rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
     rec.add_argument(
@@ -164,20 +174,32 @@ def register(subparsers: Any) -> dict[str, Handler]:
     acl = subparsers.add_parser(
         "acl",
         help="write the broker's password and ACL files for a team config",
-        description="One broker user per agent of CONFIG (write: its own topics and the "
-        "team channels; read: the team) plus read-only observers (default: monitor). "
-        "Passwords from TEAMTREE_PASSWORD_<ID>, else kept from DIR/credentials, else "
-        "generated. Writes DIR/passwd, DIR/acl, DIR/credentials/<user> and, with --conf, "
-        "DIR/mosquitto.conf (explicit listeners, no anonymous clients).",
+        description="One broker user per agent of CONFIG and per login of its [access] "
+        "table, each writing only under its own id and on the team channels of its role "
+        "(robot, driver, person, operator), plus read-only observers (default: monitor, "
+        "web, run, health). Passwords from TEAMTREE_PASSWORD_<ID>, else kept from "
+        "DIR/credentials, else generated. Writes DIR/passwd, DIR/acl, "
+        "DIR/credentials/<user> and, with --conf, DIR/mosquitto.conf (explicit "
+        "listeners, no anonymous clients, client ids bound to logins).",
     )
     acl.add_argument("config", help="team config (.toml)")
     acl.add_argument("-o", "--output", required=True, help="directory to write into")
     acl.add_argument("--team", type=_ident, help="team id (default: the config's [team] name)")
+    for flag, what in (
+        ("--observer", "a read-only login (repeatable; default: [access] observers, else "
+         "monitor, web, run and health)"),
+        ("--operator", "a login that may dispatch, cancel and disturb (repeatable; adds to "
+         "[access] operators)"),
+    ):  # fmt: skip
+        acl.add_argument(flag, type=_ident, action="append", help=what)
     acl.add_argument(
-        "--observer", type=_ident, action="append",
-        help="a read-only user (repeatable; default: monitor)",
+        "--no-bind-client-ids", dest="bind_client_ids", action="store_false",
+        help="with --conf: let clients choose their client ids (then any login can evict "
+        "another's session; default: use_username_as_clientid)",
     )  # fmt: skip
-    acl.add_argument("--user", type=_ident, action="append", help="an extra agent user")
+    acl.add_argument(
+        "--user", type=_ident, action="append", help="an extra login with a robot's rights"
+    )
     acl.add_argument("--conf", action="store_true", help="also write mosquitto.conf")
     acl.add_argument("--port", type=_port, default=1883, help="MQTT listener (default 1883)")
     acl.add_argument("--bind", default="0.0.0.0", help="listener address (default 0.0.0.0)")
@@ -212,12 +234,14 @@ def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
     current = read_current_run()
     if mission is None and current is not None and current.team == args.team:
         mission = current.mission or None
+    user = args.user
+    login = agent_credentials(user) if user else observer_credentials(args.observer_login)
     return TeamObserver(
         endpoint,
         args.team,
         tls_context=_tls(),
         mission_id=mission,
-        **agent_credentials(args.user),
+        **login,
         **kwargs,
     )
 
@@ -459,14 +483,29 @@ async def run_acl(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     team = args.team or config.team
     out = Path(args.output)
-    ids = [spec.id for spec in config.agents] + list(args.user or [])
+    roles = config.user_roles()
+    roles |= {name: "robot" for name in args.user or () if name not in roles}
+    roles |= {name: "operator" for name in args.operator or ()}
+    agents = {spec.id for spec in config.agents}
+    observers = list(args.observer or config.access.observers)
+    observers += [n for n, r in roles.items() if r == "observer" and n not in agents]
     users = team_users(
         team,
-        ids,
-        observers=args.observer or ("monitor",),
+        [name for name, role in roles.items() if role != "observer" or name in agents],
+        observers=observers,
         credentials_dir=out / "credentials",
         watchers=[spec.id for spec in config.agents if spec.kind in OBSERVER_KINDS],
+        roles=roles,
     )
+    # a VDA 5050 driver's AGV topics on the team's broker: a login of their own
+    agv_drivers = [
+        spec for spec in config.agents
+        if spec.kind == "vda5050_driver" and not spec.params.get("agv_broker")
+    ]  # fmt: skip
+    for spec in agv_drivers:
+        interface = str(spec.params.get("interface_name", "uagv"))
+        users.append(agv_user(spec.id, interface, credentials_dir=out / "credentials"))
+        roles[agv_login_name(spec.id)] = "driver"
     settings = None
     if args.conf:
         settings = MosquittoSettings(
@@ -474,11 +513,13 @@ async def run_acl(args: argparse.Namespace) -> int:
             bind=args.bind,
             websockets_port=args.websockets_port,
             persistence_dir=Path(args.persistence_dir) if args.persistence_dir else None,
+            username_as_client_id=args.bind_client_ids,
         )
     files = write_broker_files(
         users, out, settings=settings, config_dir=args.config_dir, hasher=args.hasher
     )
     sources = {u.username: u.source for u in users}
+    shown = {u.username: roles.get(u.username, "observer") for u in users}
     print(
         f"wrote {files.password_file}, {files.acl_file}"
         + (f", {files.conf_file}" if files.conf_file else "")
@@ -486,6 +527,7 @@ async def run_acl(args: argparse.Namespace) -> int:
         + ", ".join(f"{name} ({source})" for name, source in sources.items()),
         flush=True,
     )
+    print("roles: " + ", ".join(f"{name} {role}" for name, role in shown.items()), flush=True)
     return 0
 
 

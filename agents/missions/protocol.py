@@ -106,6 +106,8 @@ class MissionRow:
     reason: str = ""
     summary: str = ""
     members: list[str] = field(default_factory=list)
+    submitted_by: str = ""
+    cancelled_by: str = ""
     spec: dict[str, Any] = field(default_factory=dict, repr=False)
     need: Need | None = field(default=None, repr=False)
 
@@ -124,6 +126,8 @@ class MissionRow:
             self.reason,
             self.summary,
             list(self.members),
+            self.submitted_by,
+            self.cancelled_by,
         )
 
 

@@ -10,6 +10,13 @@ for it exits 0 (a task-tree robot exits 0 only when the root is done), failed wh
 does not, and cancelled by ``mission.cancel``: its agents get SIGTERM, go OFFLINE, and
 their drivers cancel the behaviour in progress.
 
+Requests come on the requester's own ``<login>/missions`` topic (or, from older
+clients, on ``_/missions``): the topic names the login, and when the queue itself logs
+in (a broker with ``teamtree acl``'s access control, where every login writes only
+under its own id) that name is the broker's word; the mission table records it as
+``submitted_by``/``cancelled_by`` (else the claimed name, marked unverified). With an
+``[access]`` table in the config only its operators may submit and cancel.
+
 Missions run at once when they share no member and no object
 (``teamtree.agents.missions.schedule``): a mission may name its members
 (``members = ["pr2"]``) or ask for a number of idle ones (``members = 1``); without
@@ -106,9 +113,14 @@ class MissionQueue(Agent):
         members: list[str],
         objects: list[str] | None = None,
         served: dict[str, list[str]] | None = None,
+        operators: list[str] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        #: who may submit and cancel (``[access] operators``); None: no [access] table
+        self.operators = None if operators is None else frozenset(operators)
+        #: the broker checks this queue's login, so a topic's id is that login's word
+        self._verified = bool(kwargs.get("username"))
         self.config_path = config_path
         self.members = list(members)
         self.objects = None if objects is None else set(objects)
@@ -155,6 +167,7 @@ class MissionQueue(Agent):
             "members": members,
             "objects": objects,
             "served": served,
+            "operators": list(config.access.operators) if config.access.declared else None,
         }
 
     def factsheet(self) -> dict[str, Any]:
@@ -162,9 +175,10 @@ class MissionQueue(Agent):
         return {**super().factsheet(), "serves": kinds, "members": self.members}
 
     async def setup(self) -> None:
-        self.on_team(CHANNEL, self._on_submit, kind=SUBMIT)
-        self.on_team(CHANNEL, self._on_list, kind=LIST)
-        self.on_team(CHANNEL, self._on_cancel, kind=CANCEL)
+        for kind, handler in ((SUBMIT, self._on_submit), (LIST, self._on_list),
+                              (CANCEL, self._on_cancel)):  # fmt: skip
+            self.on_team(CHANNEL, handler, kind=kind)
+            self.on_agents(CHANNEL, handler, kind=kind)  # <login>/missions: who asks
         self.on_team(RESULT_CHANNEL, self._on_result, kind=RESULT_KIND)
 
     async def on_connected(self) -> None:
@@ -211,7 +225,29 @@ class MissionQueue(Agent):
 
     # -- protocol ----------------------------------------------------------------------
 
+    def _requester(self, env: Envelope, topic: Topic) -> str:
+        """Who asks: the login the topic names (the broker's word when this queue logs
+        in), else the name the client claims, marked unverified."""
+        if topic.agent is not None and self._verified:
+            return topic.agent
+        return f"{topic.agent or env.sender} (unverified)"
+
+    async def _not_allowed(self, env: Envelope, topic: Topic, what: str) -> bool:
+        """Refuse (reply and log) a submit or cancel from a login that is no operator."""
+        who = topic.agent or env.sender
+        if self.operators is None or who in self.operators:
+            return False
+        error = (
+            f"{who!r} may not {what} missions: only operators may ([access] operators = "
+            f"{sorted(self.operators)})"
+        )
+        self.log.warning("mission.refused", by=who, what=what, error=error)
+        await self.reply(env, REJECTED, to_wire(Rejected("by", error)))
+        return True
+
     async def _on_submit(self, env: Envelope, topic: Topic) -> None:
+        if await self._not_allowed(env, topic, "submit"):
+            return
         try:
             spec, need = check_submission(env.body, self.objects, self.served, self._check_member)
         except SubmissionError as exc:
@@ -224,10 +260,11 @@ class MissionQueue(Agent):
             submitted_ms=wall_ms(),
             spec={"kind": spec.kind, "timeout_s": spec.timeout_s, **spec.params},
             need=need,
+            submitted_by=self._requester(env, topic),
         )
         self.rows[row.id] = row
         self.queue.append(row.id)
-        self.log.info("mission.queued", id=row.id, by=env.sender, position=len(self.queue))
+        self.log.info("mission.queued", id=row.id, by=row.submitted_by, position=len(self.queue))
         await self.reply(env, ACCEPTED, to_wire(Accepted(row.id, row.state, len(self.queue))))
         await self._publish_table()
         self._wake.set()
@@ -241,6 +278,8 @@ class MissionQueue(Agent):
         await self.reply(env, TABLE, self._table())
 
     async def _on_cancel(self, env: Envelope, topic: Topic) -> None:
+        if await self._not_allowed(env, topic, "cancel"):
+            return
         known = ", ".join(self.rows) or "none"
         try:
             request: CancelRequest = decode_dispatch(CANCEL, env.body)
@@ -253,15 +292,18 @@ class MissionQueue(Agent):
             error = f"no mission {request.id!r} (known: {known})"
             await self.reply(env, REJECTED, to_wire(Rejected("id", error)))
             return
+        by = self._requester(env, topic)
+        if row.state in ("queued", "running"):
+            row.cancelled_by = by
         if row.state == "queued":
             self.queue.remove(row.id)
-            self._end(row, "cancelled", f"cancelled by {env.sender} before it started")
+            self._end(row, "cancelled", f"cancelled by {by} before it started")
             self._wake.set()  # a mission waiting behind it may fit now
         elif row.state == "running":
-            row.reason = f"cancelled by {env.sender}"
+            row.reason = f"cancelled by {by}"
             row.state = "cancelling"  # its runner ends it once its agents have stopped
             self._terminate(self._procs.get(row.id, {}))
-        self.log.info("mission.cancel", id=row.id, state=row.state, by=env.sender)
+        self.log.info("mission.cancel", id=row.id, state=row.state, by=by)
         await self.reply(env, CANCELLED, to_wire(Cancelled(row.id, row.state)))
         await self._publish_table()
 

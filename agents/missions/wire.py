@@ -68,8 +68,9 @@ class Rejected(Struct, frozen=True):
     error: str
 
 
-class Row(Struct, frozen=True):
-    """One row of the mission table."""
+class Row(Struct, frozen=True, omit_defaults=True):
+    """One row of the mission table (``submitted_by``/``cancelled_by`` left out when
+    empty, so a row nobody is recorded on reads as before)."""
 
     id: str
     kind: str
@@ -80,6 +81,11 @@ class Row(Struct, frozen=True):
     reason: str
     summary: str
     members: list[str]
+    #: the login that submitted it: the broker user when the request came on its own
+    #: topic to a queue behind access control, else the claimed name + " (unverified)"
+    submitted_by: str = ""
+    #: the login that cancelled it, in the same form ("" if nobody did)
+    cancelled_by: str = ""
 
 
 class Table(Struct, frozen=True):

@@ -14,6 +14,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "AgentState",
     ),
     "config": (
+        "AccessSpec",
         "AgentSpec",
         "MissionSpec",
         "RuntimeSettings",

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import structlog
 
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
+from teamtree.agents.runtime.credentials import warn_no_access_control
 from teamtree.agents.runtime.event_loop import running_loop_name
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
@@ -153,6 +154,7 @@ class Agent:
             bool(endpoint.fallbacks) if self.runtime.cluster is None else self.runtime.cluster
         )
         self.resync = Resync(self)
+        self._logged_in = username is not None
         self.connection = Connection(
             endpoint,
             client_id=f"teamtree-{self.team}-{self.id}",
@@ -223,6 +225,8 @@ class Agent:
             )
         self.state = AgentState.RUNNING
         self._stop_requested = asyncio.Event()
+        if not self._logged_in:
+            warn_no_access_control(self.log, self.id)
         for channel in (PRESENCE_CHANNEL, FACTSHEET_CHANNEL):
             await self.connection.subscribe(pattern(self.team, "+", channel))
         await self.connection.subscribe(pattern(self.team, "+", REPLY_CHANNEL, self.id))
@@ -385,9 +389,12 @@ class Agent:
         *,
         to: str | None = None,
         timeout: float | None = None,
+        own: bool = False,
     ) -> Envelope:
         """Send a request on the team channel and return the first reply (from `to`
-        when given). Raises RequestTimeoutError at the deadline ("not granted") and
+        when given). With `own`, on this agent's own `channel` instead: the topic names
+        the sender, so under access control the receiver knows the request comes from
+        this login. Raises RequestTimeoutError at the deadline ("not granted") and
         ConnectionLostError if the connection drops meanwhile."""
         replies = await self._exchange(
             channel,
@@ -397,6 +404,7 @@ class Agent:
             expect=None if to is None else [to],
             first_only=True,
             timeout=timeout,
+            team=not own,
         )
         if not replies:
             raise RequestTimeoutError(
@@ -431,6 +439,7 @@ class Agent:
         expect: Iterable[str] | None,
         first_only: bool,
         timeout: float | None,
+        team: bool = True,
     ) -> dict[str, Envelope]:
         timeout = self.runtime.request_timeout_s if timeout is None else timeout
         corr = uuid.uuid4().hex
@@ -442,7 +451,7 @@ class Agent:
                 channel,
                 kind,
                 body,
-                team=True,
+                team=team,
                 to=to,
                 corr=corr,
                 reply_to=self.id,

@@ -8,6 +8,7 @@ Every error is a ConfigError naming the file, the key and the expected form::
     [mission]              kind, timeout_s, plus mission-specific keys
     [[agents]]             id, kind, role ("member" or "service"), required (a
                            service's: see `AgentSpec.optional`), plus kind params
+    [access]               operators, persons, observers: broker logins by role
 
 Members are the agents whose exit ends the mission; services (world, allocator,
 recorder) run alongside and are stopped when the members are done. An observer service
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.broker import ConfigError, TopicError
-from teamtree.broker.acl import OBSERVER_KINDS
+from teamtree.broker.acl import DEFAULT_OBSERVERS, OBSERVER_KINDS, role_of_kind
 from teamtree.broker.broker_kind import BrokerKind
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.topics import validate_id
@@ -77,6 +78,22 @@ class MissionSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessSpec:
+    """The ``[access]`` table: who may do what at the broker (``teamtree acl``).
+
+    `operators` may dispatch, cancel and disturb (people of the config, or extra
+    logins such as an operator's console); `persons` are extra people's logins
+    (the config's human kinds are persons already); `observers` are read-only logins,
+    one per observer process that runs at the same time. `declared`: the config has
+    an ``[access]`` table, so services enforce the operator role."""
+
+    operators: tuple[str, ...] = ()
+    persons: tuple[str, ...] = ()
+    observers: tuple[str, ...] = DEFAULT_OBSERVERS
+    declared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class TeamConfig:
     """A whole team config as loaded from a file."""
 
@@ -87,6 +104,7 @@ class TeamConfig:
     runtime: RuntimeSettings
     mission: MissionSpec
     agents: tuple[AgentSpec, ...]
+    access: AccessSpec = AccessSpec()
 
     def agent(self, agent_id: str) -> AgentSpec:
         """The spec of `agent_id`; raises ConfigError listing the ids there are."""
@@ -107,6 +125,16 @@ class TeamConfig:
     @property
     def services(self) -> tuple[AgentSpec, ...]:
         return tuple(s for s in self.agents if s.role == "service")
+
+    def user_roles(self) -> dict[str, str]:
+        """Every broker login of this config and its role (robot, driver, person,
+        operator, observer): the agents by kind, then ``[access]``."""
+        roles = {spec.id: role_of_kind(spec.kind) for spec in self.agents}
+        roles |= {name: "person" for name in self.access.persons}
+        roles |= {name: "operator" for name in self.access.operators}
+        for name in self.access.observers:
+            roles.setdefault(name, "observer")
+        return roles
 
 
 class _Reader:
@@ -178,7 +206,7 @@ def spec_reader(spec: AgentSpec, config: TeamConfig) -> _Reader:
     return _Reader(config.path, f"agents[{index}]", spec.params)
 
 
-_TOP_LEVEL = ("team", "runtime", "mission", "agents")
+_TOP_LEVEL = ("team", "runtime", "mission", "agents", "access")
 
 #: the keys each mission kind reads from ``[mission]`` (besides kind and timeout_s);
 #: a kind not listed here (a plugin's) is not checked. Extend it when a kind grows a key.
@@ -334,7 +362,53 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
             raise reader.error("role", f"is {role!r}; expected 'member', 'service' or 'on_call'")
         required = _required(reader, kind, role)
         agents.append(AgentSpec(agent_id, kind, role, reader.table, required))
-    return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents))
+    access = _access(path, top.take("access", dict, None, "an [access] table"), agents)
+    return TeamConfig(path, name, broker, broker_kind, runtime, mission, tuple(agents), access)
+
+
+def _access(path: Path, table: dict[str, Any] | None, agents: list[AgentSpec]) -> AccessSpec:
+    """Validate ``[access]``: lists of logins; an operator must be a person or a login
+    of its own (robots, drivers and watchers act only as themselves)."""
+    if table is None:
+        return AccessSpec()
+    reader = _Reader(path, "access", table)
+
+    def logins(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        names = reader.take(key, list, list(default), "a list of login names")
+        for name in names:
+            try:
+                validate_id(name, "login")
+            except TopicError as exc:
+                raise reader.error(key, exc.reason) from None
+        if len(set(names)) != len(names):
+            raise reader.error(key, "names a login twice")
+        return tuple(names)
+
+    access = AccessSpec(
+        operators=logins("operators", ()),
+        persons=logins("persons", ()),
+        observers=logins("observers", DEFAULT_OBSERVERS),
+        declared=True,
+    )
+    reader.no_extras()
+    kinds = {spec.id: spec.kind for spec in agents}
+    for key in ("operators", "persons", "observers"):
+        for name in getattr(access, key):
+            role = role_of_kind(kinds[name]) if name in kinds else None
+            if role is not None and role != "person":
+                raise reader.error(
+                    key,
+                    f"names {name!r}, a {kinds[name]} agent (role {role}); only people "
+                    "(kinds human, kitting_human) or logins that are no agent of the "
+                    "config can be given a role here",
+                )
+    both = set(access.operators) & (set(access.observers) | set(access.persons))
+    if both:
+        raise reader.error(
+            "operators", f"{sorted(both)[0]!r} is also listed as a person or an observer; "
+            "give each login one role",
+        )  # fmt: skip
+    return access
 
 
 def _required(reader: _Reader, kind: str, role: str) -> bool | None:

@@ -16,11 +16,34 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from teamtree.broker import ConfigError
 from teamtree.broker.password_env import password_env_name
 
-__all__ = ["agent_credentials"]
+__all__ = [
+    "NO_ACCESS_CONTROL",
+    "agent_credentials",
+    "login_credentials",
+    "observer_credentials",
+    "warn_no_access_control",
+]
+
+
+NO_ACCESS_CONTROL = (
+    "access control is off: {who} connects without a broker login, so any client can "
+    "publish in any member's name (state, claims, results) or take over its session; "
+    "turn it on with `teamtree acl CONFIG -o DIR --conf` (docs/operations.md)"
+)
+_warned_no_access_control = False
+
+
+def warn_no_access_control(log: Any, who: str) -> None:
+    """Say once per process that the broker is used without access control."""
+    global _warned_no_access_control
+    if not _warned_no_access_control:
+        _warned_no_access_control = True
+        log.warning("access_control.off", why=NO_ACCESS_CONTROL.format(who=who))
 
 
 def agent_credentials(agent_id: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -42,3 +65,22 @@ def agent_credentials(agent_id: str, env: Mapping[str, str] | None = None) -> di
     if not password:
         return {}
     return {"username": username, "password": password}
+
+
+def login_credentials(
+    username: str, password: str | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Credentials for the login `username` given on a command line: with `password`
+    as given, else from the environment as for an agent; without any password, only
+    the username (the broker then refuses the login, and says so)."""
+    if password is not None:
+        return {"username": username, "password": password}
+    return agent_credentials(username, env) or {"username": username}
+
+
+def observer_credentials(login: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Credentials of the read-only login `login` (``run``, ``web``, ``monitor``): a
+    login holds one connection where ``teamtree acl`` binds client ids to logins, so
+    each kind of observer process has its own. Falls back on ``monitor``'s for files
+    written before there was one login per observer."""
+    return agent_credentials(login, env) or agent_credentials("monitor", env)

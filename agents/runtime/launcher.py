@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
-from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.credentials import NO_ACCESS_CONTROL, observer_credentials
 from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
 from teamtree.agents.runtime.kept import kept_missions
 from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, foreign, new_mission_id
@@ -236,13 +236,16 @@ class Launcher:
     async def _start_watch(self, endpoint: Endpoint) -> None:
         """Watch the team passively (no presence: not a member) to tell who did what."""
         tls = TlsSettings.from_env()
+        login = observer_credentials("run")
+        if not login:
+            self.say("warning: " + NO_ACCESS_CONTROL.format(who="this run"))
         self._watch = Connection(
             endpoint,
             client_id=f"teamtree-{self.config.team}-run-{uuid.uuid4().hex[:8]}",
             on_message=self._watched,
             clean_session=True,
             tls_context=client_context(tls) if tls else None,
-            **agent_credentials("monitor"),  # read-only rights suffice, as for `monitor`
+            **login,  # read-only rights suffice, as for `monitor`
         )
         await self._watch.subscribe(f"teamtree/v1/{self.config.team}/#")
         self._watch_task = asyncio.create_task(self._watch.run(), name="teamtree[run].watch")
@@ -256,7 +259,7 @@ class Launcher:
             await asyncio.wait_for(self._watch.connected.wait(), 10.0)
         except TimeoutError:
             self.say(
-                "cannot watch the team (does the broker refuse the `monitor` user?); "
+                "cannot watch the team (does the broker refuse the `run` user?); "
                 "starting the members without waiting for the services"
             )
             return

@@ -13,7 +13,9 @@ topic                kind              QoS retain body
 ==================== ================= === ====== ====================================
 
 and handles ``_/world`` ``world.move_object`` {object, position, yaw?} (answered with
-``world.move_object.reply`` {ok, reason} when sent as a request).
+``world.move_object.reply`` {ok, reason} when sent as a request). With an ``[access]``
+table in the config, only its operators may move objects; others are refused
+(``not_operator``) with a warning naming the sender.
 
 A world of a mission (``--mission-id``) that starts while its own retained
 ``world.state`` of that mission is on the broker (it was killed or stopped and
@@ -96,9 +98,12 @@ class WorldAgent(Agent):
         hands: dict[str, dict[str, Any]] | None = None,
         seed: int = 0,
         hand_sample_s: float = HAND_SAMPLE_S,
+        operators: list[str] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        #: who may disturb the world (``[access] operators``); None: no [access] table
+        self.operators = None if operators is None else frozenset(operators)
         #: for the short-lived connection that reads the retained state back (restart.py)
         self._login = {k: kwargs.get(k) for k in ("username", "password", "tls_context")}
         self.restore_wait_s = RESTORE_WAIT_S
@@ -141,7 +146,14 @@ class WorldAgent(Agent):
             World.from_spec(objects, robots, hands)
         except SpecificationError as exc:
             raise reader.error("hands" if "hand" in str(exc) else "objects", str(exc)) from None
-        return {**params_dict(params), "objects": objects, "robots": robots, "hands": hands}
+        operators = list(config.access.operators) if config.access.declared else None
+        return {
+            **params_dict(params),
+            "objects": objects,
+            "robots": robots,
+            "hands": hands,
+            "operators": operators,
+        }
 
     def factsheet(self) -> dict[str, Any]:
         return {
@@ -302,6 +314,15 @@ class WorldAgent(Agent):
                 await self.publish(EVENTS_CHANNEL, "world.violation", violation)
 
     async def _on_move_object(self, env: Envelope, topic: Topic) -> None:
+        if self.operators is not None and env.sender not in self.operators:
+            # a disturbance needs an operator; with access control on, the broker lets
+            # only operators' logins write the world's team channel at all
+            why = f"{env.sender!r} is not an operator (operators: {sorted(self.operators)})"
+            self.log.warning("world.disturbance_refused", by=env.sender, why=why)
+            if env.reply_to is not None:
+                answer = {"ok": False, "reason": "not_operator", "detail": why}
+                await self.reply(env, "world.move_object.reply", answer)
+            return
         try:
             move = decode_move_object(env.body)
         except WorldWireError as exc:

@@ -64,8 +64,10 @@ from teamtree.agents.runtime.behaviour_wire import (
     RenewCommand,
 )
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import TeamtreeError, wall_ms
+from teamtree.broker.acl import agv_login_name
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.drivers.base import DriverAgent
 from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
@@ -128,7 +130,13 @@ class Vda5050DriverAgent(DriverAgent):
         self.agv_password = os.environ.get("TEAMTREE_AGV_PASSWORD") or None
         self.agv_tls: ssl.SSLContext | None = None
         if agv_broker is None and self.agv_password is None:
-            self.agv_username, self.agv_password = self.connection._auth
+            # its own AGV login (`teamtree acl` writes `<id>.agv`): where client ids are
+            # bound to logins, a second connection as the driver would take its session
+            agv_login = agent_credentials(agv_login_name(self.id))
+            own = self.connection._auth
+            self.agv_username, self.agv_password = (
+                (agv_login["username"], agv_login["password"]) if agv_login else own
+            )
             self.agv_tls = self.connection._tls
         self.ack_timeout_s = ack_timeout_s
         self.observation_period = 1.0 / observation_hz

@@ -225,7 +225,10 @@ def test_acl_text_and_generated_conf(tmp_path: Path, team: str) -> None:
     assert out.returncode == 0, out.stderr
     acl = (tmp_path / "b" / "acl").read_text()
     assert f"user pr2\ntopic write teamtree/v1/{team}/pr2/#\n" in acl
-    assert f"topic write teamtree/v1/{team}/_/#\ntopic read teamtree/v1/{team}/#" in acl
+    assert f"topic write teamtree/v1/{team}/_/claims/#\n" in acl  # a robot's team channel
+    assert f"topic write teamtree/v1/{team}/_/world/#" not in acl  # operators' only
+    assert f"topic write teamtree/v1/{team}/_/#" not in acl
+    assert "use_username_as_clientid true" in (tmp_path / "b" / "mosquitto.conf").read_text()
     assert f"user dashboard\ntopic read teamtree/v1/{team}/#\ntopic read $SYS/#" in acl
     conf = (tmp_path / "b" / "mosquitto.conf").read_text()
     for line in (

@@ -17,7 +17,7 @@ from teamtree.agents.cli.args import DEFAULT_BROKER
 from teamtree.agents.cli.args import broker_url as _url
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
-from teamtree.agents.runtime.credentials import agent_credentials
+from teamtree.agents.runtime.credentials import login_credentials, observer_credentials
 from teamtree.broker import ConnectError
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.tls import TlsSettings, client_context
@@ -49,8 +49,8 @@ def register(subparsers: Any) -> dict[str, Handler]:
     p.add_argument("--port", type=_port, default=8080, help="HTTP port (default 8080)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument(
-        "--username", help="broker user of the team view (default: the monitor user's "
-        "credentials from the environment, if any)",
+        "--username", help="broker user of the team view (default: the web user's, else "
+        "the monitor user's credentials from the environment, if any)",
     )  # fmt: skip
     p.add_argument("--password", help="its broker password (or set TEAMTREE_PASSWORD_<USERNAME>)")
     p.add_argument(
@@ -76,10 +76,8 @@ def register(subparsers: Any) -> dict[str, Handler]:
 
 def _credentials(args: argparse.Namespace) -> dict[str, str]:
     if args.username is not None:
-        if args.password is not None:
-            return {"username": args.username, "password": args.password}
-        return agent_credentials(args.username) or {"username": args.username}
-    return agent_credentials("monitor")
+        return login_credentials(args.username, args.password)
+    return observer_credentials("web")
 
 
 async def run_web(args: argparse.Namespace) -> int:

@@ -2,12 +2,15 @@
 through the dispatch protocol (``teamtree.agents.missions.protocol``).
 
 The web view stays a passive client (no presence, never a team member): a request
-goes out on the team channel ``_/missions`` through the view's own broker
-connection, with ``reply_to`` set to a requester id of its own (``web-<hex>``), and
-the queue's reply comes back on ``<queue>/reply/<requester>``, which the view
-already reads (it reads the whole team). Under access control the request is
-published as the view's broker user, so it only reaches the queue when that user may
-write the team channels; otherwise no reply comes and the page says so.
+goes out through the view's own broker connection with ``reply_to`` set to the
+requester, and the queue's reply comes back on ``<queue>/reply/<requester>``, which the
+view already reads (it reads the whole team). With a broker user (under access
+control: the view's, or the one signed in) the requester is that login and the
+request goes on its own ``<login>/missions``, so the queue records the login; it
+reaches the queue only when that user may write there (a read-only observer may not;
+the queue takes submissions and cancels only from operators when the config names
+them), otherwise the page says so. Without one the requester is an id of the view's
+own (``web-<hex>``) and the request goes on the team channel ``_/missions``.
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ class MissionDesk:
         user: str | None = None,
     ):
         self.team = team
-        self.requester = f"web-{uuid.uuid4().hex[:8]}"
+        self.requester = user or f"web-{uuid.uuid4().hex[:8]}"
         self._publish = publish
         self._queues = queues
         self.timeout_s = timeout_s
@@ -149,7 +152,8 @@ class MissionDesk:
                 deadline=wall_ms() + int(self.timeout_s * 1000),
                 to=queue,
             )
-            await self._publish(Outgoing(build(self.team, None, CHANNEL), encode(env), qos=1))
+            topic = build(self.team, self.user, CHANNEL)  # a user: names the login
+            await self._publish(Outgoing(topic, encode(env), qos=1))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pending.done), self.timeout_s)
         finally:
@@ -158,7 +162,7 @@ class MissionDesk:
         if reply is None:
             who = ""
             if self.user:
-                who = f" (may broker user {self.user!r} write the team's channels?)"
+                who = f" (may broker user {self.user!r} dispatch? only operators may)"
             raise DeskError(
                 f"the mission queue {queue!r} did not answer within {self.timeout_s:g} s{who}",
                 status=504,
