@@ -112,6 +112,7 @@ from teamtree.planners.tasktree import (
     ClaimDecided,
     ClaimReply,
     EffectConfirmed,
+    EffectUndone,
     GraspScorer,
     HandSample,
     HumanModel,
@@ -344,6 +345,8 @@ class RobotAgent(PeerRuleMember):
         self._views: dict[str, ObjectView] = {}  # per object: the view last absorbed
         # leaves with a goal of their own (the world's at_goal is not about it)
         self._own_goal_leaves = frozenset(n for n in tree.leaves if "goal" in tree[n].param_dict)
+        # the objects this robot's observations showed at their goals (``_undone``)
+        self._placed: set[str] = set()
         self._leaves_of: dict[str, list[tuple[str, str]]] = {}
         for leaf, name in self._leaf_objects:
             if name is not None:
@@ -801,6 +804,9 @@ class RobotAgent(PeerRuleMember):
             return
         for leaf in self._confirmed(obs, seen):
             await self.feed(EffectConfirmed(leaf))
+        for leaf in self._undone(obs, seen):
+            self.log.warning("node.undone", node=leaf, label=self.tree[leaf].label)
+            await self.feed(EffectUndone(leaf))
         await self._release_failures(observed=True)
         await self._check_body(obs)
         if not self._load_numpy().done() or (
@@ -871,6 +877,32 @@ class RobotAgent(PeerRuleMember):
             obj = objects.get(name)
             if obj is not None and obj.at_goal:
                 out.append(leaf)
+        return out
+
+    def _undone(self, obs: ObservationBody, changed: set[str] | None = None) -> list[str]:
+        """Done leaves whose object this robot saw at its goal and now sees away from it
+        ("undone means undone": whoever moved it, the leaf is open again). `changed` as
+        in ``_confirmed``. Only a move away after an observation at the goal counts, so
+        an observation older than this robot's own ``behaviour.finished`` re-opens
+        nothing."""
+        c = self.controller
+        if c is None:
+            return []
+        objects, placed = obs.objects, self._placed
+        out = []
+        for name in objects if changed is None else changed:
+            obj = objects.get(name)
+            if obj is None:
+                continue
+            if obj.at_goal:
+                placed.add(name)
+            elif name in placed:
+                placed.discard(name)
+                out += [
+                    leaf
+                    for leaf, _ in self._leaves_of.get(name, ())
+                    if leaf in c.done and leaf not in self._own_goal_leaves
+                ]
         return out
 
     def _absorb_observation(
@@ -1194,6 +1226,12 @@ class RobotAgent(PeerRuleMember):
             interest_prefetch=self.interest_prefetch,
             resend_ticks=max(1, round(CLAIM_RESEND_S * self.runtime.tick_hz)),
             seed=f"{self.seed}:{self.id}",
+            # done only on the world's evidence: a peer's word may be forged
+            evidence_leaves=[
+                leaf
+                for leaf, name in self._leaf_objects
+                if name is not None and leaf not in self._own_goal_leaves
+            ],
         )
         if self.controller.avoider is not None:
             self.controller.avoider.silent = set(self.humans)  # they publish no potentials
@@ -1211,7 +1249,13 @@ class RobotAgent(PeerRuleMember):
         await self._mission_done.wait()
         await self._publish_snapshot(self.controller.snapshot(self._now()))
         done = [self.tree[e["node"]].label for e in self.executed if e["ok"]]
-        self.log.info("mission.done", executed=done)
+        c = self.controller
+        self.log.info(
+            "mission.done",
+            executed=done,
+            peer_done_unconfirmed=c.unconfirmed,
+            future_stamps_refused=c.refused_future,
+        )
         self.log.info(
             "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
         )
