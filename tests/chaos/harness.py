@@ -224,12 +224,16 @@ def _overlaps(transitions: list[tuple[int, dict[str, Any]]]) -> int:
     return count
 
 
-def _env(kind: str, sender: str, hid: int, body: Any, sid: str = "forged") -> bytes:
+def _env(
+    kind: str, sender: str, hid: int, body: Any, sid: str = "forged", ahead_ms: int = 0
+) -> bytes:
+    """A forged envelope; ``ahead_ms`` dates its hybrid clock stamp that far ahead."""
     from teamtree.broker import Envelope, HlcStamp, encode
     from teamtree.broker.hlc import wall_ms
 
     now = wall_ms()
-    return encode(Envelope(kind, sender, hid, now, HlcStamp(now, 0, sender), body, sid=sid))
+    hlc = HlcStamp(now + ahead_ms, 0, sender)
+    return encode(Envelope(kind, sender, hid, now, hlc, body, sid=sid))
 
 
 def forged_messages(team: str) -> list[tuple[str, bytes, bool]]:
@@ -273,9 +277,19 @@ async def send_forged(
     endpoint: Any, team: str, username: str | None = None, password: str | None = None
 ) -> int:
     """Publish ``forged_messages`` from a raw MQTT client; returns how many."""
+    return await send_raw(endpoint, team, forged_messages(team), username, password)
+
+
+async def send_raw(
+    endpoint: Any,
+    team: str,
+    messages: list[tuple[str, bytes, bool]],
+    username: str | None = None,
+    password: str | None = None,
+) -> int:
+    """Publish (topic, payload, retain) `messages` from a raw MQTT client, QoS 1."""
     import aiomqtt
 
-    messages = forged_messages(team)
     async with aiomqtt.Client(
         endpoint.host,
         endpoint.port,
