@@ -34,6 +34,7 @@ from tests.chaos.harness import (
     _env,
     record,
     send_raw,
+    survivor_config,
 )
 from tests.conftest import eventually
 
@@ -152,6 +153,7 @@ async def test_objects_put_back_after_placement_are_done_again(run, mosquitto, t
                 outcome = await _judge(party, "objects put back ~1 s after placement")
             finally:
                 attacker.cancel()
+            print(f"put back: {put_back}")
             assert put_back, "nothing was put back: the attack never ran\n" + party.logs()
             assert "world.move_object" in party.procs.log("world"), party.logs()
             assert outcome.completed, outcome.detail + party.logs()
@@ -161,39 +163,62 @@ async def test_objects_put_back_after_placement_are_done_again(run, mosquitto, t
         party.stop()
 
 
+CHAIN = "THEN(burger, cup, tea_pot, sugar)"
+"""One leaf at a time: while one robot works, the other has nothing else it may take."""
+
+
 @pytest.mark.parametrize("run", range(RUNS))
 async def test_a_forged_release_does_not_put_two_bodies_on_one_object(
     run, mosquitto, team, tmp_path
 ):
-    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
+    # either robot can do every leaf here, so the idle one could take the worker's leaf
+    config = survivor_config(tmp_path / "party.toml", team)
+    text = config.read_text()
+    config.write_text(
+        text.replace('tree = "THEN(AND(burger, cup), AND(tea_pot, sugar))"', f'tree = "{CHAIN}"')
+    )
+    assert CHAIN in config.read_text()
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, config=config)
     forged: list[tuple[str, str]] = []
+    scenario = "forged inactive + empty snapshot + interest 50 s ahead"
 
     async def release() -> None:
-        """Each time a robot starts a leaf (up to 4 times), say in its name, 0.3 s in,
-        that it let go of it."""
-        while len(forged) < 4:
+        """As soon as a robot says it works on a leaf (its body has not grasped the
+        object yet, so the idle one still sees it free), say in its name that it let
+        go of the leaf."""
+        while True:
             for robot in ROBOTS:
                 leaf = party.working(robot)
                 if leaf is not None and (robot, leaf) not in forged:
-                    await asyncio.sleep(0.3)
-                    if party.working(robot) == leaf:
-                        forged.append((robot, leaf))
-                        await send_raw(mosquitto.endpoint, team, _forged_release(team, robot, leaf))
-            await asyncio.sleep(0.05)
+                    forged.append((robot, leaf))
+                    await send_raw(mosquitto.endpoint, team, _forged_release(team, robot, leaf))
+            await asyncio.sleep(0.02)
 
     try:
         async with asyncio.timeout(240), party.observer:
             party.start()
             attacker = asyncio.create_task(release())
             try:
-                outcome = await _judge(
-                    party, "forged inactive + empty snapshot + interest 50 s ahead"
-                )
+                codes = await party.wait_robots(150)
             finally:
                 attacker.cancel()
+            state = await party.final_state() or {}
+            objects = state.get("objects", {})
+            placed = bool(objects) and all(o.get("at_goal") for o in objects.values())
+            violations = int(state.get("violations", 0))
+            ended = [r for r, c in codes.items() if c == 0]
+            outcome = Outcome(
+                len(ended) == len(ROBOTS) and placed,
+                violations,
+                int(bool(ended) and not placed),
+                f"codes={codes} placed={placed} violations={violations} forged={forged}",
+            )
+            print(f"{scenario}: {outcome}")
+            record(scenario, outcome)
             assert forged, "no release was forged: the attack never ran\n" + party.logs()
             world = party.procs.log("world")
             assert "double_run" not in world and "double_hold" not in world, world[-3000:]
+            assert violations == 0, outcome.detail + party.logs()
             assert outcome.completed, outcome.detail + party.logs()
     finally:
         party.stop()
