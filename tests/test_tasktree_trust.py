@@ -138,6 +138,7 @@ def test_a_forged_release_never_hands_a_running_leaf_over(
         "b",
         online_peers={"h"},
         takeover_ms=HOLD_MS,
+        release_hold_ms=HOLD_MS,
         declared_interest=declared,
         evidence_leaves=tree.leaves,
         resend_ticks=5,

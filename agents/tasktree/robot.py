@@ -1226,7 +1226,10 @@ class RobotAgent(PeerRuleMember):
             interest_prefetch=self.interest_prefetch,
             resend_ticks=max(1, round(CLAIM_RESEND_S * self.runtime.tick_hz)),
             seed=f"{self.seed}:{self.id}",
-            # done only on the world's evidence: a peer's word may be forged
+            # a peer's word may be forged: a release waits for the holder's lease, and
+            # done comes only from the world (the people's models are this robot's own)
+            release_hold_ms=self.lease.takeover_ms,
+            released_at_once=set(self.humans),
             evidence_leaves=[
                 leaf
                 for leaf, name in self._leaf_objects

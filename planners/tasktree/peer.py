@@ -52,10 +52,12 @@ is not enough):
    peer's done still makes a pending claim on it lose (losing is always safe), and an
    OR is done only by the evidence of one of its own branches. Undone means undone:
    ``EffectUndone`` opens a done leaf again, and the team works it again.
-8. A release waits for the lease. With ``takeover_ms``, a holder's ``inactive``
-   transition, or a snapshot that no longer lists a leaf, frees the leaf only
-   ``takeover_ms`` after it arrived (``release_hold_ms``): were it forged, the
-   holder's body still runs until its lease must have lapsed. Any later evidence
+8. A release waits for the lease. With ``release_hold_ms`` (a robot passes its
+   ``takeover_ms``), a holder's ``inactive`` transition, a ``done`` not believed, or
+   a snapshot that no longer lists a leaf, frees the leaf only that long after it
+   arrived: were it forged, the holder's body still runs until its lease must have
+   lapsed (peers in ``released_at_once``, e.g. the people a robot models itself, are
+   exempt). Any later evidence
    that the holder works it (its ``working`` transition, snapshot or reply) cancels
    the release. Declarations of interest only grow (``interest.py`` I4), so a claim
    always asks the member that declared, and so may hold, the leaf.
@@ -435,8 +437,9 @@ class TaskController:
     ``capacity`` (leaves worked at once, 1 for seed 000 robots); ``auto_select``
     (claim on ticks by activation spreading; False: only what ``Want`` asks for);
     ``evidence_leaves`` (leaves done only on the world's evidence, rule 7);
-    ``release_hold_ms`` (how long a peer's release waits, rule 8; default
-    ``takeover_ms``); ``max_skew_ms`` (how far ahead a peer's stamp may be, rule 9).
+    ``release_hold_ms`` and ``released_at_once`` (how long a peer's release waits, and
+    whose does not, rule 8); ``max_skew_ms`` (how far ahead a peer's stamp may be,
+    rule 9).
 
     ``handle`` never raises on odd input from peers (unknown nodes are ignored).
     """
@@ -463,7 +466,8 @@ class TaskController:
         interest_prefetch: int = 2,
         seed: int | str | None = None,
         evidence_leaves: Iterable[str] = (),
-        release_hold_ms: int | None = None,
+        release_hold_ms: int = 0,
+        released_at_once: Iterable[str] = (),
         max_skew_ms: int = 5_000,
     ) -> None:
         if capacity < 1:
@@ -477,7 +481,8 @@ class TaskController:
         self._lapsing: dict[str, int] = {}
         """Offline holders -> wall ms after which their leaves may be taken over."""
         self.evidence_leaves = frozenset(evidence_leaves)
-        self.release_hold_ms = takeover_ms if release_hold_ms is None else release_hold_ms
+        self.release_hold_ms = release_hold_ms
+        self.released_at_once = frozenset(released_at_once)
         self._releasing: dict[str, tuple[str, int]] = {}
         """Leaves a peer said it released -> (that peer, wall ms when they are free)."""
         self.max_skew_ms = max_skew_ms
@@ -1082,7 +1087,7 @@ class TaskController:
     def _release(self, node: str, agent: str, now: Stamp) -> None:
         """``agent`` says it no longer works on ``node``: free it once its lease must
         have lapsed (rule 8), at once without a hold."""
-        if self.release_hold_ms <= 0:
+        if self.release_hold_ms <= 0 or agent in self.released_at_once:
             del self.working[node]
             return
         held = self._releasing.get(node)
