@@ -802,6 +802,8 @@ class RobotAgent(PeerRuleMember):
         except (ValueError, SpecificationError) as exc:  # typed, but not a shape or pose
             self._drop("malformed", str(topic), env.sender, f"bad observation body: {exc}")
             return
+        if names is None and self.controller is not None:  # a keyframe: every goal known
+            self.controller.evidence_leaves = self._evidence_leaves()
         for leaf in self._confirmed(obs, seen):
             await self.feed(EffectConfirmed(leaf))
         for leaf in self._undone(obs, seen):
@@ -878,6 +880,20 @@ class RobotAgent(PeerRuleMember):
             if obj is not None and obj.at_goal:
                 out.append(leaf)
         return out
+
+    def _evidence_leaves(self) -> frozenset[str]:
+        """The leaves whose done the world can show, so a peer's word is not enough
+        (``TaskController(evidence_leaves=...)``): those with an object and no goal of
+        their own (as ``_confirmed`` reads them), unless the world shows that object
+        without a goal (then only a peer can say it is done)."""
+        objects = self._world_objects or {}
+        return frozenset(
+            leaf
+            for leaf, name in self._leaf_objects
+            if name is not None
+            and leaf not in self._own_goal_leaves
+            and (name not in objects or objects[name].goal is not None)
+        )
 
     def _undone(self, obs: ObservationBody, changed: set[str] | None = None) -> list[str]:
         """Done leaves whose object this robot saw at its goal and now sees away from it
@@ -1230,11 +1246,7 @@ class RobotAgent(PeerRuleMember):
             # done comes only from the world (the people's models are this robot's own)
             release_hold_ms=self.lease.takeover_ms,
             released_at_once=set(self.humans),
-            evidence_leaves=[
-                leaf
-                for leaf, name in self._leaf_objects
-                if name is not None and leaf not in self._own_goal_leaves
-            ],
+            evidence_leaves=self._evidence_leaves(),
         )
         if self.controller.avoider is not None:
             self.controller.avoider.silent = set(self.humans)  # they publish no potentials
