@@ -224,16 +224,12 @@ def _overlaps(transitions: list[tuple[int, dict[str, Any]]]) -> int:
     return count
 
 
-def _env(
-    kind: str, sender: str, hid: int, body: Any, sid: str = "forged", ahead_ms: int = 0
-) -> bytes:
-    """A forged envelope; ``ahead_ms`` dates its hybrid clock stamp that far ahead."""
+def _env(kind: str, sender: str, hid: int, body: Any, sid: str = "forged") -> bytes:
     from teamtree.broker import Envelope, HlcStamp, encode
     from teamtree.broker.hlc import wall_ms
 
     now = wall_ms()
-    hlc = HlcStamp(now + ahead_ms, 0, sender)
-    return encode(Envelope(kind, sender, hid, now, hlc, body, sid=sid))
+    return encode(Envelope(kind, sender, hid, now, HlcStamp(now, 0, sender), body, sid=sid))
 
 
 def forged_messages(team: str) -> list[tuple[str, bytes, bool]]:
