@@ -42,6 +42,14 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+MAX_OFFSET_MS = 5_000
+"""How far ahead of this process's clock a received stamp may be and still be merged.
+Clocks of one deployment agree to milliseconds (NTP, or one host's containers); a stamp
+further ahead is a broken clock or a forged date, and merged it would move every later
+stamp of this agent (and of its peers, which merge those) as far ahead, letting it
+outrank messages sent after it."""
+
+
 class HybridLogicalClock:
     """A hybrid logical clock for one node.
 
@@ -50,7 +58,7 @@ class HybridLogicalClock:
     """
 
     def __init__(
-        self, node: str, *, clock: Callable[[], int] = wall_ms, max_offset_ms: int = 60_000
+        self, node: str, *, clock: Callable[[], int] = wall_ms, max_offset_ms: int = MAX_OFFSET_MS
     ):
         self.node = node
         self._clock = clock

@@ -108,6 +108,37 @@ def test_the_outcome_is_success_only_when_members_and_criteria_agree() -> None:
     assert not ok and "member pr2 exited with code -9 (agent.failed boom)" in summary
 
 
+def test_a_task_tree_mission_succeeds_only_if_the_world_still_shows_it_done() -> None:
+    """Every member exited 0 and said done, but the world's last state shows the cup
+    put back and neither OR branch placed: the run fails, naming where each object is."""
+    tree = {"id": "root", "type": "and", "children": [
+        {"id": "root/0", "behavior": "PLACE", "params": {"object": "cup"}},
+        {"id": "root/1", "type": "or", "children": [
+            {"id": "root/1/0", "behavior": "PLACE", "params": {"object": "orange"}},
+            {"id": "root/1/1", "behavior": "PLACE", "params": {"object": "apple"}}]},
+        {"id": "root/2", "behavior": "WAVE", "params": {}}]}  # fmt: skip
+
+    def view(at_goal: bool) -> dict[str, object]:
+        return {"at_goal": at_goal, "position": [0.1, 0.2, 0.8], "goal": [0.5, 0.5, 0.8]}
+
+    seen = OutcomeCollector()
+    seen.feed("mission.tree", "pr2", {"kind": "tasktree", "tree": tree, "text": "-"})
+    for node in ("root/0", "root/1/0", "root/1/1", "root/2"):
+        seen.feed("node.transition", "pr2", {"agent": "pr2", "node": node, "status": "done"})
+    world = {"cup": view(False), "orange": view(False), "apple": view(False)}
+    seen.feed("world.state", "alice", {"objects": {k: view(True) for k in world}})  # not the world
+    seen.feed("world.state", "world", {"objects": world})
+    ok, summary = judge(seen, [_exit("pr2", 0)], timed_out=False, interrupted=False)
+    assert not ok, summary
+    assert "cup is at (0.10, 0.20, 0.80), not at its goal (0.50, 0.50, 0.80)" in summary
+    assert "none of orange is at" in summary and "or apple is at" in summary
+
+    world["cup"], world["apple"] = view(True), view(True)  # one OR branch suffices
+    seen.feed("world.state", "world", {"objects": world})
+    ok, summary = judge(seen, [_exit("pr2", 0)], timed_out=False, interrupted=False)
+    assert ok, summary
+
+
 def test_an_ltl_verdict_counts_as_the_criterion() -> None:
     seen = OutcomeCollector()
     seen.feed("ltl.verdict", "planner", {"satisfied": False, "impossible": True, "reason": "edge"})

@@ -264,8 +264,32 @@ def test_declarations_only_grow_and_stamps_never_repeat() -> None:
     assert second.stamp > first.stamp
     assert second.leaves == ("x", "y")
     assert book.ack_for(Interest("r2", (4, 0, "r2"), ("z",))).own == second
-    assert book.record(Interest("r2", (3, 0, "r2"), ("w",))) is False  # older: kept z
-    assert book.of("r2") == {"z"}
+    # declarations only grow (I4), so whatever the order, a peer's leaves are the union
+    assert book.record(Interest("r2", (3, 0, "r2"), ("w",))) is True
+    assert book.record(Interest("r2", (2, 0, "r2"), ("w",))) is False  # nothing new
+    assert book.of("r2") == {"z", "w"}
+
+
+def test_a_declaration_that_would_shrink_a_peers_interest_changes_nothing() -> None:
+    """A forged empty declaration in a holder's name, dated far ahead, neither hides
+    the holder from a claim nor stops its later genuine declarations from counting."""
+    book = InterestBook("r1")
+    book.record(Interest("r2", (10, 0, "r2"), ("cup",)))
+    assert book.record(Interest("r2", (60_010, 0, "r2"), ())) is False
+    assert book.interested("r2", {"cup"})
+    assert book.record(Interest("r2", (20, 0, "r2"), ("cup", "tea"))) is True
+    assert book.interested("r2", {"tea"})
+
+
+def test_an_acknowledgement_of_a_stamp_never_declared_counts_for_none() -> None:
+    """An ack of a forged declaration in my name, dated ahead, must not stand for the
+    acknowledgement of my later genuine declarations (I1)."""
+    book = InterestBook("r1")
+    book.declare(["x"], (5, 0, "r1"))
+    book.acknowledged(InterestAck("r2", "r1", (60_005, 0, "r1")))
+    assert not book.ready({"r2"})
+    book.acknowledged(InterestAck("r2", "r1", book.mine.stamp))
+    assert book.ready({"r2"})
 
 
 # -- mixed teams: some members without declared interest ------------------------------

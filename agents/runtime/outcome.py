@@ -7,6 +7,11 @@ scoped to the mission). ``teamtree run`` collects those, the node transitions (w
 did what) and the members' exit codes, prints a short result block and exits 0 only
 when every member succeeded and no result says the criterion failed.
 
+Success is checked, not believed: for a task-tree mission the last ``world.state``
+(the world publishes one as it stops) must still show the tree's effects, every
+needed object at its goal (an OR by one of its branches). Otherwise the run fails
+naming each object and where the world shows it, whatever the members said.
+
 Body of ``mission.result`` (``ResultBody``, docs/protocol.md): ``ok`` (bool), ``kind``
 (mission kind), ``summary`` (one sentence), ``done`` and ``failed`` (lists of
 ``{"item", "by"|"reason"}``; empty when left out), and the ``mission`` the publisher's
@@ -102,6 +107,8 @@ class OutcomeCollector:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    tree: dict[str, Any] | None = None  #: the task tree of a ``tasktree`` mission
+    world: dict[str, Any] | None = None  #: the latest ``world.state``
 
     def feed(self, kind: str, sender: str, body: Any) -> None:
         """One message of the team."""
@@ -123,6 +130,10 @@ class OutcomeCollector:
             )
         elif kind == "mission.tree" and isinstance(body.get("tree"), dict):
             self._learn_labels(body["tree"])
+            if body.get("kind") == "tasktree":
+                self.tree = body["tree"]
+        elif kind == "world.state" and sender == "world" and isinstance(body.get("objects"), dict):
+            self.world = body
         elif kind == "node.transition" and body.get("status") == "done":
             agent, node = body.get("agent"), body.get("node")
             mine = isinstance(agent, str) and isinstance(node, str) and agent == sender
@@ -141,9 +152,52 @@ class OutcomeCollector:
                 children = node.get("children")
                 stack.extend(children if isinstance(children, list) else [])
 
+    def world_shortfall(self) -> list[str]:
+        """One line per needed object the last ``world.state`` shows away from its goal
+        (empty when no task tree or no world state was seen)."""
+        if self.tree is None or self.world is None:
+            return []
+        objects = self.world["objects"]
+        missing: list[str] = []
+        _met(self.tree, objects, missing)
+        return missing
+
     def failures(self) -> list[str]:
         """One line per result whose criterion failed."""
         return [f"{who}: {r.get('summary', '')}" for who, r in self.results.items() if not r["ok"]]
+
+
+def _met(node: Any, objects: dict[str, Any], missing: list[str]) -> bool:
+    """Whether the world's `objects` show `node` (a ``mission.tree`` node) done; adds a
+    line to `missing` for each needed object away from its goal. A leaf the world
+    cannot judge (no object, a goal of its own, an object it does not know) counts as
+    met: the members' word is all there is for it."""
+    if not isinstance(node, dict):
+        return True
+    children = node.get("children")
+    if isinstance(children, list) and children:
+        if node.get("type") == "or":
+            lines: list[str] = []
+            if any(_met(c, objects, lines) for c in children):
+                return True
+            missing.append("none of " + " or ".join(lines))
+            return False
+        return all([_met(c, objects, missing) for c in children])  # every line, not the first
+    params = node.get("params") if isinstance(node.get("params"), dict) else {}
+    name = params.get("object")
+    view = objects.get(name) if isinstance(name, str) and "goal" not in params else None
+    if not isinstance(view, dict) or view.get("at_goal", True):
+        return True
+    missing.append(
+        f"{name} is at {_where(view.get('position'))}, not at its goal {_where(view.get('goal'))}"
+    )
+    return False
+
+
+def _where(position: Any) -> str:
+    if isinstance(position, list) and all(isinstance(v, int | float) for v in position):
+        return "(" + ", ".join(f"{v:.2f}" for v in position) + ")"
+    return "an unknown place"
 
 
 def judge(
@@ -166,6 +220,9 @@ def judge(
             why = f" ({e.last_words[-1]})" if e.last_words else ""
             reasons.append(f"service {e.name} exited early with code {e.code}{why}")
     reasons += [f"criterion failed for {line}" for line in collector.failures()]
+    shortfall = collector.world_shortfall()
+    if shortfall:
+        reasons.append("the world does not show the mission done: " + "; ".join(shortfall))
     if reasons:
         return False, "Mission FAILED: " + "; ".join(reasons) + "."
     oks = [r.get("summary", "") for r in collector.results.values() if r.get("summary")]

@@ -112,6 +112,7 @@ from teamtree.planners.tasktree import (
     ClaimDecided,
     ClaimReply,
     EffectConfirmed,
+    EffectUndone,
     GraspScorer,
     HandSample,
     HumanModel,
@@ -342,6 +343,8 @@ class RobotAgent(PeerRuleMember):
         self._views: dict[str, ObjectView] = {}  # per object: the view last absorbed
         # leaves with a goal of their own (the world's at_goal is not about it)
         self._own_goal_leaves = frozenset(n for n in tree.leaves if "goal" in tree[n].param_dict)
+        # the objects this robot's observations showed at their goals (``_undone``)
+        self._placed: set[str] = set()
         self._leaves_of: dict[str, list[tuple[str, str]]] = {}
         for leaf, name in self._leaf_objects:
             if name is not None:
@@ -796,8 +799,13 @@ class RobotAgent(PeerRuleMember):
         except (ValueError, SpecificationError) as exc:  # typed, but not a shape or pose
             self._drop("malformed", str(topic), env.sender, f"bad observation body: {exc}")
             return
+        if names is None and self.controller is not None:  # a keyframe: every goal known
+            self.controller.evidence_leaves = self._evidence_leaves()
         for leaf in self._confirmed(obs, seen):
             await self.feed(EffectConfirmed(leaf))
+        for leaf in self._undone(obs, seen):
+            self.log.warning("node.undone", node=leaf, label=self.tree[leaf].label)
+            await self.feed(EffectUndone(leaf))
         await self._release_failures(observed=True)
         await self._check_body(obs)
         if not self._load_numpy().done() or (
@@ -868,6 +876,46 @@ class RobotAgent(PeerRuleMember):
             obj = objects.get(name)
             if obj is not None and obj.at_goal:
                 out.append(leaf)
+        return out
+
+    def _evidence_leaves(self) -> frozenset[str]:
+        """The leaves whose done the world can show, so a peer's word is not enough
+        (``TaskController(evidence_leaves=...)``): those with an object and no goal of
+        their own (as ``_confirmed`` reads them), unless the world shows that object
+        without a goal (then only a peer can say it is done)."""
+        objects = self._world_objects or {}
+        return frozenset(
+            leaf
+            for leaf, name in self._leaf_objects
+            if name is not None
+            and leaf not in self._own_goal_leaves
+            and (name not in objects or objects[name].goal is not None)
+        )
+
+    def _undone(self, obs: ObservationBody, changed: set[str] | None = None) -> list[str]:
+        """Done leaves whose object this robot saw at its goal and now sees away from it
+        ("undone means undone": whoever moved it, the leaf is open again). `changed` as
+        in ``_confirmed``. Only a move away after an observation at the goal counts, so
+        an observation older than this robot's own ``behaviour.finished`` re-opens
+        nothing."""
+        c = self.controller
+        if c is None:
+            return []
+        objects, placed = obs.objects, self._placed
+        out = []
+        for name in objects if changed is None else changed:
+            obj = objects.get(name)
+            if obj is None:
+                continue
+            if obj.at_goal:
+                placed.add(name)
+            elif name in placed:
+                placed.discard(name)
+                out += [
+                    leaf
+                    for leaf, _ in self._leaves_of.get(name, ())
+                    if leaf in c.done and leaf not in self._own_goal_leaves
+                ]
         return out
 
     def _absorb_observation(
@@ -1191,6 +1239,11 @@ class RobotAgent(PeerRuleMember):
             interest_prefetch=self.interest_prefetch,
             resend_ticks=max(1, round(CLAIM_RESEND_S * self.runtime.tick_hz)),
             seed=f"{self.seed}:{self.id}",
+            # a peer's word may be forged: a release waits for the holder's lease, and
+            # done comes only from the world (the people's models are this robot's own)
+            release_hold_ms=self.lease.takeover_ms,
+            released_at_once=set(self.humans),
+            evidence_leaves=self._evidence_leaves(),
         )
         if self.controller.avoider is not None:
             self.controller.avoider.silent = set(self.humans)  # they publish no potentials
@@ -1208,7 +1261,13 @@ class RobotAgent(PeerRuleMember):
         await self._mission_done.wait()
         await self._publish_snapshot(self.controller.snapshot(self._now()))
         done = [self.tree[e["node"]].label for e in self.executed if e["ok"]]
-        self.log.info("mission.done", executed=done)
+        c = self.controller
+        self.log.info(
+            "mission.done",
+            executed=done,
+            peer_done_unconfirmed=c.unconfirmed,
+            future_stamps_refused=c.refused_future,
+        )
         self.log.info(
             "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
         )

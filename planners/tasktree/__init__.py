@@ -78,6 +78,7 @@ _HOMES = {
         "ConnectionChanged",
         "ControllerAction",
         "EffectConfirmed",
+        "EffectUndone",
         "Event",
         "NodeReport",
         "PauseBehaviour",

@@ -17,7 +17,9 @@ meets the claim's conflict set:
   online (again) must acknowledge the member's declaration anew, and a member that
   reconnects declares again, so its view of the others is fresh.
 - I4. Declarations only grow (a member keeps every leaf it ever declared): the member
-  that worked or finished a leaf is asked by every later claimant of it.
+  that worked or finished a leaf is asked by every later claimant of it. Peers hold
+  a member to it: they keep the union of its declarations, so one that would shrink
+  it (forged, replayed, dated ahead) changes nothing.
 
 Why two overlapping claims (a on N, b on M in N's conflict set, so N in M's) cannot
 both win. b declared M and a acknowledged it (I1; a is online in b's view, or a's
@@ -145,17 +147,29 @@ class InterestBook:
         self._acked.pop(peer, None)
 
     def record(self, interest: Interest) -> bool:
-        """Keep a peer's declaration if it is newer; True when it changed."""
+        """Add a peer's declaration to what is known of it; True when that grew.
+
+        Declarations only grow (I4), so the leaves known for a peer are the union of
+        every declaration heard from it, whatever their stamps and order: a forged
+        or replayed declaration (an empty one, or one dated far ahead) cannot stop a
+        claim from asking a member that declared, and so may hold, a leaf."""
         old = self._of.get(interest.agent)
-        if old is not None and old.stamp >= interest.stamp:
+        known = self._sets.get(interest.agent, frozenset())
+        grown = known | frozenset(interest.leaves)
+        if old is None or interest.stamp > old.stamp:
+            self._of[interest.agent] = interest
+        if old is not None and grown == known:
             return False
-        self._of[interest.agent] = interest
-        self._sets[interest.agent] = frozenset(interest.leaves)
+        self._sets[interest.agent] = grown
         return True
 
     def acknowledged(self, ack: InterestAck) -> None:
-        """``ack.agent`` recorded my declaration of ``ack.stamp``."""
-        if ack.stamp > self._acked.get(ack.agent, _ZERO):
+        """``ack.agent`` recorded my declaration of ``ack.stamp``. An acknowledgement
+        of a stamp later than my current declaration acknowledges nothing I declared
+        (a forged declaration in my name, dated ahead): it counts for none."""
+        mine = self.mine
+        genuine = mine is None or ack.stamp <= mine.stamp
+        if genuine and ack.stamp > self._acked.get(ack.agent, _ZERO):
             self._acked[ack.agent] = ack.stamp
         if ack.own is not None and ack.own.agent == ack.agent:
             self.record(ack.own)

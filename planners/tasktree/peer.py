@@ -8,7 +8,8 @@ agent must carry out (publish, start, pause...); it does no I/O and reads no clo
 
 Events: ``Tick``, ``Want``, ``Claim``, ``ClaimReply``, ``Transition``, ``Snapshot``,
 ``PresenceChanged``, ``PotentialsChanged``, ``BehaviourFinished``, ``ConnectionChanged``,
-``EffectConfirmed`` (the world shows a leaf's effect: done, whoever did it).
+``EffectConfirmed`` (the world shows a leaf's effect: done, whoever did it),
+``EffectUndone`` (the world shows a done leaf's effect gone: open again).
 Actions: ``PublishClaim``, ``PublishReply``, ``PublishTransition``, ``PublishSnapshot``,
 ``StartBehaviour``, ``PauseBehaviour``, ``ResumeBehaviour``, ``AbortBehaviour``,
 ``ClaimDecided`` (informational: for logs and claim-latency figures).
@@ -40,6 +41,30 @@ branches of every OR above N, since an OR may run only one child):
    A late joiner (``await_snapshots=True``) or a reconnecting member adopts every
    online peer's snapshot before it claims; a member that lost the broker pauses
    its behaviour and re-claims it before resuming (fencing).
+
+Trust at the boundary (where the broker cannot tell who sent a message, a peer's word
+is not enough):
+
+7. Done is checked, not believed. For the ``evidence_leaves`` (a leaf whose object
+   has a goal in the world) a peer's ``done`` (transition, snapshot or claim reply)
+   is not believed: the leaf is done for this member only when its own observation
+   of the world shows it (``EffectConfirmed``) or its own behaviour finished. A
+   peer's done still makes a pending claim on it lose (losing is always safe), and an
+   OR is done only by the evidence of one of its own branches. Undone means undone:
+   ``EffectUndone`` opens a done leaf again, and the team works it again.
+8. A release waits for the lease. With ``release_hold_ms`` (a robot passes its
+   ``takeover_ms``), a holder's ``inactive`` transition, a ``done`` not believed, or
+   a snapshot that no longer lists a leaf, frees the leaf only that long after it
+   arrived: were it forged, the holder's body still runs until its lease must have
+   lapsed (peers in ``released_at_once``, e.g. the people a robot models itself, are
+   exempt). Any later evidence
+   that the holder works it (its ``working`` transition, snapshot or reply) cancels
+   the release. Declarations of interest only grow (``interest.py`` I4), so a claim
+   always asks the member that declared, and so may hold, the leaf.
+9. Stamps from the future buy nothing. A peer's transition or snapshot stamped more
+   than ``max_skew_ms`` ahead of this member's clock is not recorded as that peer's
+   latest word (``refused_future`` counts them): a forged far-future stamp cannot make
+   the peer's later genuine messages look stale.
 
 Readings where the paper is silent: one claim at a time per member, and none while it
 works (one behaviour at a time, §3.1); a claim that nobody answers is re-published
@@ -99,6 +124,7 @@ __all__ = [
     "ConnectionChanged",
     "ControllerAction",
     "EffectConfirmed",
+    "EffectUndone",
     "Event",
     "NodeReport",
     "PauseBehaviour",
@@ -271,6 +297,13 @@ class EffectConfirmed(Struct, frozen=True):
     node: str
 
 
+class EffectUndone(Struct, frozen=True):
+    """The world shows ``node``'s effect gone after it was done, e.g. its object moved
+    away from its goal: the leaf is open again ("undone means undone")."""
+
+    node: str
+
+
 Event = (
     Tick
     | Want
@@ -283,6 +316,7 @@ Event = (
     | BehaviourFinished
     | ConnectionChanged
     | EffectConfirmed
+    | EffectUndone
     | PeerPotentials
     | Interest
     | InterestAck
@@ -401,7 +435,11 @@ class TaskController:
     leaf); ``rule`` (``ClaimRule``); ``inhibit_ticks`` and ``inhibit_factor`` (how long
     and how much a lost claim lowers the leaf's activation); ``resend_ticks``;
     ``capacity`` (leaves worked at once, 1 for seed 000 robots); ``auto_select``
-    (claim on ticks by activation spreading; False: only what ``Want`` asks for).
+    (claim on ticks by activation spreading; False: only what ``Want`` asks for);
+    ``evidence_leaves`` (leaves done only on the world's evidence, rule 7);
+    ``release_hold_ms`` and ``released_at_once`` (how long a peer's release waits, and
+    whose does not, rule 8); ``max_skew_ms`` (how far ahead a peer's stamp may be,
+    rule 9).
 
     ``handle`` never raises on odd input from peers (unknown nodes are ignored).
     """
@@ -427,6 +465,10 @@ class TaskController:
         declared_interest: bool = False,
         interest_prefetch: int = 2,
         seed: int | str | None = None,
+        evidence_leaves: Iterable[str] = (),
+        release_hold_ms: int = 0,
+        released_at_once: Iterable[str] = (),
+        max_skew_ms: int = 5_000,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity {capacity}; expected 1 or more")
@@ -438,6 +480,16 @@ class TaskController:
         self.takeover_ms = takeover_ms
         self._lapsing: dict[str, int] = {}
         """Offline holders -> wall ms after which their leaves may be taken over."""
+        self.evidence_leaves = frozenset(evidence_leaves)
+        self.release_hold_ms = release_hold_ms
+        self.released_at_once = frozenset(released_at_once)
+        self._releasing: dict[str, tuple[str, int]] = {}
+        """Leaves a peer said it released -> (that peer, wall ms when they are free)."""
+        self.max_skew_ms = max_skew_ms
+        self.refused_future = 0
+        """Peer stamps more than ``max_skew_ms`` ahead, not recorded (rule 9)."""
+        self.unconfirmed = 0
+        """Peer reports of done that the world did not show (rule 7)."""
         self.me = me
         self.rule = ClaimRule(rule)
         self.default_potential = default_potential
@@ -596,6 +648,8 @@ class TaskController:
                 self._on_connection(event, now, out)
             case EffectConfirmed():
                 self._on_effect(event, now, out)
+            case EffectUndone():
+                self._on_undone(event, now, out)
             case Interest():
                 self._on_interest(event, now, out)
             case InterestAck():
@@ -609,6 +663,8 @@ class TaskController:
     def _on_tick(self, now: Stamp, out: list[ControllerAction]) -> None:
         if self._lapsing:
             self._release_lapsed(now)
+        if self._releasing:
+            self._release_held(now)
         for node in list(self._inhibited):
             self._inhibited[node] -= 1
             if self._inhibited[node] <= 0:
@@ -843,6 +899,7 @@ class TaskController:
         out.append(ClaimDecided(p.claim, True, f"{why} answered, none beats it"))
         self.mine[leaf] = None
         self.working[leaf] = (self.me, now)
+        self._releasing.pop(leaf, None)
         if self._inhibited.pop(leaf, None) is not None:
             self._held_changed()
         if p.reclaim:
@@ -936,9 +993,10 @@ class TaskController:
                 and (r.agent in self.peers_online)
                 and r.node not in self.done
                 and self._seen.get((r.agent, r.node), _ZERO) < r.stamp
+                and not self._future(r.stamp, now)
             ):
                 self._seen[(r.agent, r.node)] = r.stamp
-                self.working[r.node] = (r.agent, r.stamp)
+                self._set_working(r.node, r.agent, r.stamp)
             if not mine or p is None or p.lost is not None:
                 continue
             if r.node not in self.conflicts(p.claim.node):
@@ -966,6 +1024,9 @@ class TaskController:
         taken it over and finished it, so it is aborted rather than resumed."""
         if node in self.done or (node in self.mine and node not in self._paused):
             return
+        if node in self.evidence_leaves:  # rule 7: the world says, not a peer
+            self.unconfirmed += 1
+            return
         self._set_done(node)
         if node in self.mine:
             del self.mine[node]
@@ -975,6 +1036,7 @@ class TaskController:
     def _set_done(self, node: str) -> None:
         self.done.add(node)
         self.working.pop(node, None)
+        self._releasing.pop(node, None)
         if self._inhibited.pop(node, None) is not None:
             self._held_changed()
 
@@ -994,17 +1056,49 @@ class TaskController:
         key = (t.agent, t.node)
         if self._seen.get(key, _ZERO) >= t.stamp:
             return  # duplicate or older than what we know
+        if self._future(t.stamp, now):
+            return  # rule 9: it would make the peer's genuine later word look stale
         self._seen[key] = t.stamp
         if t.status is NodeStatus.DONE:
-            self._mark_done(t.node, now, out)
-        elif t.status is NodeStatus.WORKING:
+            self._mark_done(t.node, now, out)  # a done not believed is a release
+        if t.status is NodeStatus.WORKING:
             if t.agent in self.peers_online and t.node not in self.done:
-                self.working[t.node] = (t.agent, t.stamp)
+                self._set_working(t.node, t.agent, t.stamp)
                 if t.node in self._paused:
                     self._abort_mine(t.node, f"taken by {t.agent}", now, out)
         elif self.working.get(t.node, ("",))[0] == t.agent:
-            del self.working[t.node]
+            self._release(t.node, t.agent, now)
         self._decide(now, out)
+
+    def _future(self, stamp: Stamp, now: Stamp) -> bool:
+        """Whether a peer's ``stamp`` is more than ``max_skew_ms`` ahead (rule 9)."""
+        if stamp[0] - now[0] > self.max_skew_ms:
+            self.refused_future += 1
+            return True
+        return False
+
+    def _set_working(self, node: str, agent: str, stamp: Stamp) -> None:
+        """``agent`` works on ``node``: evidence that cancels any release of it."""
+        self.working[node] = (agent, stamp)
+        self._releasing.pop(node, None)
+
+    def _release(self, node: str, agent: str, now: Stamp) -> None:
+        """``agent`` says it no longer works on ``node``: free it once its lease must
+        have lapsed (rule 8), at once without a hold."""
+        if self.release_hold_ms <= 0 or agent in self.released_at_once:
+            del self.working[node]
+            return
+        held = self._releasing.get(node)
+        if held is None or held[0] != agent:
+            self._releasing[node] = (agent, now[0] + self.release_hold_ms)
+
+    def _release_held(self, now: Stamp) -> None:
+        """Free the released leaves whose hold is over (rule 8)."""
+        for node, (agent, at) in list(self._releasing.items()):
+            if at <= now[0]:
+                del self._releasing[node]
+                if self.working.get(node, ("",))[0] == agent:
+                    del self.working[node]
 
     def _on_snapshot(self, s: Snapshot, now: Stamp, out: list[ControllerAction]) -> None:
         if s.agent == self.me:
@@ -1016,14 +1110,14 @@ class TaskController:
             for node in s.done:
                 if node in self.tree.nodes:
                     self._mark_done(node, now, out)
-        if s.agent in self.peers_online:
+        if s.agent in self.peers_online and not self._future(s.stamp, now):
             for node, (agent, _stamp) in list(self.working.items()):
                 if (
                     agent == s.agent
                     and node not in s.working
                     and self._seen.get((agent, node), _ZERO) < s.stamp
                 ):
-                    del self.working[node]
+                    self._release(node, agent, now)
             for w in s.working:
                 if (
                     w in self.tree.nodes
@@ -1031,7 +1125,7 @@ class TaskController:
                     and self._seen.get((s.agent, w), _ZERO) < s.stamp
                 ):
                     self._seen[(s.agent, w)] = s.stamp
-                    self.working[w] = (s.agent, s.stamp)
+                    self._set_working(w, s.agent, s.stamp)
                     if w in self._paused:
                         self._abort_mine(w, f"taken by {s.agent}", now, out)
         self._awaiting.discard(s.agent)
@@ -1087,6 +1181,14 @@ class TaskController:
             out.append(AbortBehaviour(ev.node, "the world shows it done"))
             return
         self._set_done(ev.node)  # no transition: this member did not do it
+        out.append(PublishSnapshot(self.snapshot(now)))
+        self._decide(now, out)
+
+    def _on_undone(self, ev: EffectUndone, now: Stamp, out: list[ControllerAction]) -> None:
+        """The world shows a done leaf's effect gone: open it again (rule 7)."""
+        if ev.node not in self.done:
+            return
+        self.done.discard(ev.node)
         out.append(PublishSnapshot(self.snapshot(now)))
         self._decide(now, out)
 

@@ -304,6 +304,7 @@ class _Sim:
             inhibit_ticks=self.cfg.inhibit_ticks,
             capacity=self.cfg.capacity,
             takeover_ms=round(self.takeover() * 1000),
+            release_hold_ms=round(self.takeover() * 1000),
             avoid_contention=self.cfg.avoid_contention,
             declared_interest=self.cfg.declared_interest and rid not in self.cfg.undeclared,
             interest_prefetch=self.cfg.interest_prefetch,

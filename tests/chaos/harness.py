@@ -273,9 +273,19 @@ async def send_forged(
     endpoint: Any, team: str, username: str | None = None, password: str | None = None
 ) -> int:
     """Publish ``forged_messages`` from a raw MQTT client; returns how many."""
+    return await send_raw(endpoint, team, forged_messages(team), username, password)
+
+
+async def send_raw(
+    endpoint: Any,
+    team: str,
+    messages: list[tuple[str, bytes, bool]],
+    username: str | None = None,
+    password: str | None = None,
+) -> int:
+    """Publish (topic, payload, retain) `messages` from a raw MQTT client, QoS 1."""
     import aiomqtt
 
-    messages = forged_messages(team)
     async with aiomqtt.Client(
         endpoint.host,
         endpoint.port,
