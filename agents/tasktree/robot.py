@@ -283,6 +283,10 @@ class RobotAgent(PeerRuleMember):
         self._stall: tuple[Any, float] | None = None  # (what the team looked like, since)
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
+        # leases are read on a clock that no step of the wall clock moves: wall time
+        # at the start, run on by the monotonic clock; the body learns its offset
+        self._lease_epoch = (wall_ms(), time.monotonic())
+        self.lease_clock = f"{self.id}-{self.session}"
         self._claim_clock: tuple[str, float] | None = None
         """The pending claim's id and when it was first published (``perf_counter``):
         its decision reports ``elapsed_ms`` to a fraction of a millisecond (stamps are
@@ -553,6 +557,11 @@ class RobotAgent(PeerRuleMember):
             self._token_of[node] = list(held[1])
         return self._token_of.get(node) or list(self._now())
 
+    def _lease_now_ms(self) -> int:
+        """Now on the clock this robot's leases are read on (``lease_clock``)."""
+        wall0, mono0 = self._lease_epoch
+        return wall0 + int((time.monotonic() - mono0) * 1000)
+
     async def _renew_leases(self) -> None:
         """Renew the body's lease of every node this robot holds, while connected."""
         c = self.controller
@@ -672,22 +681,30 @@ class RobotAgent(PeerRuleMember):
                 grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
             )
             token = self._token(node)
+            sent = self._lease_now_ms()
             body = to_wire(
                 ExecuteCommand(
                     command_id,
                     leaf.behavior,
                     node,
                     leaf.param_dict,
-                    self.lease.deadline_ms(wall_ms()),
+                    self.lease.deadline_ms(sent),
                     token,
+                    sent,
+                    self.lease_clock,
                 )
             )
         elif kind == "behaviour.renew":
             command_id = self._command_of.get(node)
             if command_id is None:
                 return
-            lease_ms = self.lease.deadline_ms(wall_ms())
-            body = to_wire(RenewCommand(command_id, lease_ms, node, self._token(node)))
+            sent = self._lease_now_ms()
+            lease_ms = self.lease.deadline_ms(sent)
+            body = to_wire(
+                RenewCommand(
+                    command_id, lease_ms, node, self._token(node), sent, self.lease_clock
+                )
+            )
             # QoS 0: a renewal is never queued while disconnected and sent late
             await self.publish(COMMAND, kind, body, recipient=self.driver, qos=0)
             return
