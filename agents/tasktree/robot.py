@@ -701,9 +701,7 @@ class RobotAgent(PeerRuleMember):
             sent = self._lease_now_ms()
             lease_ms = self.lease.deadline_ms(sent)
             body = to_wire(
-                RenewCommand(
-                    command_id, lease_ms, node, self._token(node), sent, self.lease_clock
-                )
+                RenewCommand(command_id, lease_ms, node, self._token(node), sent, self.lease_clock)
             )
             # QoS 0: a renewal is never queued while disconnected and sent late
             await self.publish(COMMAND, kind, body, recipient=self.driver, qos=0)
