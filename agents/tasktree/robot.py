@@ -52,6 +52,7 @@ import itertools
 import time
 import uuid
 import zlib
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -135,6 +136,7 @@ from teamtree.planners.tasktree import (
     ResumeBehaviour,
     ShapePrimitive,
     Snapshot,
+    StallWatch,
     StartBehaviour,
     TaskController,
     TaskTree,
@@ -280,7 +282,8 @@ class RobotAgent(PeerRuleMember):
         self._world_lost_at: float | None = None
         self.service_timeout_s = service_timeout_s
         self.stall_timeout_s = stall_timeout_s
-        self._stall: tuple[Any, float] | None = None  # (what the team looked like, since)
+        self._stall = StallWatch(stall_timeout_s)  # progress: leaves newly done
+        self._stall_attempts = 0  # len(self.executed) when the team last progressed
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
         # leases are read on a clock that no step of the wall clock moves: wall time
@@ -601,23 +604,24 @@ class RobotAgent(PeerRuleMember):
             await self.feed(BehaviourFinished(node, False))
 
     def _check_stall(self) -> None:
-        """A team standing still (this robot idle, no claim pending, nobody working,
-        nothing done) for ``stall_timeout_s`` while leaves are open will not finish: e.g.
-        the only robot able to grasp an object is gone. End with an error naming the
-        open leaves instead of a silent wait (exit code 2)."""
+        """A team that makes no progress (no leaf newly done, and no claim that held its
+        node throughout) for ``stall_timeout_s`` while leaves are open and this robot is
+        connected will not finish: e.g. the only robot able to grasp an object is gone,
+        or every execute on an object is refused. Claims and attempts are not progress
+        (``StallWatch``). End with an error naming the open leaves and what this
+        robot's attempts met instead of a silent wait or an endless cycle (exit 2)."""
         c = self.controller
         if c is None or not self.stall_timeout_s:
             return
-        now = time.monotonic()
-        idle = not c.mine and c.pending_claim is None and not c.working and c.connected
-        if not idle or c.mission_done:
-            self._stall = None
+        if c.mission_done or not c.connected:
+            self._stall.reset()
             return
-        marker = frozenset(c.done)
-        if self._stall is None or self._stall[0] != marker:
-            self._stall = (marker, now)
-            return
-        if now - self._stall[1] < self.stall_timeout_s:
+        since = self._stall.since
+        holds = [(node, agent, tuple(stamp)) for node, (agent, stamp) in c.working.items()]
+        idle = self._stall.observe(c.done, holds, time.monotonic())
+        if self._stall.since != since:
+            self._stall_attempts = len(self.executed)  # count attempts from here on
+        if idle is None:
             return
         acts = c.activations()
         open_leaves = [
@@ -625,11 +629,24 @@ class RobotAgent(PeerRuleMember):
             for leaf in self.tree.leaves
             if leaf not in c.done and acts[leaf].level > 0
         ]
+        failed = Counter(
+            str(e.get("reason")) for e in self.executed[self._stall_attempts :] if not e["ok"]
+        )
+        if failed:
+            met = ", ".join(f"{reason} x{n}" for reason, n in failed.most_common())
+            why = (
+                f"this robot's behaviours since failed {failed.total()} times ({met}) "
+                "and no teammate finished one"
+            )
+        else:
+            why = (
+                "open and worked on by nobody; this robot cannot take them (potential 0: "
+                "out of reach or no grasp) and no teammate does"
+            )
         self.log.error(
             "mission.failed",
-            reason=f"no progress for {now - self._stall[1]:.0f} s: open and worked on by "
-            f"nobody: {', '.join(open_leaves) or 'none'}; this robot cannot take them "
-            "(potential 0: out of reach or no grasp) and no teammate does",
+            reason=f"no progress for {idle:.0f} s (no leaf done): "
+            f"{', '.join(open_leaves) or 'none'}: {why}",
             fix="bring back or add a member able to do them, or change the mission; "
             f"stall_timeout_s ({self.stall_timeout_s:g} s) sets how long the team may wait",
         )

@@ -1,0 +1,69 @@
+"""Noticing a peer whose clock is off: every envelope carries its sender's wall clock
+at send (``ts``); a receiver compares it with its own at receipt.
+
+``ts - receipt`` is the peer's offset minus the message's delay, so a sample above
+the bound proves the peer's clock ahead by more than the bound (a delay only makes it
+look further behind). A peer behind by more than the bound is named only when the
+largest sample of two windows in a row (``WINDOW_S`` each) is still below minus the
+bound: the least-delayed message of a window measures the offset best, and two
+windows keep a burst of messages queued during an outage from looking like skew.
+Retained messages are not samples (they are as old as they were kept). Each peer is
+named at most once per ``interval_s``. Pure: callers pass the times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["WINDOW_S", "SkewWatch"]
+
+WINDOW_S = 5.0
+"""Seconds of samples whose largest estimates a peer's offset."""
+
+
+@dataclass(slots=True)
+class _Peer:
+    window_start: float
+    best: int  #: the largest ``ts - receipt`` of the current window (ms)
+    behind_windows: int = 0  #: windows in a row whose best was below -bound
+    warned_at: float | None = None
+
+
+class SkewWatch:
+    """Per peer, whether its clock differs from this one by more than `bound_s`."""
+
+    def __init__(self, bound_s: float, interval_s: float = 60.0, window_s: float = WINDOW_S):
+        self.bound_ms = round(bound_s * 1000)
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self._peers: dict[str, _Peer] = {}
+
+    def observe(self, peer: str, sent_ms: int, now_ms: int, mono: float) -> int | None:
+        """A message of `peer` stamped `sent_ms` (its clock) arrived at `now_ms` (this
+        clock), monotonic time `mono`. Returns the offset (ms, positive: the peer is
+        ahead) when it is to be reported now, else None."""
+        if self.bound_ms <= 0:
+            return None
+        sample = sent_ms - now_ms
+        p = self._peers.get(peer)
+        if p is None:
+            p = self._peers[peer] = _Peer(mono, sample)
+        else:
+            p.best = max(p.best, sample)
+        offset: int | None = None
+        if sample > self.bound_ms:
+            offset = sample
+        elif mono - p.window_start >= self.window_s:
+            p.behind_windows = p.behind_windows + 1 if p.best < -self.bound_ms else 0
+            if p.behind_windows >= 2:
+                offset = p.best
+            p.window_start, p.best = mono, sample
+        if offset is None:
+            return None
+        if p.warned_at is not None and mono - p.warned_at < self.interval_s:
+            return None
+        p.warned_at = mono
+        return offset
+
+    def forget(self, peer: str) -> None:
+        """Drop what is known of `peer` (it left; a new process may keep better time)."""
+        self._peers.pop(peer, None)
