@@ -33,7 +33,7 @@ class Leases(WorldState):
         the object was granted its fence since). `token` is kept for the record."""
         self.advance(t)
         body, answer = self._current(robot, command_id)
-        if body is None or body.job is None:
+        if answer or body is None or body.job is None:  # not the command it runs
             return answer
         job = body.job
         if lease <= self.t:

@@ -153,7 +153,7 @@ class Placing(WorldState):
         """Freeze `robot`'s running job (must be `command_id` when given). Idempotent."""
         self.advance(t)
         body, answer = self._current(robot, command_id)
-        if body is None or body.job is None:
+        if answer or body is None or body.job is None:  # not the command it runs
             return answer
         job = body.job
         if job.paused_at is None:
@@ -167,7 +167,7 @@ class Placing(WorldState):
         """Continue `robot`'s paused job (must be `command_id` when given). Idempotent."""
         self.advance(t)
         body, answer = self._current(robot, command_id)
-        if body is None or body.job is None:
+        if answer or body is None or body.job is None:  # not the command it runs
             return answer
         job = body.job
         if job.paused_at is not None:
