@@ -4,10 +4,11 @@ at send (``ts``); a receiver compares it with its own at receipt.
 ``ts - receipt`` is the peer's offset minus the message's delay, so a sample above
 the bound proves the peer's clock ahead by more than the bound (a delay only makes it
 look further behind). A peer behind by more than the bound is named only when the
-largest sample of two windows in a row (``WINDOW_S`` each) is still below minus the
-bound: the least-delayed message of a window measures the offset best, and two
-windows keep a burst of messages queued during an outage from looking like skew.
-Retained messages are not samples (they are as old as they were kept). Each peer is
+largest sample of a window of ``WINDOW_S`` is still below minus the bound: the
+least-delayed message of a window measures the offset best, and a window holds a
+few of the peer's heartbeats (QoS 0, never queued), so a burst of messages queued
+during an outage does not look like skew. Retained messages are not samples (they
+are as old as they were kept). Each peer is
 named at most once per ``interval_s``. Pure: callers pass the times."""
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from dataclasses import dataclass
 
 __all__ = ["WINDOW_S", "SkewWatch"]
 
-WINDOW_S = 5.0
-"""Seconds of samples whose largest estimates a peer's offset."""
+WINDOW_S = 3.0
+"""Seconds of samples whose largest estimates a peer's offset (a few heartbeats)."""
 
 
 @dataclass(slots=True)
 class _Peer:
     window_start: float
     best: int  #: the largest ``ts - receipt`` of the current window (ms)
-    behind_windows: int = 0  #: windows in a row whose best was below -bound
     warned_at: float | None = None
 
 
@@ -53,8 +53,7 @@ class SkewWatch:
         if sample > self.bound_ms:
             offset = sample
         elif mono - p.window_start >= self.window_s:
-            p.behind_windows = p.behind_windows + 1 if p.best < -self.bound_ms else 0
-            if p.behind_windows >= 2:
+            if p.best < -self.bound_ms:
                 offset = p.best
             p.window_start, p.best = mono, sample
         if offset is None:
