@@ -20,9 +20,10 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``<me>/events``        ``node.claim_decided`` each claim won or lost, why, and how
   long it took (``elapsed_ms``, from its first publish; absent if it was never published)
 - ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume|renew``: execute
-  carries a lease (``lease_ms`` deadline, ``token`` = the stamp the node was won at),
-  renewed every ``lease_renew_s`` (QoS 0, never queued) while the robot holds the node;
-  the body stops by itself when it lapses. Peers take a node over only
+  carries a lease (``lease_ms`` deadline with ``sent_ms`` and ``clock``, so the body
+  reads it on its own clock; ``token`` = the stamp the node was won at, for the
+  record), renewed every ``lease_renew_s`` (QoS 0, never queued) while the robot holds
+  the node; the body stops by itself when it lapses. Peers take a node over only
   ``lease_s + lease_margin_s`` after its holder's Last Will (docs/protocol.md "Leases").
 - from the driver: ``<driver>/observation`` and ``<driver>/progress``
 - humans (seed 000 §2.3, Figs. 4-6; docs/humans.md): ``_/dialog`` ``dialog.ask``
@@ -233,8 +234,9 @@ class RobotAgent(PeerRuleMember):
     ``lease_margin_s`` (the body's lease, see ``LeaseTerms``), ``service_timeout_s``
     (how long the robot waits for a lost driver or world to come back before it ends
     its mission with an error, exit code 2), ``stall_timeout_s`` (how long the team may
-    stand still, with leaves open that nobody works on and this robot cannot take,
-    before the robot ends its mission with an error naming them, exit code 2; 0: never),
+    go without progress, no leaf newly done and no claim holding its node throughout,
+    while leaves are open, before the robot ends its mission with an error naming them
+    and what its attempts met, exit code 2; 0: never),
     ``avoid_contention`` (publish potentials and claim the leaf the team's greedy
     matching gives this robot, with jittered backoff; default true; false: seed 000's
     selection, the highest activation), ``declared_interest`` (declare the leaves this
