@@ -22,7 +22,16 @@ from teamtree.hardware.lease_clocks import LeaseClocks
 from teamtree.hardware.sim_protocol import serve
 from teamtree.hardware.sim_wire import ExecuteRequest, RenewRequest
 from teamtree.hardware.world import Fences, World
-from teamtree.planners.tasktree import LeaseTerms, StallWatch
+from teamtree.planners.tasktree import (
+    CrashSpec,
+    LeaseTerms,
+    NetworkModel,
+    SimConfig,
+    StallWatch,
+    check_invariants,
+    parse_tree,
+    simulate,
+)
 
 LEASE = LeaseTerms()  # 3 s lease, 0.5 s renewals, 1 s margin
 T0_MS = 1_800_000_000_000  # the world's wall clock at simulated time 0
@@ -285,3 +294,55 @@ def test_a_team_cycling_on_short_attempts_stalls_but_a_long_behaviour_does_not(
     long.reset()
     assert long.observe({"x", "y"}, [], 99.0) is None
     assert StallWatch(0).observe(set(), [], 0.0) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.sampled_from(["AND(l0, l1, l2)", "THEN(l0, AND(l1, l2))", "AND(OR(l0, l1), l2)"]),
+    n_robots=st.integers(2, 3),
+    seed=st.integers(0, 2**32 - 1),
+    fraction=st.floats(0.05, 0.95),
+    skew_ms=st.sampled_from([2_000, 30_000]),
+)
+def test_a_frozen_holder_with_a_skewed_clock_stops_before_its_peers_take_over(
+    text: str, n_robots: int, seed: int, fraction: float, skew_ms: int
+) -> None:
+    """The pure team simulation (``peer_sim``) with robots' clocks up to `skew_ms`
+    off and a 0.1 s margin: bodies that read the lease on their own clock stop in
+    time, so no leaf runs on two bodies and the mission completes. The seed is in
+    every assertion message."""
+    tree = parse_tree(text)
+    cfg = SimConfig(
+        robots=tuple(f"r{i}" for i in range(n_robots)),
+        seed=seed,
+        network=NetworkModel(max_delay=0.02),
+        freezes=(CrashSpec("r0", on_start=1, fraction=fraction),),
+        duration=(0.5, 2.0),
+        lease=0.5,
+        lease_margin=0.1,
+        clock_skew_ms=skew_ms,
+        time_limit=600.0,
+    )
+    res = simulate(tree, cfg)
+    assert check_invariants(tree, res) == [], f"{res.summary()} seed={seed} {cfg}"
+
+
+def test_read_as_utc_a_skewed_holder_s_lease_lets_two_bodies_run() -> None:
+    """The same team with deadlines read as UTC (``lease_clock="utc"``): a holder
+    whose clock runs ahead keeps its frozen body running past its peers' takeover in
+    some of 30 seeded runs; read on the body's clock, in none."""
+    tree = parse_tree("AND(l0, l1, l2)")
+
+    def broken(seed: int, mode: str) -> bool:
+        cfg = SimConfig(
+            robots=("r0", "r1", "r2"), seed=seed, network=NetworkModel(max_delay=0.02),
+            freezes=(CrashSpec("r0", on_start=1, fraction=0.5),), duration=(0.5, 2.0),
+            lease=0.5, lease_margin=0.1, clock_skew_ms=30_000, time_limit=600.0,
+            lease_clock=mode,
+        )  # fmt: skip
+        return bool(check_invariants(tree, simulate(tree, cfg)))
+
+    broken = {m: [s for s in range(30) if broken(s, m)] for m in ("body", "utc")}
+    assert broken["body"] == [] and broken["utc"], broken
+    with pytest.raises(ValueError, match="lease_clock"):
+        SimConfig(robots=("r0",), lease_clock="gps")
