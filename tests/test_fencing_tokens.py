@@ -346,3 +346,39 @@ def test_read_as_utc_a_skewed_holder_s_lease_lets_two_bodies_run() -> None:
     assert broken["body"] == [] and broken["utc"], broken
     with pytest.raises(ValueError, match="lease_clock"):
         SimConfig(robots=("r0",), lease_clock="gps")
+
+
+@pytest.mark.parametrize("on_monotonic", [True, False])
+def test_a_stamp_from_a_clock_ahead_does_not_cut_a_takeover_wait_short(on_monotonic: bool) -> None:
+    """A Will starts the holder's takeover wait; then a message from a peer 30 s ahead
+    drags the hybrid clock forward (within its 60 s merge bound). Measured on the
+    monotonic clock the wait still lasts ``takeover_ms``; measured on the stamps it
+    ends at once, while the holder's body may still run."""
+    from teamtree.planners.tasktree import (
+        NodeStatus,
+        PresenceChanged,
+        TaskController,
+        Tick,
+        Transition,
+    )
+
+    tree = parse_tree("AND(l0, l1)")
+    leaf = tree.leaves[0]
+    mono = [0]
+    controller = TaskController(
+        tree, "b", online_peers={"a"}, takeover_ms=4000,
+        wait_clock=(lambda: mono[0]) if on_monotonic else None,
+    )  # fmt: skip
+    controller.handle(Transition(leaf, "a", NodeStatus.WORKING, (1000, 0, "a")), (1000, 1, "b"))
+    controller.handle(PresenceChanged("a", online=False), (1100, 0, "b"))
+
+    def held_by_a() -> bool:
+        return controller.working.get(leaf, ("",))[0] == "a"
+
+    assert held_by_a()
+    mono[0] = 200
+    controller.handle(Tick(), (31_100, 0, "b"))  # the hybrid clock jumped 30 s
+    assert held_by_a() is on_monotonic
+    mono[0] = 4_000
+    controller.handle(Tick(), (31_150, 0, "b"))
+    assert not held_by_a()

@@ -1223,6 +1223,7 @@ class RobotAgent(PeerRuleMember):
             rule=self.rule,
             default_potential=0.0,
             takeover_ms=self.lease.takeover_ms,
+            wait_clock=_monotonic_ms,  # a takeover wait no stamp from a skewed clock cuts
             avoid_contention=self.avoid_contention,
             declared_interest=self.declared_interest,
             interest_prefetch=self.interest_prefetch,
@@ -1249,3 +1250,8 @@ class RobotAgent(PeerRuleMember):
         self.log.info(
             "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
         )
+
+
+def _monotonic_ms() -> int:
+    """This process's monotonic clock in ms: what a takeover wait is measured on."""
+    return int(time.monotonic() * 1000)
