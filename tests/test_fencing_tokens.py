@@ -382,3 +382,12 @@ def test_a_stamp_from_a_clock_ahead_does_not_cut_a_takeover_wait_short(on_monoto
     mono[0] = 4_000
     controller.handle(Tick(), (31_150, 0, "b"))
     assert not held_by_a()
+
+
+def test_the_skew_watch_keeps_a_bounded_number_of_peers() -> None:
+    from teamtree.agents.runtime.clock_skew import KEEP
+
+    watch = SkewWatch(5.0)
+    for i in range(KEEP + 10):
+        watch.observe(f"p{i}", 0, 0, 0.0)
+    assert len(watch._peers) == KEEP and "p0" not in watch._peers

@@ -651,8 +651,8 @@ class Agent:
             elif topic.channel == FACTSHEET_CHANNEL and topic.agent == self.id:
                 self._check_own_factsheet(env)
             return  # our own message, e.g. our retained presence
-        if not message.retain:  # a retained message is as old as it was kept
-            self._watch_skew(env)
+        if not message.retain and self.team_view.get(env.sender) is not None:
+            self._watch_skew(env)  # a retained message is as old as it was kept
         self.clock.update(env.hlc)
         self.team_view.seen(env.sender, env.ts)
         if topic.agent is not None and topic.channel == PRESENCE_CHANNEL:

@@ -8,14 +8,18 @@ largest sample of a window of ``WINDOW_S`` is still below minus the bound: the
 least-delayed message of a window measures the offset best, and a window holds a
 few of the peer's heartbeats (QoS 0, never queued), so a burst of messages queued
 during an outage does not look like skew. Retained messages are not samples (they
-are as old as they were kept). Each peer is
-named at most once per ``interval_s``. Pure: callers pass the times."""
+are as old as they were kept), and the agent watches only senders its team view
+knows (``KEEP`` at most). Each peer is named at most once per ``interval_s``. Pure:
+callers pass the times."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["WINDOW_S", "SkewWatch"]
+__all__ = ["KEEP", "WINDOW_S", "SkewWatch"]
+
+KEEP = 1024
+"""Peers watched at most (the longest unheard forgotten first)."""
 
 WINDOW_S = 3.0
 """Seconds of samples whose largest estimates a peer's offset (a few heartbeats)."""
@@ -44,11 +48,14 @@ class SkewWatch:
         if self.bound_ms <= 0:
             return None
         sample = sent_ms - now_ms
-        p = self._peers.get(peer)
+        p = self._peers.pop(peer, None)
         if p is None:
-            p = self._peers[peer] = _Peer(mono, sample)
+            p = _Peer(mono, sample)
+            while len(self._peers) >= KEEP:
+                del self._peers[next(iter(self._peers))]
         else:
             p.best = max(p.best, sample)
+        self._peers[peer] = p  # the most recently heard last
         offset: int | None = None
         if sample > self.bound_ms:
             offset = sample
