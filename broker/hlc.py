@@ -6,9 +6,37 @@ breaks ties, which is what "earliest activation wins" (seed 000, Fig. 8) needs.
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Callable
 from typing import NamedTuple
+
+CLOCK_OFFSET_ENV = "TEAMTREE_CLOCK_OFFSET_S"
+"""Environment variable: seconds added to this process's wall clock (``wall_ms``), e.g.
+``3600`` for a clock an hour ahead. For tests and drills of clock skew; unset in
+production."""
+
+
+def clock_offset_ms(value: str | None = None) -> int:
+    """The wall-clock offset ``TEAMTREE_CLOCK_OFFSET_S`` asks for, in whole ms (0 when
+    unset). Raises ValueError naming the variable when it is not a finite number."""
+    raw = os.environ.get(CLOCK_OFFSET_ENV, "") if value is None else value
+    if not raw.strip():
+        return 0
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise ValueError(
+            f"{CLOCK_OFFSET_ENV}={raw!r} is not a number of seconds; give e.g. 3600 or "
+            f"-3600, or unset it"
+        )
+    return round(seconds * 1000)
+
+
+_OFFSET_MS = clock_offset_ms()
 
 
 class HlcStamp(NamedTuple):
@@ -38,8 +66,8 @@ class HlcStamp(NamedTuple):
 
 
 def wall_ms() -> int:
-    """Current UTC wall time in milliseconds."""
-    return time.time_ns() // 1_000_000
+    """Current UTC wall time in milliseconds (shifted by ``TEAMTREE_CLOCK_OFFSET_S``)."""
+    return time.time_ns() // 1_000_000 + _OFFSET_MS
 
 
 MAX_OFFSET_MS = 5_000

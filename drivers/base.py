@@ -34,7 +34,9 @@ from teamtree.agents.runtime.behaviour_wire import (
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import TeamtreeError
 from teamtree.broker.envelope import Envelope
+from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
+from teamtree.hardware.lease_clocks import LeaseClocks
 
 
 @dataclass(slots=True)
@@ -43,7 +45,7 @@ class RunningCommand:
 
     command_id: str
     node: str | None
-    lease_ms: int | None = None  #: UTC ms by which the body must stop unless renewed
+    lease_ms: int | None = None  #: ms on the driver's clock by which the body must stop
     token: Any = None  #: the fencing token of the latest execute or renew
 
     def lapsed(self, now_ms: int) -> bool:
@@ -59,6 +61,7 @@ class DriverAgent(Agent):
         self.agent = agent
         self.cancel_on_agent_loss = cancel_on_agent_loss
         self.running: RunningCommand | None = None
+        self._lease_clocks = LeaseClocks()
         self._commands: asyncio.Queue[tuple[str, BehaviourCommand]] = asyncio.Queue()
 
     @property
@@ -137,10 +140,19 @@ class DriverAgent(Agent):
 
     # -- the book of the running command -------------------------------------------
 
+    def lease_deadline_ms(self, command: ExecuteCommand | RenewCommand) -> int | None:
+        """`command`'s lease deadline on this driver's wall clock (None: no lease),
+        however far the robot's clock runs off (``teamtree.hardware.lease_clocks``)."""
+        if command.lease_ms is None:
+            return None
+        return self._lease_clocks.deadline_ms(
+            self.agent, command.clock, command.lease_ms, command.sent_ms, wall_ms()
+        )
+
     def accepted(self, command: ExecuteCommand) -> RunningCommand:
         """The body accepted `command`: it is the running one now."""
         self.running = RunningCommand(
-            command.command_id, command.node, command.lease_ms, command.token
+            command.command_id, command.node, self.lease_deadline_ms(command), command.token
         )
         return self.running
 
@@ -149,7 +161,9 @@ class DriverAgent(Agent):
         run = self.running
         if run is None or run.command_id != command.command_id:
             return False
-        run.lease_ms = max(run.lease_ms or command.lease_ms, command.lease_ms)
+        lease_ms = self.lease_deadline_ms(command)
+        assert lease_ms is not None  # a renewal always carries one
+        run.lease_ms = max(run.lease_ms or lease_ms, lease_ms)
         if command.token is not None:
             run.token = command.token
         return True

@@ -9,9 +9,10 @@ topic                                   kind                  QoS body
 ======================================= ===================== === ======================
 in  ``<agent>/command/<me>``            ``behaviour.execute`` 1   command_id, node,
                                                                   behaviour, params,
-                                                                  lease_ms, token
+                                                                  lease_ms, token,
+                                                                  sent_ms, clock
 in  ``<agent>/command/<me>``            ``behaviour.renew``   1   command_id, lease_ms,
-                                                                  token
+                                                                  token, sent_ms, clock
 in  ``<agent>/command/<me>``            ``behaviour.cancel``, 1   command_id (nil: the
                                         ``.pause``,                current one)
                                         ``.resume``
@@ -34,7 +35,7 @@ reason ``world_timeout`` (``no_world`` if no world turned up). Progress comes fr
 world's event log, so each event is published once. Command intake, the cancel when
 the robot agent vanishes (putting down anything the body holds, so a teammate can take
 the work over) and progress reporting are the drivers' shared base
-(``teamtree.drivers.base``). Leases (``lease_ms``, ``token``) are
+(``teamtree.drivers.base``). Leases (``lease_ms``, ``sent_ms``, ``clock``, ``token``) are
 passed to the world as they are: the body enforces them, not the driver, so a driver
 frozen with its robot cannot keep a body running (docs/protocol.md, "Leases").
 """
@@ -324,10 +325,17 @@ class SimDriverAgent(DriverAgent):
                 node=command.node,
                 lease_ms=lease,
                 token=command.token if lease is not None else None,
+                sent_ms=command.sent_ms,
+                clock=command.clock,
             )
         elif isinstance(command, RenewCommand):
             call = lambda: client.renew(  # noqa: E731
-                self.robot, command.command_id, command.lease_ms, command.token
+                self.robot,
+                command.command_id,
+                command.lease_ms,
+                command.token,
+                sent_ms=command.sent_ms,
+                clock=command.clock,
             )
         else:
             call = lambda: getattr(client, op)(self.robot, command.command_id)  # noqa: E731

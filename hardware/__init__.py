@@ -34,6 +34,7 @@ _HOMES = {
         "row_dots",
         "up_axis",
     ),
+    "lease_clocks": ("LeaseClocks",),
     "profiles": (
         "BAXTER",
         "PR2",

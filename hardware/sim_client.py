@@ -160,10 +160,18 @@ class SimClient:
         node: str | None = None,
         lease_ms: int | None = None,
         token: Any = None,
+        sent_ms: int | None = None,
+        clock: str | None = None,
     ) -> dict[str, Any]:
         """Start `behaviour` (``"place"``) on `robot`; idempotent per `command_id`.
-        With `lease_ms` (UTC ms) the body stops by then unless renewed; `token` fences."""
-        lease = {} if lease_ms is None else {"lease_ms": lease_ms, "token": token}
+        With `lease_ms` the body stops by then unless renewed: UTC ms, or with
+        `sent_ms` and `clock` ms on the sender's clock `clock` (see ``sim_protocol``).
+        `token` is the sender's fencing token, kept for the record."""
+        lease = (
+            {}
+            if lease_ms is None
+            else {"lease_ms": lease_ms, "token": token, **_sent(sent_ms, clock)}
+        )
         return await self.request(
             "execute",
             robot=robot,
@@ -175,11 +183,22 @@ class SimClient:
         )
 
     async def renew(
-        self, robot: str, command_id: str, lease_ms: int, token: Any = None
+        self,
+        robot: str,
+        command_id: str,
+        lease_ms: int,
+        token: Any = None,
+        sent_ms: int | None = None,
+        clock: str | None = None,
     ) -> dict[str, Any]:
-        """Move the lease of `command_id` on to `lease_ms` (UTC ms)."""
+        """Move the lease of `command_id` on to `lease_ms` (as for ``execute``)."""
         return await self.request(
-            "renew", robot=robot, command_id=command_id, lease_ms=lease_ms, token=token
+            "renew",
+            robot=robot,
+            command_id=command_id,
+            lease_ms=lease_ms,
+            token=token,
+            **_sent(sent_ms, clock),
         )
 
     async def cancel(self, robot: str, command_id: str | None = None) -> dict[str, Any]:
@@ -203,3 +222,9 @@ class SimClient:
     async def state(self) -> dict[str, Any]:
         """The whole world (the ``world.state`` body)."""
         return await self.request("state")
+
+
+def _sent(sent_ms: int | None, clock: str | None) -> dict[str, Any]:
+    """The lease's clock fields, only when given (a world that predates them refuses
+    fields it does not know)."""
+    return {} if sent_ms is None else {"sent_ms": sent_ms, "clock": clock}

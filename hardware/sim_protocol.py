@@ -19,11 +19,14 @@ camera's view of a hand). The ``hand_*`` ops are the simulated person's body: th
 human agent (or ``teamtree human``) moves its hand with them; hand events appear in
 ``hand_observe`` under the hand's name.
 
-Leases (fencing at the body): ``lease_ms`` is a wall-clock deadline (UTC ms, the
-holder's clock) after which the body stops by itself unless ``renew`` moved it on;
-``token`` is the holder's claim stamp ``[wall_ms, logical, agent]``, and an older
-token than the newest one used on the object is refused ``fenced``. The world turns
-the deadline into simulated time with its own wall clock and ``time_factor``.
+Leases (fencing at the body): ``lease_ms`` is a deadline on the holder's clock after
+which the body stops by itself unless ``renew`` moved it on. With ``sent_ms`` and
+``clock`` the world reads it on its own wall clock, however far the holder's runs
+off (``hardware.world.lease_clocks``); without them it takes ``lease_ms`` as its own
+UTC ms. It turns the deadline into simulated time with ``time_factor``. Each command
+started on an object is granted the object's next fence; a renewal of a command
+granted over since is refused ``fenced`` (``hardware.world.fences``). ``token``, the
+holder's claim stamp, is kept for the record and orders nothing.
 
 Completion is polled, not pushed: the world logs events (``started``, ``paused``,
 ``resumed``, ``finished``, ``failed``) with increasing ``seq``; ``observe`` returns
@@ -110,16 +113,20 @@ def serve(
 _Handler = Callable[[World, Any, float, "int | None", dict[str, Any]], dict[str, Any]]
 
 
-def _deadline(lease_ms: int, t: float, now_ms: int | None, info: dict[str, Any]) -> float:
-    """A lease deadline (UTC ms) in simulated time."""
+def _deadline(
+    w: World, r: ExecuteRequest | RenewRequest, t: float, now_ms: int | None, info: dict
+) -> float:
+    """`r`'s lease deadline (ms on the holder's clock) in simulated time."""
     if now_ms is None:
         raise SchemaError("this world keeps no wall clock; send no 'lease_ms'")
+    assert r.lease_ms is not None
     factor = float(info.get("time_factor", 1.0))
-    return t + (lease_ms - now_ms) / 1000.0 * factor
+    local = w.lease_clocks.deadline_ms(r.robot, r.clock, r.lease_ms, r.sent_ms, now_ms)
+    return t + (local - now_ms) / 1000.0 * factor
 
 
 def _execute(w: World, r: ExecuteRequest, t: float, now_ms: int | None, info: dict) -> dict:
-    lease = None if r.lease_ms is None else _deadline(r.lease_ms, t, now_ms, info)
+    lease = None if r.lease_ms is None else _deadline(w, r, t, now_ms, info)
     token = r.token if lease is not None else None
     params = r.params or {}
     return w.execute(
@@ -128,7 +135,7 @@ def _execute(w: World, r: ExecuteRequest, t: float, now_ms: int | None, info: di
 
 
 def _renew(w: World, r: RenewRequest, t: float, now_ms: int | None, info: dict) -> dict:
-    return w.renew(r.robot, r.command_id, _deadline(r.lease_ms, t, now_ms, info), t, r.token)
+    return w.renew(r.robot, r.command_id, _deadline(w, r, t, now_ms, info), t, r.token)
 
 
 def _control(name: str) -> _Handler:

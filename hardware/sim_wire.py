@@ -34,6 +34,7 @@ __all__ = [
     "CommandReply",
     "ControlRequest",
     "Event",
+    "ExecuteReply",
     "ExecuteRequest",
     "HandCancelRequest",
     "HandMoveRequest",
@@ -113,8 +114,11 @@ class ObserveRequest(RequestBase, frozen=True, tag="observe"):
 
 
 class ExecuteRequest(RequestBase, frozen=True, tag="execute"):
-    """Start `behaviour` on `robot`; with `lease_ms` (UTC ms) it stops then unless
-    renewed, and `token` fences the object."""
+    """Start `behaviour` on `robot`; with `lease_ms` (ms on the holder's clock) it
+    stops then unless renewed. `sent_ms` (the holder's clock when it sent this) and
+    `clock` (an id of that clock) let the world read the deadline on its own clock
+    (``hardware.world.lease_clocks``); without them `lease_ms` is read as the world's
+    UTC ms. `token` (the holder's claim stamp) is kept for the record."""
 
     robot: Name
     command_id: Name
@@ -123,15 +127,20 @@ class ExecuteRequest(RequestBase, frozen=True, tag="execute"):
     params: dict[str, Any] | None = None
     lease_ms: int | None = None
     token: Token | None = None
+    sent_ms: int | None = None
+    clock: Name | None = None
 
 
 class RenewRequest(RequestBase, frozen=True, tag="renew"):
-    """Move the lease of `command_id` on to `lease_ms` (UTC ms)."""
+    """Move the lease of `command_id` on to `lease_ms` (`sent_ms`, `clock`: as for
+    ``execute``)."""
 
     robot: Name
     command_id: Name
     lease_ms: int
     token: Token | None = None
+    sent_ms: int | None = None
+    clock: Name | None = None
 
 
 class ControlRequest(RequestBase, frozen=True):
@@ -268,6 +277,13 @@ class CommandReply(Reply, frozen=True):
     duplicate: bool = False
 
 
+class ExecuteReply(CommandReply, frozen=True):
+    """``execute``'s answer: a command's, and the ``fence`` the world granted it on its
+    object (see ``teamtree.hardware.world.fences``; absent on a refusal or a repeat)."""
+
+    fence: int | None = None
+
+
 class ObserveReply(Reply, frozen=True):
     """A robot's view: the world's time, its body, every object (or, asked with
     ``objects_since``, those changed after it, and ``objects_version``), its events after
@@ -318,7 +334,7 @@ class StateReply(Reply, frozen=True):
 
 REPLY_TYPES: dict[str, type[Reply]] = {
     "cancel": CommandReply,
-    "execute": CommandReply,
+    "execute": ExecuteReply,
     "hand_cancel": Reply,
     "hand_move": CommandReply,
     "hand_observe": HandObserveReply,

@@ -105,9 +105,11 @@ def test_the_wire_shapes_stay_what_they_were() -> None:
     execute = ExecuteCommand("c1", "place", "root/0", {"object": "cup"}, 1_000, [5, 0, "r"])
     assert to_wire(execute) == {"command_id": "c1", "behaviour": "place", "node": "root/0",
                                 "params": {"object": "cup"}, "lease_ms": 1_000,
-                                "token": [5, 0, "r"]}  # fmt: skip
-    assert to_wire(RenewCommand("c1", 2_000, "root/0", [5, 0, "r"])) == {
-        "command_id": "c1", "lease_ms": 2_000, "node": "root/0", "token": [5, 0, "r"]
+                                "token": [5, 0, "r"], "sent_ms": None,
+                                "clock": None}  # fmt: skip
+    assert to_wire(RenewCommand("c1", 2_000, "root/0", [5, 0, "r"], 0, "r-s1")) == {
+        "command_id": "c1", "lease_ms": 2_000, "node": "root/0", "token": [5, 0, "r"],
+        "sent_ms": 0, "clock": "r-s1"
     }  # fmt: skip
     assert to_wire(CommandRef("c1", "root/0")) == {"command_id": "c1", "node": "root/0"}
     assert decode_command("behaviour.cancel", {"command_id": None, "lost": True}) == CommandRef()

@@ -65,16 +65,20 @@ def test_a_body_whose_lease_lapses_stops_and_says_where_it_left_the_object() -> 
     assert w.renew("pr2", "c1", 20.0, 10.0)["reason"] == "not_running"
 
 
-def test_stale_tokens_and_lapsed_deadlines_are_refused() -> None:
+def test_superseded_grants_and_lapsed_deadlines_are_refused() -> None:
+    """The world fences by its own counter: a later command on the object is granted
+    over an earlier one whatever tokens the senders stamp, and the earlier one's
+    renewals are refused ``fenced`` from then on."""
     w = _world()
-    assert w.execute("b", "c2", "n", "place", {"object": "cup"}, 0.0, lease=5.0, token=(5, 0, "b"))[
-        "ok"
-    ]
+    first = w.execute("b", "c2", "n", "place", {"object": "cup"}, 0.0, lease=5.0, token=(5, 0, "b"))
+    assert first["ok"] and first["fence"] == 1
     w.cancel("b", "c2", 0.1)
-    late = w.execute(
+    # an older token than the last used is no reason to refuse: tokens order nothing
+    later = w.execute(
         "pr2", "c1", "n", "place", {"object": "cup"}, 0.2, lease=5.0, token=(1, 0, "pr2")
     )
-    assert late["reason"] == "fenced"
+    assert later["ok"] and later["fence"] == 2
+    w.cancel("pr2", "c1", 0.25)
     lapsed = w.execute(
         "pr2", "c3", "n", "place", {"object": "cup"}, 0.3, lease=0.3, token=(9, 0, "pr2")
     )
@@ -82,7 +86,11 @@ def test_stale_tokens_and_lapsed_deadlines_are_refused() -> None:
     assert w.execute(
         "pr2", "c4", "n", "place", {"object": "cup"}, 0.4, lease=5.0, token=(9, 0, "pr2")
     )["ok"]
-    assert w.renew("pr2", "c4", 6.0, 0.5, token=(5, 0, "b"))["reason"] == "fenced"
+    # a second body sent onto the cup (a coordination error: the world logs it) is
+    # granted over pr2's command, whose renewals are refused from then on
+    assert w.execute("b", "c6", "n", "place", {"object": "cup"}, 0.45, lease=5.0)["fence"] == 4
+    assert w.renew("pr2", "c4", 6.0, 0.5, token=(9, 0, "pr2"))["reason"] == "fenced"
+    assert w.renew("b", "c6", 6.0, 0.5)["ok"]
     assert w.execute("pr2", "c5", "n", "place", {"object": "cup"}, 0.5)["reason"] == "busy"
 
 

@@ -97,7 +97,8 @@ def test_place_duration_from_distances_and_speeds() -> None:
     w = make_world()
     expected = expected_fixed(w, "pr2", "cup")
     reply = place(w, "pr2", "cup", "c1", 0.0)
-    assert reply == {"ok": True, "reason": None, "status": "running", "command_id": "c1"}
+    assert reply == {"ok": True, "reason": None, "status": "running", "command_id": "c1",
+                     "fence": 1}  # fmt: skip
     w.advance(expected - 0.01)
     assert w.command_status("pr2", "c1") is CommandStatus.RUNNING
     assert w.objects["cup"].held_by == "pr2"

@@ -13,6 +13,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "Agent",
         "AgentState",
     ),
+    "clock_skew": ("SkewWatch",),
     "config": (
         "AccessSpec",
         "AgentSpec",

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import structlog
 
+from teamtree.agents.runtime.clock_skew import SkewWatch
 from teamtree.agents.runtime.config import AgentSpec, RuntimeSettings, TeamConfig, spec_reader
 from teamtree.agents.runtime.credentials import warn_no_access_control
 from teamtree.agents.runtime.event_loop import running_loop_name
@@ -136,6 +137,7 @@ class Agent:
         self._hid_base = time.time_ns() // 1000  # restarts continue above old header ids
         self._hids: dict[str, int] = {}
         self._dedup = _DedupWindow()
+        self._skew = SkewWatch(self.runtime.max_clock_skew_s)
         # (sender, reason) -> (window start, drops since the logged one, last topic)
         self._drop_windows: dict[tuple[str | None, str], tuple[float, int, str]] = {}
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
@@ -658,6 +660,8 @@ class Agent:
             elif topic.channel == FACTSHEET_CHANNEL and topic.agent == self.id:
                 self._check_own_factsheet(env)
             return  # our own message, e.g. our retained presence
+        if not message.retain and self.team_view.get(env.sender) is not None:
+            self._watch_skew(env)  # a retained message is as old as it was kept
         self.clock.update(env.hlc)
         self.team_view.seen(env.sender, env.ts)
         if topic.agent is not None and topic.channel == PRESENCE_CHANNEL:
@@ -682,6 +686,24 @@ class Agent:
         for kind, handler in self._handlers.get(key, []):
             if kind is None or kind == env.kind:
                 await handler(env, topic)
+
+    def _watch_skew(self, env: Envelope) -> None:
+        """Name a peer whose clock is off by more than ``max_clock_skew_s`` (once per
+        peer per minute; ``clock_skew.SkewWatch``)."""
+        offset = self._skew.observe(env.sender, env.ts, wall_ms(), time.monotonic())
+        if offset is None:
+            return
+        self.stats["clock_skew"] += 1
+        bound = self.runtime.max_clock_skew_s
+        self.log.warning(
+            "clock.skew",
+            peer=env.sender,
+            offset_s=round(offset / 1000, 3),
+            direction="ahead" if offset > 0 else "behind",
+            max_clock_skew_s=bound,
+            fix=f"synchronise {env.sender}'s clock with this host's (NTP); leases and "
+            "fencing do not depend on it, but the claim rule's earliest-stamp order does",
+        )
 
     async def _on_presence_message(self, env: Envelope) -> None:
         try:

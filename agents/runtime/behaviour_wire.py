@@ -33,8 +33,12 @@ class BehaviourWireError(ValueError):
 
 class ExecuteCommand(Struct, frozen=True):
     """``behaviour.execute``: run `behaviour` with `params` for tree node `node`.
-    ``lease_ms``: UTC milliseconds by which the body stops unless renewed; ``token``:
-    the fencing token (the stamp the node was won at). Both null: no lease."""
+    ``lease_ms``: milliseconds on the sender's clock by which the body stops unless
+    renewed; ``sent_ms``: that clock when the command was sent, and ``clock``: an id
+    of that clock (the body reads the deadline on its own clock from them, so the
+    clocks need not agree; without them ``lease_ms`` is UTC ms); ``token``: the
+    sender's fencing token (the stamp the node was won at), for the record. Null
+    ``lease_ms``: no lease."""
 
     command_id: str
     behaviour: str
@@ -42,15 +46,20 @@ class ExecuteCommand(Struct, frozen=True):
     params: dict[str, Any] = {}
     lease_ms: int | None = None
     token: Any = None
+    sent_ms: int | None = None
+    clock: str | None = None
 
 
 class RenewCommand(Struct, frozen=True):
-    """``behaviour.renew``: move the running command's lease on to ``lease_ms``."""
+    """``behaviour.renew``: move the running command's lease on to ``lease_ms``
+    (``sent_ms``, ``clock``: as for ``ExecuteCommand``)."""
 
     command_id: str
     lease_ms: int
     node: str | None = None
     token: Any = None
+    sent_ms: int | None = None
+    clock: str | None = None
 
 
 class CommandRef(Struct, frozen=True):

@@ -4,7 +4,8 @@ Every error is a ConfigError naming the file, the key and the expected form::
 
     [team]                 name (id), broker (URL, optional), broker_kind
     [runtime]              tick_hz, heartbeat_s, keepalive_s, request_timeout_s,
-                           cluster ("auto", true, false), resync_wait_s
+                           cluster ("auto", true, false), resync_wait_s,
+                           max_clock_skew_s
     [mission]              kind, timeout_s, plus mission-specific keys
     [[agents]]             id, kind, role ("member" or "service"), required (a
                            service's: see `AgentSpec.optional`), plus kind params
@@ -47,6 +48,9 @@ class RuntimeSettings:
     cluster: bool | None = None
     #: how long a joining agent collects teammates' state on a cluster before it acts
     resync_wait_s: float = 1.0
+    #: a peer whose clock differs from this agent's by more than this is named in a
+    #: ``clock.skew`` warning (once per peer per minute); 0: never
+    max_clock_skew_s: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +342,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
         request_timeout_s=rt.positive("request_timeout_s", 5.0, "a positive number of seconds"),
         cluster=_cluster(rt),
         resync_wait_s=rt.positive("resync_wait_s", 1.0, "a positive number of seconds"),
+        max_clock_skew_s=_max_clock_skew(rt),
     )
     rt.no_extras()
 
@@ -431,6 +436,15 @@ def _required(reader: _Reader, kind: str, role: str) -> bool | None:
             "(the mission cannot go on without the others); remove it",
         )
     return required
+
+
+def _max_clock_skew(rt: _Reader) -> float:
+    """How far a peer's clock may be off before a warning names it: 0 or more s."""
+    what = "0 (no warning) or more seconds, e.g. 5"
+    value = rt.take("max_clock_skew_s", (int, float), 5.0, what)
+    if isinstance(value, bool) or not 0 <= value < float("inf"):
+        raise rt.error("max_clock_skew_s", f"is {value!r}; expected {what}")
+    return float(value)
 
 
 def _keepalive(rt: _Reader) -> int:

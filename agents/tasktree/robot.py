@@ -20,9 +20,10 @@ Wire (see docs/protocol.md, "Task trees"):
 - ``<me>/events``        ``node.claim_decided`` each claim won or lost, why, and how
   long it took (``elapsed_ms``, from its first publish; absent if it was never published)
 - ``<me>/command/<driver>`` ``behaviour.execute|cancel|pause|resume|renew``: execute
-  carries a lease (``lease_ms`` deadline, ``token`` = the stamp the node was won at),
-  renewed every ``lease_renew_s`` (QoS 0, never queued) while the robot holds the node;
-  the body stops by itself when it lapses. Peers take a node over only
+  carries a lease (``lease_ms`` deadline with ``sent_ms`` and ``clock``, so the body
+  reads it on its own clock; ``token`` = the stamp the node was won at, for the
+  record), renewed every ``lease_renew_s`` (QoS 0, never queued) while the robot holds
+  the node; the body stops by itself when it lapses. Peers take a node over only
   ``lease_s + lease_margin_s`` after its holder's Last Will (docs/protocol.md "Leases").
 - from the driver: ``<driver>/observation`` and ``<driver>/progress``
 - humans (seed 000 §2.3, Figs. 4-6; docs/humans.md): ``_/dialog`` ``dialog.ask``
@@ -52,6 +53,7 @@ import itertools
 import time
 import uuid
 import zlib
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -136,6 +138,7 @@ from teamtree.planners.tasktree import (
     ResumeBehaviour,
     ShapePrimitive,
     Snapshot,
+    StallWatch,
     StartBehaviour,
     TaskController,
     TaskTree,
@@ -230,8 +233,9 @@ class RobotAgent(PeerRuleMember):
     ``lease_margin_s`` (the body's lease, see ``LeaseTerms``), ``service_timeout_s``
     (how long the robot waits for a lost driver or world to come back before it ends
     its mission with an error, exit code 2), ``stall_timeout_s`` (how long the team may
-    stand still, with leaves open that nobody works on and this robot cannot take,
-    before the robot ends its mission with an error naming them, exit code 2; 0: never),
+    go without progress, no leaf newly done and no claim holding its node throughout,
+    while leaves are open, before the robot ends its mission with an error naming them
+    and what its attempts met, exit code 2; 0: never),
     ``avoid_contention`` (publish potentials and claim the leaf the team's greedy
     matching gives this robot, with jittered backoff; default true; false: seed 000's
     selection, the highest activation), ``declared_interest`` (declare the leaves this
@@ -279,9 +283,14 @@ class RobotAgent(PeerRuleMember):
         self._world_lost_at: float | None = None
         self.service_timeout_s = service_timeout_s
         self.stall_timeout_s = stall_timeout_s
-        self._stall: tuple[Any, float] | None = None  # (what the team looked like, since)
+        self._stall = StallWatch(stall_timeout_s)  # progress: leaves newly done
+        self._stall_attempts = 0  # len(self.executed) when the team last progressed
         self.lease = lease or LeaseTerms()
         self._token_of: dict[str, list[Any]] = {}  # node -> fencing token sent with it
+        # leases are read on a clock that no step of the wall clock moves: wall time
+        # at the start, run on by the monotonic clock; the body learns its offset
+        self._lease_epoch = (wall_ms(), time.monotonic())
+        self.lease_clock = f"{self.id}-{self.session}"
         self._claim_clock: tuple[str, float] | None = None
         """The pending claim's id and when it was first published (``perf_counter``):
         its decision reports ``elapsed_ms`` to a fraction of a millisecond (stamps are
@@ -553,6 +562,11 @@ class RobotAgent(PeerRuleMember):
             self._token_of[node] = list(held[1])
         return self._token_of.get(node) or list(self._now())
 
+    def _lease_now_ms(self) -> int:
+        """Now on the clock this robot's leases are read on (``lease_clock``)."""
+        wall0, mono0 = self._lease_epoch
+        return wall0 + int((time.monotonic() - mono0) * 1000)
+
     async def _renew_leases(self) -> None:
         """Renew the body's lease of every node this robot holds, while connected."""
         c = self.controller
@@ -592,23 +606,24 @@ class RobotAgent(PeerRuleMember):
             await self.feed(BehaviourFinished(node, False))
 
     def _check_stall(self) -> None:
-        """A team standing still (this robot idle, no claim pending, nobody working,
-        nothing done) for ``stall_timeout_s`` while leaves are open will not finish: e.g.
-        the only robot able to grasp an object is gone. End with an error naming the
-        open leaves instead of a silent wait (exit code 2)."""
+        """A team that makes no progress (no leaf newly done, and no claim that held its
+        node throughout) for ``stall_timeout_s`` while leaves are open and this robot is
+        connected will not finish: e.g. the only robot able to grasp an object is gone,
+        or every execute on an object is refused. Claims and attempts are not progress
+        (``StallWatch``). End with an error naming the open leaves and what this
+        robot's attempts met instead of a silent wait or an endless cycle (exit 2)."""
         c = self.controller
         if c is None or not self.stall_timeout_s:
             return
-        now = time.monotonic()
-        idle = not c.mine and c.pending_claim is None and not c.working and c.connected
-        if not idle or c.mission_done:
-            self._stall = None
+        if c.mission_done or not c.connected:
+            self._stall.reset()
             return
-        marker = frozenset(c.done)
-        if self._stall is None or self._stall[0] != marker:
-            self._stall = (marker, now)
-            return
-        if now - self._stall[1] < self.stall_timeout_s:
+        since = self._stall.since
+        holds = [(node, agent, tuple(stamp)) for node, (agent, stamp) in c.working.items()]
+        idle = self._stall.observe(c.done, holds, time.monotonic())
+        if self._stall.since != since:
+            self._stall_attempts = len(self.executed)  # count attempts from here on
+        if idle is None:
             return
         acts = c.activations()
         open_leaves = [
@@ -616,11 +631,24 @@ class RobotAgent(PeerRuleMember):
             for leaf in self.tree.leaves
             if leaf not in c.done and acts[leaf].level > 0
         ]
+        failed = Counter(
+            str(e.get("reason")) for e in self.executed[self._stall_attempts :] if not e["ok"]
+        )
+        if failed:
+            met = ", ".join(f"{reason} x{n}" for reason, n in failed.most_common())
+            why = (
+                f"this robot's behaviours since failed {failed.total()} times ({met}) "
+                "and no teammate finished one"
+            )
+        else:
+            why = (
+                "open and worked on by nobody; this robot cannot take them (potential 0: "
+                "out of reach or no grasp) and no teammate does"
+            )
         self.log.error(
             "mission.failed",
-            reason=f"no progress for {now - self._stall[1]:.0f} s: open and worked on by "
-            f"nobody: {', '.join(open_leaves) or 'none'}; this robot cannot take them "
-            "(potential 0: out of reach or no grasp) and no teammate does",
+            reason=f"no progress for {idle:.0f} s (no leaf done): "
+            f"{', '.join(open_leaves) or 'none'}: {why}",
             fix="bring back or add a member able to do them, or change the mission; "
             f"stall_timeout_s ({self.stall_timeout_s:g} s) sets how long the team may wait",
         )
@@ -672,22 +700,28 @@ class RobotAgent(PeerRuleMember):
                 grasp=None if score.get("grasp") is None else round(score["grasp"], 1),
             )
             token = self._token(node)
+            sent = self._lease_now_ms()
             body = to_wire(
                 ExecuteCommand(
                     command_id,
                     leaf.behavior,
                     node,
                     leaf.param_dict,
-                    self.lease.deadline_ms(wall_ms()),
+                    self.lease.deadline_ms(sent),
                     token,
+                    sent,
+                    self.lease_clock,
                 )
             )
         elif kind == "behaviour.renew":
             command_id = self._command_of.get(node)
             if command_id is None:
                 return
-            lease_ms = self.lease.deadline_ms(wall_ms())
-            body = to_wire(RenewCommand(command_id, lease_ms, node, self._token(node)))
+            sent = self._lease_now_ms()
+            lease_ms = self.lease.deadline_ms(sent)
+            body = to_wire(
+                RenewCommand(command_id, lease_ms, node, self._token(node), sent, self.lease_clock)
+            )
             # QoS 0: a renewal is never queued while disconnected and sent late
             await self.publish(COMMAND, kind, body, recipient=self.driver, qos=0)
             return
@@ -1234,6 +1268,7 @@ class RobotAgent(PeerRuleMember):
             rule=self.rule,
             default_potential=0.0,
             takeover_ms=self.lease.takeover_ms,
+            wait_clock=_monotonic_ms,  # a takeover wait no stamp from a skewed clock cuts
             avoid_contention=self.avoid_contention,
             declared_interest=self.declared_interest,
             interest_prefetch=self.interest_prefetch,
@@ -1271,3 +1306,8 @@ class RobotAgent(PeerRuleMember):
         self.log.info(
             "tree.final", tree="\n" + render_unicode(self.tree, self.controller.statuses())
         )
+
+
+def _monotonic_ms() -> int:
+    """This process's monotonic clock in ms: what a takeover wait is measured on."""
+    return int(time.monotonic() * 1000)

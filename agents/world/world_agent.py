@@ -64,6 +64,7 @@ from teamtree.agents.world.wire import (
 )
 from teamtree.broker import SpecificationError, TeamtreeError, TopicError, WireError
 from teamtree.broker.envelope import Envelope, encode
+from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic, validate_id
 from teamtree.hardware import sim_protocol as proto
 from teamtree.hardware.profiles import PROFILES
@@ -294,7 +295,7 @@ class WorldAgent(Agent):
                         self.world,
                         request,
                         self.now(),
-                        now_ms=time.time_ns() // 1_000_000,
+                        now_ms=wall_ms(),
                         time_factor=self.time_factor,
                     )
                 except Exception as exc:  # a bug in the world must not stop the server

@@ -442,7 +442,8 @@ class Vda5050DriverAgent(DriverAgent):
             state = self.connection_state or "not heard from"
             await self._progress("failed", body, f"agv_offline: AGV is {state}")
             return
-        if body.lease_ms is not None and body.lease_ms <= wall_ms():
+        lease_ms = self.lease_deadline_ms(body)
+        if lease_ms is not None and lease_ms <= wall_ms():
             await self._progress("failed", body, "lease_expired")  # it waited out its lease
             return
         try:

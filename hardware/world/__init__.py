@@ -15,7 +15,7 @@ commands        ``CommandStatus``, ``Stage``, ``CommandRecord`` and reply maps
 events          ``EventLog``: numbered events and violations
 bodies          ``RobotBody``, its ``PlaceJob`` and straight-line ``BodyLeg`` motion
 hands           ``HumanHand``, its ``HandJob``, curved ``HandLeg`` arcs and noisy track
-fences          ``Fences``: the newest fencing token per object
+fences          ``Fences``: the world's own fence counter per object
 state           ``WorldState``: what the parts share
 clock           ``advance``: stage ends and lease deadlines in time order
 placing         ``execute`` (PLACE), ``cancel``, ``pause``, ``resume``, ``move_object``

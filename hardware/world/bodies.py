@@ -54,7 +54,8 @@ class PlaceJob:
     paused_at: float | None = None
     holding: bool = False
     lease: float | None = None  #: simulated time the body stops at unless renewed
-    token: Any = None  #: the holder's fencing token
+    token: Any = None  #: the holder's own fencing token (for the record)
+    fence: int | None = None  #: the object's fence the world granted this job
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from teamtree.broker import SpecificationError
+from teamtree.hardware.lease_clocks import LeaseClocks
 from teamtree.hardware.profiles import profile
 from teamtree.hardware.world.bodies import RobotBody
 from teamtree.hardware.world.clock import Clock
@@ -60,6 +61,8 @@ class World(Clock, Placing, Leases, HandCommands, Views, Restoring):
         self._log = EventLog()
         self._commands: dict[tuple[str, str], CommandRecord] = {}
         self._fences = Fences()
+        #: each holder clock's offset from the body's, for lease deadlines
+        self.lease_clocks = LeaseClocks()
         # object name -> (the fields its view was made from, the view)
         self._views = {}
         self._versions = ObjectVersions()  # for observations of what changed only

@@ -1,13 +1,14 @@
 """Leases and fencing at the body (docs/protocol.md "Leases").
 
 An ``execute`` may carry a ``lease`` (simulated time by which the body stops unless
-renewed) and a fencing ``token`` (the holder's claim stamp, any ordered value).
-``renew`` moves the deadline of the running command on. When a deadline passes the
-body stops by itself, puts down what it holds where the gripper is, and fails the
-command ``lease_expired`` (the event says where the object was left). The world
-remembers the highest token used per object: an ``execute`` or ``renew`` with an older
-token is refused ``fenced``; one whose deadline already passed is refused
-``lease_expired``.
+renewed). ``renew`` moves the deadline of the running command on. When a deadline
+passes the body stops by itself, puts down what it holds where the gripper is, and
+fails the command ``lease_expired`` (the event says where the object was left). Every
+command started on an object is granted the object's next fence (``fences``): a
+``renew`` of a command another one on its object has since been granted over is
+refused ``fenced``; an ``execute`` or ``renew`` whose deadline already passed is
+refused ``lease_expired``. Tokens the senders stamp order nothing: a sender's clock
+that runs ahead cannot outrank later commands.
 """
 
 from __future__ import annotations
@@ -28,19 +29,19 @@ class Leases(WorldState):
     ) -> dict[str, Any]:
         """Move the lease of `robot`'s running `command_id` on to `lease` (simulated
         time). Refused ``not_running`` (the command ended, e.g. its lease lapsed),
-        ``lease_expired`` (`lease` already passed) or ``fenced`` (an older token)."""
+        ``lease_expired`` (`lease` already passed) or ``fenced`` (a newer command on
+        the object was granted its fence since). `token` is kept for the record."""
         self.advance(t)
         body, answer = self._current(robot, command_id)
-        if body is None or body.job is None:
+        if answer or body is None or body.job is None:  # not the command it runs
             return answer
         job = body.job
         if lease <= self.t:
             return {**reply(False, "lease_expired"), "command_id": command_id}
-        if token is not None and not self._fences.ok(job.object, token):
+        if not self._fences.current(job.object, job.fence):
             return {**reply(False, "fenced"), "command_id": command_id}
         if token is not None:
             job.token = token
-            self._fences.record(job.object, token)
         job.lease = max(job.lease or lease, lease)
         return self._commands[(robot, job.command_id)].reply(ok=True)
 

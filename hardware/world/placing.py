@@ -56,8 +56,10 @@ class Placing(WorldState):
     ) -> dict[str, Any]:
         """Start `behaviour` on `robot`. Idempotent per (robot, command_id): a repeat
         returns the first answer's ``ok`` with the command's current status. With
-        `lease` the body stops at that simulated time unless renewed; `token` fences
-        the object (see ``leases``)."""
+        `lease` the body stops at that simulated time unless renewed. The command is
+        granted the object's next fence (``fence`` in the reply): a renewal of an
+        older grant on the object is refused (see ``leases``). `token`, the sender's
+        own fencing token, is kept with the job for the record; it orders nothing."""
         self.advance(t)
         key = (robot, command_id)
         known = self._commands.get(key)
@@ -101,8 +103,6 @@ class Placing(WorldState):
                     body.spec, body.base, body.yaw, obj.position, goal
                 ):
                     reason = "unreachable"
-                elif reason is None and not self._fences.ok(obj.name, token):
-                    reason = "fenced"
         if reason is not None or body is None or obj is None or goal is None:
             command = CommandRecord(robot, command_id, node, False, CommandStatus.FAILED, reason)
             self._commands[key] = command
@@ -114,18 +114,17 @@ class Placing(WorldState):
             for r in self.robots.values()
             if r.name != robot and r.job is not None and r.job.object == obj.name
         ]
-        job = PlaceJob(command_id, node, obj.name, goal, lease=lease, token=token)
+        fence = self._fences.grant(obj.name)
+        job = PlaceJob(command_id, node, obj.name, goal, lease=lease, token=token, fence=fence)
         if others:  # two bodies on one object's behaviour at once
             self._violation("double_run", obj.name, [*others, robot], command_id, node)
-        if token is not None:
-            self._fences.record(obj.name, token)
         job.legs = deque(plan_approach(body, obj.position, self.t) or ())
         body.job = job
         self._commands[key] = CommandRecord(robot, command_id, node, True, CommandStatus.RUNNING)
         self._emit("started", robot, command_id, node)
         self.version += 1
         self.advance(t)  # zero-length legs finish at once
-        return self._commands[key].reply(ok=True)
+        return {**self._commands[key].reply(ok=True), "fence": fence}
 
     def cancel(self, robot: str, command_id: str | None, t: float) -> dict[str, Any]:
         """Cancel `command_id` (None: whatever `robot` runs). A held object is put
@@ -154,7 +153,7 @@ class Placing(WorldState):
         """Freeze `robot`'s running job (must be `command_id` when given). Idempotent."""
         self.advance(t)
         body, answer = self._current(robot, command_id)
-        if body is None or body.job is None:
+        if answer or body is None or body.job is None:  # not the command it runs
             return answer
         job = body.job
         if job.paused_at is None:
@@ -168,7 +167,7 @@ class Placing(WorldState):
         """Continue `robot`'s paused job (must be `command_id` when given). Idempotent."""
         self.advance(t)
         body, answer = self._current(robot, command_id)
-        if body is None or body.job is None:
+        if answer or body is None or body.job is None:  # not the command it runs
             return answer
         job = body.job
         if job.paused_at is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from teamtree.hardware.lease_clocks import LeaseClocks
 from teamtree.hardware.world.bodies import RobotBody
 from teamtree.hardware.world.commands import CommandRecord
 from teamtree.hardware.world.events import EventLog
@@ -33,6 +34,7 @@ class WorldState:
     _log: EventLog
     _commands: dict[tuple[str, str], CommandRecord]
     _fences: Fences
+    lease_clocks: LeaseClocks
     _views: dict[str, tuple[tuple[Any, ...], dict[str, Any]]]
     _versions: ObjectVersions
 

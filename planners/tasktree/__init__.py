@@ -4,8 +4,9 @@ Pure: tree model and parser (``tree``), node states (``status``), activation spr
 (``activation``), the peer rule as a state machine (``peer``) and its contention
 avoidance for big teams (``contention``) and declared interest, so a claim asks only the
 peers that may claim what it conflicts with (``interest``), behaviours that ended
-unheard (``body_watch``), whether finished leaves meet the tree (``outcome``), nodes
-started more than once, by why, from their published transitions (``starts``),
+unheard (``body_watch``), whether the team makes progress (``stall``), whether
+finished leaves meet the tree (``outcome``), nodes started more than once, by why,
+from their published transitions (``starts``),
 activation metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``),
 a text renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a
 PLACE mission in the simulated world in one process (``place_trial``, seed 000 §4), and
@@ -120,6 +121,7 @@ _HOMES = {
         "render_unicode",
         "walk",
     ),
+    "stall": ("StallWatch",),
     "status": ("NodeStatus",),
     "theory_of_mind": (
         "HandSample",

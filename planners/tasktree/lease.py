@@ -3,23 +3,27 @@ when a peer may take a node over from a holder that went silent.
 
 A holder tells its body "run this until ``deadline``" and renews the deadline every
 ``renew_s`` while it holds the node; the body stops on its own when the deadline
-passes (etcd and Chubby leases, with the holder's claim stamp as fencing token).
-A peer that hears the holder's Last Will at time ``T`` (its own clock) may take the
-node over at ``T + takeover_s``, where ``takeover_s = lease_s + margin_s``:
+passes (etcd and Chubby leases; the fencing numbers are the body's own, see
+``teamtree.hardware.world.fences``). A peer that hears the holder's Last Will at time
+``T`` (its own clock) may take the node over at ``T + takeover_s``, where
+``takeover_s = lease_s + margin_s``:
 
 - the holder's last renewal was sent at ``s``, before its last packet reached the
   broker, so before the Will and before ``T``: ``s <= T`` (real time);
-- the deadline in that renewal is ``s + lease_s`` by the holder's clock; the body
-  compares it with its own clock, so it stops by real time ``s + lease_s + skew``,
-  where ``skew`` bounds how far the holder's clock runs ahead of the body's;
+- the deadline in that renewal is ``s + lease_s`` on the holder's clock, sent with
+  ``s`` on that clock; the body reads it on its own clock by the smallest
+  ``receipt - sent`` it has seen from the holder's clock (``hardware.lease_clocks``),
+  so the clocks' offset cancels and the body stops by real time ``s + lease_s +
+  d_min``, ``d_min`` the shortest delay seen;
 - the peer measures ``takeover_s`` on its own clock from ``T``, a duration, so only
   its clock *rate* matters: it starts no earlier than ``T + takeover_s * (1 - rho)``.
 
-So ``margin_s >= skew + rho * takeover_s`` plus the body's reaction time suffices
-(NTP keeps ``skew`` to milliseconds; ``rho`` is ~1e-4). A renewal that arrives
-after its deadline is refused, and one with an older fencing token than the body's
-current one is refused, so a renewal delayed in a frozen driver's buffer cannot
-revive the lease. Pure: no clock reads; callers pass times.
+So ``margin_s >= d_min + rho * takeover_s`` plus the body's reaction time suffices,
+whatever the clocks' skew (``d_min`` is milliseconds; ``rho`` is ~1e-4). A renewal
+that arrives after its deadline is refused, and one of a command the body has since
+granted the object to another command over is refused, so a renewal delayed in a
+frozen driver's buffer cannot revive the lease. Pure: no clock reads; callers pass
+times.
 """
 
 from __future__ import annotations
@@ -60,5 +64,5 @@ class LeaseTerms(Struct, frozen=True):
         return -(-round(self.takeover_s * 1e6) // 1000)
 
     def deadline_ms(self, now_ms: int) -> int:
-        """The lease deadline (wall ms) a renewal sent at ``now_ms`` carries."""
+        """The lease deadline a renewal sent at ``now_ms`` (the holder's clock) carries."""
         return now_ms + int(self.lease_s * 1000)

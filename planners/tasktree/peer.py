@@ -38,6 +38,9 @@ branches of every OR above N, since an OR may run only one child):
    margin) the leaf stays taken that long after the Will, until the holder's body
    must have stopped by itself (its lease lapsed): presence alone never hands a node
    over while a silent holder's body may still run it (docs/protocol.md, "Leases").
+   The wait is a duration: with ``wait_clock`` (a monotonic clock in ms) it is
+   measured on that, so a stamp that drags the hybrid clock forward (a peer whose
+   clock runs ahead, by up to the HLC's merge bound) cannot cut it short.
    A late joiner (``await_snapshots=True``) or a reconnecting member adopts every
    online peer's snapshot before it claims; a member that lost the broker pauses
    its behaviour and re-claims it before resuming (fencing).
@@ -88,7 +91,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 
 from msgspec import Struct, field
@@ -439,7 +442,9 @@ class TaskController:
     ``evidence_leaves`` (leaves done only on the world's evidence, rule 7);
     ``release_hold_ms`` and ``released_at_once`` (how long a peer's release waits, and
     whose does not, rule 8); ``max_skew_ms`` (how far ahead a peer's stamp may be,
-    rule 9).
+    rule 9); ``takeover_ms`` and ``wait_clock`` (rule 6: how long a Will's leaves stay
+    taken, and the monotonic ms clock that wait is measured on; None: the stamps' wall
+    part).
 
     ``handle`` never raises on odd input from peers (unknown nodes are ignored).
     """
@@ -461,6 +466,7 @@ class TaskController:
         capacity: int = 1,
         auto_select: bool = True,
         takeover_ms: int = 0,
+        wait_clock: Callable[[], int] | None = None,
         avoid_contention: bool = False,
         declared_interest: bool = False,
         interest_prefetch: int = 2,
@@ -478,13 +484,14 @@ class TaskController:
         self.capacity = capacity
         self.auto_select = auto_select
         self.takeover_ms = takeover_ms
+        self._wait_clock = wait_clock
         self._lapsing: dict[str, int] = {}
-        """Offline holders -> wall ms after which their leaves may be taken over."""
+        """Offline holders -> when (``_wait_ms``) their leaves may be taken over."""
         self.evidence_leaves = frozenset(evidence_leaves)
         self.release_hold_ms = release_hold_ms
         self.released_at_once = frozenset(released_at_once)
         self._releasing: dict[str, tuple[str, int]] = {}
-        """Leaves a peer said it released -> (that peer, wall ms when they are free)."""
+        """Leaves a peer said it released -> (that peer, when (``_wait_ms``) they are free)."""
         self.max_skew_ms = max_skew_ms
         self.refused_future = 0
         """Peer stamps more than ``max_skew_ms`` ahead, not recorded (rule 9)."""
@@ -1090,12 +1097,13 @@ class TaskController:
             return
         held = self._releasing.get(node)
         if held is None or held[0] != agent:
-            self._releasing[node] = (agent, now[0] + self.release_hold_ms)
+            self._releasing[node] = (agent, self._wait_ms(now) + self.release_hold_ms)
 
     def _release_held(self, now: Stamp) -> None:
         """Free the released leaves whose hold is over (rule 8)."""
+        wait_now = self._wait_ms(now)
         for node, (agent, at) in list(self._releasing.items()):
-            if at <= now[0]:
+            if at <= wait_now:
                 del self._releasing[node]
                 if self.working.get(node, ("",))[0] == agent:
                     del self.working[node]
@@ -1158,16 +1166,20 @@ class TaskController:
         if self.avoider is not None:
             self.avoider.forget(ev.agent)
         # Last Will: release its work so another completes it, once its lease lapsed
-        self._lapsing.setdefault(ev.agent, now[0] + self.takeover_ms)
+        self._lapsing.setdefault(ev.agent, self._wait_ms(now) + self.takeover_ms)
         self._release_lapsed(now)
         self._decide(now, out)
+
+    def _wait_ms(self, now: Stamp) -> int:
+        """Now on the clock takeover waits are measured on (``wait_clock``)."""
+        return now[0] if self._wait_clock is None else self._wait_clock()
 
     def _release_lapsed(self, now: Stamp) -> None:
         """Release the leaves of offline holders whose lease must have lapsed."""
         for agent, at in list(self._lapsing.items()):
             if agent in self.peers_online:
                 del self._lapsing[agent]
-            elif at <= now[0]:
+            elif at <= self._wait_ms(now):
                 del self._lapsing[agent]
                 for node, (holder, _s) in list(self.working.items()):
                     if holder == agent:
@@ -1233,7 +1245,7 @@ class TaskController:
             self._declare(self.interest.leaves, now, out)  # fresh acknowledgements (I3)
         for agent, _s in list(self.working.values()):
             if agent != self.me and agent not in self.peers_online:
-                self._lapsing.setdefault(agent, now[0] + self.takeover_ms)
+                self._lapsing.setdefault(agent, self._wait_ms(now) + self.takeover_ms)
         self._release_lapsed(now)
 
     def _on_interest(self, ev: Interest, now: Stamp, out: list[ControllerAction]) -> None:

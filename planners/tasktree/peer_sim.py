@@ -17,11 +17,14 @@ Each robot runs up to ``SimConfig.capacity`` behaviours at once (default 1, as s
 A *freeze* (``SimConfig.freezes``) stops a robot together with its driver, as a hung
 onboard computer or a dead Wi-Fi link does: its controller hears and says nothing
 more, but its body runs on. With ``SimConfig.lease`` every body runs a behaviour only
-until the lease its robot last renewed (at each tick, by the robot's own skewed clock)
-lapses, and peers take a frozen holder's leaves over only ``lease + lease_margin``
-after its Will (``TaskController(takeover_ms=...)``); without a lease a frozen body
-runs its behaviour to the end. ``takeover`` overrides the peers' wait, to show what
-presence alone would allow.
+until the lease its robot last renewed (at each tick) lapses: ``lease`` after the
+renewal on the body's own clock (``lease_clock = "body"``, as the world reads a
+deadline by the holder's send time, ``hardware.lease_clocks``), or, with
+``lease_clock = "utc"``, at the robot's skewed clock + ``lease`` compared as UTC,
+which a robot's clock skew shifts. Peers take a frozen holder's leaves over only
+``lease + lease_margin`` after its Will (``TaskController(takeover_ms=...)``); without
+a lease a frozen body runs its behaviour to the end. ``takeover`` overrides the
+peers' wait, to show what presence alone would allow.
 
 Used by the property tests and the benchmark; ``check_invariants`` lists every
 violated guarantee of docs/protocol.md (safety, ordering, OR exclusivity, completion).
@@ -138,7 +141,11 @@ class SimConfig:
     lease: float | None = None
     """Seconds a body runs after its robot's last renewal; None: no leases."""
     lease_margin: float = 0.1
-    """Seconds peers wait beyond the lease after a Will (must cover clock skew)."""
+    """Seconds peers wait beyond the lease after a Will (with ``lease_clock = "utc"``
+    it must cover clock skew)."""
+    lease_clock: str = "body"
+    """How a body reads a lease deadline: ``"body"`` on its own clock from the
+    renewal's send time (skew cancels), ``"utc"`` as UTC (skew shifts it)."""
     takeover: float | None = None
     """Seconds peers wait after a Will; None: ``lease + lease_margin`` (0 without lease)."""
     avoid_contention: bool = False
@@ -152,6 +159,10 @@ class SimConfig:
     undeclared: tuple[str, ...] = ()
     """With ``declared_interest``: robots that run without it (a mixed team), asking
     every online peer and acknowledging declarations as members of every leaf."""
+
+    def __post_init__(self) -> None:
+        if self.lease_clock not in ("body", "utc"):
+            raise ValueError(f"lease_clock is {self.lease_clock!r}; give 'body' or 'utc'")
 
 
 @dataclass
@@ -260,11 +271,13 @@ class _Sim:
         return 0.0 if c.lease is None else c.lease + c.lease_margin
 
     def renew(self, r: _Robot) -> None:
-        """The robot renews its bodies' leases: deadline = its clock now + lease, which
-        the body (clock without skew) reaches at real time t + skew + lease."""
+        """The robot renews its bodies' leases: deadline = its clock now + lease. Read
+        on the body's clock from the send time it lapses at real time t + lease; read
+        as UTC (the body's clock has no skew) at t + skew + lease."""
         if self.cfg.lease is not None:
+            skew = r.skew / 1000 if self.cfg.lease_clock == "utc" else 0.0
             for node in r.current:
-                r.lease_until[node] = self.t + r.skew / 1000 + self.cfg.lease
+                r.lease_until[node] = self.t + skew + self.cfg.lease
 
     def delay(self) -> float:
         n = self.cfg.network
