@@ -128,7 +128,9 @@ class MissionQueue(Agent):
         on_call = [s.id for s in config.agents if s.role == "on_call"]
         members = reader.take("members", list, on_call, "a list of on_call agent ids")
         reader.no_extras()
-        for member in members:
+        for index, member in enumerate(members):
+            if member in members[:index]:
+                raise reader.error("members", f"names {member!r} twice; list each member once")
             if member not in on_call:
                 raise reader.error(
                     "members", f"names {member!r}, not an on_call agent (on_call: {on_call})"
@@ -217,6 +219,11 @@ class MissionQueue(Agent):
         except SubmissionError as exc:
             self.log.info("mission.rejected", field=exc.field, error=str(exc), by=env.sender)
             await self.reply(env, REJECTED, to_wire(Rejected(exc.field, str(exc))))
+            return
+        except Exception as exc:  # a check that broke on this input: refuse it, say why
+            self.log.error("mission.unchecked", error=repr(exc), by=env.sender, exc_info=True)
+            error = f"[mission] could not be checked ({type(exc).__name__}); it is refused"
+            await self.reply(env, REJECTED, to_wire(Rejected("mission", error)))
             return
         row = MissionRow(
             new_mission_id(),
