@@ -58,6 +58,11 @@ HEARTBEAT_CHANNEL = "heartbeat"
 REPLY_CHANNEL = "reply"
 DROP_LOG_INTERVAL_S = 10.0
 """Dropped messages are logged once per sender per interval, with counts by reason."""
+DROP_WINDOWS_MAX = 1024
+"""Senders (and reasons) whose drops are counted each on its own line; drops of the
+senders beyond share the line of sender ``DROP_OTHERS``, so made-up senders cannot
+grow the table without limit."""
+DROP_OTHERS = "*others*"
 
 
 class AgentState(enum.Enum):
@@ -567,6 +572,8 @@ class Agent:
         self.stats[f"dropped.{reason}"] += 1
         now = time.monotonic()
         key = (sender, reason)
+        if key not in self._drop_windows and len(self._drop_windows) >= DROP_WINDOWS_MAX:
+            key = (DROP_OTHERS, reason)  # a flood of made-up senders: one line for them all
         window = self._drop_windows.get(key)
         if window is not None and now - window[0] < DROP_LOG_INTERVAL_S:
             self._drop_windows[key] = (window[0], window[1] + 1, topic)
@@ -597,7 +604,7 @@ class Agent:
                 topic=window[2],
                 interval_s=DROP_LOG_INTERVAL_S,
             )
-        if key is None and len(self._drop_windows) > 1024:  # forget quiet senders
+        if key is None and len(self._drop_windows) >= DROP_WINDOWS_MAX:  # forget quiet ones
             for k, w in list(self._drop_windows.items()):
                 if not w[1] and now - w[0] >= DROP_LOG_INTERVAL_S:
                     del self._drop_windows[k]
