@@ -164,6 +164,8 @@ def tree_wire_bytes(tree: TaskTree) -> int:
 def check_tree_shape(depth: int, nodes: int, where: str) -> None:
     """SpecificationError naming `where` when a tree seen so far is `depth` levels
     deep or holds `nodes` nodes beyond the limits."""
+    if len(where) > 120:  # a path down a deep tree: its ends say where
+        where = f"{where[:60]}...{where[-50:]}"
     if depth > MAX_TREE_DEPTH:
         raise SpecificationError(
             f"{where}: the tree is nested more than {MAX_TREE_DEPTH} levels deep; "
