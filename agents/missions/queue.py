@@ -86,6 +86,13 @@ def serves(spec: AgentSpec) -> tuple[str, ...]:
     return tuple(declared) if declared else SERVES.get(spec.kind, ())
 
 
+#: missions that may wait in the queue at once; a submission beyond is rejected
+MAX_QUEUED = 64
+#: ended missions the table keeps (the oldest are forgotten first): the table is one
+#: retained message, and every row takes room in it
+MAX_ENDED_ROWS = 64
+#: characters of a row's reason and summary (a failing agent's last words, a result)
+MAX_REASON = 300
 #: seconds a mission's agent has to stop after SIGTERM before it is killed
 STOP_GRACE_S = 10.0
 #: seconds the queue waits, once a mission's agents have ended, for a ``mission.result``
@@ -215,6 +222,12 @@ class MissionQueue(Agent):
 
     async def _on_submit(self, env: Envelope, topic: Topic) -> None:
         try:
+            if len(self.queue) >= MAX_QUEUED:
+                raise SubmissionError(
+                    "mission",
+                    f"the queue holds {MAX_QUEUED} missions already; submit again once some "
+                    "have started, or cancel some",
+                )
             spec, need = check_submission(env.body, self.objects, self.served, self._check_member)
         except SubmissionError as exc:
             self.log.info("mission.rejected", field=exc.field, error=str(exc), by=env.sender)
@@ -288,11 +301,14 @@ class MissionQueue(Agent):
         return to_wire(Table([r.row() for r in self.rows.values()]))
 
     async def _publish_table(self) -> None:
+        ended = [m for m, r in self.rows.items() if r.state in ("done", "failed", "cancelled")]
+        for mission in ended[: max(0, len(ended) - MAX_ENDED_ROWS)]:  # the oldest first
+            del self.rows[mission]
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)
 
     def _end(self, row: MissionRow, state: str, reason: str = "") -> None:
         row.state, row.ended_ms = state, wall_ms()
-        row.reason = row.reason or reason
+        row.reason = (row.reason or reason)[:MAX_REASON]
 
     # -- running missions ----------------------------------------------------------------
 
@@ -400,6 +416,7 @@ class MissionQueue(Agent):
         row.summary = f"{row.state} in {took:.1f} s" + (f" ({row.reason})" if row.reason else "")
         if said and row.state == "done":
             row.summary += f": {said}"
+        row.summary = row.summary[: 2 * MAX_REASON]
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )

@@ -580,8 +580,9 @@ class Agent:
             return
         self._flush_drops(key)
         self._drop_windows[key] = (now, 0, topic)
+        others = {} if key[0] == sender else {"first": sender}  # the others' line
         self.log.warning(
-            "message.dropped", reason=reason, topic=topic, sender=sender, detail=detail
+            "message.dropped", reason=reason, topic=topic, sender=key[0], detail=detail, **others
         )
 
     def _flush_drops(self, key: tuple[str | None, str] | None = None) -> None:

@@ -114,3 +114,27 @@ async def test_the_queue_refuses_them_over_the_wire_naming_the_field(queue) -> N
     assert proc.poll() is None
     errors = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
     assert not [e for e in errors if e.get("event") == "handler.failed"], errors[-5:]
+
+
+@pytest.mark.parametrize(
+    ("mission", "key", "words"),
+    [
+        (f'tree = "{DEEP}"\ntimeout_s = 60', "mission.tree", "32 levels"),
+        (f'tree = "{WIDE}"\ntimeout_s = 60', "mission.tree", "2048 nodes"),
+        ('tree = "cup"\ntimeout_s = nan', "mission.timeout_s", "finite"),
+    ],
+    ids=["deep", "wide", "nan"],
+)
+def test_run_of_a_config_beyond_the_limits_exits_2_naming_the_key(
+    tmp_path: Path, mission: str, key: str, words: str
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(
+        f'[team]\nname = "runbad"\nbroker_kind = "embedded"\n\n[mission]\nkind = "tasktree"\n'
+        f'{mission}\n\n[[agents]]\nid = "pr2"\nkind = "robot"\nprofile = "pr2"\n'
+    )
+    out = subprocess.run(teamtree_cmd("run", str(config)), capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"[{key}]" in out.stderr and words in out.stderr, out.stderr
+    assert len(out.stderr) < 2000, f"a message of {len(out.stderr)} characters"
