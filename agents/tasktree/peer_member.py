@@ -162,7 +162,7 @@ class PeerRuleMember(Agent):
         bucket for `what`; dropped as ``rate_limited`` otherwise."""
         if self._limits is None:
             tree = self.controller.tree if self.controller is not None else None
-            tree = tree or getattr(self, "tree", None)
+            tree = tree or getattr(self, "tree", None) or getattr(self, "unit_tree", None)
             leaves = len(getattr(tree, "leaves", ()))
             rate, burst = claim_limits(self.runtime.tick_hz, leaves)
             self._limits = {k: SenderBuckets(rate, burst) for k in ("claim", "interest")}
