@@ -20,7 +20,6 @@ import asyncio
 import json
 import sys
 import time
-import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,10 @@ from teamtree.agents.missions.protocol import (
     LIST,
     SUBMIT,
     TABLE,
+    SubmissionError,
+    check_members_listed,
     split_members,
+    tree_objects,
 )
 from teamtree.agents.missions.wire import (
     Accepted,
@@ -52,8 +54,8 @@ from teamtree.agents.missions.wire import (
     to_wire,
 )
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import RuntimeSettings, parse_mission
-from teamtree.broker import ConfigError, RequestError, TeamtreeError
+from teamtree.agents.runtime.config import RuntimeSettings, parse_mission, read_toml
+from teamtree.broker import ConfigError, RequestError, SpecificationError, TeamtreeError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 ENDED = ("done", "failed", "cancelled")
@@ -95,11 +97,9 @@ def register(subparsers: Any) -> dict[str, Handler]:
 def read_mission_file(path: str) -> dict[str, Any]:
     """The ``[mission]`` table of a mission file, checked; ConfigError naming file and key."""
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = read_toml(Path(path).read_text(), path)
     except FileNotFoundError:
         raise ConfigError("file not found; give a mission file (.toml)", path=path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=path) from None
     extra = sorted(set(data) - {"mission"})
     if extra or not isinstance(data.get("mission"), dict):
         raise ConfigError(
@@ -107,8 +107,18 @@ def read_mission_file(path: str) -> dict[str, Any]:
             path=path,
             key=extra[0] if extra else "mission",
         )
-    table, _ = split_members(data["mission"])  # members: the queue's key, checked there
-    parse_mission(table, Path(path))  # the same checks as a team config's
+    table, members = split_members(data["mission"])  # who may work it: the queue knows
+    spec = parse_mission(table, Path(path))  # the same checks as a team config's
+    try:  # what can be told without the team: a list's repeats, the tree's shape and size
+        if isinstance(members, list):
+            check_members_listed(members)
+        tree_objects(spec)
+    except SubmissionError as exc:
+        raise ConfigError(str(exc).split("] ", 1)[-1], path=path, key=exc.field) from None
+    except SpecificationError as exc:
+        raise ConfigError(
+            str(exc).removeprefix("mission.tree: "), path=path, key="mission.tree"
+        ) from None
     return data["mission"]
 
 

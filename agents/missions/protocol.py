@@ -150,6 +150,19 @@ def split_members(table: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     return rest, table.get(MEMBERS_KEY)
 
 
+def check_members_listed(value: list[str]) -> None:
+    """SubmissionError when a ``members`` list names a member twice (a body cannot
+    work a mission twice over, and a count of members would be wrong)."""
+    seen: set[str] = set()
+    for member in value:
+        if member in seen:
+            raise SubmissionError(
+                "mission.members",
+                f"names {member!r} twice; list each member once (or give a number of members)",
+            )
+        seen.add(member)
+
+
 def _need_members(value: Any, eligible: list[str], kind: str) -> tuple[frozenset[str], int | None]:
     """(eligible members, count) from a ``members`` value; SubmissionError otherwise."""
     if value is None:
@@ -169,6 +182,7 @@ def _need_members(value: Any, eligible: list[str], kind: str) -> tuple[frozenset
             )
         return frozenset(eligible), value
     if isinstance(value, list) and value and all(isinstance(m, str) for m in value):
+        check_members_listed(value)
         wrong = [m for m in value if m not in eligible]
         if wrong:
             raise SubmissionError(
@@ -238,7 +252,7 @@ def check_submission(
         try:
             needed = tree_objects(spec)
         except SpecificationError as exc:
-            raise SubmissionError("mission.tree", str(exc)) from None
+            raise SubmissionError("mission.tree", str(exc).removeprefix("mission.tree: ")) from None
         if objects is not None:
             for obj in sorted(needed - objects):
                 known = ", ".join(sorted(objects))

@@ -93,6 +93,13 @@ def serves(spec: AgentSpec) -> tuple[str, ...]:
     return tuple(declared) if declared else SERVES.get(spec.kind, ())
 
 
+#: missions that may wait in the queue at once; a submission beyond is rejected
+MAX_QUEUED = 64
+#: ended missions the table keeps (the oldest are forgotten first): the table is one
+#: retained message, and every row takes room in it
+MAX_ENDED_ROWS = 64
+#: characters of a row's reason and summary (a failing agent's last words, a result)
+MAX_REASON = 300
 #: seconds a mission's agent has to stop after SIGTERM before it is killed
 STOP_GRACE_S = 10.0
 #: seconds the queue waits, once a mission's agents have ended, for a ``mission.result``
@@ -140,7 +147,9 @@ class MissionQueue(Agent):
         on_call = [s.id for s in config.agents if s.role == "on_call"]
         members = reader.take("members", list, on_call, "a list of on_call agent ids")
         reader.no_extras()
-        for member in members:
+        for index, member in enumerate(members):
+            if member in members[:index]:
+                raise reader.error("members", f"names {member!r} twice; list each member once")
             if member not in on_call:
                 raise reader.error(
                     "members", f"names {member!r}, not an on_call agent (on_call: {on_call})"
@@ -249,10 +258,21 @@ class MissionQueue(Agent):
         if await self._not_allowed(env, topic, "submit"):
             return
         try:
+            if len(self.queue) >= MAX_QUEUED:
+                raise SubmissionError(
+                    "mission",
+                    f"the queue holds {MAX_QUEUED} missions already; submit again once some "
+                    "have started, or cancel some",
+                )
             spec, need = check_submission(env.body, self.objects, self.served, self._check_member)
         except SubmissionError as exc:
             self.log.info("mission.rejected", field=exc.field, error=str(exc), by=env.sender)
             await self.reply(env, REJECTED, to_wire(Rejected(exc.field, str(exc))))
+            return
+        except Exception as exc:  # a check that broke on this input: refuse it, say why
+            self.log.error("mission.unchecked", error=repr(exc), by=env.sender, exc_info=True)
+            error = f"[mission] could not be checked ({type(exc).__name__}); it is refused"
+            await self.reply(env, REJECTED, to_wire(Rejected("mission", error)))
             return
         row = MissionRow(
             new_mission_id(),
@@ -323,11 +343,14 @@ class MissionQueue(Agent):
         return to_wire(Table([r.row() for r in self.rows.values()]))
 
     async def _publish_table(self) -> None:
+        ended = [m for m, r in self.rows.items() if r.state in ("done", "failed", "cancelled")]
+        for mission in ended[: max(0, len(ended) - MAX_ENDED_ROWS)]:  # the oldest first
+            del self.rows[mission]
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)
 
     def _end(self, row: MissionRow, state: str, reason: str = "") -> None:
         row.state, row.ended_ms = state, wall_ms()
-        row.reason = row.reason or reason
+        row.reason = (row.reason or reason)[:MAX_REASON]
 
     # -- running missions ----------------------------------------------------------------
 
@@ -435,6 +458,7 @@ class MissionQueue(Agent):
         row.summary = f"{row.state} in {took:.1f} s" + (f" ({row.reason})" if row.reason else "")
         if said and row.state == "done":
             row.summary += f": {said}"
+        row.summary = row.summary[: 2 * MAX_REASON]
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )

@@ -68,6 +68,23 @@ def behaviour_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+SUMMARY_KINDS = frozenset(
+    {"node.transition", "factsheet", "mission.tree", "world.state", "tom.belief"}
+)
+"""The message kinds the stop summary reads (``behaviour_summary``, ``human_rows``):
+the only ones kept in memory, so a flood of anything else (claims) costs none."""
+SUMMARY_MAX = 200_000
+"""Messages kept for the summary at most (a summary of the first ones beats memory
+that a flood of transitions grows without limit)."""
+
+
+def _summarised(env: Envelope) -> bool:
+    """Whether the summary reads `env` (a world state only when people's hands are in it)."""
+    if env.kind == "world.state":
+        return isinstance(env.body, dict) and bool(env.body.get("hands"))
+    return env.kind in SUMMARY_KINDS
+
+
 class RecorderParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The recorder's ``[[agents]]`` keys."""
 
@@ -102,6 +119,8 @@ class RecorderAgent(Agent):
         #: messages seen after the recording failed (not in the file)
         self.missed = 0
         self.records: list[dict[str, Any]] = []
+        """The messages the summary reads (``SUMMARY_KINDS``), at most ``SUMMARY_MAX``."""
+        self.recorded = 0
         self._labels: dict[str, str] = {}
 
     @classmethod
@@ -160,7 +179,9 @@ class RecorderAgent(Agent):
                 "recorder.unrecordable", kind=env.kind, sender=env.sender, error=str(exc)
             )
             return
-        self.records.append(record)
+        self.recorded += 1
+        if _summarised(env) and len(self.records) < SUMMARY_MAX:
+            self.records.append(record)  # what the summary reads; the file has everything
         if self._file is None or not self._file.writing:
             self.missed += 1
         elif not self._file.write(line):
@@ -212,7 +233,7 @@ class RecorderAgent(Agent):
                 error=self.recording.error,
             )
         else:
-            self.log.info("recorder.saved", path=str(self.path), messages=len(self.records))
+            self.log.info("recorder.saved", path=str(self.path), messages=self.recorded)
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -89,6 +89,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "UnknownKindError",
         "installed_kinds",
     ),
+    "rate_limit": (
+        "SenderBuckets",
+        "TokenBucket",
+    ),
     "resync": ("Resync",),
     "team_view": (
         "Member",

@@ -60,6 +60,11 @@ HEARTBEAT_CHANNEL = "heartbeat"
 REPLY_CHANNEL = "reply"
 DROP_LOG_INTERVAL_S = 10.0
 """Dropped messages are logged once per sender per interval, with counts by reason."""
+DROP_WINDOWS_MAX = 1024
+"""Senders (and reasons) whose drops are counted each on its own line; drops of the
+senders beyond share the line of sender ``DROP_OTHERS``, so made-up senders cannot
+grow the table without limit."""
+DROP_OTHERS = "*others*"
 
 
 class AgentState(enum.Enum):
@@ -578,14 +583,17 @@ class Agent:
         self.stats[f"dropped.{reason}"] += 1
         now = time.monotonic()
         key = (sender, reason)
+        if key not in self._drop_windows and len(self._drop_windows) >= DROP_WINDOWS_MAX:
+            key = (DROP_OTHERS, reason)  # a flood of made-up senders: one line for them all
         window = self._drop_windows.get(key)
         if window is not None and now - window[0] < DROP_LOG_INTERVAL_S:
             self._drop_windows[key] = (window[0], window[1] + 1, topic)
             return
         self._flush_drops(key)
         self._drop_windows[key] = (now, 0, topic)
+        others = {} if key[0] == sender else {"first": sender}  # the others' line
         self.log.warning(
-            "message.dropped", reason=reason, topic=topic, sender=sender, detail=detail
+            "message.dropped", reason=reason, topic=topic, sender=key[0], detail=detail, **others
         )
 
     def _flush_drops(self, key: tuple[str | None, str] | None = None) -> None:
@@ -608,7 +616,7 @@ class Agent:
                 topic=window[2],
                 interval_s=DROP_LOG_INTERVAL_S,
             )
-        if key is None and len(self._drop_windows) > 1024:  # forget quiet senders
+        if key is None and len(self._drop_windows) >= DROP_WINDOWS_MAX:  # forget quiet ones
             for k, w in list(self._drop_windows.items()):
                 if not w[1] and now - w[0] >= DROP_LOG_INTERVAL_S:
                     del self._drop_windows[k]

@@ -19,6 +19,7 @@ mission goes on without it when it exits early.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,7 +174,7 @@ class _Reader:
 
     def positive(self, name: str, default: float, what: str = "a positive number") -> float:
         value = self.take(name, (int, float), default, what)
-        if value <= 0:
+        if not value > 0 or not math.isfinite(value):  # NaN compares false to anything
             raise self.error(name, f"is {value!r}; expected {what}")
         return float(value)
 
@@ -202,6 +203,31 @@ class _Reader:
 
 
 _REQUIRED = object()
+
+
+def check_numbers(table: Any, path: Path, prefix: str) -> None:
+    """ConfigError naming the key for a number no table may hold: NaN or infinity
+    anywhere (TOML, JSON and msgpack all carry them; every comparison with NaN is
+    false, so a range check lets it through), or a negative number of seconds (a
+    key ending in ``_s``). Walks nested tables and arrays without recursion."""
+    stack: list[tuple[str, Any]] = [(prefix, table)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{key}.{k}" if key else str(k), v) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{key}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"is {value}; give a finite number", path=str(path), key=key)
+        elif (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and value < 0
+            and key.endswith("_s")
+        ):
+            raise ConfigError(
+                f"is {value!r}; a number of seconds cannot be negative", path=str(path), key=key
+            )
 
 
 def spec_reader(spec: AgentSpec, config: TeamConfig) -> _Reader:
@@ -280,17 +306,27 @@ def load_config(path: str | Path) -> TeamConfig:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
     if _LAST is not None and _LAST[0] == str(path) and _LAST[1] == text:
         return _LAST[2]
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
-    config = parse_config(data, path)
+    config = parse_config(read_toml(text, path), path)
     _LAST = (str(path), text, config)
     return config
 
 
+def read_toml(text: str, path: str | Path) -> dict[str, Any]:
+    """`text` as TOML; ConfigError naming `path` when it is not, or nests so deep that
+    the parser (recursive) gives up."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
+    except RecursionError:
+        raise ConfigError(
+            "arrays or tables nested too deep to read; flatten them", path=str(path)
+        ) from None
+
+
 def parse_mission(table: Any, path: Path, prefix: str = "mission") -> MissionSpec:
     """Validate a ``[mission]`` table (from a config, or a mission submitted to a team)."""
+    check_numbers(table, path, prefix)
     ms = _Reader(path, prefix, table)
     mission = MissionSpec(
         kind=ms.take("kind", str, "none", "a mission kind string"),
@@ -357,6 +393,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
     seen: set[str] = set()
     for index, entry in enumerate(entries):
         reader = _Reader(path, f"agents[{index}]", entry)
+        check_numbers(entry, path, f"agents[{index}]")
         agent_id = reader.ident("id")
         if agent_id in seen:
             raise reader.error("id", f"{agent_id!r} is used twice; agent ids must be unique")

@@ -16,7 +16,7 @@ _HOMES = {
         "mission_tree_body",
         "tree_from_body",
     ),
-    "peer_member": ("PeerRuleMember",),
+    "peer_member": ("PeerRuleMember", "claim_limits"),
     "robot": ("RobotAgent", "mission_tree"),
 }
 

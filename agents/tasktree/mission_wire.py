@@ -16,7 +16,8 @@ from msgspec import Struct
 
 from teamtree.agents.runtime.wire_decode import decode_body
 from teamtree.broker import SpecificationError
-from teamtree.planners.tasktree import TaskTree, tree_from_dict
+from teamtree.planners.tasktree import TaskTree, check_tree_shape, tree_from_dict
+from teamtree.planners.tasktree.limits import MAX_TREE_DEPTH
 
 
 class MissionWireError(ValueError):
@@ -49,8 +50,28 @@ def mission_tree_body(tree: TaskTree, kind: str = "tasktree") -> dict[str, Any]:
 
 
 def decode_mission_tree(body: Any) -> MissionTreeBody:
-    """A ``mission.tree`` body; raises MissionWireError naming the field."""
+    """A ``mission.tree`` body; raises MissionWireError naming the field, or the depth
+    limit when its tree nests deeper than a tree may (measured before the typed
+    decode recurses into it)."""
+    tree = body.get("tree") if isinstance(body, dict) else None
+    try:
+        check_tree_shape(_depth(tree), 0, "$.tree")
+    except SpecificationError as exc:
+        raise MissionWireError(f"bad mission.tree body: {exc}") from None
     return decode_body(body, MissionTreeBody, MissionWireError, "mission.tree")
+
+
+def _depth(tree: Any) -> int:
+    """Levels of ``children`` in a tree's dict form, counted without recursion (up to
+    one beyond the limit)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack and deepest <= MAX_TREE_DEPTH:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = node.get("children") if isinstance(node, dict) else None
+        if isinstance(children, list):
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def tree_from_body(body: Any) -> TaskTree:

@@ -9,6 +9,12 @@ Only the mission's roster speaks for the tree: with ``roster`` set (the config's
 members and humans), claims, replies, transitions and snapshots from anyone else
 (observers, strangers, made-up ids) are dropped and counted as ``not_member``.
 
+A claim or a declaration of interest is answered (a claim reply, an acknowledgement),
+so a flood of them in a member's name made every peer answer each one. Each sender's
+claims and declarations pass a token bucket first (``claim_limits``), sized far
+above what the peer rule lets an honest member send; the rest are dropped and counted
+as ``rate_limited`` (logged once per sender and interval, as every drop).
+
 They also tell their controller about the team the same way: the peers are the
 ONLINE agents of the same kind (``peer_rule_peers``); a peer's presence change is a
 ``PresenceChanged``; losing the broker is ``ConnectionChanged(False)``; regaining it is
@@ -17,9 +23,11 @@ ONLINE agents of the same kind (``peer_rule_peers``); a peer's presence change i
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from teamtree.agents.runtime.agent import Agent, AgentState
+from teamtree.agents.runtime.rate_limit import SenderBuckets
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.peer_wire import (
     claim_from_wire,
@@ -34,7 +42,24 @@ from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.tasktree import ConnectionChanged, PresenceChanged, TaskController
 
-__all__ = ["PeerRuleMember"]
+__all__ = ["CLAIMS_PER_TICK", "CLAIM_BURST_MIN", "PeerRuleMember", "claim_limits"]
+
+CLAIMS_PER_TICK = 4.0
+"""Claims (and declarations) a sender may average per tick of ``[runtime] tick_hz``.
+An honest member sends a peer at most two: it starts a claim only on a tick, one at
+a time (the peer rule: one claim per attempt), and asks it again (a new round) at most
+once per claim the peer sends it (rule 4) or per tick of its resend backoff; a
+multitask robot's claims wait each for its decision and a lost unit waits a second.
+Twice that leaves room for a peer's presence changes and a busy loop's catching up."""
+CLAIM_BURST_MIN = 64.0
+"""Claims a sender may send at once; a member whose tree has more leaves may send
+twice its leaves (a multitask robot claims its plan's units one after the other)."""
+
+
+def claim_limits(tick_hz: float, leaves: int) -> tuple[float, float]:
+    """(claims a second, burst) a sender may send, for a team ticking at `tick_hz`
+    with a tree of `leaves` leaves."""
+    return max(1.0, CLAIMS_PER_TICK * tick_hz), max(CLAIM_BURST_MIN, 2.0 * leaves)
 
 
 class PeerRuleMember(Agent):
@@ -48,6 +73,7 @@ class PeerRuleMember(Agent):
     controller: TaskController | None = None
     roster: frozenset[str] | None = None
     _potential_leaves: tuple[str, ...] = ()
+    _limits: dict[str, SenderBuckets] | None = None
 
     def in_roster(self, agent_id: str) -> bool:
         """Whether `agent_id` may speak for the tree (always, without a roster)."""
@@ -131,11 +157,27 @@ class PeerRuleMember(Agent):
             latest=True,
         )
 
+    def _within_limit(self, env: Envelope, topic: Topic, what: str) -> bool:
+        """Whether `env` (a message that gets an answer) is within its sender's
+        bucket for `what`; dropped as ``rate_limited`` otherwise."""
+        if self._limits is None:
+            tree = self.controller.tree if self.controller is not None else None
+            tree = tree or getattr(self, "tree", None) or getattr(self, "unit_tree", None)
+            leaves = len(getattr(tree, "leaves", ()))
+            rate, burst = claim_limits(self.runtime.tick_hz, leaves)
+            self._limits = {k: SenderBuckets(rate, burst) for k in ("claim", "interest")}
+        if self._limits[what].allow(env.sender, time.monotonic()):
+            return True
+        self._drop("rate_limited", str(topic), env.sender, f"{what}s over the sender's rate")
+        return False
+
     async def _decoded(
         self, env: Envelope, topic: Topic, what: str, decode: Any, field: str
     ) -> None:
         if not self.in_roster(env.sender):
             self._drop("not_member", str(topic), env.sender, f"{what} from outside the roster")
+            return
+        if what in ("claim", "interest") and not self._within_limit(env, topic, what):
             return
         try:
             event = decode(env.body)

@@ -1,16 +1,16 @@
 """Shared THEN/AND/OR task trees with activation spreading and the peer rule (seed 000).
 
-Pure: tree model and parser (``tree``), node states (``status``), activation spreading
-(``activation``), the peer rule as a state machine (``peer``) and its contention
-avoidance for big teams (``contention``) and declared interest, so a claim asks only the
-peers that may claim what it conflicts with (``interest``), behaviours that ended
-unheard (``body_watch``), whether the team makes progress (``stall``), whether
-finished leaves meet the tree (``outcome``), nodes started more than once, by why,
-from their published transitions (``starts``),
-activation metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``),
-a text renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a
-PLACE mission in the simulated world in one process (``place_trial``, seed 000 §4), and
-the theory of mind: intent from hand tracks and simulated human controllers
+Pure: tree model and parser (``tree``) and how big a tree may be (``limits``), node
+states (``status``), activation spreading (``activation``), the peer rule as a state
+machine (``peer``) and its contention avoidance for big teams (``contention``) and
+declared interest, so a claim asks only the peers that may claim what it conflicts with
+(``interest``), behaviours that ended unheard (``body_watch``), whether the team makes
+progress (``stall``), whether finished leaves meet the tree (``outcome``), nodes started
+more than once, by why, from their published transitions (``starts``), activation
+metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a text
+renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
+mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
+theory of mind: intent from hand tracks and simulated human controllers
 (``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
@@ -47,6 +47,12 @@ _HOMES = {
         "PublishInterestAck",
     ),
     "lease": ("LeaseTerms",),
+    "limits": (
+        "check_tree_limits",
+        "check_tree_shape",
+        "tree_depth",
+        "tree_wire_bytes",
+    ),
     "metrics": (
         "ActivationMetric",
         "ArmModel",

@@ -8,8 +8,7 @@ agent must carry out (publish, start, pause...); it does no I/O and reads no clo
 
 Events: ``Tick``, ``Want``, ``Claim``, ``ClaimReply``, ``Transition``, ``Snapshot``,
 ``PresenceChanged``, ``PotentialsChanged``, ``BehaviourFinished``, ``ConnectionChanged``,
-``EffectConfirmed`` (the world shows a leaf's effect: done, whoever did it),
-``EffectUndone`` (the world shows a done leaf's effect gone: open again).
+``EffectConfirmed`` / ``EffectUndone`` (the world shows a leaf's effect, or its loss).
 Actions: ``PublishClaim``, ``PublishReply``, ``PublishTransition``, ``PublishSnapshot``,
 ``StartBehaviour``, ``PauseBehaviour``, ``ResumeBehaviour``, ``AbortBehaviour``,
 ``ClaimDecided`` (informational: for logs and claim-latency figures).
@@ -38,15 +37,13 @@ branches of every OR above N, since an OR may run only one child):
    margin) the leaf stays taken that long after the Will, until the holder's body
    must have stopped by itself (its lease lapsed): presence alone never hands a node
    over while a silent holder's body may still run it (docs/protocol.md, "Leases").
-   The wait is a duration: with ``wait_clock`` (a monotonic clock in ms) it is
-   measured on that, so a stamp that drags the hybrid clock forward (a peer whose
-   clock runs ahead, by up to the HLC's merge bound) cannot cut it short.
+   The wait (and rule 8's) is measured on ``wait_clock`` (monotonic ms) when given,
+   so a stamp that drags the hybrid clock forward cannot cut it short.
    A late joiner (``await_snapshots=True``) or a reconnecting member adopts every
    online peer's snapshot before it claims; a member that lost the broker pauses
    its behaviour and re-claims it before resuming (fencing).
 
-Trust at the boundary (where the broker cannot tell who sent a message, a peer's word
-is not enough):
+Trust at the boundary (where the broker cannot tell who sent what):
 
 7. Done is checked, not believed. For the ``evidence_leaves`` (a leaf whose object
    has a goal in the world) a peer's ``done`` (transition, snapshot or claim reply)
@@ -60,19 +57,17 @@ is not enough):
    a snapshot that no longer lists a leaf, frees the leaf only that long after it
    arrived: were it forged, the holder's body still runs until its lease must have
    lapsed (peers in ``released_at_once``, e.g. the people a robot models itself, are
-   exempt). Any later evidence
-   that the holder works it (its ``working`` transition, snapshot or reply) cancels
-   the release. Declarations of interest only grow (``interest.py`` I4), so a claim
-   always asks the member that declared, and so may hold, the leaf.
+   exempt). Later evidence that the holder works it cancels the release. Declarations
+   of interest only grow (``interest.py`` I4), so a claim always asks the member that
+   declared, and so may hold, the leaf.
 9. Stamps from the future buy nothing. A peer's transition or snapshot stamped more
    than ``max_skew_ms`` ahead of this member's clock is not recorded as that peer's
-   latest word (``refused_future`` counts them): a forged far-future stamp cannot make
-   the peer's later genuine messages look stale.
+   latest word (``refused_future`` counts them), so it cannot make the peer's later
+   genuine messages look stale.
 
-Readings where the paper is silent: one claim at a time per member, and none while it
-works (one behaviour at a time, §3.1); a claim that nobody answers is re-published
-every ``resend_ticks`` ticks; messages from a peer that presence says is offline are
-ignored except ``done`` (a done behaviour stays done).
+Readings where the paper is silent: one claim at a time per member, none while it
+works (§3.1); an unanswered claim is re-published every ``resend_ticks`` ticks; an
+offline peer's messages are ignored except ``done``.
 
 Beyond seed 000, for members that run several behaviours at once (seed 004's
 multitasking robots): ``capacity`` leaves may be worked at once (still one *pending*
@@ -80,11 +75,8 @@ claim at a time, so rule 4 is unchanged), and with ``auto_select=False`` the mem
 claims only the leaves it asks for with ``Want`` (its own allocator chooses, not
 activation spreading). A snapshot then lists every leaf the member works.
 
-Events and actions are frozen msgspec Structs rather than dataclasses: a robot makes
-several for every message it handles (a Struct is made much faster than a frozen
-dataclass), and the classes are made at import without compiling their methods, on
-every robot's start. Copy one with
-``msgspec.structs.replace``.
+Events and actions are frozen msgspec Structs (cheaper to make than dataclasses, and
+a robot makes several per message); copy one with ``msgspec.structs.replace``.
 """
 
 from __future__ import annotations

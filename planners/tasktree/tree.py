@@ -10,6 +10,7 @@ that name (``food/1/0``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,12 @@ from enum import StrEnum
 from typing import Any
 
 from teamtree.broker import SpecificationError
+from teamtree.planners.tasktree.limits import (
+    MAX_TREE_DEPTH,
+    MAX_TREE_NODES,
+    check_tree_limits,
+    check_tree_shape,
+)
 
 __all__ = [
     "DEFAULT_BEHAVIOR",
@@ -253,11 +260,15 @@ class _Parser:
             self.toks.append((kind, m.group(kind), m.start(kind)))
             pos = m.end()
         self.i = 0
+        self.nodes = 0
 
     def fail(self, msg: str, pos: int | None = None) -> None:
         if pos is None:
             pos = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
-        pointer = self.text + "\n" + " " * pos + "^"
+        start = max(0, pos - 60)  # a long text: the part around the position
+        head = "..." if start else ""
+        tail = "..." if len(self.text) > pos + 60 else ""
+        pointer = f"{head}{self.text[start : pos + 60]}{tail}\n{' ' * (len(head) + pos - start)}^"
         raise SpecificationError(f"task tree, position {pos}: {msg}\n{pointer}")
 
     def peek(self) -> tuple[str, str, int] | None:
@@ -274,11 +285,17 @@ class _Parser:
         self.i += 1
         return tok
 
-    def node(self, path: str) -> TaskNode:
+    def node(self, path: str, depth: int = 1) -> TaskNode:
         tok = self.peek()
         if tok is None or tok[0] != "ident":
             self.fail("expected a goal (THEN, AND, OR) or a behaviour name")
         assert tok is not None
+        self.nodes += 1
+        if depth > MAX_TREE_DEPTH or self.nodes > MAX_TREE_NODES:  # before it recurses
+            try:
+                check_tree_shape(depth, self.nodes, "task tree")
+            except SpecificationError as exc:
+                self.fail(str(exc).removeprefix("task tree: "))
         name = tok[1]
         self.i += 1
         nxt = self.peek()
@@ -288,10 +305,10 @@ class _Parser:
             self.take("(")
             if (p := self.peek()) is not None and p[1] == ")":
                 self.fail(f"{name.upper()} has no children")
-            children = [self.node(f"{path}/0")]
+            children = [self.node(f"{path}/0", depth + 1)]
             while (p := self.peek()) is not None and p[1] == ",":
                 self.take(",")
-                children.append(self.node(f"{path}/{len(children)}"))
+                children.append(self.node(f"{path}/{len(children)}", depth + 1))
             self.take(")")
             return TaskNode(id=path, kind=_GOALS[name.lower()], children=tuple(children))
         if nxt is None or nxt[1] != "(":
@@ -322,7 +339,10 @@ class _Parser:
         if kind == "str":
             return bytes(text[1:-1], "utf-8").decode("unicode_escape")
         if kind == "num":
-            return float(text) if any(c in text for c in ".eE") else int(text)
+            number = float(text) if any(c in text for c in ".eE") else int(text)
+            if not math.isfinite(number):
+                self.fail(f"{text} is beyond a finite number", pos)
+            return number
         if kind == "ident":
             return {"true": True, "false": False}.get(text, text)
         self.fail(f"expected a value, found {text!r}", pos)
@@ -335,16 +355,28 @@ def parse_tree(text: str) -> TaskTree:
     Goals are THEN/AND/OR (any case) with one or more children; a leaf is a bare name
     (``PLACE(object=name)``) or ``BEHAVIOR(arg, key=value, ...)`` whose one positional
     argument is the object. Ids are paths (``root/1/0``). Raises SpecificationError
-    naming the character position.
+    naming the character position, or the limit a tree beyond ``limits`` breaks.
     """
+    tree = _parse_text(text)
+    check_tree_limits(tree, "task tree")
+    return tree
+
+
+def _parse_text(text: str, above: int = 0, count: list[int] | None = None) -> TaskTree:
+    """``parse_tree`` but the wire-size check; for a string inside a dict-form tree
+    (checked with the whole tree) `above` levels down, `count` nodes read before it
+    (updated)."""
     if not isinstance(text, str):
         raise SpecificationError(f"task tree must be a string, not {type(text).__name__}")
     parser = _Parser(text)
     if not parser.toks:
         raise SpecificationError("task tree is empty")
-    root = parser.node(_ROOT)
+    parser.nodes = 0 if count is None else count[0]
+    root = parser.node(_ROOT, above + 1)
     if parser.peek() is not None:
         parser.fail(f"unexpected {parser.peek()[1]!r} after the end of the tree")  # type: ignore[index]
+    if count is not None:
+        count[0] = parser.nodes
     return TaskTree(root)
 
 
@@ -361,18 +393,25 @@ def tree_from_dict(data: Mapping[str, Any] | str, *, where: str = "tree") -> Tas
     ``{type = "then", children = [...], id?, name?}``; the shorthand
     ``{then = [...]}``; a leaf ``{behavior = "PLACE", params = {...}, object?, id?,
     name?}``. Ids default to paths. Raises SpecificationError naming the key path
-    (``tree.children[1].children[0]``).
+    (``tree.children[1].children[0]``), or the limit a tree beyond ``limits`` breaks
+    (its nesting is measured before anything recurses into it).
     """
-    return TaskTree(_from_data(data, _ROOT, where))
+    tree = TaskTree(_from_data(data, _ROOT, where, 1, [0]))
+    check_tree_limits(tree, where)
+    return tree
 
 
-def _from_data(data: Any, path: str, where: str) -> TaskNode:
+def _from_data(data: Any, path: str, where: str, depth: int, count: list[int]) -> TaskNode:
+    """The node `data` gives at `depth` (1: the root), `count` the nodes read so far:
+    both are checked before it recurses into `data`'s children."""
     if isinstance(data, str):
         try:
-            sub = parse_tree(data)
+            sub = _parse_text(data, depth - 1, count)
         except SpecificationError as exc:
             raise SpecificationError(f"{where}: {exc}") from None
         return _reroot(sub.root, path)
+    count[0] += 1
+    check_tree_shape(depth, count[0], where)
     if not isinstance(data, Mapping):
         raise SpecificationError(
             f"{where}: expected a table or a string, found {type(data).__name__}"
@@ -407,7 +446,7 @@ def _from_data(data: Any, path: str, where: str) -> TaskNode:
         if not isinstance(children, list | tuple) or not children:
             raise SpecificationError(f"{where}.children: a goal needs a non-empty list")
         kids = tuple(
-            _from_data(c, f"{node_id}/{i}", f"{where}.children[{i}]")
+            _from_data(c, f"{node_id}/{i}", f"{where}.children[{i}]", depth + 1, count)
             for i, c in enumerate(children)
         )
         return TaskNode(id=node_id, kind=_GOALS[kind_name.lower()], children=kids, name=name)
@@ -424,6 +463,8 @@ def _from_data(data: Any, path: str, where: str) -> TaskNode:
                 raise SpecificationError(
                     f"{where}.params.{k}: values must be strings, numbers or booleans"
                 )
+            if isinstance(v, float) and not math.isfinite(v):
+                raise SpecificationError(f"{where}.params.{k}: is {v}; give a finite number")
         if "object" in data:
             if "object" in params:
                 raise SpecificationError(f"{where}: 'object' given both directly and in params")
