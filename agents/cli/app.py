@@ -256,6 +256,7 @@ async def _agent(args: argparse.Namespace) -> int:
             say=lambda line: print(f"{args.id}: {line}", flush=True),
             tls_context=tls_context,
             credentials=agent_credentials(args.id),
+            mission_id=args.mission_id,
         )
     agent = build_agent(
         config,

@@ -48,9 +48,12 @@ async def wait_for_services(
     say: Callable[[str], None],
     tls_context: Any = None,
     credentials: dict[str, str] | None = None,
+    mission_id: str | None = None,
 ) -> None:
-    """Return once every one of `services` is ONLINE in `team`; TeamtreeError naming
-    the missing ones after `within` seconds (ConnectError if the broker is gone)."""
+    """Return once every one of `services` is ONLINE in `team` (of mission `mission_id`
+    or without one, when given: another mission's presence, e.g. replayed, does not
+    count); TeamtreeError naming the missing ones after `within` seconds
+    (ConnectError if the broker is gone)."""
     if not services:
         return
     # the observer (and statistics, which it uses) only when there is something to
@@ -63,6 +66,7 @@ async def wait_for_services(
         sys_topics=False,
         client_prefix="svcwait",
         tls_context=tls_context,
+        mission_id=mission_id,
         **(credentials or {}),
     )
     loop = asyncio.get_running_loop()

@@ -33,7 +33,8 @@ from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
 from teamtree.agents.runtime.resync import Resync
-from teamtree.agents.runtime.team_view import Presence, TeamView
+from teamtree.agents.runtime.sessions import SESSION_KEY, SessionBook, Verdict, new_session_id
+from teamtree.agents.runtime.team_view import Presence, RefusedState, TeamView
 from teamtree.broker import (
     ConnectionLostError,
     LifecycleError,
@@ -58,6 +59,9 @@ HEARTBEAT_CHANNEL = "heartbeat"
 REPLY_CHANNEL = "reply"
 DROP_LOG_INTERVAL_S = 10.0
 """Dropped messages are logged once per sender per interval, with counts by reason."""
+REASSERT_EVERY_S = 1.0
+"""An agent says its own presence or factsheet again at most once per this many seconds
+(two processes under one id must not answer each other's answers at network speed)."""
 
 
 class AgentState(enum.Enum):
@@ -121,12 +125,18 @@ class Agent:
         self.endpoint = endpoint
         self.runtime = runtime or RuntimeSettings()
         self.params = dict(params or {})
-        self.session = uuid.uuid4().hex[:12]
+        self.session = new_session_id()
+        """This process's session id: ordered by start (``sessions.py``), in its presence,
+        factsheet and every retained body, so receivers can refuse older sessions'."""
         self.connection_sid = uuid.uuid4().hex[:16]
         """Random id of the current connection, in every envelope (de-duplication)."""
         self._my_sids = {self.connection_sid}
         self.clock = HybridLogicalClock(self.id)
-        self.team_view = TeamView(self.id)
+        self.team_view = TeamView(self.id, mission=self.mission_id)
+        #: newest session believed per retained topic of another agent (stale replays)
+        self._retained_sessions = SessionBook(self.mission_id)
+        self._reasserted_at: dict[str, float] = {}  #: channel -> when last said again
+        self._reassert_pending: set[str] = set()
         self.stats: Counter[str] = Counter()
         self.log = structlog.get_logger("teamtree.agent").bind(agent=self.id)
         self.state = AgentState.UNSTARTED
@@ -364,6 +374,8 @@ class Agent:
         topic = self.team_topic(channel) if team else self.topic(channel, recipient)
         if channel not in UNSCOPED_CHANNELS:
             body = stamp(body, self.mission_id)
+            if retain and isinstance(body, dict):  # kept state: whose process kept it
+                body = {**body, SESSION_KEY: self.session}
         envelope = self.envelope(kind, body, topic, **fields)
         payload = encode(envelope, max_size=self._max_payload)
         await self.connection.publish(Outgoing(topic, payload, qos, retain), wait=False)
@@ -637,6 +649,8 @@ class Agent:
         if topic.channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
             self.stats["other_mission"] += 1  # another mission's (kept or queued): not ours
             return
+        if env.sender != self.id and self._stale_retained(message.topic, env):
+            return
         for tap in self._taps:
             await tap(env, topic)
         if topic.recipient is not None and topic.recipient != self.id:
@@ -657,6 +671,8 @@ class Agent:
         if topic.agent is not None and topic.channel == FACTSHEET_CHANNEL:
             try:
                 self.team_view.apply_factsheet(env.sender, env.body)
+            except RefusedState as exc:
+                self._drop(exc.reason, message.topic, env.sender, str(exc))
             except ValueError as exc:
                 self._drop("malformed", message.topic, env.sender, str(exc))
             return
@@ -674,11 +690,29 @@ class Agent:
             if kind is None or kind == env.kind:
                 await handler(env, topic)
 
+    def _stale_retained(self, topic: str, env: Envelope) -> bool:
+        """Whether `env` is kept state (a body naming its session) of an older session
+        of its sender than one already believed on `topic`: a replay, dropped."""
+        body = env.body
+        if not isinstance(body, dict) or SESSION_KEY not in body:
+            return False
+        if topic.endswith((f"/{PRESENCE_CHANNEL}", f"/{FACTSHEET_CHANNEL}")):
+            return False  # the team view judges presence and factsheets by agent
+        verdict = self._retained_sessions.admit(topic, body.get("mission"), body[SESSION_KEY])
+        if verdict is Verdict.ACCEPT:
+            return False
+        self._drop(verdict.value, topic, env.sender, f"session {body[SESSION_KEY]!r}")
+        return True
+
     async def _on_presence_message(self, env: Envelope) -> None:
+        topic = build(self.team, env.sender, PRESENCE_CHANNEL)
         try:
             change = self.team_view.apply_presence(env.sender, env.body, env.ts)
+        except RefusedState as exc:
+            self._drop(exc.reason, topic, env.sender, str(exc))
+            return
         except ValueError as exc:
-            self._drop("malformed", self.topic(PRESENCE_CHANNEL), env.sender, str(exc))
+            self._drop("malformed", topic, env.sender, str(exc))
             return
         if change is not None:
             old, new = change
@@ -689,39 +723,63 @@ class Agent:
 
     def _check_own_factsheet(self, env: Envelope) -> None:
         """A factsheet under this agent's id that this process did not send (e.g. a
-        forged world address): publish the true one again, retained."""
+        forged world address, or a replay of an older session's): publish the true one
+        again, retained."""
         if env.sid in self._my_sids or env.body == self.factsheet():
-            return
-        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
             return
         self.stats["factsheet_reasserted"] += 1
         self.log.warning("factsheet.reasserted", sid=env.sid)
-        topic = self.topic(FACTSHEET_CHANNEL)
-        sheet = self.envelope("factsheet", self.factsheet(), topic)
-        self.spawn(
-            self.connection.publish(Outgoing(topic, encode(sheet), qos=1, retain=True), wait=False),
-            "factsheet",
-        )
+        self._reassert(FACTSHEET_CHANNEL, self._factsheet_message)
 
     def _check_own_presence(self, env: Envelope) -> None:
-        """Someone (a forger, or the broker with a stale Will) says this running agent is
-        not online: say ONLINE again, so peers believe presence from the agent itself."""
+        """Someone (a forger, a replay of an older session's presence, or the broker with
+        a stale Will) says something else of this running agent than that this session
+        is online: say ONLINE again, so the broker keeps, and peers believe, presence
+        from the agent itself."""
         body = env.body if isinstance(env.body, dict) else {}
-        if body.get("state") == Presence.ONLINE.value:
-            return
-        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+        if body.get("state") == Presence.ONLINE.value and body.get("session") == self.session:
             return
         self.stats["presence_reasserted"] += 1
-        self.log.warning("presence.reasserted", seen=body.get("state"), session=body.get("session"))
-        self.spawn(
-            self.connection.publish(self._presence_message(Presence.ONLINE), wait=False),
-            "presence",
+        self.log.warning(
+            "presence.reasserted",
+            seen=body.get("state"),
+            session=body.get("session"),
+            mission=body.get("mission"),
         )
+        self._reassert(PRESENCE_CHANNEL, lambda: self._presence_message(Presence.ONLINE))
+
+    def _reassert(self, channel: str, message: Callable[[], Outgoing]) -> None:
+        """Publish this agent's own `channel` message again: at once, or at the end of
+        ``REASSERT_EVERY_S`` after the last time (one pending at a time per channel)."""
+        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+            return
+        if channel in self._reassert_pending:
+            return  # one is already waiting for its turn: it says the same
+        last = self._reasserted_at.get(channel, float("-inf"))
+        wait = max(0.0, last + REASSERT_EVERY_S - time.monotonic())
+        self._reassert_pending.add(channel)
+
+        async def again() -> None:
+            try:
+                if wait:
+                    await asyncio.sleep(wait)
+                if self.state is AgentState.RUNNING:
+                    await self.connection.publish(message(), wait=False)
+            finally:
+                self._reassert_pending.discard(channel)
+                self._reasserted_at[channel] = time.monotonic()
+
+        self.spawn(again(), channel)
+
+    def _factsheet_message(self) -> Outgoing:
+        topic = self.topic(FACTSHEET_CHANNEL)
+        sheet = self.envelope("factsheet", self.factsheet(), topic)
+        return Outgoing(topic, encode(sheet), qos=1, retain=True)
 
     def _presence_message(self, state: Presence) -> Outgoing:
         topic = self.topic(PRESENCE_CHANNEL)
-        envelope = self.envelope("presence", presence_body(state, self.kind, self.session), topic)
-        return Outgoing(topic, encode(envelope), qos=1, retain=True)
+        body = presence_body(state, self.kind, self.session, self.mission_id)
+        return Outgoing(topic, encode(self.envelope("presence", body, topic)), qos=1, retain=True)
 
     def _will(self) -> Outgoing:
         return self._presence_message(Presence.CONNECTION_BROKEN)
@@ -734,9 +792,7 @@ class Agent:
         self.connection_sid = uuid.uuid4().hex[:16]
         self._my_sids.add(self.connection_sid)
         await self.connection.publish_now(self._presence_message(Presence.ONLINE))
-        topic = self.topic(FACTSHEET_CHANNEL)
-        sheet = self.envelope("factsheet", self.factsheet(), topic)
-        await self.connection.publish_now(Outgoing(topic, encode(sheet), qos=1, retain=True))
+        await self.connection.publish_now(self._factsheet_message())
         self.log.info(
             "agent.online",
             broker=str(self.connection.endpoint),

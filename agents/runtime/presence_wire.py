@@ -32,12 +32,14 @@ class PresenceWireError(ValueError):
 
 
 class PresenceBody(Struct, frozen=True):
-    """The ``presence`` body: the state, and the kind and session (process) of the
-    agent it is about (absent in a Will from an older sender)."""
+    """The ``presence`` body: the state, and the kind, session (process) and mission
+    of the agent it is about (absent in a Will from an older sender; no mission for an
+    agent without one). Receivers believe it by ``teamtree.agents.runtime.sessions``."""
 
     state: Presence
     kind: str | None = None
     session: str | None = None
+    mission: str | None = None
 
 
 class HeartbeatBody(Struct, frozen=True):
@@ -63,9 +65,14 @@ def decode_heartbeat(body: Any) -> HeartbeatBody:
     return _decode(body, HeartbeatBody, "heartbeat")
 
 
-def presence_body(state: Presence, kind: str | None, session: str | None) -> dict[str, Any]:
-    """The ``presence`` body as it goes on the wire."""
-    return msgspec.to_builtins(PresenceBody(state, kind, session))
+def presence_body(
+    state: Presence, kind: str | None, session: str | None, mission: str | None = None
+) -> dict[str, Any]:
+    """The ``presence`` body as it goes on the wire (no ``mission`` key without one)."""
+    body = msgspec.to_builtins(PresenceBody(state, kind, session, mission))
+    if mission is None:
+        del body["mission"]
+    return body
 
 
 def heartbeat_body(uptime_ms: int, sent: int, received: int, dropped: int) -> dict[str, Any]:
