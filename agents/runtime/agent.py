@@ -133,7 +133,7 @@ class Agent:
         self._my_sids = {self.connection_sid}
         self.clock = HybridLogicalClock(self.id)
         self.team_view = TeamView(self.id, mission=self.mission_id)
-        #: newest session believed per retained topic of another agent (stale replays)
+        #: newest session believed per retained topic and sender (stale replays)
         self._retained_sessions = SessionBook(self.mission_id)
         self._reasserted_at: dict[str, float] = {}  #: channel -> when last said again
         self._reassert_pending: set[str] = set()
@@ -692,13 +692,15 @@ class Agent:
 
     def _stale_retained(self, topic: str, env: Envelope) -> bool:
         """Whether `env` is kept state (a body naming its session) of an older session
-        of its sender than one already believed on `topic`: a replay, dropped."""
+        of its sender than one already believed from it on `topic`: a replay, dropped."""
         body = env.body
         if not isinstance(body, dict) or SESSION_KEY not in body:
             return False
         if topic.endswith((f"/{PRESENCE_CHANNEL}", f"/{FACTSHEET_CHANNEL}")):
             return False  # the team view judges presence and factsheets by agent
-        verdict = self._retained_sessions.admit(topic, body.get("mission"), body[SESSION_KEY])
+        # per topic and sender: on a team channel (``_/result``) several agents keep state
+        key = f"{topic} {env.sender}"
+        verdict = self._retained_sessions.admit(key, body.get("mission"), body[SESSION_KEY])
         if verdict is Verdict.ACCEPT:
             return False
         self._drop(verdict.value, topic, env.sender, f"session {body[SESSION_KEY]!r}")

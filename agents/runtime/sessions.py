@@ -8,8 +8,8 @@ body carry the session (and the mission, see ``mission.py``); a receiver refuses
 - state of another mission than its own (``other_mission``): a broker outlives
   missions, and a replayed presence of an old mission must not speak for this one;
 - state of an older session than one it already believes for the same agent (presence,
-  factsheets) or the same retained topic (``stale_session``): a replay, or a Will the
-  broker publishes late, must not undo what a newer process said.
+  factsheets) or from the same agent on the same retained topic (``stale_session``): a
+  replay, or a Will the broker publishes late, must not undo what a newer process said.
 
 A receiver without a mission (an observer, a service shared by missions) believes
 every mission's state; an unstamped body (an agent without a mission) passes the

@@ -154,3 +154,42 @@ async def eventually_async(fetch: Any, ok: Any, timeout: float = 10.0) -> Any:
             return value
         assert loop.time() < deadline, f"still {value!r}"
         await asyncio.sleep(0.1)
+
+
+async def test_kept_state_of_an_older_session_is_refused_per_sender_and_topic(
+    mosquitto, team: str
+) -> None:
+    """Two agents keep state on one team channel: the one that started earlier is not
+    stale for having started earlier; a replay of an agent's older session's kept state
+    after its newer one is. The first a receiver hears is believed (resuming reads it)."""
+    from teamtree.agents.runtime.sessions import new_session_id
+
+    got: list[tuple[str, Any]] = []
+    reader = Agent("reader", team=team, endpoint=mosquitto.endpoint, mission_id="m-b")
+    early = Agent("early", team=team, endpoint=mosquitto.endpoint, mission_id="m-b")
+    late = Agent("late", team=team, endpoint=mosquitto.endpoint, mission_id="m-b")
+    early.session, late.session = new_session_id(2_000_000), new_session_id(3_000_000)
+
+    async def on_result(env: Envelope, _topic: Any) -> None:
+        got.append((env.sender, env.body.get("n")))
+
+    reader.on_team("result", on_result)
+    async with asyncio.timeout(30), reader, early, late:
+        await reader.wait_connected(10)
+        await early.wait_connected(10)
+        await late.wait_connected(10)
+        await asyncio.sleep(0.3)  # the reader's subscription is in
+        await late.publish("result", "x.result", {"n": 1}, team=True, retain=True)
+        await eventually(lambda: ("late", 1) in got, 10, what="late's result")
+        await early.publish("result", "x.result", {"n": 2}, team=True, retain=True)
+        await eventually(lambda: ("early", 2) in got, 10, what="early's result, not stale")
+        # early's process from before (an older session of the same agent), replayed
+        body = {"n": 0, "mission": "m-b", "session": new_session_id(1_000_000)}
+        now = wall_ms()
+        payload = encode(Envelope("x.result", "early", 10**18, now, HlcStamp(now, 0, "early"),
+                                  body, sid="old"))  # fmt: skip
+        async with aiomqtt.Client(mosquitto.endpoint.host, mosquitto.endpoint.port,
+                                  identifier="replay-kept") as evil:  # fmt: skip
+            await evil.publish(build(team, None, "result"), payload, qos=1, retain=True)
+        await eventually(lambda: reader.stats["dropped.stale_session"] >= 1, 10, what="refused")
+        assert ("early", 0) not in got
