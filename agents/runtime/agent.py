@@ -33,7 +33,7 @@ from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
 from teamtree.agents.runtime.resync import Resync
-from teamtree.agents.runtime.sessions import SESSION_KEY, SessionBook, Verdict, new_session_id
+from teamtree.agents.runtime.sessions import SESSION_KEY, SINCE_KEY, stale_kept
 from teamtree.agents.runtime.team_view import Presence, RefusedState, TeamView
 from teamtree.broker import (
     ConnectionLostError,
@@ -125,16 +125,19 @@ class Agent:
         self.endpoint = endpoint
         self.runtime = runtime or RuntimeSettings()
         self.params = dict(params or {})
-        self.session = new_session_id()
-        """This process's session id: ordered by start (``sessions.py``), in its presence,
-        factsheet and every retained body, so receivers can refuse older sessions'."""
+        self.session = uuid.uuid4().hex[:12]
+        """This process's session id, in its presence, factsheet and every retained body,
+        so receivers can refuse other sessions' (``sessions.py``)."""
+        self.since = wall_ms()
+        """From when (UTC ms) this session speaks for the agent: its start, raised past
+        another session of this id that claims a later one (``sessions.py``)."""
         self.connection_sid = uuid.uuid4().hex[:16]
         """Random id of the current connection, in every envelope (de-duplication)."""
         self._my_sids = {self.connection_sid}
         self.clock = HybridLogicalClock(self.id)
         self.team_view = TeamView(self.id, mission=self.mission_id)
-        #: newest session believed per retained topic and sender (stale replays)
-        self._retained_sessions = SessionBook(self.mission_id)
+        #: the session of the last retained state believed per (topic, sender)
+        self._kept_sessions: dict[tuple[str, str], str] = {}
         self._reasserted_at: dict[str, float] = {}  #: channel -> when last said again
         self._reassert_pending: set[str] = set()
         self.stats: Counter[str] = Counter()
@@ -219,7 +222,7 @@ class Agent:
 
     def factsheet(self) -> dict[str, Any]:
         """What this agent is, published retained on its ``factsheet`` topic."""
-        sheet = {"kind": self.kind, "session": self.session}
+        sheet = {"kind": self.kind, SESSION_KEY: self.session, SINCE_KEY: self.since}
         if self.mission_id is not None:
             sheet["mission"] = self.mission_id
         return sheet
@@ -691,20 +694,27 @@ class Agent:
                 await handler(env, topic)
 
     def _stale_retained(self, topic: str, env: Envelope) -> bool:
-        """Whether `env` is kept state (a body naming its session) of an older session
-        of its sender than one already believed from it on `topic`: a replay, dropped."""
+        """Whether `env` is kept state (a body naming its session) of another session
+        than its sender's current one, on a topic where the current one's state was
+        believed already: a replay, dropped. (The first kept state on a topic is
+        believed whatever its session: a resumed mission reads its peers' old state.)"""
         body = env.body
         if not isinstance(body, dict) or SESSION_KEY not in body:
             return False
         if topic.endswith((f"/{PRESENCE_CHANNEL}", f"/{FACTSHEET_CHANNEL}")):
-            return False  # the team view judges presence and factsheets by agent
-        # per topic and sender: on a team channel (``_/result``) several agents keep state
-        key = f"{topic} {env.sender}"
-        verdict = self._retained_sessions.admit(key, body.get("mission"), body[SESSION_KEY])
-        if verdict is Verdict.ACCEPT:
-            return False
-        self._drop(verdict.value, topic, env.sender, f"session {body[SESSION_KEY]!r}")
-        return True
+            return False  # the team view judges presence and factsheets
+        member = self.team_view.get(env.sender)
+        current = None if member is None else member.session
+        key = (topic, env.sender)  # per sender: on a team channel several agents keep state
+        session = body[SESSION_KEY]
+        if stale_kept(self._kept_sessions.get(key), current, session):
+            self._drop("stale_session", topic, env.sender, f"session {session!r}")
+            return True
+        if isinstance(session, str):
+            if len(self._kept_sessions) >= 65536 and key not in self._kept_sessions:
+                self._kept_sessions.pop(next(iter(self._kept_sessions)))
+            self._kept_sessions[key] = session
+        return False
 
     async def _on_presence_message(self, env: Envelope) -> None:
         topic = build(self.team, env.sender, PRESENCE_CHANNEL)
@@ -729,6 +739,8 @@ class Agent:
         again, retained."""
         if env.sid in self._my_sids or env.body == self.factsheet():
             return
+        if isinstance(env.body, dict):
+            self._outbid(env.body)
         self.stats["factsheet_reasserted"] += 1
         self.log.warning("factsheet.reasserted", sid=env.sid)
         self._reassert(FACTSHEET_CHANNEL, self._factsheet_message)
@@ -741,6 +753,7 @@ class Agent:
         body = env.body if isinstance(env.body, dict) else {}
         if body.get("state") == Presence.ONLINE.value and body.get("session") == self.session:
             return
+        self._outbid(body)
         self.stats["presence_reasserted"] += 1
         self.log.warning(
             "presence.reasserted",
@@ -749,6 +762,22 @@ class Agent:
             mission=body.get("mission"),
         )
         self._reassert(PRESENCE_CHANNEL, lambda: self._presence_message(Presence.ONLINE))
+
+    def _outbid(self, body: dict[str, Any]) -> None:
+        """Another session of this id says it speaks from no earlier than this one (a
+        forgery dated ahead, or an earlier process of this agent on a clock that ran
+        ahead): speak from after it, presence and factsheet both, so peers believe
+        this process again rather than it for good."""
+        since = body.get(SINCE_KEY)
+        if body.get(SESSION_KEY) == self.session or not isinstance(since, int):
+            return
+        if since >= self.since:
+            self.stats["session_outbid"] += 1
+            self.log.warning("session.outbid", session=body.get(SESSION_KEY), since=since,
+                             ahead_ms=since - self.since)  # fmt: skip
+            self.since = since + 1
+            self._reassert(PRESENCE_CHANNEL, lambda: self._presence_message(Presence.ONLINE))
+            self._reassert(FACTSHEET_CHANNEL, self._factsheet_message)
 
     def _reassert(self, channel: str, message: Callable[[], Outgoing]) -> None:
         """Publish this agent's own `channel` message again: at once, or at the end of
@@ -780,7 +809,7 @@ class Agent:
 
     def _presence_message(self, state: Presence) -> Outgoing:
         topic = self.topic(PRESENCE_CHANNEL)
-        body = presence_body(state, self.kind, self.session, self.mission_id)
+        body = presence_body(state, self.kind, self.session, self.mission_id, self.since)
         return Outgoing(topic, encode(self.envelope("presence", body, topic)), qos=1, retain=True)
 
     def _will(self) -> Outgoing:

@@ -1,44 +1,52 @@
-"""Which session of an agent speaks now: ordered session ids, and the rule a receiver
-applies before it believes presence, a factsheet or retained state.
+"""Which session of an agent speaks now: the rule a receiver applies before it believes
+presence, a factsheet or retained state.
 
-A session is one process of an agent. Its id is ``<start, UTC ms in hex>-<random>``, so
-two sessions of one agent order by their start. Presence, factsheets and every retained
-body carry the session (and the mission, see ``mission.py``); a receiver refuses
+A session is one process of an agent (``Agent.session``, a random id). Presence and
+factsheets carry the session and ``since``, the UTC ms from which the session speaks
+for the agent (its start; raised when it has to outbid another, see below), and the
+mission; every retained body carries the session and the mission. A receiver refuses
 
 - state of another mission than its own (``other_mission``): a broker outlives
   missions, and a replayed presence of an old mission must not speak for this one;
-- state of an older session than one it already believes for the same agent (presence,
-  factsheets) or from the same agent on the same retained topic (``stale_session``): a
-  replay, or a Will the broker publishes late, must not undo what a newer process said.
+- presence or a factsheet of another session of the agent whose ``since`` is earlier
+  than that of the session it believes (``stale_session``): a replay of an older
+  process's presence, or a Will the broker publishes after the agent came back. The
+  same session's state is applied in arrival order (its Will carries the ``since``
+  of its connect), and state without ``since`` (from a sender older than it) is
+  believed only until state with one has been;
+- retained state of a session other than the sender's current one on a topic where
+  the receiver already believed the current session's (``stale_session``). The first
+  state a receiver gets on a topic is believed whatever its session: that is how a
+  resumed mission reads what its members' earlier processes kept.
 
-A receiver without a mission (an observer, a service shared by missions) believes
-every mission's state; an unstamped body (an agent without a mission) passes the
-mission rule. A body without a session id that shows its start (from a sender that
-predates them) is believed until a session that shows it has been; then it is stale.
+An agent that sees another session of its own id speak with a ``since`` not earlier
+than its own (a forgery dated ahead, or its own earlier process on a host whose clock
+ran ahead) raises its own past it and says ONLINE again, so no message can silence an
+agent for good. A receiver without a mission (an observer, a service shared by
+missions) believes every mission's state; an unstamped body passes the mission rule.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import enum
-import re
-import secrets
-import time
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "SESSION_KEY",
+    "SINCE_KEY",
     "SessionBook",
+    "Spoken",
     "Verdict",
     "judge",
-    "new_session_id",
-    "session_start",
     "stale",
+    "stale_kept",
 ]
 
-#: the key in a retained body that names the sender's session
+#: the key in presence, factsheets and retained bodies that names the sender's session
 SESSION_KEY = "session"
-_SESSION = re.compile(r"^([0-9a-f]{1,13})-[0-9a-f]{4,32}$")
+#: the key in presence and factsheets: from when (UTC ms) the session speaks
+SINCE_KEY = "since"
 
 
 class Verdict(enum.StrEnum):
@@ -46,63 +54,65 @@ class Verdict(enum.StrEnum):
 
     ACCEPT = "accept"  #: believe it
     OTHER_MISSION = "other_mission"  #: stamped with a mission other than the receiver's
-    STALE_SESSION = "stale_session"  #: from an older session than one already believed
+    STALE_SESSION = "stale_session"  #: from a session that no longer speaks
 
 
-def new_session_id(now_ms: int | None = None) -> str:
-    """A fresh session id, ``<start ms hex>-<8 random hex>``: sessions order by start."""
-    start = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    return f"{start:x}-{secrets.token_hex(4)}"
+class Spoken(NamedTuple):
+    """A session, and from when it speaks for its agent (None: not said)."""
+
+    session: str | None
+    since: int | None
 
 
-def session_start(session: Any) -> int | None:
-    """The start (UTC ms) a session id shows, or None (not a string, or an id from a
-    sender that predates ordered ids)."""
-    if not isinstance(session, str):
-        return None
-    match = _SESSION.match(session)
-    return int(match.group(1), 16) if match else None
+def _since(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def stale(newest: str | None, session: Any) -> bool:
-    """Whether state from `session` is stale when `newest` is the newest session
-    believed so far (None: none yet). Equal sessions are never stale (state of one
-    session is applied in arrival order); an id that cannot show its start is stale
-    after one that can."""
-    if newest is None or session == newest:
+def stale(newest: Spoken | None, seen: Spoken) -> bool:
+    """Whether presence or a factsheet of `seen` is stale when `newest` is what the
+    receiver believes of the agent (None: nothing yet)."""
+    if newest is None or seen.session == newest.session:
         return False
-    mine, theirs = session_start(newest), session_start(session)
-    if theirs is None:
-        return mine is not None
-    return mine is not None and theirs < mine
+    if seen.since is None:
+        return newest.since is not None
+    return newest.since is not None and seen.since < newest.since
 
 
-def judge(receiver_mission: str | None, mission: Any, newest: str | None, session: Any) -> Verdict:
-    """The acceptance rule (see the module docstring): `mission` and `session` are what
-    the state is stamped with, `newest` the newest session the receiver believes."""
+def judge(
+    receiver_mission: str | None, mission: Any, newest: Spoken | None, seen: Spoken
+) -> Verdict:
+    """The acceptance rule for presence and factsheets (see the module docstring)."""
     if receiver_mission is not None and isinstance(mission, str) and mission != receiver_mission:
         return Verdict.OTHER_MISSION
-    return Verdict.STALE_SESSION if stale(newest, session) else Verdict.ACCEPT
+    return Verdict.STALE_SESSION if stale(newest, seen) else Verdict.ACCEPT
+
+
+def stale_kept(last: str | None, current: str | None, session: Any) -> bool:
+    """Whether retained state of `session` is stale on a topic where the last state
+    believed was of session `last`, the sender's current session being `current`."""
+    return current is not None and last == current and session != current
 
 
 class SessionBook:
-    """The newest session believed per key (an agent, or a retained topic)."""
+    """What a receiver believes of each agent's session (presence and factsheets)."""
 
-    def __init__(self, mission: str | None = None, limit: int = 65536):
+    def __init__(self, mission: str | None = None):
         self.mission = mission
-        self._newest: dict[str, str] = {}
-        self._limit = limit
+        self._newest: dict[str, Spoken] = {}
 
-    def newest(self, key: str) -> str | None:
-        return self._newest.get(key)
+    def newest(self, agent_id: str) -> Spoken | None:
+        return self._newest.get(agent_id)
 
-    def admit(self, key: str, mission: Any, session: Any) -> Verdict:
-        """Judge state stamped (`mission`, `session`) under `key`; on ACCEPT, a session
-        newer than the one believed becomes the newest."""
-        newest = self._newest.get(key)
-        verdict = judge(self.mission, mission, newest, session)
-        if verdict is Verdict.ACCEPT and isinstance(session, str) and session != newest:
-            if len(self._newest) >= self._limit and key not in self._newest:
-                self._newest.pop(next(iter(self._newest)))
-            self._newest[key] = session
+    def admit(self, agent_id: str, mission: Any, session: Any, since: Any) -> Verdict:
+        """Judge state stamped (`mission`, `session`, `since`) of `agent_id`; on ACCEPT
+        it is what the receiver believes of the agent's session from now on."""
+        seen = Spoken(session if isinstance(session, str) else None, _since(since))
+        newest = self._newest.get(agent_id)
+        verdict = judge(self.mission, mission, newest, seen)
+        if verdict is Verdict.ACCEPT:
+            if newest is not None and seen.session == newest.session:
+                since_now = max((s for s in (newest.since, seen.since) if s is not None),
+                                default=None)  # fmt: skip
+                seen = Spoken(seen.session, since_now)
+            self._newest[agent_id] = seen
         return verdict

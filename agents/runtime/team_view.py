@@ -1,5 +1,5 @@
 """Who is in the team: presence and factsheets, kept from retained topics, believed
-only of the receiver's mission and the agent's newest session (``sessions.py``)."""
+only of the receiver's mission and the agent's current session (``sessions.py``)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ class TeamView:
 
     Presence is applied in arrival order, not by stamp: a Last Will carries the stamp
     of the connect that registered it, so stamps would wrongly call it stale. But
-    presence or a factsheet of another mission than `mission`, or of an older session
-    of the agent than one already believed, is refused (RefusedState): a replay of an
-    old mission's presence must not speak for the agents of this one.
+    presence or a factsheet of another mission than `mission`, or of a session of the
+    agent that speaks from before the one believed, is refused (RefusedState): a replay
+    of an old mission's presence must not speak for the agents of this one.
     """
 
     def __init__(self, self_id: str, mission: str | None = None):
@@ -73,7 +73,7 @@ class TeamView:
         """Apply a presence body; returns (old, new) when the state changed.
         Raises PresenceWireError (a ValueError naming the field) on a malformed body."""
         presence = decode_presence(body)
-        self._admit(agent_id, presence.mission, presence.session)
+        self._admit(agent_id, presence.mission, presence.session, presence.since)
         member = self.member(agent_id)
         self._online.clear()
         old, new = member.presence, presence.state
@@ -94,17 +94,17 @@ class TeamView:
         member.mission = presence.mission
         return (old, new) if old is not new else None
 
-    def _admit(self, agent_id: str, mission: Any, session: Any) -> None:
-        verdict = self._sessions.admit(agent_id, mission, session)
+    def _admit(self, agent_id: str, mission: Any, session: Any, since: Any) -> None:
+        verdict = self._sessions.admit(agent_id, mission, session, since)
         if verdict is not Verdict.ACCEPT:
             raise RefusedState(agent_id, verdict, mission, session)
 
     def apply_factsheet(self, agent_id: str, body: Any) -> None:
         """Store a factsheet body; raises ValueError if it is not a map, RefusedState
-        if it is of another mission or an older session than one believed."""
+        if it is of another mission or a session that no longer speaks."""
         if not isinstance(body, dict):
             raise ValueError(f"not a factsheet body: {body!r}")
-        self._admit(agent_id, body.get("mission"), body.get("session"))
+        self._admit(agent_id, body.get("mission"), body.get("session"), body.get("since"))
         member = self.member(agent_id)
         self._online.clear()
         member.factsheet = body

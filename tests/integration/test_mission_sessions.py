@@ -143,6 +143,25 @@ async def test_an_agent_says_its_own_presence_again_over_a_replayed_one(
         assert peer.stats["dropped.stale_session"] >= 1
         assert pr2.stats["presence_reasserted"] >= 2
 
+        # a forgery dated an hour ahead: believed at first, then pr2 speaks from later
+        ahead = wall_ms() + 3_600_000
+        body = {"state": "OFFLINE", "kind": "robot", "session": "f0r9ed", "since": ahead,
+                "mission": "m-b"}  # fmt: skip
+        now = wall_ms()
+        payload = encode(Envelope("presence", "pr2", 10**18 + 7, now, HlcStamp(now, 0, "pr2"),
+                                  body, sid="forged"))  # fmt: skip
+        async with aiomqtt.Client(host, port, identifier="forger") as evil:
+            await evil.publish(topic, payload, qos=1, retain=True)
+        await eventually(lambda: pr2.stats["session_outbid"] >= 1, 10, what="outbid")
+        assert pr2.since > ahead
+        await eventually(
+            lambda: (m := peer.team_view.get("pr2")) and m.session == pr2.session and m.online,
+            10, what="the peer believes pr2 again",
+        )  # fmt: skip
+        kept = await eventually_async(lambda: retained_presence(host, port, topic),
+                                      lambda b: b.get("session") == pr2.session)  # fmt: skip
+        assert kept["since"] == pr2.since
+
 
 async def eventually_async(fetch: Any, ok: Any, timeout: float = 10.0) -> Any:
     """Fetch until `ok` holds of what came; fail with the last one after `timeout`."""
@@ -159,16 +178,13 @@ async def eventually_async(fetch: Any, ok: Any, timeout: float = 10.0) -> Any:
 async def test_kept_state_of_an_older_session_is_refused_per_sender_and_topic(
     mosquitto, team: str
 ) -> None:
-    """Two agents keep state on one team channel: the one that started earlier is not
-    stale for having started earlier; a replay of an agent's older session's kept state
-    after its newer one is. The first a receiver hears is believed (resuming reads it)."""
-    from teamtree.agents.runtime.sessions import new_session_id
-
+    """Two agents keep state on one team channel: each is judged by its own session; a
+    replay of an agent's earlier process's kept state after its current one's is
+    refused."""
     got: list[tuple[str, Any]] = []
     reader = Agent("reader", team=team, endpoint=mosquitto.endpoint, mission_id="m-b")
     early = Agent("early", team=team, endpoint=mosquitto.endpoint, mission_id="m-b")
     late = Agent("late", team=team, endpoint=mosquitto.endpoint, mission_id="m-b")
-    early.session, late.session = new_session_id(2_000_000), new_session_id(3_000_000)
 
     async def on_result(env: Envelope, _topic: Any) -> None:
         got.append((env.sender, env.body.get("n")))
@@ -182,9 +198,9 @@ async def test_kept_state_of_an_older_session_is_refused_per_sender_and_topic(
         await late.publish("result", "x.result", {"n": 1}, team=True, retain=True)
         await eventually(lambda: ("late", 1) in got, 10, what="late's result")
         await early.publish("result", "x.result", {"n": 2}, team=True, retain=True)
-        await eventually(lambda: ("early", 2) in got, 10, what="early's result, not stale")
+        await eventually(lambda: ("early", 2) in got, 10, what="early's result")
         # early's process from before (an older session of the same agent), replayed
-        body = {"n": 0, "mission": "m-b", "session": new_session_id(1_000_000)}
+        body = {"n": 0, "mission": "m-b", "session": "0ld5e55i0n00"}
         now = wall_ms()
         payload = encode(Envelope("x.result", "early", 10**18, now, HlcStamp(now, 0, "early"),
                                   body, sid="old"))  # fmt: skip
