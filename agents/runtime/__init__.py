@@ -80,9 +80,15 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "installed_kinds",
     ),
     "resync": ("Resync",),
+    "sessions": (
+        "SessionBook",
+        "Spoken",
+        "Verdict",
+    ),
     "team_view": (
         "Member",
         "Presence",
+        "RefusedState",
         "TeamView",
     ),
     "wire_decode": ("decode_body",),
