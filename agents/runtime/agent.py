@@ -737,7 +737,7 @@ class Agent:
         """A factsheet under this agent's id that this process did not send (e.g. a
         forged world address, or a replay of an older session's): publish the true one
         again, retained."""
-        if env.sid in self._my_sids or env.body == self.factsheet():
+        if env.sid in self._my_sids or env.body == self.factsheet() or not self._speaking():
             return
         if isinstance(env.body, dict):
             self._outbid(env.body)
@@ -752,6 +752,8 @@ class Agent:
         from the agent itself."""
         body = env.body if isinstance(env.body, dict) else {}
         if body.get("state") == Presence.ONLINE.value and body.get("session") == self.session:
+            return
+        if not self._speaking():
             return
         self._outbid(body)
         self.stats["presence_reasserted"] += 1
@@ -779,10 +781,14 @@ class Agent:
             self._reassert(PRESENCE_CHANNEL, lambda: self._presence_message(Presence.ONLINE))
             self._reassert(FACTSHEET_CHANNEL, self._factsheet_message)
 
+    def _speaking(self) -> bool:
+        """Running and connected: what this agent says of itself can go out now."""
+        return self.state is AgentState.RUNNING and self.connection.connected.is_set()
+
     def _reassert(self, channel: str, message: Callable[[], Outgoing]) -> None:
         """Publish this agent's own `channel` message again: at once, or at the end of
         ``REASSERT_EVERY_S`` after the last time (one pending at a time per channel)."""
-        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+        if not self._speaking():
             return
         if channel in self._reassert_pending:
             return  # one is already waiting for its turn: it says the same
