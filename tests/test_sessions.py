@@ -151,3 +151,29 @@ def test_kept_state_of_another_session_is_stale_once_the_current_ones_was_believ
     assert stale_kept("p2", "p2", "p1") and stale_kept("p2", "p2", None)
     assert not stale_kept("p1", "p2", "p3"), "the sender moved on: its newer process speaks"
     assert not stale_kept("p1", None, "p0"), "nothing known of the sender: believed"
+
+
+async def test_run_counts_only_its_own_missions_presence_when_it_waits_for_services() -> None:
+    """``teamtree run`` starts the members once its services are online: another
+    mission's ONLINE (a replay of the last one's world) must not stand in for its own
+    world, so its ``services not ready`` timeout fires rather than the members starting
+    against no world."""
+    from teamtree.agents.runtime.config import load_config
+    from teamtree.agents.runtime.launcher import Launcher
+    from teamtree.broker import Envelope, HlcStamp, encode
+    from teamtree.broker.messages import Incoming
+    from teamtree.broker.topics import build
+    from tests.conftest import REPO
+
+    config = load_config(REPO / "configs" / "tea_party_s1.toml")
+    launcher = Launcher(config, mission_id="m-b")
+
+    def online(mission: str) -> Incoming:
+        body = {"state": "ONLINE", "kind": "world", "session": "w", "mission": mission}
+        env = Envelope("presence", "world", 1, 1, HlcStamp(1, 0, "world"), body)
+        return Incoming(build(config.team, "world", "connection"), encode(env), False, 0)
+
+    await launcher._watched(online("m-a"))
+    assert "world" not in launcher._online
+    await launcher._watched(online("m-b"))
+    assert "world" in launcher._online
