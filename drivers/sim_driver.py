@@ -60,6 +60,7 @@ from teamtree.agents.runtime.behaviour_wire import (
 )
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.agents.runtime.team_view import Member
 from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
 from teamtree.broker.inbound import give_way_to_critical
 from teamtree.drivers.base import DriverAgent
@@ -72,6 +73,8 @@ from teamtree.hardware.sim_client import SimClient
 __all__ = ["COMMAND_CHANNEL", "OBSERVATION_CHANNEL", "PROGRESS_CHANNEL", "SimDriverAgent"]
 
 _RETRIES = 3
+WORLD_WAIT_LOG_S = 5.0
+"""While no world of its mission is there, the driver says so once per this many seconds."""
 ZMQ_ADDRESS = re.compile(r"^(tcp|ipc|inproc)://\S+$")
 """What a world's ``zmq`` factsheet field must look like."""
 
@@ -154,28 +157,61 @@ class SimDriverAgent(DriverAgent):
                 await asyncio.sleep(1.0)
 
     async def _find_world(self) -> tuple[str, str | None]:
-        """Wait until a world agent is ONLINE with a ``zmq`` address in its factsheet."""
-        logged = False
+        """Wait until a world agent of this driver's mission is ONLINE with a ``zmq``
+        address in its factsheet from the same session; say every
+        ``WORLD_WAIT_LOG_S`` that it still waits, and for what."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        said = float("-inf")
         while True:
+            refused: dict[str, str] = {}
             for member_id in sorted(self.team_view.online(kind="world")):
                 if self.world_id is not None and member_id != self.world_id:
                     continue
                 member = self.team_view.get(member_id)
-                address = member.factsheet.get("zmq") if member is not None else None
-                if member is None or not isinstance(address, str) or not ZMQ_ADDRESS.match(address):
-                    continue  # e.g. a forged factsheet: the world will publish its own again
-                if member.factsheet.get("session") not in (None, member.session):
-                    continue  # not from the process whose presence we believe
-                return address, member.session
-            if not logged:
-                self.log.info("driver.waiting_for_world", world=self.world_id or "any")
-                logged = True
+                if member is None:
+                    continue
+                why = self._not_adoptable(member)
+                if why is None:
+                    return member.factsheet["zmq"], member.session
+                refused[member_id] = why
+            waited = loop.time() - start
+            if waited - said >= WORLD_WAIT_LOG_S:
+                say = self.log.info if said < 0 else self.log.warning  # a start, then a wait
+                said = waited
+                say(
+                    "driver.waiting_for_world",
+                    world=self.world_id or "any",
+                    mission=self.mission_id,
+                    waited_s=round(waited, 1),
+                    refused=refused,
+                    dropped_other_mission=self.stats["dropped.other_mission"],
+                    dropped_stale_session=self.stats["dropped.stale_session"],
+                )
             await asyncio.sleep(0.05)
+
+    def _not_adoptable(self, member: Member) -> str | None:
+        """Why this driver will not drive `member`'s world (None: it will): a world of
+        another mission (a driver without a mission drives any), a factsheet from
+        another session than the presence believed, or no valid address."""
+        sheet = member.factsheet
+        address = sheet.get("zmq")
+        if not isinstance(address, str) or not ZMQ_ADDRESS.match(address):
+            return "no zmq address"  # e.g. a forged factsheet: the world says its own again
+        if sheet.get("session") not in (None, member.session):
+            return "factsheet of another session"  # not the process whose presence we believe
+        if self.mission_id is not None and (
+            member.mission != self.mission_id or sheet.get("mission") != self.mission_id
+        ):
+            return f"of mission {member.mission or sheet.get('mission')!r}"
+        return None
 
     def _world_still(self, address: str, session: str | None) -> bool:
         for member_id in self.team_view.online(kind="world"):
             member = self.team_view.get(member_id)
             if member is not None and member.factsheet.get("zmq") == address:
+                if self._not_adoptable(member) is not None:
+                    return False
                 return member.session == session or session is None
         return False
 
@@ -187,7 +223,7 @@ class SimDriverAgent(DriverAgent):
             self.log.error("driver.no_such_robot", robot=self.robot, world=address)
             await asyncio.sleep(1.0)
             return
-        await self._adopt(info["robots"][self.robot], address)
+        await self._adopt(info["robots"][self.robot], address, session)
         first = await self._retry(lambda: client.observe(self.robot, 0))
         if first is None:
             return
@@ -263,7 +299,7 @@ class SimDriverAgent(DriverAgent):
         await self.report("failed", running.command_id, running.node, reason="world_restarted",
                           t=obs.get("t"))  # fmt: skip
 
-    async def _adopt(self, robot_info: dict[str, Any], address: str) -> None:
+    async def _adopt(self, robot_info: dict[str, Any], address: str, session: str | None) -> None:
         """Take the world's profile for our robot; republish the factsheet if it changed."""
         try:
             spec = RobotProfileSpec.from_dict(robot_info["profile"])
@@ -277,7 +313,8 @@ class SimDriverAgent(DriverAgent):
         if changed:
             with contextlib.suppress(TeamtreeError):
                 await self.publish("factsheet", "factsheet", self.factsheet(), retain=True)
-        self.log.info("driver.connected", world=address, robot=self.robot, agent=self.agent)
+        self.log.info("driver.connected", world=address, world_session=session, robot=self.robot,
+                      agent=self.agent, mission=self.mission_id)  # fmt: skip
 
     async def _retry(self, call: Any) -> dict[str, Any] | None:
         for attempt in range(_RETRIES):

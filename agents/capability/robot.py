@@ -237,8 +237,7 @@ class FactoryRobot(Agent):
     def factsheet(self) -> dict[str, Any]:
         """Kind, robot type and profile (C^self), position, range, LED and battery."""
         return {
-            "kind": self.kind,
-            "session": self.session,
+            **super().factsheet(),  # kind, session, since, mission
             "robot_type": self.profile.kind,
             "profile": self.profile.to_dict(),
             "position": list(self.position),

@@ -261,6 +261,7 @@ async def _agent(args: argparse.Namespace) -> int:
             tls_context=tls_context,
             credentials=agent_credentials(args.id),
             optional=optional_services(config),
+            mission_id=args.mission_id,
         )
     agent = build_agent(
         config,

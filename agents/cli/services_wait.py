@@ -59,10 +59,13 @@ async def wait_for_services(
     tls_context: Any = None,
     credentials: dict[str, str] | None = None,
     optional: Collection[str] = (),
+    mission_id: str | None = None,
 ) -> None:
-    """Return once every one of `services` is ONLINE in `team`; TeamtreeError naming
-    the missing ones after `within` seconds (ConnectError if the broker is gone). Those
-    also in `optional` are waited for at most ``OPTIONAL_GRACE_S`` after the others."""
+    """Return once every one of `services` is ONLINE in `team` (of mission `mission_id`
+    or without one, when given: another mission's presence, e.g. replayed, does not
+    count); TeamtreeError naming the missing ones after `within` seconds (ConnectError
+    if the broker is gone). Those also in `optional` are waited for at most
+    ``OPTIONAL_GRACE_S`` after the others."""
     if not services:
         return
     # the observer (and statistics, which it uses) only when there is something to
@@ -75,6 +78,7 @@ async def wait_for_services(
         sys_topics=False,
         client_prefix="svcwait",
         tls_context=tls_context,
+        mission_id=mission_id,
         **(credentials or {}),
     )
     loop = asyncio.get_running_loop()

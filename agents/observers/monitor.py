@@ -97,7 +97,7 @@ class MonitorState:
         self._mission_ts = -1
         self._clock = clock
         self._started = clock()
-        self.view = TeamView("")
+        self.view = TeamView("", mission=mission_id)  # only that mission's presence
         self.agents: dict[str, AgentRow] = {}
         self.mission: dict[str, Any] = {}
         self.labels: dict[str, str] = {}

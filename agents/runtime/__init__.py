@@ -94,9 +94,15 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TokenBucket",
     ),
     "resync": ("Resync",),
+    "sessions": (
+        "SessionBook",
+        "Spoken",
+        "Verdict",
+    ),
     "team_view": (
         "Member",
         "Presence",
+        "RefusedState",
         "TeamView",
     ),
     "wire_decode": ("decode_body",),

@@ -35,7 +35,8 @@ from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
 from teamtree.agents.runtime.resync import Resync
-from teamtree.agents.runtime.team_view import Presence, TeamView
+from teamtree.agents.runtime.sessions import SESSION_KEY, SINCE_KEY, stale_kept
+from teamtree.agents.runtime.team_view import Presence, RefusedState, TeamView
 from teamtree.broker import (
     ConnectionLostError,
     LifecycleError,
@@ -65,6 +66,9 @@ DROP_WINDOWS_MAX = 1024
 senders beyond share the line of sender ``DROP_OTHERS``, so made-up senders cannot
 grow the table without limit."""
 DROP_OTHERS = "*others*"
+REASSERT_EVERY_S = 1.0
+"""An agent says its own presence or factsheet again at most once per this many seconds
+(two processes under one id must not answer each other's answers at network speed)."""
 
 
 class AgentState(enum.Enum):
@@ -129,11 +133,20 @@ class Agent:
         self.runtime = runtime or RuntimeSettings()
         self.params = dict(params or {})
         self.session = uuid.uuid4().hex[:12]
+        """This process's session id, in its presence, factsheet and every retained body,
+        so receivers can refuse other sessions' (``sessions.py``)."""
+        self.since = wall_ms()
+        """From when (UTC ms) this session speaks for the agent: its start, raised past
+        another session of this id that claims a later one (``sessions.py``)."""
         self.connection_sid = uuid.uuid4().hex[:16]
         """Random id of the current connection, in every envelope (de-duplication)."""
         self._my_sids = {self.connection_sid}
         self.clock = HybridLogicalClock(self.id)
-        self.team_view = TeamView(self.id)
+        self.team_view = TeamView(self.id, mission=self.mission_id)
+        #: the session of the last retained state believed per (topic, sender)
+        self._kept_sessions: dict[tuple[str, str], str] = {}
+        self._reasserted_at: dict[str, float] = {}  #: channel -> when last said again
+        self._reassert_pending: set[str] = set()
         self.stats: Counter[str] = Counter()
         self.log = structlog.get_logger("teamtree.agent").bind(agent=self.id)
         self.state = AgentState.UNSTARTED
@@ -218,7 +231,7 @@ class Agent:
 
     def factsheet(self) -> dict[str, Any]:
         """What this agent is, published retained on its ``factsheet`` topic."""
-        sheet = {"kind": self.kind, "session": self.session}
+        sheet = {"kind": self.kind, SESSION_KEY: self.session, SINCE_KEY: self.since}
         if self.mission_id is not None:
             sheet["mission"] = self.mission_id
         return sheet
@@ -375,6 +388,8 @@ class Agent:
         topic = self.team_topic(channel) if team else self.topic(channel, recipient)
         if channel not in UNSCOPED_CHANNELS:
             body = stamp(body, self.mission_id)
+            if retain and isinstance(body, dict):  # kept state: whose process kept it
+                body = {**body, SESSION_KEY: self.session}
         envelope = self.envelope(kind, body, topic, **fields)
         payload = encode(envelope, max_size=self._max_payload)
         await self.connection.publish(Outgoing(topic, payload, qos, retain), wait=False)
@@ -656,6 +671,8 @@ class Agent:
         if topic.channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
             self.stats["other_mission"] += 1  # another mission's (kept or queued): not ours
             return
+        if env.sender != self.id and self._stale_retained(message.topic, env):
+            return
         for tap in self._taps:
             await tap(env, topic)
         if topic.recipient is not None and topic.recipient != self.id:
@@ -678,6 +695,8 @@ class Agent:
         if topic.agent is not None and topic.channel == FACTSHEET_CHANNEL:
             try:
                 self.team_view.apply_factsheet(env.sender, env.body)
+            except RefusedState as exc:
+                self._drop(exc.reason, message.topic, env.sender, str(exc))
             except ValueError as exc:
                 self._drop("malformed", message.topic, env.sender, str(exc))
             return
@@ -713,11 +732,38 @@ class Agent:
             "fencing do not depend on it, but the claim rule's earliest-stamp order does",
         )
 
+    def _stale_retained(self, topic: str, env: Envelope) -> bool:
+        """Whether `env` is kept state (a body naming its session) of another session
+        than its sender's current one, on a topic where the current one's state was
+        believed already: a replay, dropped. (The first kept state on a topic is
+        believed whatever its session: a resumed mission reads its peers' old state.)"""
+        body = env.body
+        if not isinstance(body, dict) or SESSION_KEY not in body:
+            return False
+        if topic.endswith((f"/{PRESENCE_CHANNEL}", f"/{FACTSHEET_CHANNEL}")):
+            return False  # the team view judges presence and factsheets
+        member = self.team_view.get(env.sender)
+        current = None if member is None else member.session
+        key = (topic, env.sender)  # per sender: on a team channel several agents keep state
+        session = body[SESSION_KEY]
+        if stale_kept(self._kept_sessions.get(key), current, session):
+            self._drop("stale_session", topic, env.sender, f"session {session!r}")
+            return True
+        if isinstance(session, str):
+            if len(self._kept_sessions) >= 65536 and key not in self._kept_sessions:
+                self._kept_sessions.pop(next(iter(self._kept_sessions)))
+            self._kept_sessions[key] = session
+        return False
+
     async def _on_presence_message(self, env: Envelope) -> None:
+        topic = build(self.team, env.sender, PRESENCE_CHANNEL)
         try:
             change = self.team_view.apply_presence(env.sender, env.body, env.ts)
+        except RefusedState as exc:
+            self._drop(exc.reason, topic, env.sender, str(exc))
+            return
         except ValueError as exc:
-            self._drop("malformed", self.topic(PRESENCE_CHANNEL), env.sender, str(exc))
+            self._drop("malformed", topic, env.sender, str(exc))
             return
         if change is not None:
             old, new = change
@@ -728,39 +774,88 @@ class Agent:
 
     def _check_own_factsheet(self, env: Envelope) -> None:
         """A factsheet under this agent's id that this process did not send (e.g. a
-        forged world address): publish the true one again, retained."""
-        if env.sid in self._my_sids or env.body == self.factsheet():
+        forged world address, or a replay of an older session's): publish the true one
+        again, retained."""
+        if env.sid in self._my_sids or env.body == self.factsheet() or not self._speaking():
             return
-        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
-            return
+        if isinstance(env.body, dict):
+            self._outbid(env.body)
         self.stats["factsheet_reasserted"] += 1
         self.log.warning("factsheet.reasserted", sid=env.sid)
-        topic = self.topic(FACTSHEET_CHANNEL)
-        sheet = self.envelope("factsheet", self.factsheet(), topic)
-        self.spawn(
-            self.connection.publish(Outgoing(topic, encode(sheet), qos=1, retain=True), wait=False),
-            "factsheet",
-        )
+        self._reassert(FACTSHEET_CHANNEL, self._factsheet_message)
 
     def _check_own_presence(self, env: Envelope) -> None:
-        """Someone (a forger, or the broker with a stale Will) says this running agent is
-        not online: say ONLINE again, so peers believe presence from the agent itself."""
+        """Someone (a forger, a replay of an older session's presence, or the broker with
+        a stale Will) says something else of this running agent than that this session
+        is online: say ONLINE again, so the broker keeps, and peers believe, presence
+        from the agent itself."""
         body = env.body if isinstance(env.body, dict) else {}
-        if body.get("state") == Presence.ONLINE.value:
+        if body.get("state") == Presence.ONLINE.value and body.get("session") == self.session:
             return
-        if self.state is not AgentState.RUNNING or not self.connection.connected.is_set():
+        if not self._speaking():
             return
+        self._outbid(body)
         self.stats["presence_reasserted"] += 1
-        self.log.warning("presence.reasserted", seen=body.get("state"), session=body.get("session"))
-        self.spawn(
-            self.connection.publish(self._presence_message(Presence.ONLINE), wait=False),
-            "presence",
+        self.log.warning(
+            "presence.reasserted",
+            seen=body.get("state"),
+            session=body.get("session"),
+            mission=body.get("mission"),
         )
+        self._reassert(PRESENCE_CHANNEL, lambda: self._presence_message(Presence.ONLINE))
+
+    def _outbid(self, body: dict[str, Any]) -> None:
+        """Another session of this id says it speaks from no earlier than this one (a
+        forgery dated ahead, or an earlier process of this agent on a clock that ran
+        ahead): speak from after it, presence and factsheet both, so peers believe
+        this process again rather than it for good."""
+        since = body.get(SINCE_KEY)
+        if body.get(SESSION_KEY) == self.session or not isinstance(since, int):
+            return
+        if since >= self.since:
+            self.stats["session_outbid"] += 1
+            self.log.warning("session.outbid", session=body.get(SESSION_KEY), since=since,
+                             ahead_ms=since - self.since)  # fmt: skip
+            self.since = since + 1
+            self._reassert(PRESENCE_CHANNEL, lambda: self._presence_message(Presence.ONLINE))
+            self._reassert(FACTSHEET_CHANNEL, self._factsheet_message)
+
+    def _speaking(self) -> bool:
+        """Running and connected: what this agent says of itself can go out now."""
+        return self.state is AgentState.RUNNING and self.connection.connected.is_set()
+
+    def _reassert(self, channel: str, message: Callable[[], Outgoing]) -> None:
+        """Publish this agent's own `channel` message again: at once, or at the end of
+        ``REASSERT_EVERY_S`` after the last time (one pending at a time per channel)."""
+        if not self._speaking():
+            return
+        if channel in self._reassert_pending:
+            return  # one is already waiting for its turn: it says the same
+        last = self._reasserted_at.get(channel, float("-inf"))
+        wait = max(0.0, last + REASSERT_EVERY_S - time.monotonic())
+        self._reassert_pending.add(channel)
+
+        async def again() -> None:
+            try:
+                if wait:
+                    await asyncio.sleep(wait)
+                if self.state is AgentState.RUNNING:
+                    await self.connection.publish(message(), wait=False)
+            finally:
+                self._reassert_pending.discard(channel)
+                self._reasserted_at[channel] = time.monotonic()
+
+        self.spawn(again(), channel)
+
+    def _factsheet_message(self) -> Outgoing:
+        topic = self.topic(FACTSHEET_CHANNEL)
+        sheet = self.envelope("factsheet", self.factsheet(), topic)
+        return Outgoing(topic, encode(sheet), qos=1, retain=True)
 
     def _presence_message(self, state: Presence) -> Outgoing:
         topic = self.topic(PRESENCE_CHANNEL)
-        envelope = self.envelope("presence", presence_body(state, self.kind, self.session), topic)
-        return Outgoing(topic, encode(envelope), qos=1, retain=True)
+        body = presence_body(state, self.kind, self.session, self.mission_id, self.since)
+        return Outgoing(topic, encode(self.envelope("presence", body, topic)), qos=1, retain=True)
 
     def _will(self) -> Outgoing:
         return self._presence_message(Presence.CONNECTION_BROKEN)
@@ -773,9 +868,7 @@ class Agent:
         self.connection_sid = uuid.uuid4().hex[:16]
         self._my_sids.add(self.connection_sid)
         await self.connection.publish_now(self._presence_message(Presence.ONLINE))
-        topic = self.topic(FACTSHEET_CHANNEL)
-        sheet = self.envelope("factsheet", self.factsheet(), topic)
-        await self.connection.publish_now(Outgoing(topic, encode(sheet), qos=1, retain=True))
+        await self.connection.publish_now(self._factsheet_message())
         self.log.info(
             "agent.online",
             broker=str(self.connection.endpoint),

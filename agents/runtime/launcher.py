@@ -28,7 +28,13 @@ from teamtree.agents.runtime.config import TeamConfig
 from teamtree.agents.runtime.credentials import NO_ACCESS_CONTROL, observer_credentials
 from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
 from teamtree.agents.runtime.kept import kept_missions
-from teamtree.agents.runtime.mission import MISSION_ENV, UNSCOPED_CHANNELS, foreign, new_mission_id
+from teamtree.agents.runtime.mission import (
+    MISSION_ENV,
+    UNSCOPED_CHANNELS,
+    foreign,
+    mission_of,
+    new_mission_id,
+)
 from teamtree.agents.runtime.outcome import (
     MemberExit,
     OutcomeCollector,
@@ -310,6 +316,8 @@ class Launcher:
                     self._required_lost.set()
             return
         if channel == "connection" and not message.retain and isinstance(env.body, dict):
+            if self.scoped and mission_of(env.body) != self.mission_id:
+                return  # not one of our children (e.g. another mission's, replayed)
             if env.body.get("state") == "ONLINE":
                 self._online.add(agent)
             else:

@@ -8,7 +8,8 @@ a broker that held an old one starts from nothing; ``teamtree run --resume ID`` 
 an id and so continues that mission's state. Unstamped messages (from agents without
 a mission: CLI requests, observers, services shared by many missions) pass.
 
-Presence and factsheets are about the agent, not the mission, and stay unscoped.
+Presence and factsheets are about the agent: they carry the mission in their body but
+are judged by the team view (``sessions.py``), not dropped here.
 """
 
 from __future__ import annotations

@@ -32,12 +32,16 @@ class PresenceWireError(ValueError):
 
 
 class PresenceBody(Struct, frozen=True):
-    """The ``presence`` body: the state, and the kind and session (process) of the
-    agent it is about (absent in a Will from an older sender)."""
+    """The ``presence`` body: the state, and the kind, session (process), since (UTC
+    ms from which that session speaks for the agent) and mission of the agent it is
+    about (absent from an older sender; no mission for an agent without one).
+    Receivers believe it by the rule of ``teamtree.agents.runtime.sessions``."""
 
     state: Presence
     kind: str | None = None
     session: str | None = None
+    since: int | None = None
+    mission: str | None = None
 
 
 class HeartbeatBody(Struct, frozen=True):
@@ -63,9 +67,17 @@ def decode_heartbeat(body: Any) -> HeartbeatBody:
     return _decode(body, HeartbeatBody, "heartbeat")
 
 
-def presence_body(state: Presence, kind: str | None, session: str | None) -> dict[str, Any]:
-    """The ``presence`` body as it goes on the wire."""
-    return msgspec.to_builtins(PresenceBody(state, kind, session))
+def presence_body(
+    state: Presence,
+    kind: str | None,
+    session: str | None,
+    mission: str | None = None,
+    since: int | None = None,
+) -> dict[str, Any]:
+    """The ``presence`` body as it goes on the wire (no ``since`` or ``mission`` key
+    without one)."""
+    body = msgspec.to_builtins(PresenceBody(state, kind, session, since, mission))
+    return {k: v for k, v in body.items() if v is not None or k not in ("since", "mission")}
 
 
 def heartbeat_body(uptime_ms: int, sent: int, received: int, dropped: int) -> dict[str, Any]:
