@@ -55,7 +55,7 @@ class StepAutomaton(Protocol):
     def is_accepting(self, q: Hashable) -> bool: ...
 
 
-def _norm_clause(obligations: Iterable[Obligation]) -> DNF:
+def _norm_clause(obligations: Iterable[Obligation], norm: _Normaliser) -> DNF:
     """Normalise a conjunction of obligations into a DNF (split ∧, distribute ∨)."""
     todo = list(obligations)
     done: dict[Formula, bool] = {}
@@ -77,7 +77,7 @@ def _norm_clause(obligations: Iterable[Obligation]) -> DNF:
             rest = list(done.items()) + todo
             out: set[Clause] = set()
             for alt in f.args:
-                out |= _norm_clause([*rest, (alt, strong)])
+                out |= norm.clause(frozenset([*rest, (alt, strong)]))
             return _minimal(out)
         done[f] = done.get(f, False) or strong
     if FALSE in done and any(done.values()):
@@ -97,14 +97,45 @@ def _minimal(clauses: Iterable[Clause]) -> DNF:
     return frozenset(kept)
 
 
-def _product(a: DNF, b: DNF) -> DNF:
-    if not a or not b:
-        return _FALSE_DNF
-    out: set[Clause] = set()
-    for ca in a:
-        for cb in b:
-            out |= _norm_clause(ca | cb)
-    return _minimal(out)
+class _Normaliser:
+    """Clause normalisation and DNF products, memoised.
+
+    Both are pure functions of sets (a clause is a conjunction, so the order and
+    repetition of its obligations do not matter), and the construction asks for the
+    same few hundred inputs tens of thousands of times: every state and letter
+    multiplies the same obligations' progressions.
+    """
+
+    __slots__ = ("_clauses", "_products")
+
+    def __init__(self) -> None:
+        self._clauses: dict[Clause, DNF] = {}
+        self._products: dict[tuple[DNF, DNF], DNF] = {}
+
+    def clause(self, obligations: Clause) -> DNF:
+        hit = self._clauses.get(obligations)
+        if hit is None:
+            hit = _norm_clause(obligations, self)
+            self._clauses[obligations] = hit
+        return hit
+
+    def one(self, f: Formula, strong: bool) -> DNF:
+        return self.clause(frozenset(((f, strong),)))
+
+    def product(self, a: DNF, b: DNF) -> DNF:
+        """The conjunction of two DNFs, normalised."""
+        if not a or not b:
+            return _FALSE_DNF
+        key = (a, b)
+        hit = self._products.get(key)
+        if hit is None:
+            out: set[Clause] = set()
+            for ca in a:
+                for cb in b:
+                    out |= self.clause(ca | cb)
+            hit = _minimal(out)
+            self._products[key] = hit
+        return hit
 
 
 class Progression:
@@ -122,7 +153,9 @@ class Progression:
         self.states: list[DNF] = []
         self._prog: dict[tuple[Formula, frozenset[str]], DNF] = {}
         self._delta: dict[tuple[int, frozenset[str]], int] = {}
-        self.initial = self._intern(_norm_clause([(self._nnf, True)]))
+        self._norm = _Normaliser()
+        self._clause_step: dict[tuple[Clause, frozenset[str]], DNF] = {}
+        self.initial = self._intern(self._norm.one(self._nnf, True))
 
     def _intern(self, dnf: DNF) -> int:
         q = self._ids.get(dnf)
@@ -151,7 +184,7 @@ class Progression:
         elif isinstance(f, And):
             r = _TRUE_DNF
             for a in f.args:
-                r = _product(r, self._progress(a, letter))
+                r = self._norm.product(r, self._progress(a, letter))
                 if not r:
                     break
         elif isinstance(f, Or):
@@ -160,16 +193,16 @@ class Progression:
                 out |= self._progress(a, letter)
             r = _minimal(out)
         elif isinstance(f, Next):
-            r = _norm_clause([(f.arg, True)])
+            r = self._norm.one(f.arg, True)
         elif isinstance(f, WeakNext):
-            r = _norm_clause([(f.arg, False)])
+            r = self._norm.one(f.arg, False)
         elif isinstance(f, Until):
-            keep = _product(self._progress(f.left, letter), _norm_clause([(f, True)]))
+            keep = self._norm.product(self._progress(f.left, letter), self._norm.one(f, True))
             r = _minimal(self._progress(f.right, letter) | keep)
         else:
             assert isinstance(f, Release)
-            alt = _minimal(self._progress(f.left, letter) | _norm_clause([(f, False)]))
-            r = _product(self._progress(f.right, letter), alt)
+            alt = _minimal(self._progress(f.left, letter) | self._norm.one(f, False))
+            r = self._norm.product(self._progress(f.right, letter), alt)
         self._prog[key] = r
         return r
 
@@ -182,17 +215,27 @@ class Progression:
             return hit
         out: set[Clause] = set()
         for clause in self.states[q]:
-            if (FALSE, False) in clause:
-                continue  # this clause required the trace to end
-            part = _TRUE_DNF
-            for f, _strong in clause:
-                part = _product(part, self._progress(f, letter))
-                if not part:
-                    break
-            out |= part
+            out |= self._step_clause(clause, letter)
         nq = self._intern(_minimal(out))
         self._delta[key] = nq
         return nq
+
+    def _step_clause(self, clause: Clause, letter: frozenset[str]) -> DNF:
+        """One clause read one letter: the product of its obligations' progressions.
+        Memoised: states share most of their clauses."""
+        key = (clause, letter)
+        hit = self._clause_step.get(key)
+        if hit is not None:
+            return hit
+        part = _FALSE_DNF
+        if (FALSE, False) not in clause:  # else this clause required the trace to end
+            part = _TRUE_DNF
+            for f, _strong in clause:
+                part = self._norm.product(part, self._progress(f, letter))
+                if not part:
+                    break
+        self._clause_step[key] = part
+        return part
 
     def is_accepting(self, q: int) -> bool:
         """True if the trace may end here: some clause has no strong obligation."""
