@@ -1,4 +1,4 @@
-"""The automaton construction as it was before its speed-ups: a slow reference that
+"""The automaton construction and the Dijkstra search as they were before their speed-ups: a slow reference that
 the property tests compare the product's construction against (same states, same
 transitions, same language). Formula progression over finite traces; see
 ``teamtree.planners.ltl.automaton`` for the method. Not imported by the product.
@@ -6,11 +6,12 @@ transitions, same language). Formula progression over finite traces; see
 
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Protocol
 
-from teamtree.broker import SpecificationError
+from teamtree.broker import SolverLimitError, SpecificationError
 from teamtree.planners.ltl.syntax import (
     FALSE,
     TRUE,
@@ -29,7 +30,7 @@ from teamtree.planners.ltl.syntax import (
     parse,
 )
 
-__all__ = ["Automaton", "Progression"]
+__all__ = ["Automaton", "Progression", "shortest_path"]
 
 Obligation = tuple[Formula, bool]
 Clause = frozenset[Obligation]
@@ -367,3 +368,47 @@ def _moore(order: list[int], table: dict[int, list[int]], accepting: set[int]) -
         if len(sigs) == count:
             return new
         block, count = new, len(sigs)
+
+
+def shortest_path(
+    start,
+    successors: Callable,
+    is_goal: Callable,
+    *,
+    max_states: int | None = None,
+    what: str = "search",
+):
+    """The cheapest path from `start` to a state where `is_goal` holds, as the steps
+    after `start`, and the number of states expanded; ``(None, expanded)`` when no goal
+    is reachable. `successors(state)` yields ``(next state, action, weight >= 0)``.
+    Raises SolverLimitError (naming `what`) after `max_states` expansions."""
+    dist: dict = {start: 0.0}
+    parent: dict = {}
+    done: set = set()
+    tie = itertools.count()
+    heap: list = [(0.0, next(tie), start)]
+    while heap:
+        d, _, node = heapq.heappop(heap)
+        if node in done:
+            continue
+        done.add(node)
+        if is_goal(node):
+            path: list = []
+            cur = node
+            while cur != start:
+                prev, action, w = parent[cur]
+                path.append((cur, action, w))
+                cur = prev
+            path.reverse()
+            return path, len(done)
+        if max_states is not None and len(done) >= max_states:
+            raise SolverLimitError(
+                f"{what} stopped after {len(done)} states (max_states={max_states})"
+            )
+        for nxt, action, w in successors(node):
+            nd = d + w
+            if nxt not in done and nd < dist.get(nxt, float("inf")):
+                dist[nxt] = nd
+                parent[nxt] = (node, action, w)
+                heapq.heappush(heap, (nd, next(tie), nxt))
+    return None, len(done)

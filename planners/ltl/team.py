@@ -23,7 +23,7 @@ from teamtree.planners.ltl.model import (
     RobotModel,
     TSState,
 )
-from teamtree.planners.ltl.shortest import PathStep, shortest_path
+from teamtree.planners.ltl.shortest import PathStep, walk_back
 from teamtree.planners.ltl.syntax import Formula
 
 __all__ = [
@@ -207,13 +207,110 @@ def search_team(
 
 
 def _dijkstra(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
-    start = team.initial
-    path, expanded = shortest_path(
-        start, team.successors, team.is_accepting, max_states=max_states, what="team search"
-    )
+    coded = _CodedTeam(team)
+    path, expanded = coded.search(max_states)
     if path is None:
         raise _no_path(team, expanded)
-    return [(start, "", 0.0), *path], expanded
+    steps = [(coded.decode(n), action, w) for n, action, w in path]
+    return [(team.initial, "", 0.0), *steps], expanded
+
+
+class _CodedTeam:
+    """Dijkstra on the team automaton with states numbered ``(s * n_q + q) * n_r + r``.
+
+    The same graph as `TeamAutomaton.successors`, relaxed in the same order with the
+    same tie-breaking as `shortest_path` (so it finds the same plan), but an int hashes
+    and compares in one step where ``(r, q, TSState)`` walks three levels, each robot's
+    transitions out of a TS state are read from its TS once, when first expanded, and
+    the successors are relaxed in the loop instead of being built as a list: the team
+    search is where offline allocation and global reallocation spend their time.
+    """
+
+    def __init__(self, team: TeamAutomaton):
+        aut = team.automaton
+        self.team = team
+        self.n_q = aut.n_states
+        self.n_r = len(team.products)
+        self.ids: dict[TSState, int] = {}
+        self.states: list[TSState] = []
+        self.outs: dict[int, tuple[int, list[tuple[int, str, float]]]] = {}
+        self.start = self.encode(team.initial)
+        self.next_start = [self._id(s) for s in team.starts[1:]]
+
+    def _id(self, s: TSState) -> int:
+        i = self.ids.get(s)
+        if i is None:
+            i = self.ids[s] = len(self.states)
+            self.states.append(s)
+        return i
+
+    def encode(self, node: TeamState) -> int:
+        r, q, s = node
+        return (self._id(s) * self.n_q + q) * self.n_r + r
+
+    def decode(self, code: int) -> TeamState:
+        rest, r = divmod(code, self.n_r)
+        sid, q = divmod(rest, self.n_q)
+        return (r, q, self.states[sid])
+
+    def _out(self, r: int, sid: int) -> tuple[int, list[tuple[int, str, float]]]:
+        """Robot ``r``'s letter in TS state ``sid`` and its transitions out of it, each
+        target as ``s * n_q * n_r`` (add ``q * n_r + r`` for the team state)."""
+        key = sid * self.n_r + r
+        hit = self.outs.get(key)
+        if hit is None:
+            pa = self.team.products[r]
+            s = self.states[sid]
+            scale = self.n_q * self.n_r
+            trans = [(self._id(t.target) * scale, t.action, t.weight) for t in pa.ts.successors(s)]
+            hit = self.outs[key] = (pa.letter(s), trans)
+        return hit
+
+    def search(self, max_states: int | None) -> tuple[list[PathStep[int]] | None, int]:
+        """`shortest_path` from the initial team state to an accepting one."""
+        aut = self.team.automaton
+        delta, sink, accepting = aut.delta, aut.sink, aut.accepting
+        switch, next_start, out_of = self.team.decomposition, self.next_start, self._out
+        n_q, n_r = self.n_q, self.n_r
+        start = self.start
+        inf = float("inf")
+        dist: dict[int, float] = {start: 0.0}
+        parent: dict[int, tuple[int, str, float]] = {}
+        done: set[int] = set()
+        tie = itertools.count(1)
+        push, pop = heapq.heappush, heapq.heappop
+        heap: list[tuple[float, int, int]] = [(0.0, 0, start)]
+        while heap:
+            d, _, code = pop(heap)
+            if code in done:
+                continue
+            done.add(code)
+            rest, r = divmod(code, n_r)
+            sid, q = divmod(rest, n_q)
+            if q in accepting:
+                return walk_back(parent, start, code), len(done)
+            if max_states is not None and len(done) >= max_states:
+                raise SolverLimitError(
+                    f"team search stopped after {len(done)} states (max_states={max_states})"
+                )
+            letter, trans = out_of(r, sid)
+            nq = delta[q][letter]
+            if nq != sink:
+                low = nq * n_r + r
+                for t, action, w in trans:
+                    nxt = t + low
+                    nd = d + w
+                    if nd < dist.get(nxt, inf):
+                        dist[nxt] = nd
+                        parent[nxt] = (code, action, w)
+                        push(heap, (nd, next(tie), nxt))
+            if q in switch and r + 1 < n_r:
+                nxt = (next_start[r] * n_q + q) * n_r + r + 1
+                if d < dist.get(nxt, inf):  # a switch costs 0
+                    dist[nxt] = d
+                    parent[nxt] = (code, "switch", 0.0)
+                    push(heap, (d, next(tie), nxt))
+        return None, len(done)
 
 
 def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
