@@ -55,13 +55,13 @@ PROPERTY = settings(
 
 
 def _same_automaton(new: Automaton, old: ref.Automaton) -> None:
-    assert new.letters == old.letters
+    assert list(new.letters) == old.letters
     assert new.n_states == old.n_states
     assert new.unminimized_states == old.unminimized_states
-    assert new.delta == old.delta
+    assert [list(row) for row in new.delta] == old.delta
     assert new.accepting == old.accepting
     assert new.sink == old.sink
-    assert new.members == old.members
+    assert [list(m) for m in new.members] == old.members
     for q in range(new.n_states):
         assert new.describe(q) == old.describe(q)
         assert new.obligations(q) == old.obligations(q)

@@ -4,7 +4,7 @@ allocation, local and global reallocation (every search on one Dijkstra, ``short
 and a joint-trace checker. Pure.
 """
 
-from teamtree.planners.ltl.automaton import Automaton, Progression
+from teamtree.planners.ltl.automaton import AUTOMATA, Automaton, AutomatonCache, Progression
 from teamtree.planners.ltl.hospital import (
     FORMULAS,
     HOSPITAL_MAP,
@@ -47,10 +47,12 @@ from teamtree.planners.ltl.team import (
 from teamtree.planners.ltl.trace import TraceVerdict, check_trace, plan_segments
 
 __all__ = [
+    "AUTOMATA",
     "FORMULAS",
     "HOSPITAL_MAP",
     "ROBOT_TYPES",
     "Automaton",
+    "AutomatonCache",
     "Edge",
     "EnvironmentChange",
     "Formula",

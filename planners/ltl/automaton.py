@@ -13,6 +13,8 @@ The DFA is a special case of the paper's NFA: ``δ_Q(q, a)`` has exactly one ele
 from __future__ import annotations
 
 import itertools
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Protocol
 
@@ -35,7 +37,7 @@ from teamtree.planners.ltl.syntax import (
     parse,
 )
 
-__all__ = ["Automaton", "Progression", "StepAutomaton"]
+__all__ = ["AUTOMATA", "Automaton", "AutomatonCache", "Progression", "StepAutomaton"]
 
 Obligation = tuple[Formula, bool]
 Clause = frozenset[Obligation]
@@ -281,7 +283,8 @@ class Automaton:
     States are ``0..n-1``; ``initial`` reads nothing yet; ``delta[q][i]`` is the
     successor on ``letters[i]``; ``sink`` is the rejecting trap state (or None).
     Labels are projected on the formula's propositions; a label whose projection is
-    not in the alphabet raises SpecificationError.
+    not in the alphabet raises SpecificationError. Read-only once built (its tables are
+    tuples), so missions of the same specification can share one (`AutomatonCache`).
     """
 
     def __init__(
@@ -305,7 +308,9 @@ class Automaton:
             letters = {frozenset(c) for r in sizes for c in itertools.combinations(names, r)}
         else:
             letters = {prog.project(label) for label in alphabet}
-        self.letters: list[frozenset[str]] = sorted(letters, key=lambda s: (len(s), sorted(s)))
+        self.letters: tuple[frozenset[str], ...] = tuple(
+            sorted(letters, key=lambda s: (len(s), sorted(s)))
+        )
         self.letter_index = {a: i for i, a in enumerate(self.letters)}
 
         # explore the progression states reachable over the alphabet
@@ -332,14 +337,17 @@ class Automaton:
             if b not in renum:
                 renum[b] = len(rep)
                 rep.append(q)
-        self.delta: list[list[int]] = [[renum[block[nq]] for nq in table[q]] for q in rep]
+        self.delta: tuple[tuple[int, ...], ...] = tuple(
+            tuple(renum[block[nq]] for nq in table[q]) for q in rep
+        )
         self.initial = 0
         self.accepting = frozenset(renum[block[q]] for q in accepting)
         self.n_states = len(rep)
-        self._dnf = [prog.states[q] for q in rep]
-        self.members: list[list[DNF]] = [[] for _ in rep]
+        self._dnf = tuple(prog.states[q] for q in rep)
+        members: list[list[DNF]] = [[] for _ in rep]
         for q in order:
-            self.members[renum[block[q]]].append(prog.states[q])
+            members[renum[block[q]]].append(prog.states[q])
+        self.members: tuple[tuple[DNF, ...], ...] = tuple(tuple(m) for m in members)
         self.unminimized_states = len(order)
         self.sink: int | None = None
         for q in range(self.n_states):
@@ -401,6 +409,68 @@ class Automaton:
             f"Automaton({len(self.letters)} letters, {self.n_states} states, "
             f"{len(self.accepting)} accepting, from {self.unminimized_states})"
         )
+
+
+class AutomatonCache:
+    """The automata of the last ``size`` (formula, alphabet) pairs, least recently used
+    dropped first: every mission of the same specification over the same labels shares
+    one automaton instead of rebuilding it.
+
+    The key is the parsed formula (texts that parse to the same tree share), the
+    alphabet projected on the formula's propositions, and ``minimize``. Errors are not
+    kept: a bad formula raises on every call. ``size=0`` keeps nothing (always builds).
+    Safe to share between threads (two racing first calls may both build).
+    """
+
+    def __init__(self, size: int = 32):
+        if size < 0:
+            raise SpecificationError(f"cache size must be >= 0, not {size}")
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._items: OrderedDict[tuple, Automaton] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        formula: Formula | str,
+        alphabet: Iterable[Iterable[str]] | None = None,
+        *,
+        minimize: bool = True,
+    ) -> Automaton:
+        """The automaton of ``formula`` over ``alphabet``, built on the first call."""
+        f = parse(formula) if isinstance(formula, str) else formula
+        letters = None
+        if alphabet is not None:
+            seen = atoms(f)
+            letters = frozenset(frozenset(label) & seen for label in alphabet)
+        key = (f, letters, minimize)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return hit
+            self.misses += 1
+        built = Automaton(f, letters, minimize=minimize)
+        if self.size:
+            with self._lock:
+                self._items[key] = built
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return built
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+AUTOMATA = AutomatonCache()
+"""The process's automata, used by `Mission` unless it is given another cache."""
 
 
 def _moore(order: list[int], table: dict[int, list[int]], accepting: set[int]) -> dict[int, int]:

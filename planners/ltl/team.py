@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from teamtree.broker import InfeasibleError, SolverLimitError, SpecificationError
-from teamtree.planners.ltl.automaton import Automaton
+from teamtree.planners.ltl.automaton import AUTOMATA, Automaton, AutomatonCache
 from teamtree.planners.ltl.model import (
     PAState,
     ProductAutomaton,
@@ -444,7 +444,9 @@ class Mission:
     produce, each robot's product automaton, and the decomposition set.
 
     Robots' transition systems are copied; environment changes (Alg. 2) and critical
-    failures edit the copies held here. Blocks only on computation; raises
+    failures edit the copies held here. The automaton is read-only and comes from
+    ``automata`` (by default the process's `AUTOMATA`), so missions of the same
+    specification over the same labels share one. Blocks only on computation; raises
     SpecificationError for bad input and InfeasibleError if the formula cannot be met.
     """
 
@@ -456,6 +458,7 @@ class Mission:
         objective: str = "sum",
         extra_labels: Iterable[Iterable[str]] = (),
         max_states: int | None = None,
+        automata: AutomatonCache = AUTOMATA,
     ):
         if objective not in OBJECTIVES:
             raise SpecificationError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
@@ -467,7 +470,7 @@ class Mission:
         }
         alphabet = {lab for r in self.robots.values() for lab in r.ts.labels.values()}
         alphabet |= {frozenset(lab) for lab in extra_labels}
-        self.automaton = Automaton(formula, alphabet)
+        self.automaton = automata.get(formula, alphabet)
         self.formula = self.automaton.formula
         self.products = {n: ProductAutomaton(self.automaton, r.ts) for n, r in self.robots.items()}
         self.decomposition = decomposition_set(self.automaton)
