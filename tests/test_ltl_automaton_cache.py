@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import pytest
 
+from teamtree.agents import load_config
+from teamtree.agents.ltl.planner import ltl_mission
 from teamtree.broker import SpecificationError
 from teamtree.planners.ltl import (
+    AUTOMATA,
     AutomatonCache,
     Mission,
     fail_robot,
     hospital_team,
     replicated_team,
 )
+from tests.conftest import REPO
 
 
 def test_missions_of_one_specification_share_the_automaton():
@@ -78,3 +82,17 @@ def test_a_failure_in_one_mission_does_not_reach_another():
     other = Mission(formula, robots, automata=cache)
     assert other.automaton is hurt.automaton
     assert other.allocate() == fresh
+
+
+def test_the_planner_agent_builds_the_automaton_once_per_specification():
+    """Each replan of the planner agent starts from ``spec.mission()``: the second and
+    later missions of a configuration reuse the first one's automaton."""
+    config = load_config(REPO / "configs" / "hospital_study2.toml")
+    spec = ltl_mission(config)
+    first, second = spec.mission(), ltl_mission(config).mission()
+    assert second.automaton is first.automaton
+    assert AUTOMATA.get(spec.formula, _labels(first)) is first.automaton
+
+
+def _labels(mission: Mission) -> set[frozenset[str]]:
+    return {lab for r in mission.robots.values() for lab in r.ts.labels.values()}
