@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import operator
 import statistics
 import sys
 import time
@@ -65,32 +66,42 @@ def _reference_dijkstra(team, max_states):
     return [(team.initial, "", 0.0), *path], expanded
 
 
-def _recomputed_hash(self: Formula) -> int:
-    return hash(self._fields())  # walks the subtree on every call, as dataclasses do
+def _dataclass_like(cls: type) -> tuple[Callable, Callable]:
+    """The ``__hash__`` and ``__eq__`` a frozen dataclass generates for ``cls``: both
+    walk the subtree on every call."""
+    names = cls.__match_args__  # type: ignore[attr-defined]
+    get = operator.attrgetter(*names)
+    fields = (lambda self: (get(self),)) if len(names) == 1 else get
 
+    def __hash__(self) -> int:
+        return hash(fields(self))
 
-def _field_eq(self: Formula, other: object) -> bool:
-    if self is other:
-        return True
-    if type(other) is not type(self):
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return fields(self) == fields(other)
         return NotImplemented
-    return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    return __hash__, __eq__
 
 
 @contextlib.contextmanager
 def _variant(name: str) -> Iterator[AutomatonCache]:
     """The automata to give Mission, and the team search and formula hashing in place,
-    for one variant. ``reference`` also puts back the generated dataclass hash and
-    equality on formulas (recomputed through the subtree on every call)."""
+    for one variant. ``reference`` also puts back the hash and equality that frozen
+    dataclasses generate on the formula nodes."""
     if name == "reference":
-        saved = team_module._dijkstra, Formula.__hash__, Formula.__eq__
+        saved = team_module._dijkstra
         team_module._dijkstra = _reference_dijkstra
-        Formula.__hash__, Formula.__eq__ = _recomputed_hash, _field_eq  # type: ignore[method-assign,assignment]
+        nodes = Formula.__subclasses__()
+        for cls in nodes:
+            cls.__hash__, cls.__eq__ = _dataclass_like(cls)  # type: ignore[method-assign]
         nnf.cache_clear()  # its keys were hashed the other way
         try:
             yield _ReferenceAutomata()
         finally:
-            team_module._dijkstra, Formula.__hash__, Formula.__eq__ = saved  # type: ignore[method-assign]
+            team_module._dijkstra = saved
+            for cls in nodes:
+                del cls.__hash__, cls.__eq__
             nnf.cache_clear()
     elif name == "cold":
         yield AutomatonCache(size=0)

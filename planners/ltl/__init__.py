@@ -1,7 +1,8 @@
 """LTL missions for robot teams (seed 003, Zhou et al.): parsing, translation to an
-automaton by progression, transition systems, product and team automata, offline
-allocation, local and global reallocation (every search on one Dijkstra, ``shortest``),
-and a joint-trace checker. Pure.
+automaton by progression (built once per specification and alphabet, `AUTOMATA`),
+transition systems, product and team automata, offline allocation, local and global
+reallocation (the searches on one Dijkstra, ``shortest``; the team search on a copy of
+its loop over int-numbered team states), and a joint-trace checker. Pure.
 """
 
 from teamtree.planners.ltl.automaton import AUTOMATA, Automaton, AutomatonCache, Progression

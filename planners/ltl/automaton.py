@@ -287,6 +287,9 @@ class Automaton:
     tuples), so missions of the same specification can share one (`AutomatonCache`).
     """
 
+    progression: type[Progression] = Progression
+    """The lazy construction whose states are explored (the tests swap in a reference)."""
+
     def __init__(
         self,
         formula: Formula | str,
@@ -294,7 +297,7 @@ class Automaton:
         *,
         minimize: bool = True,
     ):
-        prog = Progression(formula)
+        prog = self.progression(formula)
         self.formula = prog.formula
         self.atoms = prog.atoms
         if alphabet is None:

@@ -1,4 +1,5 @@
-"""Dijkstra over an implicit graph, the one used by every LTL search here.
+"""Dijkstra over an implicit graph, the one used by the LTL searches here (the team
+search in ``team`` runs the same loop, tie-breaking included, on int-numbered states).
 
 The product automata and the team automaton are built lazily (a state's successors
 are computed when it is expanded), so this takes a ``successors`` function instead of
