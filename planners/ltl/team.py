@@ -219,8 +219,9 @@ class _CodedTeam:
     """Dijkstra on the team automaton with states numbered ``(s * n_q + q) * n_r + r``.
 
     The same graph as `TeamAutomaton.successors`, relaxed in the same order with the
-    same tie-breaking as `shortest_path` (so it finds the same plan), but an int hashes
-    and compares in one step where ``(r, q, TSState)`` walks three levels, each robot's
+    same tie-breaking as `shortest_path` (so it finds the same plan), but distances and
+    settled marks are lists indexed by the state's number instead of dicts hashing
+    ``(r, q, TSState)`` (three levels) on every relaxation, each robot's
     transitions out of a TS state are read from its TS once, when first expanded, and
     the successors are relaxed in the loop instead of being built as a list: the team
     search is where offline allocation and global reallocation spend their time.
@@ -234,8 +235,12 @@ class _CodedTeam:
         self.ids: dict[TSState, int] = {}
         self.states: list[TSState] = []
         self.outs: dict[int, tuple[int, list[tuple[int, str, float]]]] = {}
+        for pa in team.products:  # number every TS state first: codes are list indices
+            for s in pa.ts.succ:
+                self._id(s)
         self.start = self.encode(team.initial)
         self.next_start = [self._id(s) for s in team.starts[1:]]
+        self.size = len(self.states) * self.n_q * self.n_r
 
     def _id(self, s: TSState) -> int:
         i = self.ids.get(s)
@@ -273,25 +278,27 @@ class _CodedTeam:
         switch, next_start, out_of = self.team.decomposition, self.next_start, self._out
         n_q, n_r = self.n_q, self.n_r
         start = self.start
-        inf = float("inf")
-        dist: dict[int, float] = {start: 0.0}
+        dist = [float("inf")] * self.size  # by code; a settled state keeps its distance
+        dist[start] = 0.0
+        done = bytearray(self.size)
+        expanded = 0
         parent: dict[int, tuple[int, str, float]] = {}
-        done: set[int] = set()
         tie = itertools.count(1)
         push, pop = heapq.heappush, heapq.heappop
         heap: list[tuple[float, int, int]] = [(0.0, 0, start)]
         while heap:
             d, _, code = pop(heap)
-            if code in done:
+            if done[code]:
                 continue
-            done.add(code)
+            done[code] = 1
+            expanded += 1
             rest, r = divmod(code, n_r)
             sid, q = divmod(rest, n_q)
             if q in accepting:
-                return walk_back(parent, start, code), len(done)
-            if max_states is not None and len(done) >= max_states:
+                return walk_back(parent, start, code), expanded
+            if max_states is not None and expanded >= max_states:
                 raise SolverLimitError(
-                    f"team search stopped after {len(done)} states (max_states={max_states})"
+                    f"team search stopped after {expanded} states (max_states={max_states})"
                 )
             letter, trans = out_of(r, sid)
             nq = delta[q][letter]
@@ -300,17 +307,17 @@ class _CodedTeam:
                 for t, action, w in trans:
                     nxt = t + low
                     nd = d + w
-                    if nd < dist.get(nxt, inf):
+                    if nd < dist[nxt]:
                         dist[nxt] = nd
                         parent[nxt] = (code, action, w)
                         push(heap, (nd, next(tie), nxt))
             if q in switch and r + 1 < n_r:
                 nxt = (next_start[r] * n_q + q) * n_r + r + 1
-                if d < dist.get(nxt, inf):  # a switch costs 0
+                if d < dist[nxt]:  # a switch costs 0
                     dist[nxt] = d
                     parent[nxt] = (code, "switch", 0.0)
                     push(heap, (d, next(tie), nxt))
-        return None, len(done)
+        return None, expanded
 
 
 def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
