@@ -23,7 +23,7 @@ from teamtree.planners.ltl.model import (
     RobotModel,
     TSState,
 )
-from teamtree.planners.ltl.shortest import PathStep, walk_back
+from teamtree.planners.ltl.shortest import PathStep
 from teamtree.planners.ltl.syntax import Formula
 
 __all__ = [
@@ -219,12 +219,13 @@ class _CodedTeam:
     """Dijkstra on the team automaton with states numbered ``(s * n_q + q) * n_r + r``.
 
     The same graph as `TeamAutomaton.successors`, relaxed in the same order with the
-    same tie-breaking as `shortest_path` (so it finds the same plan), but distances and
-    settled marks are lists indexed by the state's number instead of dicts hashing
-    ``(r, q, TSState)`` (three levels) on every relaxation, each robot's
-    transitions out of a TS state are read from its TS once, when first expanded, and
-    the successors are relaxed in the loop instead of being built as a list: the team
-    search is where offline allocation and global reallocation spend their time.
+    same tie-breaking as `shortest_path` (so it finds the same plan). The team search is
+    where offline allocation and global reallocation spend their time, so: distances
+    and settled marks are lists indexed by the state's number instead of dicts hashing
+    ``(r, q, TSState)`` (three levels) on every relaxation; a parent is a number (no
+    tuple per push: the allocations and the collections they cause were about a fifth
+    of the search); each robot's transitions out of a TS state are read from its TS
+    once, when first expanded; successors are relaxed in the loop, not built as a list.
     """
 
     def __init__(self, team: TeamAutomaton):
@@ -234,7 +235,7 @@ class _CodedTeam:
         self.n_r = len(team.products)
         self.ids: dict[TSState, int] = {}
         self.states: list[TSState] = []
-        self.outs: dict[int, tuple[int, list[tuple[int, str, float]]]] = {}
+        self.outs: dict[int, tuple[int, list[tuple[int, float]]]] = {}
         for pa in team.products:  # number every TS state first: codes are list indices
             for s in pa.ts.succ:
                 self._id(s)
@@ -258,7 +259,7 @@ class _CodedTeam:
         sid, q = divmod(rest, self.n_q)
         return (r, q, self.states[sid])
 
-    def _out(self, r: int, sid: int) -> tuple[int, list[tuple[int, str, float]]]:
+    def _out(self, r: int, sid: int) -> tuple[int, list[tuple[int, float]]]:
         """Robot ``r``'s letter in TS state ``sid`` and its transitions out of it, each
         target as ``s * n_q * n_r`` (add ``q * n_r + r`` for the team state)."""
         key = sid * self.n_r + r
@@ -267,9 +268,26 @@ class _CodedTeam:
             pa = self.team.products[r]
             s = self.states[sid]
             scale = self.n_q * self.n_r
-            trans = [(self._id(t.target) * scale, t.action, t.weight) for t in pa.ts.successors(s)]
+            trans = [(self._id(t.target) * scale, t.weight) for t in pa.ts.successors(s)]
             hit = self.outs[key] = (pa.letter(s), trans)
         return hit
+
+    def _walk_back(self, parent: dict[int, int], code: int) -> list[PathStep[int]]:
+        """The steps from the start to ``code``; a step within one robot is its TS's only
+        transition between the two TS states, a step to the next robot a switch."""
+        path: list[PathStep[int]] = []
+        while code != self.start:
+            prev = parent[code]
+            r, _, s = self.decode(code)
+            pr, _, ps = self.decode(prev)
+            if pr != r:
+                path.append((code, "switch", 0.0))
+            else:
+                t = self.team.products[r].ts.succ[ps][s]
+                path.append((code, t.action, t.weight))
+            code = prev
+        path.reverse()
+        return path
 
     def search(self, max_states: int | None) -> tuple[list[PathStep[int]] | None, int]:
         """`shortest_path` from the initial team state to an accepting one."""
@@ -282,7 +300,7 @@ class _CodedTeam:
         dist[start] = 0.0
         done = bytearray(self.size)
         expanded = 0
-        parent: dict[int, tuple[int, str, float]] = {}
+        parent: dict[int, int] = {}  # the action and weight are found again on the way back
         tie = itertools.count(1)
         push, pop = heapq.heappush, heapq.heappop
         heap: list[tuple[float, int, int]] = [(0.0, 0, start)]
@@ -295,7 +313,7 @@ class _CodedTeam:
             rest, r = divmod(code, n_r)
             sid, q = divmod(rest, n_q)
             if q in accepting:
-                return walk_back(parent, start, code), expanded
+                return self._walk_back(parent, code), expanded
             if max_states is not None and expanded >= max_states:
                 raise SolverLimitError(
                     f"team search stopped after {expanded} states (max_states={max_states})"
@@ -304,18 +322,18 @@ class _CodedTeam:
             nq = delta[q][letter]
             if nq != sink:
                 low = nq * n_r + r
-                for t, action, w in trans:
+                for t, w in trans:
                     nxt = t + low
                     nd = d + w
                     if nd < dist[nxt]:
                         dist[nxt] = nd
-                        parent[nxt] = (code, action, w)
+                        parent[nxt] = code
                         push(heap, (nd, next(tie), nxt))
             if q in switch and r + 1 < n_r:
                 nxt = (next_start[r] * n_q + q) * n_r + r + 1
                 if d < dist[nxt]:  # a switch costs 0
                     dist[nxt] = d
-                    parent[nxt] = (code, "switch", 0.0)
+                    parent[nxt] = code
                     push(heap, (d, next(tie), nxt))
         return None, expanded
 
