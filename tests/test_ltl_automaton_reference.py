@@ -12,38 +12,13 @@ from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
 from teamtree.planners.ltl import Automaton, Progression, replicated_team
-from teamtree.planners.ltl.syntax import (
-    FALSE,
-    TRUE,
-    And,
-    Formula,
-    Next,
-    Not,
-    Or,
-    Prop,
-    Release,
-    Until,
-)
+from teamtree.planners.ltl.syntax import Formula
 from tests import ltl_reference as ref
+from tests.ltl_strategies import ltl_formulas
 
 AP = ("a", "b", "c", "d")
 
-leaves = st.sampled_from([Prop(p) for p in AP] + [TRUE, FALSE])
-formulas = st.recursive(
-    leaves,
-    lambda kid: st.one_of(
-        kid.map(Not),
-        kid.map(Next),
-        st.tuples(kid, kid).map(lambda t: And(t)),
-        st.tuples(kid, kid, kid).map(lambda t: And(t)),
-        st.tuples(kid, kid).map(lambda t: Or(t)),
-        st.tuples(kid, kid).map(lambda t: Until(*t)),
-        st.tuples(kid, kid).map(lambda t: Release(*t)),
-        kid.map(lambda f: Until(TRUE, f)),
-        kid.map(lambda f: Release(FALSE, f)),
-    ),
-    max_leaves=10,
-)
+formulas = ltl_formulas(AP, max_leaves=10, wide=True)
 letters = st.frozensets(st.sampled_from(AP))
 alphabets = st.none() | st.lists(letters, min_size=1, max_size=6)
 
