@@ -8,36 +8,12 @@ from hypothesis import strategies as st
 
 from teamtree.broker import SpecificationError
 from teamtree.planners.ltl import Automaton, Progression, evaluate, parse
-from teamtree.planners.ltl.syntax import (
-    FALSE,
-    TRUE,
-    And,
-    Formula,
-    Next,
-    Not,
-    Or,
-    Prop,
-    Release,
-    Until,
-)
+from teamtree.planners.ltl.syntax import Formula
+from tests.ltl_strategies import ltl_formulas
 
 AP = ("a", "b", "c")
 
-leaves = st.sampled_from([Prop(p) for p in AP] + [TRUE, FALSE])
-formulas = st.recursive(
-    leaves,
-    lambda kid: st.one_of(
-        kid.map(Not),
-        kid.map(Next),
-        st.tuples(kid, kid).map(lambda t: And(t)),
-        st.tuples(kid, kid).map(lambda t: Or(t)),
-        st.tuples(kid, kid).map(lambda t: Until(*t)),
-        st.tuples(kid, kid).map(lambda t: Release(*t)),
-        kid.map(lambda f: Until(TRUE, f)),
-        kid.map(lambda f: Release(FALSE, f)),
-    ),
-    max_leaves=7,
-)
+formulas = ltl_formulas(AP, max_leaves=7)
 letters = st.frozensets(st.sampled_from(AP))
 traces = st.lists(letters, min_size=0, max_size=7)
 

@@ -1,10 +1,11 @@
 """LTL missions for robot teams (seed 003, Zhou et al.): parsing, translation to an
-automaton by progression, transition systems, product and team automata, offline
-allocation, local and global reallocation (every search on one Dijkstra, ``shortest``),
-and a joint-trace checker. Pure.
+automaton by progression (built once per specification and alphabet, `AUTOMATA`),
+transition systems, product and team automata, offline allocation, local and global
+reallocation (the searches on one Dijkstra, ``shortest``; the team search on a copy of
+its loop over int-numbered team states), and a joint-trace checker. Pure.
 """
 
-from teamtree.planners.ltl.automaton import Automaton, Progression
+from teamtree.planners.ltl.automaton import AUTOMATA, Automaton, AutomatonCache, Progression
 from teamtree.planners.ltl.hospital import (
     FORMULAS,
     HOSPITAL_MAP,
@@ -47,10 +48,12 @@ from teamtree.planners.ltl.team import (
 from teamtree.planners.ltl.trace import TraceVerdict, check_trace, plan_segments
 
 __all__ = [
+    "AUTOMATA",
     "FORMULAS",
     "HOSPITAL_MAP",
     "ROBOT_TYPES",
     "Automaton",
+    "AutomatonCache",
     "Edge",
     "EnvironmentChange",
     "Formula",

@@ -13,6 +13,8 @@ The DFA is a special case of the paper's NFA: ``δ_Q(q, a)`` has exactly one ele
 from __future__ import annotations
 
 import itertools
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Protocol
 
@@ -35,7 +37,7 @@ from teamtree.planners.ltl.syntax import (
     parse,
 )
 
-__all__ = ["Automaton", "Progression", "StepAutomaton"]
+__all__ = ["AUTOMATA", "Automaton", "AutomatonCache", "Progression", "StepAutomaton"]
 
 Obligation = tuple[Formula, bool]
 Clause = frozenset[Obligation]
@@ -55,7 +57,7 @@ class StepAutomaton(Protocol):
     def is_accepting(self, q: Hashable) -> bool: ...
 
 
-def _norm_clause(obligations: Iterable[Obligation]) -> DNF:
+def _norm_clause(obligations: Iterable[Obligation], norm: _Normaliser) -> DNF:
     """Normalise a conjunction of obligations into a DNF (split ∧, distribute ∨)."""
     todo = list(obligations)
     done: dict[Formula, bool] = {}
@@ -77,7 +79,7 @@ def _norm_clause(obligations: Iterable[Obligation]) -> DNF:
             rest = list(done.items()) + todo
             out: set[Clause] = set()
             for alt in f.args:
-                out |= _norm_clause([*rest, (alt, strong)])
+                out |= norm.clause(frozenset([*rest, (alt, strong)]))
             return _minimal(out)
         done[f] = done.get(f, False) or strong
     if FALSE in done and any(done.values()):
@@ -97,14 +99,45 @@ def _minimal(clauses: Iterable[Clause]) -> DNF:
     return frozenset(kept)
 
 
-def _product(a: DNF, b: DNF) -> DNF:
-    if not a or not b:
-        return _FALSE_DNF
-    out: set[Clause] = set()
-    for ca in a:
-        for cb in b:
-            out |= _norm_clause(ca | cb)
-    return _minimal(out)
+class _Normaliser:
+    """Clause normalisation and DNF products, memoised.
+
+    Both are pure functions of sets (a clause is a conjunction, so the order and
+    repetition of its obligations do not matter), and the construction asks for the
+    same few hundred inputs tens of thousands of times: every state and letter
+    multiplies the same obligations' progressions.
+    """
+
+    __slots__ = ("_clauses", "_products")
+
+    def __init__(self) -> None:
+        self._clauses: dict[Clause, DNF] = {}
+        self._products: dict[tuple[DNF, DNF], DNF] = {}
+
+    def clause(self, obligations: Clause) -> DNF:
+        hit = self._clauses.get(obligations)
+        if hit is None:
+            hit = _norm_clause(obligations, self)
+            self._clauses[obligations] = hit
+        return hit
+
+    def one(self, f: Formula, strong: bool) -> DNF:
+        return self.clause(frozenset(((f, strong),)))
+
+    def product(self, a: DNF, b: DNF) -> DNF:
+        """The conjunction of two DNFs, normalised."""
+        if not a or not b:
+            return _FALSE_DNF
+        key = (a, b)
+        hit = self._products.get(key)
+        if hit is None:
+            out: set[Clause] = set()
+            for ca in a:
+                for cb in b:
+                    out |= self.clause(ca | cb)
+            hit = _minimal(out)
+            self._products[key] = hit
+        return hit
 
 
 class Progression:
@@ -122,7 +155,9 @@ class Progression:
         self.states: list[DNF] = []
         self._prog: dict[tuple[Formula, frozenset[str]], DNF] = {}
         self._delta: dict[tuple[int, frozenset[str]], int] = {}
-        self.initial = self._intern(_norm_clause([(self._nnf, True)]))
+        self._norm = _Normaliser()
+        self._clause_step: dict[tuple[Clause, frozenset[str]], DNF] = {}
+        self.initial = self._intern(self._norm.one(self._nnf, True))
 
     def _intern(self, dnf: DNF) -> int:
         q = self._ids.get(dnf)
@@ -151,7 +186,7 @@ class Progression:
         elif isinstance(f, And):
             r = _TRUE_DNF
             for a in f.args:
-                r = _product(r, self._progress(a, letter))
+                r = self._norm.product(r, self._progress(a, letter))
                 if not r:
                     break
         elif isinstance(f, Or):
@@ -160,16 +195,16 @@ class Progression:
                 out |= self._progress(a, letter)
             r = _minimal(out)
         elif isinstance(f, Next):
-            r = _norm_clause([(f.arg, True)])
+            r = self._norm.one(f.arg, True)
         elif isinstance(f, WeakNext):
-            r = _norm_clause([(f.arg, False)])
+            r = self._norm.one(f.arg, False)
         elif isinstance(f, Until):
-            keep = _product(self._progress(f.left, letter), _norm_clause([(f, True)]))
+            keep = self._norm.product(self._progress(f.left, letter), self._norm.one(f, True))
             r = _minimal(self._progress(f.right, letter) | keep)
         else:
             assert isinstance(f, Release)
-            alt = _minimal(self._progress(f.left, letter) | _norm_clause([(f, False)]))
-            r = _product(self._progress(f.right, letter), alt)
+            alt = _minimal(self._progress(f.left, letter) | self._norm.one(f, False))
+            r = self._norm.product(self._progress(f.right, letter), alt)
         self._prog[key] = r
         return r
 
@@ -182,17 +217,27 @@ class Progression:
             return hit
         out: set[Clause] = set()
         for clause in self.states[q]:
-            if (FALSE, False) in clause:
-                continue  # this clause required the trace to end
-            part = _TRUE_DNF
-            for f, _strong in clause:
-                part = _product(part, self._progress(f, letter))
-                if not part:
-                    break
-            out |= part
+            out |= self._step_clause(clause, letter)
         nq = self._intern(_minimal(out))
         self._delta[key] = nq
         return nq
+
+    def _step_clause(self, clause: Clause, letter: frozenset[str]) -> DNF:
+        """One clause read one letter: the product of its obligations' progressions.
+        Memoised: states share most of their clauses."""
+        key = (clause, letter)
+        hit = self._clause_step.get(key)
+        if hit is not None:
+            return hit
+        part = _FALSE_DNF
+        if (FALSE, False) not in clause:  # else this clause required the trace to end
+            part = _TRUE_DNF
+            for f, _strong in clause:
+                part = self._norm.product(part, self._progress(f, letter))
+                if not part:
+                    break
+        self._clause_step[key] = part
+        return part
 
     def is_accepting(self, q: int) -> bool:
         """True if the trace may end here: some clause has no strong obligation."""
@@ -238,8 +283,12 @@ class Automaton:
     States are ``0..n-1``; ``initial`` reads nothing yet; ``delta[q][i]`` is the
     successor on ``letters[i]``; ``sink`` is the rejecting trap state (or None).
     Labels are projected on the formula's propositions; a label whose projection is
-    not in the alphabet raises SpecificationError.
+    not in the alphabet raises SpecificationError. Read-only once built (its tables are
+    tuples), so missions of the same specification can share one (`AutomatonCache`).
     """
+
+    progression: type[Progression] = Progression
+    """The lazy construction whose states are explored (the tests swap in a reference)."""
 
     def __init__(
         self,
@@ -248,7 +297,7 @@ class Automaton:
         *,
         minimize: bool = True,
     ):
-        prog = Progression(formula)
+        prog = self.progression(formula)
         self.formula = prog.formula
         self.atoms = prog.atoms
         if alphabet is None:
@@ -262,7 +311,9 @@ class Automaton:
             letters = {frozenset(c) for r in sizes for c in itertools.combinations(names, r)}
         else:
             letters = {prog.project(label) for label in alphabet}
-        self.letters: list[frozenset[str]] = sorted(letters, key=lambda s: (len(s), sorted(s)))
+        self.letters: tuple[frozenset[str], ...] = tuple(
+            sorted(letters, key=lambda s: (len(s), sorted(s)))
+        )
         self.letter_index = {a: i for i, a in enumerate(self.letters)}
 
         # explore the progression states reachable over the alphabet
@@ -289,14 +340,17 @@ class Automaton:
             if b not in renum:
                 renum[b] = len(rep)
                 rep.append(q)
-        self.delta: list[list[int]] = [[renum[block[nq]] for nq in table[q]] for q in rep]
+        self.delta: tuple[tuple[int, ...], ...] = tuple(
+            tuple(renum[block[nq]] for nq in table[q]) for q in rep
+        )
         self.initial = 0
         self.accepting = frozenset(renum[block[q]] for q in accepting)
         self.n_states = len(rep)
-        self._dnf = [prog.states[q] for q in rep]
-        self.members: list[list[DNF]] = [[] for _ in rep]
+        self._dnf = tuple(prog.states[q] for q in rep)
+        members: list[list[DNF]] = [[] for _ in rep]
         for q in order:
-            self.members[renum[block[q]]].append(prog.states[q])
+            members[renum[block[q]]].append(prog.states[q])
+        self.members: tuple[tuple[DNF, ...], ...] = tuple(tuple(m) for m in members)
         self.unminimized_states = len(order)
         self.sink: int | None = None
         for q in range(self.n_states):
@@ -358,6 +412,68 @@ class Automaton:
             f"Automaton({len(self.letters)} letters, {self.n_states} states, "
             f"{len(self.accepting)} accepting, from {self.unminimized_states})"
         )
+
+
+class AutomatonCache:
+    """The automata of the last ``size`` (formula, alphabet) pairs, least recently used
+    dropped first: every mission of the same specification over the same labels shares
+    one automaton instead of rebuilding it.
+
+    The key is the parsed formula (texts that parse to the same tree share), the
+    alphabet projected on the formula's propositions, and ``minimize``. Errors are not
+    kept: a bad formula raises on every call. ``size=0`` keeps nothing (always builds).
+    Safe to share between threads (two racing first calls may both build).
+    """
+
+    def __init__(self, size: int = 32):
+        if size < 0:
+            raise SpecificationError(f"cache size must be >= 0, not {size}")
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._items: OrderedDict[tuple, Automaton] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        formula: Formula | str,
+        alphabet: Iterable[Iterable[str]] | None = None,
+        *,
+        minimize: bool = True,
+    ) -> Automaton:
+        """The automaton of ``formula`` over ``alphabet``, built on the first call."""
+        f = parse(formula) if isinstance(formula, str) else formula
+        letters = None
+        if alphabet is not None:
+            seen = atoms(f)
+            letters = frozenset(frozenset(label) & seen for label in alphabet)
+        key = (f, letters, minimize)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return hit
+            self.misses += 1
+        built = Automaton(f, letters, minimize=minimize)
+        if self.size:
+            with self._lock:
+                self._items[key] = built
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return built
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+AUTOMATA = AutomatonCache()
+"""The process's automata, used by `Mission` unless it is given another cache."""
 
 
 def _moore(order: list[int], table: dict[int, list[int]], accepting: set[int]) -> dict[int, int]:

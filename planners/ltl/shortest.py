@@ -1,4 +1,5 @@
-"""Dijkstra over an implicit graph, the one used by every LTL search here.
+"""Dijkstra over an implicit graph, the one used by the LTL searches here (the team
+search in ``team`` runs the same loop, tie-breaking included, on int-numbered states).
 
 The product automata and the team automaton are built lazily (a state's successors
 are computed when it is expanded), so this takes a ``successors`` function instead of
@@ -15,7 +16,7 @@ from typing import TypeVar
 
 from teamtree.broker import SolverLimitError
 
-__all__ = ["PathStep", "shortest_path"]
+__all__ = ["PathStep", "shortest_path", "walk_back"]
 
 N = TypeVar("N", bound=Hashable)
 
@@ -35,33 +36,42 @@ def shortest_path(
     after `start`, and the number of states expanded; ``(None, expanded)`` when no goal
     is reachable. `successors(state)` yields ``(next state, action, weight >= 0)``.
     Raises SolverLimitError (naming `what`) after `max_states` expansions."""
+    # A settled state is never improved on (weights are >= 0), so the relaxation needs
+    # no "settled" test; locals are bound once because this loop is every search's cost.
+    inf = float("inf")
     dist: dict[N, float] = {start: 0.0}
     parent: dict[N, tuple[N, str, float]] = {}
     done: set[N] = set()
-    tie = itertools.count()
-    heap: list[tuple[float, int, N]] = [(0.0, next(tie), start)]
+    settle = done.add
+    tie = itertools.count(1)
+    push, pop = heapq.heappush, heapq.heappop
+    heap: list[tuple[float, int, N]] = [(0.0, 0, start)]
     while heap:
-        d, _, node = heapq.heappop(heap)
+        d, _, node = pop(heap)
         if node in done:
             continue
-        done.add(node)
+        settle(node)
         if is_goal(node):
-            path: list[PathStep[N]] = []
-            cur = node
-            while cur != start:
-                prev, action, w = parent[cur]
-                path.append((cur, action, w))
-                cur = prev
-            path.reverse()
-            return path, len(done)
+            return walk_back(parent, start, node), len(done)
         if max_states is not None and len(done) >= max_states:
             raise SolverLimitError(
                 f"{what} stopped after {len(done)} states (max_states={max_states})"
             )
         for nxt, action, w in successors(node):
             nd = d + w
-            if nxt not in done and nd < dist.get(nxt, float("inf")):
+            if nd < dist.get(nxt, inf):
                 dist[nxt] = nd
                 parent[nxt] = (node, action, w)
-                heapq.heappush(heap, (nd, next(tie), nxt))
+                push(heap, (nd, next(tie), nxt))
     return None, len(done)
+
+
+def walk_back(parent: dict[N, tuple[N, str, float]], start: N, node: N) -> list[PathStep[N]]:
+    """The steps from `start` to `node` by the ``parent`` links a search left."""
+    path: list[PathStep[N]] = []
+    while node != start:
+        prev, action, w = parent[node]
+        path.append((node, action, w))
+        node = prev
+    path.reverse()
+    return path

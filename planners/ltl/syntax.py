@@ -48,9 +48,35 @@ class LTLSyntaxError(SpecificationError):
 
 
 class Formula:
-    """Base of the formula tree; nodes are immutable and compare structurally."""
+    """Base of the formula tree; nodes are immutable and compare structurally.
 
-    __slots__ = ()
+    The hash is computed once per node and kept: the automaton construction hashes
+    progressed formulas in sets and dicts millions of times, and a recomputed hash
+    walks the whole subtree. Equality checks identity, then the kept hashes, and only
+    then the fields.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((type(self).__name__, *self._fields()))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__match_args__)  # type: ignore[attr-defined]
 
     def __and__(self, other: Formula) -> Formula:
         return And((self, other))
@@ -62,7 +88,7 @@ class Formula:
         return Not(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Const(Formula):
     """``true`` or ``false``."""
 
@@ -76,7 +102,7 @@ TRUE = Const(True)
 FALSE = Const(False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Prop(Formula):
     """An atomic proposition: a region name or an operating state."""
 
@@ -86,7 +112,7 @@ class Prop(Formula):
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Not(Formula):
     arg: Formula
 
@@ -94,7 +120,7 @@ class Not(Formula):
         return f"!{_wrap(self.arg)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class And(Formula):
     args: tuple[Formula, ...]
 
@@ -102,7 +128,7 @@ class And(Formula):
         return " && ".join(_wrap(a) for a in self.args)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Or(Formula):
     args: tuple[Formula, ...]
 
@@ -110,7 +136,7 @@ class Or(Formula):
         return " || ".join(_wrap(a) for a in self.args)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Next(Formula):
     """Strong next: a next position exists and satisfies ``arg``."""
 
@@ -120,7 +146,7 @@ class Next(Formula):
         return f"X {_wrap(self.arg)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class WeakNext(Formula):
     """Weak next (``!X!``): there is no next position, or it satisfies ``arg``. Internal."""
 
@@ -132,7 +158,7 @@ class WeakNext(Formula):
         return f"!X !{_wrap(self.arg)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Until(Formula):
     left: Formula
     right: Formula
@@ -143,7 +169,7 @@ class Until(Formula):
         return f"{_wrap(self.left)} U {_wrap(self.right)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Release(Formula):
     left: Formula
     right: Formula

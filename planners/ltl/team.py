@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from teamtree.broker import InfeasibleError, SolverLimitError, SpecificationError
-from teamtree.planners.ltl.automaton import Automaton
+from teamtree.planners.ltl.automaton import AUTOMATA, Automaton, AutomatonCache
 from teamtree.planners.ltl.model import (
     PAState,
     ProductAutomaton,
     RobotModel,
     TSState,
 )
-from teamtree.planners.ltl.shortest import PathStep, shortest_path
+from teamtree.planners.ltl.shortest import PathStep
 from teamtree.planners.ltl.syntax import Formula
 
 __all__ = [
@@ -207,13 +207,135 @@ def search_team(
 
 
 def _dijkstra(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
-    start = team.initial
-    path, expanded = shortest_path(
-        start, team.successors, team.is_accepting, max_states=max_states, what="team search"
-    )
+    coded = _CodedTeam(team)
+    path, expanded = coded.search(max_states)
     if path is None:
         raise _no_path(team, expanded)
-    return [(start, "", 0.0), *path], expanded
+    steps = [(coded.decode(n), action, w) for n, action, w in path]
+    return [(team.initial, "", 0.0), *steps], expanded
+
+
+class _CodedTeam:
+    """Dijkstra on the team automaton with states numbered ``(s * n_q + q) * n_r + r``.
+
+    The same graph as `TeamAutomaton.successors`, relaxed in the same order with the
+    same tie-breaking as `shortest_path` (so it finds the same plan). The team search is
+    where offline allocation and global reallocation spend their time, so: distances
+    and settled marks are lists indexed by the state's number instead of dicts hashing
+    ``(r, q, TSState)`` (three levels) on every relaxation; a parent is a number (no
+    tuple per push: the allocations and the collections they cause were about a fifth
+    of the search); each robot's transitions out of a TS state are read from its TS
+    once, when first expanded; successors are relaxed in the loop, not built as a list.
+    """
+
+    def __init__(self, team: TeamAutomaton):
+        aut = team.automaton
+        self.team = team
+        self.n_q = aut.n_states
+        self.n_r = len(team.products)
+        self.ids: dict[TSState, int] = {}
+        self.states: list[TSState] = []
+        self.outs: dict[int, tuple[int, list[tuple[int, float]]]] = {}
+        for pa in team.products:  # number every TS state first: codes are list indices
+            for s in pa.ts.succ:
+                self._id(s)
+        self.start = self.encode(team.initial)
+        self.next_start = [self._id(s) for s in team.starts[1:]]
+        self.size = len(self.states) * self.n_q * self.n_r
+
+    def _id(self, s: TSState) -> int:
+        i = self.ids.get(s)
+        if i is None:
+            i = self.ids[s] = len(self.states)
+            self.states.append(s)
+        return i
+
+    def encode(self, node: TeamState) -> int:
+        r, q, s = node
+        return (self._id(s) * self.n_q + q) * self.n_r + r
+
+    def decode(self, code: int) -> TeamState:
+        rest, r = divmod(code, self.n_r)
+        sid, q = divmod(rest, self.n_q)
+        return (r, q, self.states[sid])
+
+    def _out(self, r: int, sid: int) -> tuple[int, list[tuple[int, float]]]:
+        """Robot ``r``'s letter in TS state ``sid`` and its transitions out of it, each
+        target as ``s * n_q * n_r`` (add ``q * n_r + r`` for the team state)."""
+        key = sid * self.n_r + r
+        hit = self.outs.get(key)
+        if hit is None:
+            pa = self.team.products[r]
+            s = self.states[sid]
+            scale = self.n_q * self.n_r
+            trans = [(self._id(t.target) * scale, t.weight) for t in pa.ts.successors(s)]
+            hit = self.outs[key] = (pa.letter(s), trans)
+        return hit
+
+    def _walk_back(self, parent: dict[int, int], code: int) -> list[PathStep[int]]:
+        """The steps from the start to ``code``; a step within one robot is its TS's only
+        transition between the two TS states, a step to the next robot a switch."""
+        path: list[PathStep[int]] = []
+        while code != self.start:
+            prev = parent[code]
+            r, _, s = self.decode(code)
+            pr, _, ps = self.decode(prev)
+            if pr != r:
+                path.append((code, "switch", 0.0))
+            else:
+                t = self.team.products[r].ts.succ[ps][s]
+                path.append((code, t.action, t.weight))
+            code = prev
+        path.reverse()
+        return path
+
+    def search(self, max_states: int | None) -> tuple[list[PathStep[int]] | None, int]:
+        """`shortest_path` from the initial team state to an accepting one."""
+        aut = self.team.automaton
+        delta, sink, accepting = aut.delta, aut.sink, aut.accepting
+        switch, next_start, out_of = self.team.decomposition, self.next_start, self._out
+        n_q, n_r = self.n_q, self.n_r
+        start = self.start
+        dist = [float("inf")] * self.size  # by code; a settled state keeps its distance
+        dist[start] = 0.0
+        done = bytearray(self.size)
+        expanded = 0
+        parent: dict[int, int] = {}  # the action and weight are found again on the way back
+        tie = itertools.count(1)
+        push, pop = heapq.heappush, heapq.heappop
+        heap: list[tuple[float, int, int]] = [(0.0, 0, start)]
+        while heap:
+            d, _, code = pop(heap)
+            if done[code]:
+                continue
+            done[code] = 1
+            expanded += 1
+            rest, r = divmod(code, n_r)
+            sid, q = divmod(rest, n_q)
+            if q in accepting:
+                return self._walk_back(parent, code), expanded
+            if max_states is not None and expanded >= max_states:
+                raise SolverLimitError(
+                    f"team search stopped after {expanded} states (max_states={max_states})"
+                )
+            letter, trans = out_of(r, sid)
+            nq = delta[q][letter]
+            if nq != sink:
+                low = nq * n_r + r
+                for t, w in trans:
+                    nxt = t + low
+                    nd = d + w
+                    if nd < dist[nxt]:
+                        dist[nxt] = nd
+                        parent[nxt] = code
+                        push(heap, (nd, next(tie), nxt))
+            if q in switch and r + 1 < n_r:
+                nxt = (next_start[r] * n_q + q) * n_r + r + 1
+                if d < dist[nxt]:  # a switch costs 0
+                    dist[nxt] = d
+                    parent[nxt] = code
+                    push(heap, (d, next(tie), nxt))
+        return None, expanded
 
 
 def _makespan(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPathStep], int]:
@@ -347,7 +469,9 @@ class Mission:
     produce, each robot's product automaton, and the decomposition set.
 
     Robots' transition systems are copied; environment changes (Alg. 2) and critical
-    failures edit the copies held here. Blocks only on computation; raises
+    failures edit the copies held here. The automaton is read-only and comes from
+    ``automata`` (by default the process's `AUTOMATA`), so missions of the same
+    specification over the same labels share one. Blocks only on computation; raises
     SpecificationError for bad input and InfeasibleError if the formula cannot be met.
     """
 
@@ -359,6 +483,7 @@ class Mission:
         objective: str = "sum",
         extra_labels: Iterable[Iterable[str]] = (),
         max_states: int | None = None,
+        automata: AutomatonCache = AUTOMATA,
     ):
         if objective not in OBJECTIVES:
             raise SpecificationError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
@@ -370,7 +495,7 @@ class Mission:
         }
         alphabet = {lab for r in self.robots.values() for lab in r.ts.labels.values()}
         alphabet |= {frozenset(lab) for lab in extra_labels}
-        self.automaton = Automaton(formula, alphabet)
+        self.automaton = automata.get(formula, alphabet)
         self.formula = self.automaton.formula
         self.products = {n: ProductAutomaton(self.automaton, r.ts) for n, r in self.robots.items()}
         self.decomposition = decomposition_set(self.automaton)
