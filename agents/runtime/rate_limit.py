@@ -14,6 +14,8 @@ from __future__ import annotations
 
 __all__ = ["SenderBuckets", "TokenBucket"]
 
+_EPSILON = 1e-9
+
 
 class TokenBucket:
     """At most `burst` messages at once, `rate` a second on average."""
@@ -36,9 +38,9 @@ class TokenBucket:
         """Take one token at `now`; False (and nothing taken) when there is none."""
         self.tokens = self.level(now)
         self.stamp = max(self.stamp, now)
-        if self.tokens < 1.0:
+        if self.tokens < 1.0 - _EPSILON:  # a sender exactly at the rate, less rounding
             return False
-        self.tokens -= 1.0
+        self.tokens = max(0.0, self.tokens - 1.0)
         return True
 
 
