@@ -155,7 +155,12 @@ def _reply_bytes(tree: TaskTree) -> int:
 def tree_wire_bytes(tree: TaskTree) -> int:
     """An upper bound on the body of the largest message `tree` makes (module
     docstring): its mission body, a claim reply, a snapshot's or declaration's list."""
-    body = {"kind": "multitask", "tree": tree.to_dict(), "text": tree.to_string()}
+    body = {
+        "kind": "multitask",
+        "tree": tree.to_dict(),
+        "text": tree.to_string(),
+        "mission": _MAX_ID,  # the stamp, counted here too: a bound, not an estimate
+    }
     mission = len(msgspec.msgpack.encode(body))
     listed = _LIST_BYTES + sum(_str_bytes(leaf) for leaf in tree.leaves)
     return max(mission, _reply_bytes(tree), listed)
