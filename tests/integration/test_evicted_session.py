@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from teamtree.agents import Agent, Presence
 from teamtree.broker import Endpoint
@@ -334,3 +335,24 @@ async def test_a_member_evicted_during_a_burst_reconnects_and_loses_nothing(
         last = max(a1.counters)
         missing = sorted(set(range(1, last + 1)) - set(a1.counters))
         assert not missing, f"lost {len(missing)} of {last}: {missing[:20]}"
+
+
+class _BrokenFactsheet(Agent):
+    """An agent whose connect hook fails with a bug, not a link error."""
+
+    def factsheet(self) -> dict:
+        raise ValueError("a bug in the factsheet")
+
+
+async def test_an_unexpected_error_in_the_connection_fails_the_agent_loudly(
+    mosquitto: BrokerUnderTest, team: str
+) -> None:
+    """A bug the connection cannot recover from by reconnecting stops the agent with
+    exit code 1 and an error naming it, instead of leaving it up and silent."""
+    with structlog.testing.capture_logs() as logs:
+        async with _BrokenFactsheet("a1", team=team, endpoint=mosquitto.endpoint) as a1:
+            code = await asyncio.wait_for(a1.run_until_stopped(), scaled(20))
+    assert code == 1
+    assert isinstance(a1.connection.failure, ValueError)
+    events = {(e["event"], e["log_level"]) for e in logs}
+    assert {("broker.connection_failed", "error"), ("agent.connection_failed", "error")} <= events
