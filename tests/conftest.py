@@ -201,15 +201,18 @@ timeout_s = 60
 
 
 async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
-    """Poll `predicate` until true; fail naming `what` after `timeout` seconds."""
+    """Poll `predicate` until true; fail naming `what` after `timeout` seconds on an
+    idle machine, stretched by ``slowness()`` (beside other work it waits longer; what
+    it waits for stays the same)."""
     loop = asyncio.get_running_loop()
+    timeout = scaled(timeout)
     deadline = loop.time() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if loop.time() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
+            pytest.fail(f"timed out after {timeout:.3g} s waiting for {what or predicate}")
         await asyncio.sleep(interval)
 
 

@@ -178,7 +178,9 @@ async def test_replicas_share_the_load_and_a_killed_one_loses_no_request(
 
         async def stream(n: int) -> None:
             for _ in range(n):
-                reply = await request_allocation(me, SOLVE, KITTING, timeout=1.0, attempts=8)
+                reply = await request_allocation(
+                    me, SOLVE, KITTING, timeout=scaled(1.0), attempts=8
+                )
                 answered.append(reply.sender)
 
         tasks = [asyncio.create_task(stream(10)) for _ in range(4)]
@@ -222,9 +224,7 @@ async def test_a_long_solve_is_bounded_by_the_deadline_and_the_service_stays_liv
                 beats.append(asyncio.get_running_loop().time())
 
         me.on_agents("heartbeat", on_heartbeat)
-        await eventually(
-            lambda: "alloc" in me.team_view.online("allocator"), scaled(25), what="online"
-        )
+        await eventually(lambda: "alloc" in me.team_view.online("allocator"), 25, what="online")
         loop = asyncio.get_running_loop()
         # 2 s on an idle machine; the solver gets most of it and building the model and
         # the answer the rest (SOLVE_SHARE), which takes longer on a busy machine

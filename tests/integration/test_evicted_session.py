@@ -277,12 +277,12 @@ class Member:
             await self.relay.__aexit__()
 
     async def wait(self, predicate: Callable[[], object], timeout: float, what: str) -> None:
-        """``eventually`` with a scaled deadline and a1's log when it fails."""
+        """``eventually``, with a1's log when it fails."""
         try:
-            await eventually(predicate, scaled(timeout), what=what)
-        except pytest.fail.Exception:
+            await eventually(predicate, timeout, what=what)
+        except pytest.fail.Exception as exc:
             pytest.fail(
-                f"{what}: not within {scaled(timeout):.0f} s; presences {self.presences}\n"
+                f"{exc}; presences {self.presences}\n"
                 + self.log.read_text(errors="replace")[-4000:]
             )
 

@@ -52,10 +52,10 @@ class _Member:
         return None if member is None else member.presence
 
     async def wait_for(self, state: Presence, timeout: float, what: str) -> None:
-        """Until the observer sees a1 in `state`: `timeout` s on an idle machine,
-        scaled by its slowness; failing, with a1's log."""
+        """Until the observer sees a1 in `state` (``eventually``); failing, with a1's
+        log."""
         try:
-            await eventually(lambda: self.presence() is state, scaled(timeout), what=what)
+            await eventually(lambda: self.presence() is state, timeout, what=what)
         except pytest.fail.Exception as exc:
             pytest.fail(f"{exc}; a1 is {self.presence()}; its log:\n{self.log.read_text()[-4000:]}")
 
