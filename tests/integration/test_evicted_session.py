@@ -33,7 +33,9 @@ from teamtree.agents import Agent, Presence
 from teamtree.broker import Endpoint
 from teamtree.broker.connection import Connection, Incoming
 from teamtree.broker.envelope import decode
+from teamtree.broker.fast_client import _frame_at
 from tests.conftest import BrokerUnderTest, eventually, scaled, teamtree_cmd
+from tests.relay_support import TcpRelay, pump
 
 pytestmark = pytest.mark.integration
 
@@ -43,20 +45,13 @@ Packet = tuple[int, bytes]  # (first byte of the fixed header, the rest after th
 
 def _packet_at(buf: bytes | bytearray, pos: int) -> tuple[Packet, int] | None:
     """The MQTT packet starting at ``buf[pos]`` and where the next one starts; None
-    while it is not whole yet (MQTT 3.1.1 section 2.2)."""
-    i, length, shift = pos + 1, 0, 0
-    while True:
-        if i >= len(buf):
-            return None
-        byte = buf[i]
-        length |= (byte & 0x7F) << shift
-        i += 1
-        if not byte & 0x80:
-            break
-        shift += 7
-    if i + length > len(buf):
+    while it is not whole yet."""
+    frame = _frame_at(bytes(buf), pos)
+    assert frame is not False, "a remaining length of more than four bytes"
+    if frame is None:
         return None
-    return (buf[pos], bytes(buf[i : i + length])), i + length
+    start, end = frame
+    return (buf[pos], bytes(buf[start:end])), end
 
 
 def publish_topic(packet: Packet) -> str | None:
@@ -97,7 +92,7 @@ class Evictor:
             writer.close()
 
 
-class EvictingRelay:
+class EvictingRelay(TcpRelay):
     """Relays TCP to the broker, reading the packets the member sends. ``arm(match)``:
     the next packet `match` accepts is held, the member is evicted (``Evictor``),
     then the packet goes on to the closed session, as the member's publish did when
@@ -105,72 +100,44 @@ class EvictingRelay:
     and ``on_fire`` is called after each."""
 
     def __init__(self, broker: Endpoint, evictor: Evictor) -> None:
-        self.broker = broker
+        super().__init__(broker.port, broker.host)
         self.evictor = evictor
-        self.server: asyncio.Server | None = None
-        self.tasks: set[asyncio.Task[None]] = set()
         self.matches: list[Callable[[Packet], bool]] = []
         self.fired = 0
         self.on_fire: Callable[[], None] = lambda: None
 
-    async def __aenter__(self) -> EvictingRelay:
-        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        return self
-
     async def __aexit__(self, *exc: object) -> None:
-        assert self.server is not None
-        self.server.close()
-        for task in list(self.tasks):
-            task.cancel()
+        await super().__aexit__(*exc)
         self.evictor.close()
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"mqtt://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
     def arm(self, *matches: Callable[[Packet], bool]) -> None:
         """Evict at the next packet the first of `matches` accepts, then at the next
         the second accepts, and so on."""
         self.matches = list(matches)
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(self.broker.host, self.broker.port)
-        for pump in (self._upstream(reader, up_writer), self._pump(up_reader, writer)):
-            task = asyncio.create_task(pump)
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+    def pumps(self, client, broker):  # type: ignore[no-untyped-def]
+        return [self._upstream(client[0], broker[1]), pump(broker[0], client[1])]
 
     async def _upstream(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         buf = bytearray()
         try:
             while data := await source.read(65536):
                 buf += data
-                pos = 0
+                pos = sent = 0
                 while (found := _packet_at(buf, pos)) is not None:
                     packet, end = found
                     if self.matches and self.matches[0](packet):
                         self.matches.pop(0)
-                        sink.write(buf[:pos])
+                        sink.write(buf[sent:pos])  # what came before it goes on first
                         await sink.drain()
+                        sent = pos
                         await self.evictor.evict()  # the broker drops the member now
                         self.fired += 1
                         self.on_fire()
                     pos = end
-                sink.write(buf[:pos])
+                sink.write(buf[sent:pos])
                 await sink.drain()
                 del buf[:pos]
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            sink.close()
-
-    @staticmethod
-    async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        try:
-            while data := await source.read(65536):
-                sink.write(data)
-                await sink.drain()
         except (ConnectionError, OSError):
             pass
         finally:
