@@ -260,38 +260,58 @@ class Connection:
         self._inbound = client._queue  # type: ignore[assignment]
         self._session_over = asyncio.Event()
         async with client:
-            self._client = client
-            filters = list(self._subscriptions.items())
-            for start in range(0, len(filters), SUBSCRIBE_BATCH):  # one SUBSCRIBE per batch
-                await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
-            self.state = ConnectionState.CONNECTED
-            self._connected_at = asyncio.get_running_loop().time()
-            self.connects += 1
-            self.last_error = None
-            if self._on_connect is not None:
-                await self._on_connect()
-            await self._flush()
-            self.connected.set()
-            log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
-            inbound = self._inbound
-            while True:
-                message = await client.next_message()
-                lane = inbound.taken_lane
-                if lane != CRITICAL:
-                    # another agent of this process may hold a claim or a reply (or,
-                    # for a message that is not urgent, a transition): let it go
-                    # first, then serve ours of a higher lane that came meanwhile,
-                    # each giving way in its turn as the first did (served in a row,
-                    # a backlog of transitions held every other agent's claims and
-                    # replies back: ``benchmarks/bench_tasktree.py``, "Twentieth pass")
-                    await inbound.give_way(lane)
-                    while inbound.urgent_waiting(above=lane):
-                        first = inbound.get_nowait()
-                        if inbound.taken_lane != CRITICAL:
-                            await inbound.give_way(inbound.taken_lane)
-                        await self._on_message(first)
-                        await client.take_turn()
-                await self._on_message(message)
+            try:
+                await self._serve(client)
+            except RECONNECTABLE:
+                raise
+            except Exception:
+                self._abandon(client)
+                raise
+
+    async def _serve(self, client: FastClient) -> None:
+        """One session: subscribe, announce (``on_connect``), send the outbox, then
+        hand every message received to ``on_message`` until the session ends."""
+        self._client = client
+        filters = list(self._subscriptions.items())
+        for start in range(0, len(filters), SUBSCRIBE_BATCH):  # one SUBSCRIBE per batch
+            await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
+        self.state = ConnectionState.CONNECTED
+        self._connected_at = asyncio.get_running_loop().time()
+        self.connects += 1
+        self.last_error = None
+        if self._on_connect is not None:
+            await self._on_connect()
+        await self._flush()
+        self.connected.set()
+        log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
+        inbound = self._inbound
+        while True:
+            message = await client.next_message()
+            lane = inbound.taken_lane
+            if lane != CRITICAL:
+                # another agent of this process may hold a claim or a reply (or,
+                # for a message that is not urgent, a transition): let it go
+                # first, then serve ours of a higher lane that came meanwhile,
+                # each giving way in its turn as the first did (served in a row,
+                # a backlog of transitions held every other agent's claims and
+                # replies back: ``benchmarks/bench_tasktree.py``, "Twentieth pass")
+                await inbound.give_way(lane)
+                while inbound.urgent_waiting(above=lane):
+                    first = inbound.get_nowait()
+                    if inbound.taken_lane != CRITICAL:
+                        await inbound.give_way(inbound.taken_lane)
+                    await self._on_message(first)
+                    await client.take_turn()
+            await self._on_message(message)
+
+    @staticmethod
+    def _abandon(client: FastClient) -> None:
+        """End `client`'s session without a DISCONNECT, so the broker publishes the
+        Last Will: a connection that fails with a bug must not leave its agent shown
+        online to the team."""
+        client._client._sock_close()
+        client._fail(ConnectionError("abandoned after an unexpected error"))
+        client._disconnected.exception()  # retrieved: no unretrieved error at exit
 
     async def close(
         self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0

@@ -315,10 +315,17 @@ async def test_an_unexpected_error_in_the_connection_fails_the_agent_loudly(
     mosquitto: BrokerUnderTest, team: str
 ) -> None:
     """A bug the connection cannot recover from by reconnecting stops the agent with
-    exit code 1 and an error naming it, instead of leaving it up and silent."""
-    with structlog.testing.capture_logs() as logs:
-        async with _BrokenFactsheet("a1", team=team, endpoint=mosquitto.endpoint) as a1:
-            code = await asyncio.wait_for(a1.run_until_stopped(), scaled(20))
+    exit code 1 and an error naming it, instead of leaving it up and silent; the
+    session ends without a DISCONNECT, so the team gets its Will, not a stale
+    ONLINE."""
+    async with Agent("observer", team=team, endpoint=mosquitto.endpoint) as observer:
+        with structlog.testing.capture_logs() as logs:
+            async with _BrokenFactsheet("a1", team=team, endpoint=mosquitto.endpoint) as a1:
+                code = await asyncio.wait_for(a1.run_until_stopped(), scaled(20))
+        await eventually(
+            lambda: (m := observer.team_view.get("a1")) and m.presence is Presence.CONNECTION_BROKEN,
+            10, what="a1's Will",
+        )  # fmt: skip
     assert code == 1
     assert isinstance(a1.connection.failure, ValueError)
     events = {(e["event"], e["log_level"]) for e in logs}
