@@ -179,9 +179,9 @@ class Connection:
     async def _loop(self) -> None:
         """Run sessions until closed. A session ends in a reconnect (after a backoff)
         on any error of the link, whatever the connection was doing then (a drop
-        while saying ONLINE raised ``ConnectionLostError`` from the connect hook,
-        which once ended this loop, and the agent's connection with it, silently).
-        Anything else is a bug: logged as an error, then raised from ``run``."""
+        while the agent says ONLINE raises ``ConnectionLostError`` from the connect
+        hook: that too). Anything else is a bug: logged as an error, then raised
+        from ``run``, never a loop that ends unseen."""
         attempt = 0
         loop = asyncio.get_running_loop()
         while self.state is ConnectionState.CONNECTING:

@@ -2,9 +2,8 @@
 
 mosquitto (and the embedded broker) drop a client when another connects with its
 client id: any login can do it, and the member's connection must then reconnect, as
-after any drop, whatever it was doing. A drop while it said ONLINE once ended the
-connection's task silently: the member stayed up, logged nothing and never
-reconnected.
+after any drop, whatever it was doing, saying ONLINE included (a connection that
+ended there left the member up, silent, and never connected again).
 
 The member is a separate process (the echo kind) connected through a TCP relay that
 reads the MQTT packets it sends; when an armed packet comes, the relay holds it and

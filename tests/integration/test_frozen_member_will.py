@@ -109,9 +109,9 @@ async def test_a_member_cut_off_just_before_it_stops_still_says_offline(
     """The broker drops a starved member (its Will goes out) and the member, thawed,
     stops at once: its goodbye must still reach the broker after the Will, so the team
     sees it left rather than crashed (a compose run in CI once ended with the finished
-    pr2 shown CONNECTION_BROKEN). Frozen while it said ONLINE (under load the
-    freeze often lands there), its connect hook then failed and, uncaught, ended
-    the connection: the goodbye was never sent and the member exited 0."""
+    pr2 shown CONNECTION_BROKEN). Under load the freeze often lands while it says
+    ONLINE: thawed, its connect hook fails, and the connection must reconnect to
+    say goodbye rather than end."""
     a1 = _Member(broker, team, tmp_path)
     async with a1.observer:
         try:
