@@ -69,6 +69,7 @@ AIOMQTT_NAMES = (
 
 PAHO_NAMES = (
     Private("_sock"),
+    Private("_sock_close", ()),
     Private("_in_packet", kind=dict),
     Private("_protocol", kind=int),
     Private("_manual_ack", kind=bool),

@@ -52,6 +52,9 @@ MAX_INFLIGHT = 200
 """QoS 1 messages paho keeps unacknowledged on the wire before it queues (its default
 is 20, which a burst of claim replies reaches)."""
 
+RECONNECTABLE = (aiomqtt.MqttError, ConnectionLostError, OSError, TimeoutError)
+"""Errors of the link to the broker: the session ends and the connection reconnects."""
+
 #: Small request/reply messages must not wait for Nagle's algorithm (~40 ms each way).
 NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 
@@ -145,6 +148,10 @@ class Connection:
         """Why the last attempt to connect failed (None once connected): for errors
         that say more than "cannot connect"."""
         self.dropped_qos0 = 0
+        self.failure: Exception | None = None
+        """The unexpected error that ended ``run``, if one did: logged as
+        ``broker.connection_failed`` and raised from ``run``."""
+        self._connected_at: float | None = None  # loop time the session came up
         self._run_task: asyncio.Task[None] | None = None
         self._flush_task: asyncio.Future[None] | None = None
         self._session_over = asyncio.Event()
@@ -174,19 +181,39 @@ class Connection:
             self.state = ConnectionState.CLOSED
 
     async def _loop(self) -> None:
+        """Run sessions until closed. A session ends in a reconnect (after a backoff)
+        on any error of the link, whatever the connection was doing then (a drop
+        while the agent says ONLINE raises ``ConnectionLostError`` from the connect
+        hook: that too). Anything else is a bug: logged as an error, then raised
+        from ``run``, never a loop that ends unseen."""
         attempt = 0
+        loop = asyncio.get_running_loop()
         while self.state is ConnectionState.CONNECTING:
             try:
                 await self._session()
-                attempt = 0
-            except aiomqtt.MqttError as exc:
+            except RECONNECTABLE as exc:
                 if self.state is ConnectionState.CONNECTED:
                     log.warning("broker.disconnected", endpoint=str(self.endpoint), error=str(exc))
                 else:
                     self.last_error = str(exc) or type(exc).__name__
                     log.debug("broker.connect_failed", endpoint=str(self.endpoint), error=str(exc))
+            except Exception as exc:
+                self.failure = exc
+                self.state = ConnectionState.CLOSED
+                log.error(
+                    "broker.connection_failed",
+                    endpoint=str(self.endpoint),
+                    error=repr(exc),
+                    action="not reconnecting",
+                    exc_info=True,
+                )
+                raise
             finally:
                 was_connected = self._client is not None and self.connected.is_set()
+                if self._connected_at is not None:
+                    if loop.time() - self._connected_at >= self._backoff[1]:
+                        attempt = 0  # a session that held: the next drop starts over
+                    self._connected_at = None
                 self._session_over.set()
                 self._client = None
                 self._direct = False
@@ -237,37 +264,56 @@ class Connection:
         self._inbound = client.inbound
         self._session_over = asyncio.Event()
         async with client:
-            self._client = client
-            filters = list(self._subscriptions.items())
-            for start in range(0, len(filters), SUBSCRIBE_BATCH):  # one SUBSCRIBE per batch
-                await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
-            self.state = ConnectionState.CONNECTED
-            self.connects += 1
-            self.last_error = None
-            if self._on_connect is not None:
-                await self._on_connect()
-            await self._flush()
-            self.connected.set()
-            log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
-            inbound = self._inbound
-            while True:
-                message = await client.next_message()
-                lane = inbound.taken_lane
-                if lane != CRITICAL:
-                    # another agent of this process may hold a claim or a reply (or,
-                    # for a message that is not urgent, a transition): let it go
-                    # first, then serve ours of a higher lane that came meanwhile,
-                    # each giving way in its turn as the first did (served in a row,
-                    # a backlog of transitions held every other agent's claims and
-                    # replies back)
-                    await inbound.give_way(lane)
-                    while inbound.urgent_waiting(above=lane):
-                        first = inbound.get_nowait()
-                        if inbound.taken_lane != CRITICAL:
-                            await inbound.give_way(inbound.taken_lane)
-                        await self._on_message(first)
-                        await client.take_turn()
-                await self._on_message(message)
+            try:
+                await self._serve(client)
+            except RECONNECTABLE:
+                raise
+            except Exception:
+                self._abandon(client)
+                raise
+
+    async def _serve(self, client: FastClient) -> None:
+        """One session: subscribe, announce (``on_connect``), send the outbox, then
+        hand every message received to ``on_message`` until the session ends."""
+        self._client = client
+        filters = list(self._subscriptions.items())
+        for start in range(0, len(filters), SUBSCRIBE_BATCH):  # one SUBSCRIBE per batch
+            await client.subscribe(filters[start : start + SUBSCRIBE_BATCH])
+        self.state = ConnectionState.CONNECTED
+        self._connected_at = asyncio.get_running_loop().time()
+        self.connects += 1
+        self.last_error = None
+        if self._on_connect is not None:
+            await self._on_connect()
+        await self._flush()
+        self.connected.set()
+        log.debug("broker.connected", endpoint=str(self.endpoint), connects=self.connects)
+        inbound = self._inbound
+        while True:
+            message = await client.next_message()
+            lane = inbound.taken_lane
+            if lane != CRITICAL:
+                # another agent of this process may hold a claim or a reply (or,
+                # for a message that is not urgent, a transition): let it go
+                # first, then serve ours of a higher lane that came meanwhile,
+                # each giving way in its turn as the first did (served in a row,
+                # a backlog of transitions held every other agent's claims and
+                # replies back)
+                await inbound.give_way(lane)
+                while inbound.urgent_waiting(above=lane):
+                    first = inbound.get_nowait()
+                    if inbound.taken_lane != CRITICAL:
+                        await inbound.give_way(inbound.taken_lane)
+                    await self._on_message(first)
+                    await client.take_turn()
+            await self._on_message(message)
+
+    @staticmethod
+    def _abandon(client: FastClient) -> None:
+        """End `client`'s session without a DISCONNECT, so the broker publishes the
+        Last Will: a connection that fails with a bug must not leave its agent shown
+        online to the team."""
+        client.abandon()
 
     async def close(
         self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0
@@ -433,26 +479,37 @@ class Connection:
         self._inflight.clear()
         self._outbox.extendleft(reversed(pending))
 
-    async def _send(self, client: aiomqtt.Client, message: Outgoing) -> None:
+    async def _send(self, client: FastClient, message: Outgoing) -> None:
         """Publish on `client`, giving up as soon as its session ends."""
-        session_over = self._session_over
+        if not await self._acknowledged(client, message):
+            raise aiomqtt.MqttError("session ended before the broker acknowledged the message")
+
+    async def _acknowledged(self, client: FastClient, message: Outgoing) -> bool:
+        """Publish `message` on `client` and wait for the broker's acknowledgement:
+        True once it came, False if the session ended first (the broker dropped it,
+        even while the connect hook runs and the session loop is not reading) or the
+        publish timeout passed. Raises what the publish raised."""
         publish = asyncio.ensure_future(
             client.publish(message.topic, message.payload, qos=message.qos, retain=message.retain)
         )
-        ended = asyncio.ensure_future(session_over.wait())
+        ended = asyncio.ensure_future(self._session_over.wait())
         try:
             done, _ = await asyncio.wait(
-                {publish, ended}, timeout=self._publish_timeout, return_when=asyncio.FIRST_COMPLETED
+                {publish, ended, client._disconnected},
+                timeout=self._publish_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
             )
         finally:
             ended.cancel()
+        if client._disconnected.done() and not client._disconnected.cancelled():
+            client._disconnected.exception()  # seen here: not an unretrieved error at exit
         if publish in done:
             publish.result()
-            return
+            return True
         publish.cancel()
         with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
             await publish
-        raise aiomqtt.MqttError("session ended before the broker acknowledged the message")
+        return False
 
     def _kick_flush(self) -> None:
         if self._flush_task is None or self._flush_task.done():
@@ -484,21 +541,26 @@ class Connection:
             client._client.disconnect()  # the session loop reconnects and flushes
 
     async def publish_now(self, message: Outgoing) -> None:
-        """Publish bypassing the outbox order (used for presence while connecting).
-        Raises ConnectionLostError when not connected."""
+        """Publish bypassing the outbox order (used for presence while connecting) and
+        wait for the broker's acknowledgement. Raises ConnectionLostError when not
+        connected or when the session ends first: raised in the connect hook, it ends
+        that session and the connection reconnects."""
         client = self._client
         if client is None:
             raise ConnectionLostError("not connected", endpoint=str(self.endpoint))
         if message.retain:
             self._keep(message)
         try:
-            await client.publish(
-                message.topic, message.payload, qos=message.qos, retain=message.retain
-            )
+            acknowledged = await self._acknowledged(client, message)
         except (aiomqtt.MqttError, TimeoutError) as exc:
             raise ConnectionLostError(
                 f"publish failed: {exc}", endpoint=str(self.endpoint)
             ) from exc
+        if not acknowledged:
+            raise ConnectionLostError(
+                "the session ended before the broker acknowledged the message",
+                endpoint=str(self.endpoint),
+            )
 
     def _keep(self, message: Outgoing) -> None:
         """Remember the last retained message of its topic (an empty one clears it)."""

@@ -508,6 +508,13 @@ class FastClient(aiomqtt.Client):
             with contextlib.suppress(OSError):
                 sock.setblocking(False)
 
+    def abandon(self) -> None:
+        """Drop the socket without a DISCONNECT (the broker then publishes the Will) and
+        end the session."""
+        self._client._sock_close()
+        self._fail(ConnectionError("abandoned after an unexpected error"))
+        self._disconnected.exception()  # retrieved: no unretrieved error at exit
+
     def _fail(self, exc: BaseException) -> None:
         if not self._disconnected.done():  # as aiomqtt: a broken connection ends it
             self._disconnected.set_exception(exc)

@@ -18,6 +18,8 @@ raises while decoding it); mosquitto refuses such topics before they get here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -98,6 +100,16 @@ class PlainClient(aiomqtt.Client):
         failed with ``MqttError`` if it could not be. `flush` is accepted and has no
         effect: aiomqtt writes each packet as the socket takes it."""
         return asyncio.ensure_future(self.publish(topic, payload, qos=qos, retain=retain))
+
+    def abandon(self) -> None:
+        """Drop the session without a DISCONNECT where paho's socket can be reached (the
+        broker then publishes the Will); else the session ends with the DISCONNECT that
+        aiomqtt sends on leaving, and the team sees the agent's goodbye instead."""
+        paho = getattr(self, "_client", None)
+        sock = paho.socket() if paho is not None and hasattr(paho, "socket") else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def socket_fileno(self) -> None:
         """None: this client's socket is read by the event loop only (``prompt_reads``

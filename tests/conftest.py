@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -200,15 +201,18 @@ timeout_s = 60
 
 
 async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
-    """Poll `predicate` until true; fail naming `what` after `timeout` seconds."""
+    """Poll `predicate` until true; fail naming `what` after `timeout` seconds on an
+    idle machine, stretched by ``slowness()`` (beside other work it waits longer; what
+    it waits for stays the same)."""
     loop = asyncio.get_running_loop()
+    timeout = scaled(timeout)
     deadline = loop.time() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if loop.time() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
+            pytest.fail(f"timed out after {timeout:.3g} s waiting for {what or predicate}")
         await asyncio.sleep(interval)
 
 
@@ -224,3 +228,42 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text().lower()
     except OSError:
         return "zombie"
+
+
+SLOWNESS_ENV = "TEAMTREE_TEST_SLOWNESS"
+"""A floor for ``slowness()`` on a machine known to be slow (e.g. ``3`` for an
+emulated CPU); unset, only the measurement counts."""
+
+_SLOWNESS_TTL_S = 5.0
+_slowness_at: tuple[float, float] | None = None  # (monotonic time measured, value)
+
+
+def _contention(sample_s: float = 0.05) -> float:
+    """Wall time over the CPU time a busy loop of `sample_s` got: 1 when this process
+    has a core to itself, 2 when it gets half of one."""
+    wall0, cpu0 = time.monotonic(), time.thread_time()
+    while time.monotonic() - wall0 < sample_s:
+        pass
+    cpu = time.thread_time() - cpu0
+    return (time.monotonic() - wall0) / max(cpu, 1e-3)
+
+
+def slowness() -> float:
+    """How many times slower than on an idle machine things run now (at least 1,
+    at most 10): the larger of this process's CPU contention (``_contention``) and
+    the load average per core, or ``TEAMTREE_TEST_SLOWNESS`` if that is larger.
+    Deadlines on work done by other processes (agents, brokers) are multiplied by
+    it, so a test beside other work waits longer instead of failing; what a test
+    asserts stays the same. Measured at most every few seconds."""
+    global _slowness_at
+    now = time.monotonic()
+    if _slowness_at is None or now - _slowness_at[0] > _SLOWNESS_TTL_S:
+        per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+        floor = float(os.environ.get(SLOWNESS_ENV) or 1.0)
+        _slowness_at = (now, min(10.0, max(1.0, floor, per_core, _contention())))
+    return _slowness_at[1]
+
+
+def scaled(seconds: float) -> float:
+    """`seconds` on an idle machine, stretched by the current ``slowness()``."""
+    return seconds * slowness()

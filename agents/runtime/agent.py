@@ -258,7 +258,25 @@ class Agent:
             asyncio.create_task(self._tick_loop(), name=f"teamtree[{self.id}].tick"),
             asyncio.create_task(self._heartbeat_loop(), name=f"teamtree[{self.id}].heartbeat"),
         ]
+        self._tasks[0].add_done_callback(self._connection_ended)
         return self
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        """The connection's task ends only on ``stop``; ended otherwise (a bug in it or
+        in a hook it runs), the agent cannot hear or speak again: it fails loudly,
+        stopping with exit code 1, rather than living on silent."""
+        if task.cancelled():
+            return
+        error = task.exception()
+        if self.state is not AgentState.RUNNING:
+            return
+        self.log.error(
+            "agent.connection_failed",
+            broker=str(self.endpoint),
+            error=repr(error) if error is not None else "the connection ended",
+            action="stopping",
+        )
+        self.request_stop(exit_code=1)
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()

@@ -14,7 +14,7 @@ import pytest
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.broker import Envelope, HlcStamp, encode
 from teamtree.broker.topics import build
-from tests.conftest import AgentProcs, eventually, write_config
+from tests.conftest import AgentProcs, eventually, scaled, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ async def test_hostile_traffic_is_dropped_counted_and_logged(
         await eventually(lambda: beats and beats[-1]["dropped"] >= len(messages), 20,
                          what=f"target to count {len(messages)} drops (seed {seed})")  # fmt: skip
         reply = await observer.request(
-            "echo", "echo.ping", {"still": "alive"}, to="target", timeout=5
+            "echo", "echo.ping", {"still": "alive"}, to="target", timeout=scaled(5)
         )
         assert reply.body == {"still": "alive"}
         assert procs.procs["target"].poll() is None

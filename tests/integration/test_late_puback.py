@@ -16,58 +16,28 @@ import pytest
 
 from teamtree.broker.connection import Connection, Incoming, Outgoing
 from teamtree.broker.endpoint import parse_endpoint
+from tests.relay_support import TcpRelay, pump
 
 pytestmark = pytest.mark.integration
 
 
-class AckLosingRelay:
+class AckLosingRelay(TcpRelay):
     """Relays TCP to `port`; ``lose()`` makes the connections open then get nothing
     more from the broker (acknowledgements included) while theirs still reach it; later
     connections are relayed whole. (RabbitMQ lost acknowledgements per session.)"""
 
     def __init__(self, port: int):
-        self.port = port
-        self.server: asyncio.base_events.Server | None = None
-        self.tasks: set[asyncio.Task[None]] = set()
+        super().__init__(port)
         self.deaf: list[asyncio.Event] = []
-
-    async def __aenter__(self) -> AckLosingRelay:
-        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.server is not None
-        self.server.close()
-        for task in list(self.tasks):
-            task.cancel()
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"mqtt://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
     def lose(self) -> None:
         for event in self.deaf:
             event.set()
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+    def pumps(self, client, broker):  # type: ignore[no-untyped-def]
         deaf = asyncio.Event()
         self.deaf.append(deaf)
-        for source, sink, cut in ((reader, up_writer, None), (up_reader, writer, deaf)):
-            task = asyncio.create_task(self._pump(source, sink, cut))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-    async def _pump(
-        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, cut: asyncio.Event | None
-    ) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-            while chunk := await source.read(65536):
-                if cut is None or not cut.is_set():
-                    sink.write(chunk)
-                    await sink.drain()
-        sink.close()
+        return [pump(client[0], broker[1]), pump(broker[0], client[1], deaf)]
 
 
 async def test_a_session_that_loses_acknowledgements_is_replaced_and_nothing_is_lost(

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from teamtree.agents import Agent, Presence, RuntimeSettings
-from tests.conftest import AgentProcs, eventually, write_config
+from tests.conftest import AgentProcs, eventually, scaled, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -75,5 +75,5 @@ async def test_presence_kill_and_restart(broker, team, tmp_path, agent_procs) ->
                 or presence_events(procs.log(me)).count(("a2", "ONLINE")) >= 2,
                 15, what=f"{me} to see a2 ONLINE again",
             )  # fmt: skip
-        reply = await observer.request("echo", "echo.ping", {"x": 1}, to="a2", timeout=5)
+        reply = await observer.request("echo", "echo.ping", {"x": 1}, to="a2", timeout=scaled(5))
         assert reply.body == {"x": 1} and reply.sender == "a2"

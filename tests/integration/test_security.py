@@ -33,7 +33,7 @@ from teamtree.broker.connection import Outgoing
 from teamtree.broker.envelope import Envelope, encode
 from teamtree.broker.hlc import HybridLogicalClock, wall_ms
 from teamtree.broker.tls import TlsSettings, client_context, render_tls_listener
-from tests.conftest import AgentProcs, eventually, write_config
+from tests.conftest import AgentProcs, eventually, scaled, write_config
 from tests.ops_support import agent_cmd, ops_cmd
 
 pytestmark = pytest.mark.integration
@@ -133,7 +133,7 @@ async def test_an_observer_can_read_but_not_write(secured, team) -> None:
                 f"teamtree/v1/{team}/_/claims", forged("monitor", "node.claim", 1), qos=1
             )
             await client.subscribe("$SYS/broker/version")
-            async with asyncio.timeout(5):
+            async with asyncio.timeout(scaled(5)):
                 message = await anext(aiter(client.messages))
             assert message.payload.startswith(b"mosquitto")
         await asyncio.sleep(0.5)

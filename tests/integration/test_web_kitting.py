@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import RuntimeSettings
-from tests.conftest import AgentProcs, eventually
+from tests.conftest import AgentProcs, eventually, scaled
 from tests.integration.test_web import css, until
 from tests.test_kitting_agents import Watcher, team_config
 from tests.web_support import WebProcess, browser_missing, chromium, screenshot
@@ -114,5 +114,5 @@ def to_fixed_2(x: float) -> str:
 def _get(url: str) -> str:
     import urllib.request
 
-    with urllib.request.urlopen(url, timeout=5) as reply:
+    with urllib.request.urlopen(url, timeout=scaled(5)) as reply:
         return reply.read().decode()

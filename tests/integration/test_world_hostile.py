@@ -14,7 +14,7 @@ import zmq.asyncio
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.hardware import sim_wire as wire
 from teamtree.hardware.sim_client import SimClient
-from tests.conftest import AgentProcs, eventually, write_config
+from tests.conftest import AgentProcs, eventually, scaled, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +80,7 @@ async def test_the_world_answers_hostile_requests_and_keeps_serving(
         finally:
             sock.close(0)
             ctx.destroy(0)
-        async with SimClient(address, timeout=5.0) as client:  # still serving
+        async with SimClient(address, timeout=scaled(5.0)) as client:  # still serving
             observed = await client.observe("pr2")
             assert observed["ok"] and set(observed["objects"]) == {"cup"}
             wire.check_reply("observe", observed)
