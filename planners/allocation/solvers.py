@@ -11,6 +11,7 @@ Raises :class:`InfeasibleError` when the model is proved infeasible and
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
+import scipy.sparse as sp
 
 from teamtree.broker import InfeasibleError, PlanningError, SolverLimitError
 from teamtree.planners.allocation.model import LinearModel, Sense, SolveResult, SolveStatus
@@ -95,31 +97,30 @@ class GurobiBackend:
         options: SolveOptions,
         warm_start: Mapping[str, float] | None = None,
     ) -> SolveResult:
-        """Build the model in gurobipy, optimise, and map the status; see the module doc."""
+        """Pass the model to gurobipy as one sparse matrix, optimise, and map the status;
+        see the module doc."""
         import gurobipy as gp
         from gurobipy import GRB
 
         env = self._environment()
+        arrays = model_arrays(model)
         try:
             m = gp.Model(model.name, env=env)
-            lb = [v.lb if v.lb != -math.inf else -GRB.INFINITY for v in model.variables]
-            ub = [v.ub if v.ub != math.inf else GRB.INFINITY for v in model.variables]
-            vtype = [
-                GRB.BINARY
-                if (v.integer and v.lb >= 0 and v.ub <= 1)
-                else (GRB.INTEGER if v.integer else GRB.CONTINUOUS)
-                for v in model.variables
-            ]
-            xs = m.addVars(len(model.variables), lb=lb, ub=ub, vtype=vtype)
-            sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
-            for r in model.rows:
-                expr = gp.LinExpr(list(r.coefs), [xs[i] for i in r.cols])
-                m.addLConstr(expr, sense[r.sense], r.rhs)
-            m.setObjective(
-                gp.LinExpr(list(model.objective.values()), [xs[i] for i in model.objective])
-                + model.objective_constant,
-                GRB.MINIMIZE,
+            x = m.addMVar(
+                model.num_vars,
+                lb=np.maximum(arrays.lb, -GRB.INFINITY),
+                ub=np.minimum(arrays.ub, GRB.INFINITY),
+                vtype=_gurobi_vtypes(model),
             )
+            if model.num_rows:
+                matrix = sp.csr_matrix(
+                    (arrays.value, arrays.index, arrays.start),
+                    shape=(model.num_rows, model.num_vars),
+                )
+                m.addMConstr(matrix, x, _gurobi_senses(model), arrays.rhs)
+            x.Obj = arrays.cost
+            m.ObjCon = model.objective_constant
+            m.ModelSense = GRB.MINIMIZE
             if options.time_limit is not None:
                 m.Params.TimeLimit = options.time_limit
             if options.mip_gap is not None:
@@ -129,9 +130,10 @@ class GurobiBackend:
             if options.node_limit is not None:
                 m.Params.NodeLimit = options.node_limit
             if warm_start:
-                for v in model.variables:
-                    if v.name in warm_start:
-                        xs[v.index].Start = warm_start[v.name]
+                x.Start = np.array(
+                    [warm_start.get(v.name, GRB.UNDEFINED) for v in model.variables],
+                    dtype=float,
+                )
             m.optimize()
         except gp.GurobiError as exc:
             if exc.errno == 10010:  # model too large for the size-limited licence
@@ -147,12 +149,73 @@ class GurobiBackend:
             raise SolverLimitError(
                 f"gurobi stopped with status {status} and no solution for {model.name!r}"
             )
-        values = {v.name: float(xs[v.index].X) for v in model.variables}
+        col = x.X.tolist()
+        values = {v.name: col[v.index] for v in model.variables}
         gap = 0.0 if model.num_integer == 0 else float(m.MIPGap)
         st = SolveStatus.OPTIMAL if status == GRB.OPTIMAL else SolveStatus.FEASIBLE
         result = SolveResult("gurobi", st, float(m.ObjVal), gap, runtime, values)
         m.dispose()
         return result
+
+
+def _gurobi_vtypes(model: LinearModel) -> np.ndarray:
+    from gurobipy import GRB
+
+    return np.array(
+        [
+            (GRB.BINARY if v.lb >= 0 and v.ub <= 1 else GRB.INTEGER)
+            if v.integer
+            else GRB.CONTINUOUS
+            for v in model.variables
+        ]
+    )
+
+
+def _gurobi_senses(model: LinearModel) -> np.ndarray:
+    from gurobipy import GRB
+
+    sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
+    return np.array([sense[r.sense] for r in model.rows])
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """A model's columns and rows as arrays: bounds, costs, and the row-wise (CSR) matrix
+    ``start``/``index``/``value`` with each row's right-hand side — what both backends pass."""
+
+    lb: np.ndarray
+    ub: np.ndarray
+    cost: np.ndarray
+    start: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    rhs: np.ndarray
+
+
+def model_arrays(model: LinearModel) -> ModelArrays:
+    """The arrays of ``model`` (see :class:`ModelArrays`)."""
+    n = model.num_vars
+    cost = np.zeros(n)
+    for i, c in model.objective.items():
+        cost[i] = c
+    lengths = [len(r.cols) for r in model.rows]
+    start = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=start[1:])
+    index = np.fromiter(
+        itertools.chain.from_iterable(r.cols for r in model.rows), np.int32, int(start[-1])
+    )
+    value = np.fromiter(
+        itertools.chain.from_iterable(r.coefs for r in model.rows), float, int(start[-1])
+    )
+    return ModelArrays(
+        np.array([v.lb for v in model.variables], dtype=float),
+        np.array([v.ub for v in model.variables], dtype=float),
+        cost,
+        start,
+        index,
+        value,
+        np.array([r.rhs for r in model.rows], dtype=float),
+    )
 
 
 class HighsBackend:
@@ -180,33 +243,22 @@ class HighsBackend:
         if options.node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(options.node_limit))
         n = model.num_vars
+        arrays = model_arrays(model)
         lp = hc.HighsLp()
         lp.num_col_ = n
         lp.num_row_ = model.num_rows
-        cost = np.zeros(n)
-        for i, c in model.objective.items():
-            cost[i] = c
-        lp.col_cost_ = cost
+        lp.col_cost_ = arrays.cost
         lp.offset_ = model.objective_constant
-        lp.col_lower_ = np.array([v.lb for v in model.variables], dtype=float)
-        lp.col_upper_ = np.array([v.ub for v in model.variables], dtype=float)
-        lower = np.empty(model.num_rows)
-        upper = np.empty(model.num_rows)
-        starts = [0]
-        index: list[int] = []
-        value: list[float] = []
-        for k, r in enumerate(model.rows):
-            lower[k] = -np.inf if r.sense is Sense.LE else r.rhs
-            upper[k] = np.inf if r.sense is Sense.GE else r.rhs
-            index.extend(r.cols)
-            value.extend(r.coefs)
-            starts.append(len(index))
-        lp.row_lower_ = lower
-        lp.row_upper_ = upper
+        lp.col_lower_ = arrays.lb
+        lp.col_upper_ = arrays.ub
+        le = np.array([r.sense is Sense.LE for r in model.rows], dtype=bool)
+        ge = np.array([r.sense is Sense.GE for r in model.rows], dtype=bool)
+        lp.row_lower_ = np.where(le, -np.inf, arrays.rhs)
+        lp.row_upper_ = np.where(ge, np.inf, arrays.rhs)
         lp.a_matrix_.format_ = hc.MatrixFormat.kRowwise
-        lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
-        lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
-        lp.a_matrix_.value_ = np.array(value, dtype=float)
+        lp.a_matrix_.start_ = arrays.start
+        lp.a_matrix_.index_ = arrays.index
+        lp.a_matrix_.value_ = arrays.value
         lp.a_matrix_.num_col_ = n
         lp.a_matrix_.num_row_ = model.num_rows
         if model.num_integer:
