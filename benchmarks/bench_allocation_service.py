@@ -89,6 +89,50 @@ def random_request(rng: random.Random, scenario: KittingScenario, solver: str) -
     }
 
 
+def episode_requests(rng: random.Random, scenario: KittingScenario, solver: str) -> list[dict]:
+    """The re-plans of one kitting episode, as the cobot sends them: from the empty table
+    until every subtask is placed, one subtask placed (now and then misplaced first, or
+    under way by the human) between requests, and the beliefs drifting. The service's
+    warm start is added when the request is sent (from the previous answer)."""
+    n = scenario.n
+    states = [SubtaskState.INITIAL] * n
+    p_follow, p_error = rng.uniform(0.4, 0.9), rng.uniform(0.0, 0.3)
+    bodies = []
+    while True:
+        open_ = [i for i in range(n) if states[i] is not SubtaskState.PLACED_CORRECTLY]
+        if not open_:
+            return bodies
+        startable = [
+            i for i in open_
+            if (p := scenario.predecessor(i)) is None or states[p] is SubtaskState.PLACED_CORRECTLY
+        ]  # fmt: skip
+        in_progress = None
+        free = [i for i in startable if states[i] is SubtaskState.INITIAL]
+        if free and rng.random() < 0.4:
+            task = rng.choice(free)
+            remaining = rng.uniform(0, scenario.subtasks[task].t_human)
+            in_progress = {"task": task, "action": "H1", "remaining": remaining}
+        bodies.append(
+            {
+                "problem": {
+                    "form": "kitting",
+                    "states": [s.value for s in states],
+                    "p_follow": p_follow,
+                    "p_error": p_error,
+                    "in_progress": in_progress,
+                },
+                "options": {"solver": solver},
+            }
+        )
+        task = rng.choice(startable)
+        if states[task] is SubtaskState.INITIAL and rng.random() < 0.15:
+            states[task] = SubtaskState.MISPLACED
+            p_error = min(1.0, p_error + 0.1)
+        else:
+            states[task] = SubtaskState.PLACED_CORRECTLY
+            p_follow = min(1.0, max(0.0, p_follow + rng.uniform(-0.08, 0.08)))
+
+
 async def bench(kind: str, endpoint: Endpoint, requests: int, solver: str) -> None:
     team = f"bench-{uuid.uuid4().hex[:6]}"
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,7 +35,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from teamtree.broker import InfeasibleError, SpecificationError
-from teamtree.planners.allocation.model import LinearModel, Sense, SolveResult, Variable
+from teamtree.planners.allocation.model import (
+    LinearModel,
+    Sense,
+    SolveResult,
+    SolveStatus,
+    Variable,
+)
 from teamtree.planners.allocation.solvers import SolveOptions, SolverName, SolverPool, solve_model
 
 EPS = 1e-7
@@ -654,7 +660,9 @@ def solve_schedule(
     ``warm_start`` is a previous schedule (e.g. the last plan's, whose tasks and times
     may differ: its order is kept, see :func:`_resequence`) or model values by name. The
     solver starts from the better of that and the list schedule, whose makespan is also
-    the horizon of the model's time windows and big-Ms. Raises ``InfeasibleError`` or
+    the horizon of the model's time windows and big-Ms. When that start already reaches
+    the makespan's lower bound (within ``options.mip_gap``), it is the optimum and no
+    solver runs: its record says solver ``"bound"``. Raises ``InfeasibleError`` or
     ``SolverLimitError``.
     """
     an = _analyse(problem)
@@ -664,6 +672,10 @@ def solve_schedule(
         candidates.append(_resequenced(problem, an, warm_start, heur))
     found = [c for c in candidates if c is not None]
     best = min(found, key=lambda c: c.makespan) if found else None
+    if best is not None:
+        proved = _proved_by_bound(best, _makespan_bound(an), options)
+        if proved is not None:
+            return _make_schedule(problem, best.start, proved)
     model = _build_schedule_model(problem, an, None if best is None else best.makespan)
     start: dict[str, float] | None = None
     if warm_start is not None and not isinstance(warm_start, Schedule):
@@ -675,6 +687,19 @@ def solve_schedule(
     res = solve_model(model, solver=solver, options=options, warm_start=start, pool=pool)
     starts = {t.id: max(0.0, res.values[_sname(t.id)]) for t in problem.tasks}
     return _make_schedule(problem, starts, res)
+
+
+def _proved_by_bound(
+    schedule: Schedule, bound: float, options: SolveOptions | None
+) -> SolveResult | None:
+    """The solve record of ``schedule`` when its makespan is within the requested MIP gap
+    (else 1e-7) of ``bound``, a lower bound on every makespan; else ``None``."""
+    gap = options.mip_gap if options is not None and options.mip_gap else 0.0
+    mk = schedule.makespan
+    if mk > bound + max(EPS, gap * abs(mk)):
+        return None
+    rel = (mk - bound) / abs(mk) if mk and mk > bound else 0.0
+    return SolveResult("bound", SolveStatus.OPTIMAL, mk, rel, 0.0, {})
 
 
 def check_schedule(problem: ScheduleProblem, schedule: Schedule, tol: float = 1e-5) -> list[str]:

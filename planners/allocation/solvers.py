@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from teamtree.broker import InfeasibleError, PlanningError, SolverLimitError
+from teamtree.planners.allocation.kept_model import KeptModel, gurobi_vtype
 from teamtree.planners.allocation.model import LinearModel, Sense, SolveResult, SolveStatus
 
 GUROBI_SIZE_LIMIT = 2000
@@ -74,12 +75,20 @@ def fits_gurobi_licence(model: LinearModel, limit: int = GUROBI_SIZE_LIMIT) -> b
 
 
 class GurobiBackend:
-    """Solve with gurobipy; one silent environment per backend instance (created lazily)."""
+    """Solve with gurobipy; one silent environment per backend instance (created lazily).
+
+    With ``reuse``, the gurobipy model of each model name is kept between solves and
+    changed into the next model of that name (:mod:`.kept_model`) instead of being
+    built afresh; a backend is then for one thread at a time.
+    """
 
     name = "gurobi"
 
-    def __init__(self) -> None:
+    def __init__(self, reuse: bool = False, size_limit: int = GUROBI_SIZE_LIMIT) -> None:
         self._env = None
+        self.reuse = reuse
+        self.size_limit = size_limit
+        self._kept: dict[str, KeptModel] = {}
 
     def _environment(self):  # type: ignore[no-untyped-def]
         import gurobipy as gp
@@ -91,54 +100,88 @@ class GurobiBackend:
             self._env = env
         return self._env
 
+    def _fresh(self, model: LinearModel, warm_start: Mapping[str, float] | None):  # type: ignore[no-untyped-def]
+        """A new gurobipy model of ``model``, passed as one sparse matrix, and its columns."""
+        import gurobipy as gp
+        from gurobipy import GRB
+
+        arrays = model_arrays(model)
+        m = gp.Model(model.name, env=self._environment())
+        x = m.addMVar(
+            model.num_vars,
+            lb=np.maximum(arrays.lb, -GRB.INFINITY),
+            ub=np.minimum(arrays.ub, GRB.INFINITY),
+            vtype=[gurobi_vtype(v.integer, v.lb, v.ub) for v in model.variables],
+        )
+        if model.num_rows:
+            matrix = sp.csr_matrix(
+                (arrays.value, arrays.index, arrays.start),
+                shape=(model.num_rows, model.num_vars),
+            )
+            sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
+            m.addMConstr(matrix, x, [sense[r.sense] for r in model.rows], arrays.rhs)
+        x.Obj = arrays.cost
+        m.ObjCon = model.objective_constant
+        m.ModelSense = GRB.MINIMIZE
+        if warm_start:
+            x.Start = np.array(
+                [warm_start.get(v.name, GRB.UNDEFINED) for v in model.variables], dtype=float
+            )
+        return m, x
+
+    def _kept_model(self, model: LinearModel, warm_start: Mapping[str, float] | None):  # type: ignore[no-untyped-def]
+        """The kept gurobipy model of ``model.name``, changed into ``model``, and its columns."""
+        kept = self._kept.get(model.name)
+        if kept is not None and kept.too_big_for(model, self.size_limit):
+            kept.dispose()
+            kept = None
+        if kept is None:
+            kept = self._kept[model.name] = KeptModel(self._environment(), model.name)
+        try:
+            columns = kept.take(model, warm_start)
+        except Exception:
+            del self._kept[model.name]  # half-changed: never use it again
+            kept.dispose()
+            raise
+        return kept.model, columns
+
     def solve(
         self,
         model: LinearModel,
         options: SolveOptions,
         warm_start: Mapping[str, float] | None = None,
     ) -> SolveResult:
-        """Pass the model to gurobipy as one sparse matrix, optimise, and map the status;
-        see the module doc."""
+        """Pass the model to gurobipy (afresh, or into the kept model), optimise, and map
+        the status; see the module doc."""
         import gurobipy as gp
         from gurobipy import GRB
 
-        env = self._environment()
-        arrays = model_arrays(model)
+        kept = self.reuse and len({r.name for r in model.rows}) == model.num_rows
         try:
-            m = gp.Model(model.name, env=env)
-            x = m.addMVar(
-                model.num_vars,
-                lb=np.maximum(arrays.lb, -GRB.INFINITY),
-                ub=np.minimum(arrays.ub, GRB.INFINITY),
-                vtype=_gurobi_vtypes(model),
-            )
-            if model.num_rows:
-                matrix = sp.csr_matrix(
-                    (arrays.value, arrays.index, arrays.start),
-                    shape=(model.num_rows, model.num_vars),
-                )
-                m.addMConstr(matrix, x, _gurobi_senses(model), arrays.rhs)
-            x.Obj = arrays.cost
-            m.ObjCon = model.objective_constant
-            m.ModelSense = GRB.MINIMIZE
-            if options.time_limit is not None:
-                m.Params.TimeLimit = options.time_limit
-            if options.mip_gap is not None:
-                m.Params.MIPGap = options.mip_gap
-            if options.threads:
-                m.Params.Threads = options.threads
-            if options.node_limit is not None:
-                m.Params.NodeLimit = options.node_limit
-            if warm_start:
-                x.Start = np.array(
-                    [warm_start.get(v.name, GRB.UNDEFINED) for v in model.variables],
-                    dtype=float,
-                )
+            if kept:
+                m, x = self._kept_model(model, warm_start)
+            else:
+                m, x = self._fresh(model, warm_start)
+            p = m.Params
+            p.TimeLimit = GRB.INFINITY if options.time_limit is None else options.time_limit
+            p.MIPGap = 1e-4 if options.mip_gap is None else options.mip_gap
+            p.Threads = options.threads
+            p.NodeLimit = GRB.INFINITY if options.node_limit is None else options.node_limit
             m.optimize()
         except gp.GurobiError as exc:
             if exc.errno == 10010:  # model too large for the size-limited licence
                 raise SolverLimitError(f"gurobi licence limit: {exc}") from exc
             raise PlanningError(f"gurobi failed: {exc}") from exc
+        try:
+            return self._result(model, m, x)
+        finally:
+            if not kept:
+                m.dispose()
+
+    @staticmethod
+    def _result(model: LinearModel, m, x) -> SolveResult:  # type: ignore[no-untyped-def]
+        from gurobipy import GRB
+
         status = m.Status
         runtime = float(m.Runtime)
         if status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
@@ -149,33 +192,11 @@ class GurobiBackend:
             raise SolverLimitError(
                 f"gurobi stopped with status {status} and no solution for {model.name!r}"
             )
-        col = x.X.tolist()
-        values = {v.name: col[v.index] for v in model.variables}
+        col = m.getAttr("X", x) if isinstance(x, list) else x.X.tolist()
+        values = {v.name: float(col[v.index]) for v in model.variables}
         gap = 0.0 if model.num_integer == 0 else float(m.MIPGap)
         st = SolveStatus.OPTIMAL if status == GRB.OPTIMAL else SolveStatus.FEASIBLE
-        result = SolveResult("gurobi", st, float(m.ObjVal), gap, runtime, values)
-        m.dispose()
-        return result
-
-
-def _gurobi_vtypes(model: LinearModel) -> np.ndarray:
-    from gurobipy import GRB
-
-    return np.array(
-        [
-            (GRB.BINARY if v.lb >= 0 and v.ub <= 1 else GRB.INTEGER)
-            if v.integer
-            else GRB.CONTINUOUS
-            for v in model.variables
-        ]
-    )
-
-
-def _gurobi_senses(model: LinearModel) -> np.ndarray:
-    from gurobipy import GRB
-
-    sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
-    return np.array([sense[r.sense] for r in model.rows])
+        return SolveResult("gurobi", st, float(m.ObjVal), gap, runtime, values)
 
 
 @dataclass(frozen=True)
@@ -313,8 +334,11 @@ class HighsBackend:
 class SolverPool:
     """Holds backends (so Gurobi's environment is made once) and applies the choice rule."""
 
-    def __init__(self, gurobi_size_limit: int = GUROBI_SIZE_LIMIT) -> None:
+    def __init__(
+        self, gurobi_size_limit: int = GUROBI_SIZE_LIMIT, *, reuse_models: bool = False
+    ) -> None:
         self.gurobi_size_limit = gurobi_size_limit
+        self.reuse_models = reuse_models
         self._gurobi: GurobiBackend | None = None
         self._highs = HighsBackend()
 
@@ -334,7 +358,7 @@ class SolverPool:
 
     def _gurobi_backend(self) -> GurobiBackend:
         if self._gurobi is None:
-            self._gurobi = GurobiBackend()
+            self._gurobi = GurobiBackend(self.reuse_models, self.gurobi_size_limit)
         return self._gurobi
 
     def solve(
