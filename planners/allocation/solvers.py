@@ -167,6 +167,7 @@ class GurobiBackend:
             p.MIPGap = 1e-4 if options.mip_gap is None else options.mip_gap
             p.Threads = options.threads
             p.NodeLimit = GRB.INFINITY if options.node_limit is None else options.node_limit
+            p.Presolve = -1 if model.presolve else 0
             m.optimize()
         except gp.GurobiError as exc:
             if exc.errno == 10010:  # model too large for the size-limited licence
@@ -263,6 +264,8 @@ class HighsBackend:
             h.setOptionValue("threads", int(options.threads))
         if options.node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(options.node_limit))
+        if not model.presolve:
+            h.setOptionValue("presolve", "off")
         n = model.num_vars
         arrays = model_arrays(model)
         lp = hc.HighsLp()
