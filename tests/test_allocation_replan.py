@@ -43,33 +43,32 @@ EXACT = SolveOptions(time_limit=60.0, mip_gap=0.0)
 needs_gurobi = pytest.mark.skipif(not gurobi_available(), reason="gurobipy missing")
 
 
+def _kitting_states(rng: np.random.Generator, n: int) -> list[SubtaskState]:
+    """A random table of subtask states with at least one subtask left."""
+    choices = [SubtaskState.INITIAL, SubtaskState.PLACED_CORRECTLY, SubtaskState.MISPLACED,
+               SubtaskState.ASSIGNED_TO_HUMAN, SubtaskState.ASSIGNED_TO_ROBOT_CORRECTLY]  # fmt: skip
+    states = [choices[int(k)] for k in rng.choice(5, size=n, p=[0.45, 0.3, 0.1, 0.1, 0.05])]
+    if all(s is SubtaskState.PLACED_CORRECTLY for s in states):
+        states[int(rng.integers(n))] = SubtaskState.INITIAL
+    return states
+
+
 def _kitting_models(seed: int) -> list[LinearModel]:
     """The allocation and schedule models of one random mid-episode kitting request."""
-    rng = random.Random(seed)
+    rng = np.random.default_rng(seed)
     scenario = KittingScenario.default()
-    states = []
-    for _w in range(4):
-        done = rng.randint(0, 5)
-        row = [SubtaskState.PLACED_CORRECTLY] * done + [SubtaskState.INITIAL] * (5 - done)
-        if done < 5 and rng.random() < 0.3:
-            row[done] = rng.choice(
-                [SubtaskState.ASSIGNED_TO_HUMAN, SubtaskState.MISPLACED,
-                 SubtaskState.ASSIGNED_TO_ROBOT_CORRECTLY]
-            )  # fmt: skip
-        states.extend(row)
-    if all(s is SubtaskState.PLACED_CORRECTLY for s in states):
-        states[rng.randrange(len(states))] = SubtaskState.INITIAL
+    states = _kitting_states(rng, scenario.n)
     in_progress = None
     free = [i for i, s in enumerate(states) if s is SubtaskState.INITIAL]
     if free and rng.random() < 0.5:
-        task = rng.choice(free)
-        remaining = rng.uniform(0, scenario.subtasks[task].t_human)
+        task = int(rng.choice(free))
+        remaining = float(rng.uniform(0, scenario.subtasks[task].t_human))
         in_progress = InProgress(task, HumanAction.H1, remaining)
-    p_follow, p_error = rng.uniform(0.2, 1.0), rng.uniform(0.0, 0.6)
+    p_follow, p_error = float(rng.uniform(0.2, 1.0)), float(rng.uniform(0.0, 0.6))
     problem = kitting_allocation_problem(scenario, states, p_follow, p_error, in_progress)
     alloc = build_allocation_model(problem)
     # a random allocation of the same tasks: another schedule model than the optimum's
-    assignment = {t: rng.choice(problem.agents) for t in problem.tasks}
+    assignment = {t: str(rng.choice(problem.agents)) for t in problem.tasks}
     sp = kitting_schedule_problem(scenario, states, Allocation(assignment, {}, 0.0), in_progress)
     try:
         return [alloc, build_schedule_model(sp)]
@@ -205,11 +204,7 @@ def _reference_list_schedule(problem: ScheduleProblem, tries: int = 24) -> dict[
 def _kitting_schedule(seed: int) -> ScheduleProblem:
     rng = np.random.default_rng(seed)
     scenario = KittingScenario.default()
-    choices = [SubtaskState.INITIAL, SubtaskState.PLACED_CORRECTLY, SubtaskState.MISPLACED,
-               SubtaskState.ASSIGNED_TO_HUMAN]  # fmt: skip
-    states = [choices[int(k)] for k in rng.choice(4, size=scenario.n, p=[0.5, 0.3, 0.1, 0.1])]
-    if all(s is SubtaskState.PLACED_CORRECTLY for s in states):
-        states[0] = SubtaskState.INITIAL
+    states = _kitting_states(rng, scenario.n)
     problem = kitting_allocation_problem(scenario, states, 0.7, 0.2)
     assignment = {t: str(rng.choice(problem.agents)) for t in problem.tasks}
     return kitting_schedule_problem(scenario, states, Allocation(assignment, {}, 0.0))

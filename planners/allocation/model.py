@@ -74,6 +74,10 @@ class LinearModel:
     presolve: bool = True
     """False: the builder has already tightened the model (bounds, big-Ms, implied rows
     left out), so the solvers skip presolve, which then costs more than it saves."""
+    heuristics: bool = True
+    """False: the model's optimum is usually found by its warm start or the first LP
+    solutions, and the solver's primal heuristics only delay the proof (Gurobi; HiGHS
+    keeps its own, measured no faster without them)."""
     _by_name: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add_var(

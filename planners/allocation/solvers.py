@@ -168,6 +168,7 @@ class GurobiBackend:
             p.Threads = options.threads
             p.NodeLimit = GRB.INFINITY if options.node_limit is None else options.node_limit
             p.Presolve = -1 if model.presolve else 0
+            p.Heuristics = 0.05 if model.heuristics else 0.0
             m.optimize()
         except gp.GurobiError as exc:
             if exc.errno == 10010:  # model too large for the size-limited licence
