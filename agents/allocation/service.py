@@ -13,7 +13,8 @@ subscribe plainly and each answers only the requests it owns (``owner.py``).
 
 Each worker thread has its own solver pool; with ``reuse_models`` its Gurobi backend
 keeps one model per kind and changes it into the next request's (off by default: at
-kitting's size, changing the model costs about what passing it afresh does).
+kitting's size, changing the model costs more than passing it afresh, and the
+columns and rows left from earlier requests slow the solver's tail).
 """
 
 from __future__ import annotations
