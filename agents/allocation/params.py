@@ -27,6 +27,9 @@ class AllocatorParams(Struct, frozen=True, forbid_unknown_fields=True):
         int, Meta(ge=0, description="a whole number of remembered answers (>= 0)")
     ] = 512
     margin_ms: Annotated[int, Meta(ge=0, description="milliseconds kept for the reply (>= 0)")] = 30
+    reuse_models: Annotated[
+        bool, Meta(description="true (keep Gurobi models between requests) or false")
+    ] = False
 
 
 class KittingHumanParams(Struct, frozen=True, forbid_unknown_fields=True):

@@ -10,6 +10,11 @@ requester and id) gets the answer of the first attempt, computed once.
 
 On a broker cluster (``Agent.clustered``: RabbitMQ has no ``$share``) shared replicas
 subscribe plainly and each answers only the requests it owns (``owner.py``).
+
+Each worker thread has its own solver pool; with ``reuse_models`` its Gurobi backend
+keeps one model per kind and changes it into the next request's (off by default: at
+kitting's size, changing the model costs more than passing it afresh, and the
+columns and rows left from earlier requests slow the solver's tail).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class AllocatorAgent(Agent):
         workers: int = 1,
         cache_size: int = 512,
         margin_ms: int = 30,
+        reuse_models: bool = False,
         **kwargs: Any,
     ):
         # A replica's subscription must die with it: with a persistent session the
@@ -67,6 +73,7 @@ class AllocatorAgent(Agent):
         self.workers = workers
         self.cache_size = cache_size
         self.margin_ms = margin_ms
+        self.reuse_models = reuse_models
         self._executor: ThreadPoolExecutor | None = None
         self._slots: asyncio.Semaphore | None = None
         self._local = threading.local()
@@ -79,7 +86,8 @@ class AllocatorAgent(Agent):
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
-        """Validate ``shared``, ``group``, ``workers``, ``cache_size``, ``margin_ms``."""
+        """Validate ``shared``, ``group``, ``workers``, ``cache_size``, ``margin_ms``,
+        ``reuse_models``."""
         return params_dict(decode_params(spec, config, AllocatorParams))
 
     def factsheet(self) -> dict[str, Any]:
@@ -107,7 +115,7 @@ class AllocatorAgent(Agent):
     def _pool(self) -> SolverPool:
         pool = getattr(self._local, "pool", None)
         if pool is None:
-            pool = self._local.pool = SolverPool()
+            pool = self._local.pool = SolverPool(reuse_models=self.reuse_models)
         return pool
 
     def _solve_blocking(self, kind: str, body: Any, budget: float) -> tuple[str, dict[str, Any]]:

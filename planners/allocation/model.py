@@ -33,9 +33,12 @@ class SolveStatus(enum.Enum):
     FEASIBLE = "feasible"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Variable:
-    """A column: its index in the model, name, bounds and whether it is integer."""
+    """A column: its index in the model, name, bounds and whether it is integer.
+
+    Compared and hashed by identity (one object per column of a model): rows are built
+    as dicts keyed by variables, and hashing every field made that a measurable cost."""
 
     index: int
     name: str
@@ -68,6 +71,13 @@ class LinearModel:
     rows: list[Row] = field(default_factory=list)
     objective: dict[int, float] = field(default_factory=dict)
     objective_constant: float = 0.0
+    presolve: bool = True
+    """False: the builder has already tightened the model (bounds, big-Ms, implied rows
+    left out), so the solvers skip presolve, which then costs more than it saves."""
+    heuristics: bool = True
+    """False: the model's optimum is usually found by its warm start or the first LP
+    solutions, and the solver's primal heuristics only delay the proof (Gurobi; HiGHS
+    keeps its own, measured no faster without them)."""
     _by_name: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add_var(

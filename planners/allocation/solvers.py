@@ -11,6 +11,7 @@ Raises :class:`InfeasibleError` when the model is proved infeasible and
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Mapping
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
+import scipy.sparse as sp
 
 from teamtree.broker import InfeasibleError, PlanningError, SolverLimitError
+from teamtree.planners.allocation.kept_model import KeptModel, gurobi_vtype
 from teamtree.planners.allocation.model import LinearModel, Sense, SolveResult, SolveStatus
 
 GUROBI_SIZE_LIMIT = 2000
@@ -72,12 +75,20 @@ def fits_gurobi_licence(model: LinearModel, limit: int = GUROBI_SIZE_LIMIT) -> b
 
 
 class GurobiBackend:
-    """Solve with gurobipy; one silent environment per backend instance (created lazily)."""
+    """Solve with gurobipy; one silent environment per backend instance (created lazily).
+
+    With ``reuse``, the gurobipy model of each model name is kept between solves and
+    changed into the next model of that name (:mod:`.kept_model`) instead of being
+    built afresh; a backend is then for one thread at a time.
+    """
 
     name = "gurobi"
 
-    def __init__(self) -> None:
+    def __init__(self, reuse: bool = False, size_limit: int = GUROBI_SIZE_LIMIT) -> None:
         self._env = None
+        self.reuse = reuse
+        self.size_limit = size_limit
+        self._kept: dict[str, KeptModel] = {}
 
     def _environment(self):  # type: ignore[no-untyped-def]
         import gurobipy as gp
@@ -89,54 +100,90 @@ class GurobiBackend:
             self._env = env
         return self._env
 
+    def _fresh(self, model: LinearModel, warm_start: Mapping[str, float] | None):  # type: ignore[no-untyped-def]
+        """A new gurobipy model of ``model``, passed as one sparse matrix, and its columns."""
+        import gurobipy as gp
+        from gurobipy import GRB
+
+        arrays = model_arrays(model)
+        m = gp.Model(model.name, env=self._environment())
+        x = m.addMVar(
+            model.num_vars,
+            lb=np.maximum(arrays.lb, -GRB.INFINITY),
+            ub=np.minimum(arrays.ub, GRB.INFINITY),
+            vtype=[gurobi_vtype(v.integer, v.lb, v.ub) for v in model.variables],
+        )
+        if model.num_rows:
+            matrix = sp.csr_matrix(
+                (arrays.value, arrays.index, arrays.start),
+                shape=(model.num_rows, model.num_vars),
+            )
+            sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
+            m.addMConstr(matrix, x, [sense[r.sense] for r in model.rows], arrays.rhs)
+        x.Obj = arrays.cost
+        m.ObjCon = model.objective_constant
+        m.ModelSense = GRB.MINIMIZE
+        if warm_start:
+            x.Start = np.array(
+                [warm_start.get(v.name, GRB.UNDEFINED) for v in model.variables], dtype=float
+            )
+        return m, x
+
+    def _kept_model(self, model: LinearModel, warm_start: Mapping[str, float] | None):  # type: ignore[no-untyped-def]
+        """The kept gurobipy model of ``model.name``, changed into ``model``, and its columns."""
+        kept = self._kept.get(model.name)
+        if kept is not None and kept.too_big_for(model, self.size_limit):
+            kept.dispose()
+            kept = None
+        if kept is None:
+            kept = self._kept[model.name] = KeptModel(self._environment(), model.name)
+        try:
+            columns = kept.take(model, warm_start)
+        except Exception:
+            del self._kept[model.name]  # half-changed: never use it again
+            kept.dispose()
+            raise
+        return kept.model, columns
+
     def solve(
         self,
         model: LinearModel,
         options: SolveOptions,
         warm_start: Mapping[str, float] | None = None,
     ) -> SolveResult:
-        """Build the model in gurobipy, optimise, and map the status; see the module doc."""
+        """Pass the model to gurobipy (afresh, or into the kept model), optimise, and map
+        the status; see the module doc."""
         import gurobipy as gp
         from gurobipy import GRB
 
-        env = self._environment()
+        kept = self.reuse and len({r.name for r in model.rows}) == model.num_rows
         try:
-            m = gp.Model(model.name, env=env)
-            lb = [v.lb if v.lb != -math.inf else -GRB.INFINITY for v in model.variables]
-            ub = [v.ub if v.ub != math.inf else GRB.INFINITY for v in model.variables]
-            vtype = [
-                GRB.BINARY
-                if (v.integer and v.lb >= 0 and v.ub <= 1)
-                else (GRB.INTEGER if v.integer else GRB.CONTINUOUS)
-                for v in model.variables
-            ]
-            xs = m.addVars(len(model.variables), lb=lb, ub=ub, vtype=vtype)
-            sense = {Sense.LE: GRB.LESS_EQUAL, Sense.GE: GRB.GREATER_EQUAL, Sense.EQ: GRB.EQUAL}
-            for r in model.rows:
-                expr = gp.LinExpr(list(r.coefs), [xs[i] for i in r.cols])
-                m.addLConstr(expr, sense[r.sense], r.rhs)
-            m.setObjective(
-                gp.LinExpr(list(model.objective.values()), [xs[i] for i in model.objective])
-                + model.objective_constant,
-                GRB.MINIMIZE,
-            )
-            if options.time_limit is not None:
-                m.Params.TimeLimit = options.time_limit
-            if options.mip_gap is not None:
-                m.Params.MIPGap = options.mip_gap
-            if options.threads:
-                m.Params.Threads = options.threads
-            if options.node_limit is not None:
-                m.Params.NodeLimit = options.node_limit
-            if warm_start:
-                for v in model.variables:
-                    if v.name in warm_start:
-                        xs[v.index].Start = warm_start[v.name]
+            if kept:
+                m, x = self._kept_model(model, warm_start)
+            else:
+                m, x = self._fresh(model, warm_start)
+            p = m.Params
+            p.TimeLimit = GRB.INFINITY if options.time_limit is None else options.time_limit
+            p.MIPGap = 1e-4 if options.mip_gap is None else options.mip_gap
+            p.Threads = options.threads
+            p.NodeLimit = GRB.INFINITY if options.node_limit is None else options.node_limit
+            p.Presolve = -1 if model.presolve else 0
+            p.Heuristics = 0.05 if model.heuristics else 0.0
             m.optimize()
         except gp.GurobiError as exc:
             if exc.errno == 10010:  # model too large for the size-limited licence
                 raise SolverLimitError(f"gurobi licence limit: {exc}") from exc
             raise PlanningError(f"gurobi failed: {exc}") from exc
+        try:
+            return self._result(model, m, x)
+        finally:
+            if not kept:
+                m.dispose()
+
+    @staticmethod
+    def _result(model: LinearModel, m, x) -> SolveResult:  # type: ignore[no-untyped-def]
+        from gurobipy import GRB
+
         status = m.Status
         runtime = float(m.Runtime)
         if status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
@@ -147,12 +194,51 @@ class GurobiBackend:
             raise SolverLimitError(
                 f"gurobi stopped with status {status} and no solution for {model.name!r}"
             )
-        values = {v.name: float(xs[v.index].X) for v in model.variables}
+        col = m.getAttr("X", x) if isinstance(x, list) else x.X.tolist()
+        values = {v.name: float(col[v.index]) for v in model.variables}
         gap = 0.0 if model.num_integer == 0 else float(m.MIPGap)
         st = SolveStatus.OPTIMAL if status == GRB.OPTIMAL else SolveStatus.FEASIBLE
-        result = SolveResult("gurobi", st, float(m.ObjVal), gap, runtime, values)
-        m.dispose()
-        return result
+        return SolveResult("gurobi", st, float(m.ObjVal), gap, runtime, values)
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """A model's columns and rows as arrays: bounds, costs, and the row-wise (CSR) matrix
+    ``start``/``index``/``value`` with each row's right-hand side — what both backends pass."""
+
+    lb: np.ndarray
+    ub: np.ndarray
+    cost: np.ndarray
+    start: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    rhs: np.ndarray
+
+
+def model_arrays(model: LinearModel) -> ModelArrays:
+    """The arrays of ``model`` (see :class:`ModelArrays`)."""
+    n = model.num_vars
+    cost = np.zeros(n)
+    for i, c in model.objective.items():
+        cost[i] = c
+    lengths = [len(r.cols) for r in model.rows]
+    start = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=start[1:])
+    index = np.fromiter(
+        itertools.chain.from_iterable(r.cols for r in model.rows), np.int32, int(start[-1])
+    )
+    value = np.fromiter(
+        itertools.chain.from_iterable(r.coefs for r in model.rows), float, int(start[-1])
+    )
+    return ModelArrays(
+        np.array([v.lb for v in model.variables], dtype=float),
+        np.array([v.ub for v in model.variables], dtype=float),
+        cost,
+        start,
+        index,
+        value,
+        np.array([r.rhs for r in model.rows], dtype=float),
+    )
 
 
 class HighsBackend:
@@ -179,34 +265,25 @@ class HighsBackend:
             h.setOptionValue("threads", int(options.threads))
         if options.node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(options.node_limit))
+        if not model.presolve:
+            h.setOptionValue("presolve", "off")
         n = model.num_vars
+        arrays = model_arrays(model)
         lp = hc.HighsLp()
         lp.num_col_ = n
         lp.num_row_ = model.num_rows
-        cost = np.zeros(n)
-        for i, c in model.objective.items():
-            cost[i] = c
-        lp.col_cost_ = cost
+        lp.col_cost_ = arrays.cost
         lp.offset_ = model.objective_constant
-        lp.col_lower_ = np.array([v.lb for v in model.variables], dtype=float)
-        lp.col_upper_ = np.array([v.ub for v in model.variables], dtype=float)
-        lower = np.empty(model.num_rows)
-        upper = np.empty(model.num_rows)
-        starts = [0]
-        index: list[int] = []
-        value: list[float] = []
-        for k, r in enumerate(model.rows):
-            lower[k] = -np.inf if r.sense is Sense.LE else r.rhs
-            upper[k] = np.inf if r.sense is Sense.GE else r.rhs
-            index.extend(r.cols)
-            value.extend(r.coefs)
-            starts.append(len(index))
-        lp.row_lower_ = lower
-        lp.row_upper_ = upper
+        lp.col_lower_ = arrays.lb
+        lp.col_upper_ = arrays.ub
+        le = np.array([r.sense is Sense.LE for r in model.rows], dtype=bool)
+        ge = np.array([r.sense is Sense.GE for r in model.rows], dtype=bool)
+        lp.row_lower_ = np.where(le, -np.inf, arrays.rhs)
+        lp.row_upper_ = np.where(ge, np.inf, arrays.rhs)
         lp.a_matrix_.format_ = hc.MatrixFormat.kRowwise
-        lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
-        lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
-        lp.a_matrix_.value_ = np.array(value, dtype=float)
+        lp.a_matrix_.start_ = arrays.start
+        lp.a_matrix_.index_ = arrays.index
+        lp.a_matrix_.value_ = arrays.value
         lp.a_matrix_.num_col_ = n
         lp.a_matrix_.num_row_ = model.num_rows
         if model.num_integer:
@@ -261,8 +338,11 @@ class HighsBackend:
 class SolverPool:
     """Holds backends (so Gurobi's environment is made once) and applies the choice rule."""
 
-    def __init__(self, gurobi_size_limit: int = GUROBI_SIZE_LIMIT) -> None:
+    def __init__(
+        self, gurobi_size_limit: int = GUROBI_SIZE_LIMIT, *, reuse_models: bool = False
+    ) -> None:
         self.gurobi_size_limit = gurobi_size_limit
+        self.reuse_models = reuse_models
         self._gurobi: GurobiBackend | None = None
         self._highs = HighsBackend()
 
@@ -282,7 +362,7 @@ class SolverPool:
 
     def _gurobi_backend(self) -> GurobiBackend:
         if self._gurobi is None:
-            self._gurobi = GurobiBackend()
+            self._gurobi = GurobiBackend(self.reuse_models, self.gurobi_size_limit)
         return self._gurobi
 
     def solve(
