@@ -109,8 +109,11 @@ class Launcher:
         overrides: dict[str, object] | None = None,
         mission_id: str | None = None,
         resume: bool = False,
+        without: frozenset[str] = frozenset(),
     ):
         self.config = config
+        #: members not started: people take their places (``teamtree human --id ID``)
+        self.without = frozenset(without)
         #: every child works for this mission (see teamtree.agents.runtime.mission)
         self.mission_id = mission_id or new_mission_id()
         self.resume = resume
@@ -170,6 +173,12 @@ class Launcher:
             for spec in [*self.config.services, *self.config.members]:
                 if self.config.members and spec is self.config.members[0] and self.config.services:
                     await self._wait_services()  # so the recorder misses nothing
+                if spec.id in self.without:
+                    self.say(
+                        f"not starting {spec.id}: take its place with "
+                        f"`teamtree human --id {spec.id}` from another terminal here"
+                    )
+                    continue
                 argv = child_command(
                     "agent",
                     "--config", str(self.config.path),
