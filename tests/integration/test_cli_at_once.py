@@ -89,12 +89,13 @@ def test_a_misspelt_object_exits_2_before_any_agent_starts(tmp_path: Path, mosqu
     assert " | " not in out.stdout, f"agents started:\n{out.stdout}"
 
 
-def _waiting_team(tmp_path: Path, name: str) -> Path:
-    """Two hello agents; without ``b``, ``a`` waits for it until the mission's timeout."""
+def _team(tmp_path: Path, name: str, peers: str = "") -> Path:
+    """Two hello agents; `peers` of ``a`` (e.g. ``peers = ["ghost"]``: ``a`` waits for a
+    peer that never comes, until the mission's timeout)."""
     path = tmp_path / f"{name}.toml"
     path.write_text(
         f'[team]\nname = "{name}"\n[mission]\nkind = "hello"\ntimeout_s = 120\n'
-        '[[agents]]\nid = "a"\nkind = "hello"\n[[agents]]\nid = "b"\nkind = "hello"\n'
+        f'[[agents]]\nid = "a"\nkind = "hello"\n{peers}\n[[agents]]\nid = "b"\nkind = "hello"\n'
     )
     return path
 
@@ -108,8 +109,8 @@ def test_two_runs_in_one_directory_keep_their_files(tmp_path: Path, mosquitto) -
     here.mkdir()
     current = here / ".teamtree" / "current.json"
     first = subprocess.Popen(
-        teamtree_cmd("run", str(_waiting_team(tmp_path, "first")), "--broker", mosquitto.url,
-                     "--without", "b"),
+        teamtree_cmd("run", str(_team(tmp_path, "first", 'peers = ["ghost"]')), "--broker",
+                     mosquitto.url),
         stdout=(tmp_path / "first.log").open("w"), stderr=subprocess.STDOUT, cwd=here,
     )  # fmt: skip
     try:
@@ -118,10 +119,8 @@ def test_two_runs_in_one_directory_keep_their_files(tmp_path: Path, mosquitto) -
             assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()
             assert first.poll() is None, (tmp_path / "first.log").read_text()
             time.sleep(0.2)
-        log = (tmp_path / "first.log").read_text()
-        assert "not starting b" in log and "teamtree human --id b" in log, log
         second = subprocess.run(
-            teamtree_cmd("run", str(_waiting_team(tmp_path, "second")), "--broker",
+            teamtree_cmd("run", str(_team(tmp_path, "second")), "--broker",
                          mosquitto.url),
             capture_output=True, text=True, timeout=180, cwd=here,
         )  # fmt: skip
@@ -140,6 +139,27 @@ def test_two_runs_in_one_directory_keep_their_files(tmp_path: Path, mosquitto) -
 def test_without_an_id_that_is_no_member_exits_2(tmp_path: Path, mosquitto) -> None:
     out = refused("run", str(TEA), "--broker", mosquitto.url, "--without", "world",
                   cwd=tmp_path)  # fmt: skip
-    assert out.returncode == 2 and "--without" in out.stderr and "'world'" in out.stderr, (
-        out.stderr
-    )
+    assert out.returncode == 2 and "--without" in out.stderr and "'world'" in out.stderr, out.stderr
+
+
+def test_without_a_member_the_team_runs_for_a_person(tmp_path: Path, mosquitto) -> None:
+    """``--without b``: b is never started (``a`` waits for its peer, as it would for
+    a person joining late) and the run says how to take its place."""
+    run = subprocess.Popen(
+        teamtree_cmd("run", str(_team(tmp_path, "alone")), "--broker", mosquitto.url,
+                     "--without", "b"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    seen = []
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:
+            seen.append(line)
+            if "hello.team_online" in line or "not starting" in line:
+                break
+    finally:
+        run.terminate()
+        seen += run.communicate(timeout=60)[0].splitlines(keepends=True)
+    log = "".join(seen)
+    assert "not starting b" in log and "teamtree human --id b" in log, log
+    assert not any(line.startswith("b ") for line in seen), log

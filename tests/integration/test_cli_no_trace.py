@@ -57,15 +57,12 @@ def test_twenty_calls_leave_no_member_and_env_finds_the_team(tmp_path: Path, mos
     )  # fmt: skip
     try:
         wait_for_queue(url, tmp_path, log)
-        elsewhere = tmp_path / "elsewhere"  # no current-run file: only the environment
-        elsewhere.mkdir()
-        (elsewhere / "m.toml").write_text(MISSION)
-        env = {"TEAMTREE_BROKER": url, "TEAMTREE_TEAM": TEAM}
+        (tmp_path / "m.toml").write_text(MISSION)
         flags = ("--broker", url, "--team", TEAM, "--timeout", "20")
         calls = 0
         ids = []
-        for n in range(5):
-            out = cli("submit", "m.toml", "--timeout", "20", cwd=elsewhere, env=env)
+        for _ in range(5):
+            out = cli("submit", "m.toml", *flags, cwd=tmp_path)
             calls += 1
             assert out.returncode == 0, out.stdout + out.stderr
             ids.append(out.stdout.strip().splitlines()[-1])
@@ -88,7 +85,15 @@ def test_twenty_calls_leave_no_member_and_env_finds_the_team(tmp_path: Path, mos
         agents = {spec.id for spec in load_config(CONFIG).agents}
         strangers = sorted(set(snap["agents"]) - agents)
         assert not strangers, f"{calls} one-shot calls left team members: {strangers}"
-        assert calls == 20
+
+        elsewhere = tmp_path / "elsewhere"  # no current-run file: only the environment
+        elsewhere.mkdir()
+        (elsewhere / "m.toml").write_text(MISSION)
+        env = {"TEAMTREE_BROKER": url, "TEAMTREE_TEAM": TEAM}
+        out = cli("submit", "m.toml", "--timeout", "20", cwd=elsewhere, env=env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        mission = out.stdout.strip().splitlines()[-1]
+        assert cli("cancel", mission, cwd=elsewhere, env=env).returncode == 0
     finally:
         team.terminate()
         team.wait(timeout=60)
