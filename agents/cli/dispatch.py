@@ -129,7 +129,12 @@ async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
                 f"(waited {args.timeout:g} s; does the team run one?)"
             )
         try:
-            return await client.request(CHANNEL, kind, body, timeout=args.timeout)
+            # a login asks on its own topic (the broker's word for who asks); a client
+            # without one on the team's, so not even a live monitor shows a member for it
+            team_channel = not login
+            return await client.request(
+                CHANNEL, kind, body, timeout=args.timeout, team=team_channel
+            )
         except RequestError:
             raise TeamtreeError(
                 f"no mission queue answered in team {team!r} at {endpoint.url} within "

@@ -55,10 +55,15 @@ def test_twenty_calls_leave_no_member_and_env_finds_the_team(tmp_path: Path, mos
         teamtree_cmd("run", str(CONFIG), "--broker", url),
         stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
     )  # fmt: skip
+    live: subprocess.Popen[str] | None = None
     try:
         wait_for_queue(url, tmp_path, log)
         (tmp_path / "m.toml").write_text(MISSION)
         flags = ("--broker", url, "--team", TEAM, "--timeout", "20")
+        live = subprocess.Popen(  # a monitor watching while the calls are made
+            teamtree_cmd("monitor", *flags[:4], "--json", "--interval", "1"),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
+        )  # fmt: skip
         calls = 0
         ids = []
         for _ in range(5):
@@ -85,6 +90,11 @@ def test_twenty_calls_leave_no_member_and_env_finds_the_team(tmp_path: Path, mos
         agents = {spec.id for spec in load_config(CONFIG).agents}
         strangers = sorted(set(snap["agents"]) - agents)
         assert not strangers, f"{calls} one-shot calls left team members: {strangers}"
+        time.sleep(2.0)  # the live monitor's next view
+        live.terminate()
+        views = [json.loads(line) for line in live.communicate(timeout=30)[0].splitlines()]
+        seen = sorted({a for view in views for a in view["agents"]} - agents)
+        assert views and not seen, f"a live monitor saw the one-shot calls as members: {seen}"
 
         elsewhere = tmp_path / "elsewhere"  # no current-run file: only the environment
         elsewhere.mkdir()
@@ -95,5 +105,7 @@ def test_twenty_calls_leave_no_member_and_env_finds_the_team(tmp_path: Path, mos
         mission = out.stdout.strip().splitlines()[-1]
         assert cli("cancel", mission, cwd=elsewhere, env=env).returncode == 0
     finally:
+        if live is not None and live.poll() is None:
+            live.kill()
         team.terminate()
         team.wait(timeout=60)
