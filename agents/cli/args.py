@@ -134,8 +134,8 @@ def find_team(
         broker = broker or current.broker
     if team is None:
         raise ConfigError(
-            f"{command} needs a team: give --team (or ${TEAM_ENV}, or --config with a "
-            "[team] name), or start `teamtree run` in this directory"
+            f"{command} needs a team: give --team or set ${TEAM_ENV}, or start "
+            "`teamtree run` in this directory"
         )
     try:
         return validate_id(team, "team"), parse_endpoint(broker or DEFAULT_BROKER)
