@@ -90,3 +90,14 @@ def test_config_errors_name_agents_by_id(here: Path, capsys) -> None:
     assert main(["run", str(config)]) == 2
     err = capsys.readouterr().err
     assert "[pr2.rounds]" in err and "agents[1]" not in err, err
+
+
+def test_every_team_command_parses_without_team_or_broker(here: Path) -> None:
+    """Team and broker are resolved after parsing, in one place, for every command."""
+    from teamtree.agents.cli.app import build_parser
+
+    parser = build_parser()
+    for argv in (["web"], ["monitor"], ["record", "-o", "r.jsonl"], ["missions"],
+                 ["cancel", "m1"], ["submit", "m.toml"], ["human", "--id", "alice"]):  # fmt: skip
+        args = parser.parse_args(argv)
+        assert args.team is None and args.broker is None, argv
