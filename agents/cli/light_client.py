@@ -57,6 +57,7 @@ class LightClient:
         self.view = TeamView(self.id)  #: who is online, from their retained presence
         self._clock = HybridLogicalClock(self.id)
         self._hid = wall_ms()  # header ids grow across calls under one name
+        self._sid = uuid.uuid4().hex[:16]  # two clients of one name are not duplicates
         self._waiting: dict[str, asyncio.Future[Envelope]] = {}
         self._from: dict[str, Container[str]] = {}  # corr -> who may answer it
         self.connection = Connection(
@@ -147,6 +148,7 @@ class LightClient:
             reply_to=self.id,
             corr=corr,
             to=to,
+            sid=self._sid,
             deadline=wall_ms() + int(timeout * 1000),
         )
         try:
