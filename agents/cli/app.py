@@ -26,14 +26,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from teamtree.agents.cli.args import agent_id as _agent_id
 from teamtree.agents.cli.args import agent_ids as _agent_ids
 from teamtree.agents.cli.args import broker_url as _broker_url
+from teamtree.agents.cli.args import client_tls, find_team, wait_services_flag
 from teamtree.agents.cli.args import mission_id as _mission_id
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _positive
 from teamtree.agents.cli.args import setting as _setting
 from teamtree.agents.cli.args import team_id as _team_id
-from teamtree.agents.cli.args import wait_services_flag
 from teamtree.agents.cli.preflight import check_broker
-from teamtree.agents.runtime.config import load_config, parse_mission
+from teamtree.agents.runtime.config import by_agent_id, load_config, parse_mission
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
@@ -113,6 +113,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--resume", type=_mission_id, metavar="MISSION_ID",
         help="continue this mission: keep the state it left at the broker",
     )  # fmt: skip
+    run.add_argument(
+        "--without", type=_agent_ids, action="append", metavar="ID[,ID]",
+        help="do not start these members (e.g. a simulated human): a person takes the "
+        "place with `teamtree human --id ID` (repeatable)",
+    )  # fmt: skip
     override_flags(run)
     logging_flags(run, "plain")
 
@@ -167,7 +172,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     tree.add_argument("config", help="team config (.toml) with a [mission] tree")
     tree.add_argument(
         "--broker", type=_broker_url,
-        help="read live states from this broker (--live: the running `teamtree run`'s)",
+        help="read live states from this broker (--live: found as by every command: "
+        "$TEAMTREE_BROKER, else the running `teamtree run`'s)",
     )  # fmt: skip
     tree.add_argument(
         "--live", action="store_true", help="read live states from the running `teamtree run`"
@@ -204,11 +210,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from teamtree.agents.cli.names_check import check_names
     from teamtree.agents.runtime.launcher import Launcher
 
     config = load_config(args.config)
     overrides = _overrides(args)
     validate_kinds(apply_overrides(config, overrides))
+    check_names(config)
+    without = frozenset(i for ids in args.without or () for i in ids)
+    members = {spec.id for spec in config.members}
+    for agent_id in sorted(without - members):
+        raise ConfigError(
+            f"{agent_id!r} is not a member of this config (members: "
+            f"{', '.join(sorted(members)) or 'none'}); services cannot be left out",
+            path=str(config.path),
+            key="--without",
+        )
     launcher = Launcher(
         config,
         broker=parse_endpoint(args.broker) if args.broker else None,
@@ -219,6 +236,7 @@ async def _run(args: argparse.Namespace) -> int:
         overrides=overrides,
         mission_id=args.resume or args.mission_id,
         resume=args.resume is not None,
+        without=without,
     )
     return await launcher.run()
 
@@ -303,23 +321,15 @@ async def _tree(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     tree = mission_tree(config)
-    team = args.team or config.team
-    current = read_current_run()
-    if args.live and args.broker is None:
-        if current is None:
-            raise ConfigError("no `teamtree run` is running here; give --broker", key="--live")
-        args.broker = current.broker
-    if args.broker is None:
+    if not args.live and args.broker is None:
         statuses = TaskController(tree, "viewer").statuses()
         print(render_unicode(tree, statuses))
         return 0
-    tls = TlsSettings.from_env()
+    team, endpoint = find_team("tree", args.team, args.broker, args.config)
+    args.broker = endpoint.urls
+    current = read_current_run()
     snapshots = await read_snapshots(
-        parse_endpoint(args.broker),
-        team,
-        args.wait,
-        tls_context=client_context(tls) if tls else None,
-        **agent_credentials(args.user),
+        endpoint, team, args.wait, tls_context=client_tls(), **agent_credentials(args.user)
     )
     mission = args.mission
     if mission is None and current is not None and current.team == team:
@@ -386,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_broker(args)
         return run_main(COMMANDS[args.command](args))
     except ConfigError as exc:
-        print(f"teamtree: config error: {exc}", file=sys.stderr)
+        print(f"teamtree: config error: {by_agent_id(exc)}", file=sys.stderr)
         return _exit_code("EXIT_USAGE")
     except TeamtreeError as exc:
         print(f"teamtree: error: {exc}", file=sys.stderr)

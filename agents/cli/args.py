@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import tomllib
+from typing import Any
 
 from teamtree.agents.runtime.config import load_config
 from teamtree.broker import ConfigError, TopicError
@@ -104,22 +105,27 @@ def setting(value: str) -> tuple[str, object]:
 
 
 DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
+#: environment variables naming the broker and the team, after the flags
+BROKER_ENV = "TEAMTREE_BROKER"
+TEAM_ENV = "TEAMTREE_TEAM"
 
 
-def team_and_broker(
-    command: str, team: str | None, broker: str | None, config_path: str | None
-) -> tuple[str, Endpoint] | str:
-    """Resolve ``--team``/``--broker``, falling back on ``--config``'s ``[team]``, then on
-    the team of the last ``teamtree run`` here (its current-run file), then on the local
-    default broker. Returns (team, endpoint), or an error line."""
+def find_team(
+    command: str, team: str | None, broker: str | None, config_path: str | None = None
+) -> tuple[str, Endpoint]:
+    """The team and broker a command talks to, found the same way by every command:
+    the flags (``--team``, ``--broker``, and ``--config``'s ``[team]``), then the
+    environment (``$TEAMTREE_TEAM``, ``$TEAMTREE_BROKER``), then the running
+    ``teamtree run`` of this directory (its current-run file; its broker only when it
+    runs that team), then the local default broker. ConfigError (exit 2) saying what
+    to give when no team is found or the broker URL is bad."""
     if config_path:
-        try:
-            config = load_config(config_path)
-        except ConfigError as exc:
-            return f"teamtree {command}: {exc}"
+        config = load_config(config_path)
         team = team or config.team
         if broker is None and config.broker is not None:
             broker = config.broker.urls
+    team = team or os.environ.get(TEAM_ENV) or None
+    broker = broker or os.environ.get(BROKER_ENV) or None
     from teamtree.agents.runtime.current_run import read_current_run  # not on an agent's path
 
     current = read_current_run()
@@ -127,8 +133,42 @@ def team_and_broker(
         team = current.team
         broker = broker or current.broker
     if team is None:
-        return f"teamtree {command}: give --team (or --config with a [team] name)"
+        raise ConfigError(
+            f"{command} needs a team: give --team or set ${TEAM_ENV}, or start "
+            "`teamtree run` in this directory"
+        )
     try:
-        return team, parse_endpoint(broker or DEFAULT_BROKER)
-    except ConfigError as exc:
-        return f"teamtree {command}: bad --broker: {exc}"
+        return validate_id(team, "team"), parse_endpoint(broker or DEFAULT_BROKER)
+    except (ConfigError, TopicError) as exc:
+        raise ConfigError(f"{command}: bad broker or team: {exc}") from None
+
+
+def resolve_team(args: argparse.Namespace) -> tuple[str, Endpoint]:
+    """``find_team`` for parsed arguments (``--team``, ``--broker``, optional
+    ``--config``); sets ``args.team`` and ``args.broker`` to what was found."""
+    team, endpoint = find_team(
+        args.command, args.team, args.broker, getattr(args, "config", None) or None
+    )
+    args.team, args.broker = team, endpoint.urls
+    return team, endpoint
+
+
+def broker_flags(p: argparse.ArgumentParser) -> None:
+    """``--broker`` and ``--team``, both optional: ``find_team`` fills them in."""
+    p.add_argument(
+        "--broker", type=broker_url,
+        help=f"broker URL (default: ${BROKER_ENV}, else the running `teamtree run`'s, else "
+        f"{DEFAULT_BROKER})",
+    )  # fmt: skip
+    p.add_argument(
+        "--team", type=team_id,
+        help=f"team id (default: ${TEAM_ENV}, else the running `teamtree run`'s)",
+    )  # fmt: skip
+
+
+def client_tls() -> Any:
+    """The TLS context for a client from ``TEAMTREE_TLS_*`` (None: plain TCP)."""
+    from teamtree.broker.tls import TlsSettings, client_context
+
+    settings = TlsSettings.from_env()
+    return client_context(settings) if settings is not None else None

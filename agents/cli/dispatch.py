@@ -10,7 +10,8 @@ Against a broker with access control (``teamtree acl``) they log in as
 from the environment, as ``web`` and ``human`` do, and ask on the login's own
 ``<login>/missions`` topic, so the queue records the broker user who submitted or
 cancelled. Without access control, ``--as NAME`` names the requester (recorded as
-unverified).
+unverified). They use a light client (``LightClient``): no presence, never a team
+member. Team and broker are found as by every command (``find_team``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from teamtree.agents.cli.args import broker_flags, resolve_team
+from teamtree.agents.cli.args import client_tls as tls
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import seconds as _seconds
-from teamtree.agents.cli.args import team_and_broker
+from teamtree.agents.cli.light_client import LightClient
 from teamtree.agents.cli.login import add_login_flags, client_login, unreachable_hint
 from teamtree.agents.missions.protocol import (
     ACCEPTED,
@@ -53,8 +56,7 @@ from teamtree.agents.missions.wire import (
     decode_dispatch,
     to_wire,
 )
-from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import RuntimeSettings, parse_mission, read_toml
+from teamtree.agents.runtime.config import parse_mission, read_toml
 from teamtree.broker import ConfigError, RequestError, SpecificationError, TeamtreeError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
@@ -65,8 +67,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
     """Add ``submit``, ``missions`` and ``cancel``; returns ``{name: handler}``."""
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--team", type=_ident, help="team id (default: the running run's)")
-        p.add_argument("--broker", help="broker URL (default: the running run's, else local)")
+        broker_flags(p)
         p.add_argument("--config", help="team config (.toml) to read the team and broker from")
         p.add_argument(
             "--timeout", type=_seconds, default=5.0, help="seconds to wait for the queue"
@@ -123,35 +124,27 @@ def read_mission_file(path: str) -> dict[str, Any]:
 
 
 async def _ask(args: argparse.Namespace, kind: str, body: Any) -> Any:
-    resolved = team_and_broker(args.command, args.team, args.broker, args.config)
-    if isinstance(resolved, str):
-        raise ConfigError(resolved.split(": ", 1)[-1])
-    team, endpoint = resolved
+    team, endpoint = resolve_team(args)
     name, login = client_login(args, "cli")
-    agent = Agent(
-        name,
-        team=team,
-        endpoint=endpoint,
-        runtime=RuntimeSettings(heartbeat_s=30.0, request_timeout_s=args.timeout),
-        **login,
-    )
-    async with agent:
+    client = LightClient(name, team=team, endpoint=endpoint, tls_context=tls(), **login)
+    async with client:
         try:
-            await agent.wait_connected(args.timeout)
+            await client.wait_connected(args.timeout)
         except TimeoutError:
             hint = unreachable_hint(name, login)
             raise TeamtreeError(f"cannot reach the broker at {endpoint.url}{hint}") from None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + args.timeout
-        while not agent.team_view.online("mission_queue"):  # a team still starting
-            if loop.time() > deadline:
-                raise TeamtreeError(
-                    f"no mission_queue service is online in team {team!r} at {endpoint.url} "
-                    f"(waited {args.timeout:g} s; does the team run one?)"
-                )
-            await asyncio.sleep(0.05)
+        if not await client.wait_online("mission_queue", args.timeout):  # still starting?
+            raise TeamtreeError(
+                f"no mission_queue service is online in team {team!r} at {endpoint.url} "
+                f"(waited {args.timeout:g} s; does the team run one?)"
+            )
         try:
-            return await agent.request(CHANNEL, kind, body, timeout=args.timeout, own=True)
+            # a login asks on its own topic (the broker's word for who asks); a client
+            # without one on the team's, so not even a live monitor shows a member for it
+            team_channel = not login
+            return await client.request(
+                CHANNEL, kind, body, timeout=args.timeout, team=team_channel
+            )
         except RequestError:
             raise TeamtreeError(
                 f"no mission queue answered in team {team!r} at {endpoint.url} within "

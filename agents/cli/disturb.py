@@ -13,13 +13,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from teamtree.agents.cli.args import DEFAULT_BROKER, team_and_broker
+from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
 from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.cli.light_client import LightClient
 from teamtree.agents.cli.login import add_login_flags, client_login, unreachable_hint
 from teamtree.agents.ltl.ltl_wire import DisturbAckWire, DisturbWire, LtlWireError, decode, to_wire
 from teamtree.agents.ltl.planner import DISTURB, DISTURBANCES
-from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.broker import RequestError, TeamtreeError, TopicError
 from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.topics import validate_id
@@ -92,8 +91,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
     )
     p.add_argument("robot", type=_ident, help="the robot's agent id, e.g. A1")
     p.add_argument("kind", type=_kind, metavar="KIND", help=" | ".join(DISTURBANCES))
-    p.add_argument("--team", type=_ident, help="team id (default: the --config's [team] name)")
-    p.add_argument("--broker", help=f"broker URL (default: the config's, else {DEFAULT_BROKER})")
+    broker_flags(p)
     p.add_argument("--config", help="team config (.toml) to read the team and broker from")
     p.add_argument("--mode", help="state_change: the new operating state (e.g. standby)")
     p.add_argument("--region", help="state_change: the new region (default: where it is)")
@@ -137,12 +135,8 @@ async def send_disturbance(
     robot_only = scope if kind == "blocked_edge" and scope != "map" else None
     body = to_wire(DisturbWire(kind, mode, region, edge, robot_only))
     name = name or f"disturb-{uuid.uuid4().hex[:8]}"
-    agent = Agent(
-        name,
-        team=team,
-        endpoint=endpoint,
-        runtime=RuntimeSettings(heartbeat_s=30.0, request_timeout_s=timeout),
-        **(credentials or {}),
+    agent = LightClient(
+        name, team=team, endpoint=endpoint, tls_context=client_tls(), **(credentials or {})
     )
     async with agent:
         try:
@@ -152,10 +146,10 @@ async def send_disturbance(
             raise DisturbError(f"cannot reach the broker at {endpoint.url}{hint}") from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(timeout, 2.0)
-        member = agent.team_view.get(robot)
+        member = agent.view.get(robot)
         while (member is None or member.kind is None) and loop.time() < deadline:
             await asyncio.sleep(0.02)
-            member = agent.team_view.get(robot)
+            member = agent.view.get(robot)
         if member is None or member.kind is None:
             raise DisturbError(
                 f"no agent {robot!r} has announced itself in team {team!r} at {endpoint.url} "
@@ -173,7 +167,9 @@ async def send_disturbance(
                 "falls (R1) apply to legged robots only",
             }
         try:
-            reply = await agent.request(DISTURB, "ltl.disturb", body, to=robot, timeout=timeout)
+            reply = await agent.request(
+                DISTURB, "ltl.disturb", body, to=robot, timeout=timeout, team=True
+            )
         except RequestError as exc:
             raise DisturbError(f"{robot} did not answer: {exc}", robot=robot) from None
     try:
@@ -185,11 +181,7 @@ async def send_disturbance(
 
 async def run_disturb(args: argparse.Namespace) -> int:
     """The ``disturb`` handler: resolve team and broker, send, print the answer."""
-    resolved = team_and_broker("disturb", args.team, args.broker, args.config)
-    if isinstance(resolved, str):
-        print(resolved, flush=True)
-        return 2
-    team, endpoint = resolved
+    team, endpoint = resolve_team(args)
     name, credentials = client_login(args, "disturb")
     try:
         answer = await send_disturbance(

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from teamtree.agents.cli.args import DEFAULT_BROKER, team_and_broker
+from teamtree.agents.cli.args import broker_flags, resolve_team
 from teamtree.agents.humans.terminal import TerminalHuman, stdin_reader
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.agents.runtime.credentials import agent_credentials
@@ -47,8 +47,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "world your hand moves in it, so the robots infer what you do (seed 000 §2.3).",
     )
     p.add_argument("--id", required=True, type=_ident, help="your agent id, e.g. alice")
-    p.add_argument("--team", type=_ident, help="team id (default: the --config's [team] name)")
-    p.add_argument("--broker", help=f"broker URL (default: the config's, else {DEFAULT_BROKER})")
+    broker_flags(p)
     p.add_argument("--config", help="team config (.toml) to read the team and broker from")
     p.add_argument("--hand", type=_ident, help="your hand in the world (default: your id)")
     p.add_argument("--world", type=_ident, help="the world agent's id (default: any)")
@@ -65,12 +64,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
 
 async def run_human(args: argparse.Namespace) -> int:
     """The ``human`` handler: resolve team and broker, then run the terminal session."""
-    team, broker = args.team, args.broker
-    resolved = team_and_broker("human", team, broker, args.config)
-    if isinstance(resolved, str):
-        print(resolved, flush=True)
-        return 2
-    team, endpoint = resolved
+    team, endpoint = resolve_team(args)
     tls = TlsSettings.from_env()
     agent = TerminalHuman(
         args.id,

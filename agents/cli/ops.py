@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
@@ -24,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import DEFAULT_BROKER, wait_services_flag
+from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team, wait_services_flag
 from teamtree.agents.cli.args import broker_url as _url
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
@@ -56,7 +55,6 @@ from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.mosquitto_conf import MosquittoSettings
-from teamtree.broker.tls import TlsSettings, client_context
 from teamtree.broker.topics import Topic
 
 __all__ = ["check_team_live", "register"]
@@ -70,22 +68,8 @@ def _logging_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
 
 
-def _observer_flags(
-    p: argparse.ArgumentParser, *, team_required: bool, login: str = "monitor"
-) -> None:
-    current = read_current_run()
-    team = os.environ.get("TEAMTREE_TEAM") or (current.team if current else None)
-    p.add_argument(
-        "--broker", type=_url,
-        default=os.environ.get("TEAMTREE_BROKER") or (current.broker if current else None)
-        or DEFAULT_BROKER,
-        help="broker URL (default: $TEAMTREE_BROKER, else the running `teamtree run`'s, "
-        "else mqtt://127.0.0.1:1883)",
-    )  # fmt: skip
-    p.add_argument(
-        "--team", type=_ident, required=team_required and team is None,
-        default=team, help="team id (default: $TEAMTREE_TEAM, else the running `teamtree run`'s)",
-    )  # fmt: skip
+def _observer_flags(p: argparse.ArgumentParser, *, login: str = "monitor") -> None:
+    broker_flags(p)
     p.add_argument(
         "--mission", type=_ident, default=None,
         help="show only this mission's kept state (default: the running `teamtree run`'s "
@@ -112,7 +96,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "favors, request latencies per channel, message rates and mosquitto's $SYS "
         "figures. The monitor does not join the team (no presence, read-only rights).",
     )
-    _observer_flags(mon, team_required=True)
+    _observer_flags(mon)
     mon.add_argument("--once", action="store_true", help="print one view and exit")
     mon.add_argument("--json", action="store_true", help="print JSON (one object per view)")
     mon.add_argument(
@@ -137,7 +121,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         description="Write every valid message of the team to FILE, one JSON object per "
         "line (the recorder service's format), until Ctrl-C or --duration.",
     )
-    _observer_flags(rec, team_required=True, login="record")
+    _observer_flags(rec, login="record")
     rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
     rec.add_argument(
@@ -223,13 +207,8 @@ def _fact(value: str) -> tuple[str, str]:
     return _ident(agent), key
 
 
-def _tls() -> Any:
-    settings = TlsSettings.from_env()
-    return client_context(settings) if settings is not None else None
-
-
 def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
-    endpoint = parse_endpoint(args.broker)
+    _, endpoint = resolve_team(args)
     mission = args.mission
     current = read_current_run()
     if mission is None and current is not None and current.team == args.team:
@@ -239,7 +218,7 @@ def _observer(args: argparse.Namespace, **kwargs: Any) -> TeamObserver:
     return TeamObserver(
         endpoint,
         args.team,
-        tls_context=_tls(),
+        tls_context=client_tls(),
         mission_id=mission,
         **login,
         **kwargs,
@@ -397,7 +376,7 @@ async def check_team_live(
         sys_topics=False,
         on_message=heard,
         client_prefix="attach",
-        tls_context=_tls(),
+        tls_context=client_tls(),
         **(credentials or {}),
     )
     async with observer:
@@ -463,7 +442,7 @@ async def run_attach(args: argparse.Namespace) -> int:
             services_to_await(config, spec) if args.wait_services else [],
             within=args.wait_services,
             say=lambda line: print(f"{args.id}: {line}", flush=True),
-            tls_context=_tls(),
+            tls_context=client_tls(),
             credentials=credentials,
             optional=optional_services(config),
         )

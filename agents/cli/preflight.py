@@ -2,8 +2,8 @@
 
 MQTT clients retry quietly forever, which keeps a team alive through a broker restart
 but made a wrong ``--broker`` look like a hang. Every command that needs a broker
-resolves it the way the command will (``--broker``, the config's ``[team] broker``,
-the running ``teamtree run``'s, the local default) and checks it once, waiting up to
+resolves it the way the command will (``find_team``: the flags, the environment, the
+running ``teamtree run``'s, the local default) and checks it once, waiting up to
 ``$TEAMTREE_BROKER_WAIT_S`` seconds (default 2) for a broker that is still starting.
 """
 
@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
-from teamtree.agents.cli.args import DEFAULT_BROKER
+from teamtree.agents.cli.args import resolve_team
 from teamtree.agents.runtime.config import load_config
 from teamtree.broker import ConfigError
 from teamtree.broker.endpoint import Endpoint, parse_endpoint
@@ -29,11 +28,10 @@ BROKER_COMMANDS = frozenset(
 WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
 
 
-def _current_run() -> Any:
-    """The last ``teamtree run`` (imported here: ``agent`` never reads it)."""
-    from teamtree.agents.runtime.current_run import read_current_run
-
-    return read_current_run()
+#: commands that find their team and broker with ``find_team``
+FOUND_COMMANDS = frozenset(
+    {"human", "disturb", "record", "monitor", "submit", "missions", "cancel"}
+)
 
 
 def broker_of(args: argparse.Namespace) -> Endpoint | None:
@@ -41,6 +39,10 @@ def broker_of(args: argparse.Namespace) -> Endpoint | None:
     command = args.command
     if command not in BROKER_COMMANDS:
         return None
+    if command in FOUND_COMMANDS or (
+        command == "tree" and (getattr(args, "live", False) or args.broker is not None)
+    ):
+        return resolve_team(args)[1]
     broker = getattr(args, "broker", None)
     config_path = getattr(args, "config", None)
     if isinstance(config_path, str):  # a bad config is reported first (exit 2)
@@ -51,12 +53,6 @@ def broker_of(args: argparse.Namespace) -> Endpoint | None:
             return config.broker
     if isinstance(broker, str):
         return parse_endpoint(broker)
-    if command == "tree" and getattr(args, "live", False):
-        current = _current_run()
-        return parse_endpoint(current.broker) if current else None
-    if command in ("human", "disturb", "submit", "missions", "cancel"):
-        current = _current_run()
-        return parse_endpoint(current.broker if current else DEFAULT_BROKER)
     return None
 
 

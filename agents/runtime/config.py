@@ -20,6 +20,7 @@ mission goes on without it when it exits early.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -500,3 +501,25 @@ def _cluster(rt: _Reader) -> bool | None:
     if isinstance(value, str):
         raise rt.error("cluster", f'is {value!r}; expected true, false or "auto"')
     return value
+
+
+_ENTRY = re.compile(r"agents\[(\d+)\]")
+
+
+def by_agent_id(exc: ConfigError) -> str:
+    """`exc` as a person reads it: an ``[[agents]]`` entry named by its id (``[pr2.kind]``)
+    rather than its place in the file (``[agents[0].kind]``), when the file names one.
+    ``exc.key`` keeps the place, for programs."""
+    text = str(exc)
+    match = _ENTRY.match(exc.key or "")
+    if match is None or not exc.path:
+        return text
+    try:
+        entries = tomllib.loads(Path(exc.path).read_text()).get("agents")
+        agent_id = entries[int(match[1])]["id"]
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return text
+    if not isinstance(agent_id, str):
+        return text
+    shown = agent_id + (exc.key or "")[match.end() :]
+    return text.replace(f"[{exc.key}]", f"[{shown}]", 1)

@@ -46,11 +46,39 @@ def validate_kinds(config: TeamConfig, only: str | None = None) -> None:
             cls.params_from_config(spec, config)
 
 
+def overridable_keys(config: TeamConfig) -> dict[str, list[str]]:
+    """Key -> ids of the config's agents whose kind lets ``--set`` override it."""
+    accepted: dict[str, list[str]] = {}
+    for spec in config.agents:
+        cls = AGENT_KINDS.get(spec.kind)
+        for key in sorted(cls.overridable if cls is not None else ()):
+            accepted.setdefault(key, []).append(spec.id)
+    return accepted
+
+
+def check_overrides(config: TeamConfig, overrides: dict[str, Any]) -> None:
+    """ConfigError (exit 2) naming the first key of `overrides` that no agent of `config`
+    accepts, with the keys each agent accepts: a ``--set`` nobody applies is a mistake
+    (a misspelt key, or a key of another kind), never silently ignored."""
+    accepted = overridable_keys(config)
+    for key in overrides:
+        if key not in accepted:
+            offer = "; ".join(f"{k} ({', '.join(ids)})" for k, ids in sorted(accepted.items()))
+            raise ConfigError(
+                f"no agent of this config accepts {key!r}; "
+                + (f"keys --set can change here: {offer}" if offer else "its kinds take no --set"),
+                path=str(config.path),
+                key=f"--set {key}",
+            )
+
+
 def apply_overrides(config: TeamConfig, overrides: dict[str, Any]) -> TeamConfig:
     """Set `overrides` (e.g. ``{"metric": "distance"}``) on every agent entry whose kind
-    declares the key overridable; other entries are left alone."""
+    declares the key overridable; other entries are left alone. ConfigError when no
+    entry accepts a key (``check_overrides``)."""
     if not overrides:
         return config
+    check_overrides(config, overrides)
     agents = []
     for spec in config.agents:
         cls = AGENT_KINDS.get(spec.kind)

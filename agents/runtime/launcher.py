@@ -115,8 +115,11 @@ class Launcher:
         overrides: dict[str, object] | None = None,
         mission_id: str | None = None,
         resume: bool = False,
+        without: frozenset[str] = frozenset(),
     ):
         self.config = config
+        #: members not started: people take their places (``teamtree human --id ID``)
+        self.without = frozenset(without)
         #: every child works for this mission (see teamtree.agents.runtime.mission)
         self.mission_id = mission_id or new_mission_id()
         self.resume = resume
@@ -174,8 +177,14 @@ class Launcher:
             self._announce_run(endpoint)
             await self._start_watch(endpoint)
             for spec in [*self.config.services, *self.config.members]:
-                if self.config.members and spec is self.config.members[0] and self.config.services:
-                    await self._wait_services()  # so the recorder misses nothing
+                if self.config.members and spec is self.config.members[0]:
+                    if self.config.services:
+                        await self._wait_services()  # so the recorder misses nothing
+                    await self._wait_for_people()
+                if self._interrupted.is_set():
+                    break  # Ctrl-C while waiting: start nobody more
+                if spec.id in self.without:
+                    continue
                 argv = child_command(
                     "agent",
                     "--config", str(self.config.path),
@@ -255,6 +264,30 @@ class Launcher:
         )
         await self._watch.subscribe(f"teamtree/v1/{self.config.team}/#")
         self._watch_task = asyncio.create_task(self._watch.run(), name="teamtree[run].watch")
+
+    async def _wait_for_people(self) -> None:
+        """Members left out (``without``) are people taking their places: wait until
+        each is online (``teamtree human --id ID`` or its web page) before starting the
+        other members, so the robots do not do the person's share first. Ctrl-C ends
+        the wait (and the run)."""
+        if not self.without:
+            return
+        for name in sorted(self.without):
+            self.say(
+                f"not starting {name}: take its place with `teamtree human --id {name}` "
+                f"(or the web page /human/{name}) from another terminal here"
+            )
+        said = ""
+        while not self.without <= self._online and not self._interrupted.is_set():
+            missing = ", ".join(sorted(self.without - self._online))
+            if missing != said:
+                self.say(f"waiting for {missing} to join before starting the members")
+                said = missing
+            self._presence_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._presence_changed.wait(), 1.0)
+        if not self._interrupted.is_set():
+            self.say(f"{', '.join(sorted(self.without))} joined; starting the members")
 
     async def _wait_services(self, within: float = 60.0) -> None:
         """Wait until every service is online (so subscribed) before members start."""

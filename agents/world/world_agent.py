@@ -47,7 +47,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import zmq
 import zmq.asyncio
@@ -84,6 +84,7 @@ class WorldAgent(Agent):
     """Serve the simulated world over ZeroMQ; publish its state (module docstring)."""
 
     kind = "world"
+    overridable: ClassVar[frozenset[str]] = frozenset({"time_factor"})
 
     def __init__(
         self,

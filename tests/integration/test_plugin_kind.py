@@ -90,6 +90,6 @@ def test_unknown_kind_names_it_and_the_installed_ones(team, tmp_path: Path) -> N
     run = subprocess.run(teamtree_cmd("run", str(config)), capture_output=True, text=True,
                          timeout=120)  # fmt: skip
     assert run.returncode == 2
-    assert "agents[1].kind" in run.stderr
+    assert "[r1-driver.kind]" in run.stderr, run.stderr  # the entry named by its id
     assert "unknown agent kind 'dwel_driver'" in run.stderr
     assert "installed kinds: " in run.stderr and "robot" in run.stderr

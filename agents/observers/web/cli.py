@@ -7,20 +7,15 @@ Exit codes: 0 stopped, 1 the broker cannot be reached or the port is taken, 2 ba
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import DEFAULT_BROKER
-from teamtree.agents.cli.args import broker_url as _url
-from teamtree.agents.cli.args import ident as _ident
+from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.runtime.credentials import login_credentials, observer_credentials
 from teamtree.broker import ConnectError
-from teamtree.broker.endpoint import parse_endpoint
-from teamtree.broker.tls import TlsSettings, client_context
 
 __all__ = ["register", "run_web"]
 
@@ -38,14 +33,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "questions with a countdown). Reads the team from the broker alone and does not "
         "join it; a person's page joins as that person (kind human).",
     )
-    p.add_argument(
-        "--broker", type=_url, default=os.environ.get("TEAMTREE_BROKER", DEFAULT_BROKER),
-        help="broker URL (default: $TEAMTREE_BROKER or mqtt://127.0.0.1:1883)",
-    )  # fmt: skip
-    p.add_argument(
-        "--team", type=_ident, required="TEAMTREE_TEAM" not in os.environ,
-        default=os.environ.get("TEAMTREE_TEAM"), help="team id (default: $TEAMTREE_TEAM)",
-    )  # fmt: skip
+    broker_flags(p)
     p.add_argument("--port", type=_port, default=8080, help="HTTP port (default 8080)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument(
@@ -98,9 +86,8 @@ async def run_web(args: argparse.Namespace) -> int:
     elif missions_dir is not None and not missions_dir.is_dir():
         print(f"teamtree web: --missions-dir {missions_dir}: no such directory", file=sys.stderr)
         return 2
-    settings = TlsSettings.from_env()
-    tls = client_context(settings) if settings is not None else None
-    endpoint = parse_endpoint(args.broker)
+    tls = client_tls()
+    _, endpoint = resolve_team(args)
     credentials = {} if args.login else _credentials(args)
     login = args.login
     if not login and args.username is None and "password" not in credentials:
