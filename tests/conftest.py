@@ -267,3 +267,21 @@ def slowness() -> float:
 def scaled(seconds: float) -> float:
     """`seconds` on an idle machine, stretched by the current ``slowness()``."""
     return seconds * slowness()
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """Put structlog's and logging's set-up back after each test: a test that runs
+    ``teamtree``'s ``main`` in-process binds the log to pytest's captured stderr, which
+    is closed after the test, and later in-process agents would log to a closed file."""
+    import logging
+
+    import structlog
+
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**saved)
+    root.handlers[:] = handlers
+    root.setLevel(level)
