@@ -74,6 +74,7 @@ from teamtree.agents.runtime.config import (
 )
 from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class
 from teamtree.agents.runtime.mission import new_mission_id
+from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, MissionStatus
 from teamtree.agents.runtime.outcome import (
     RESULT_CHANNEL,
     RESULT_KIND,
@@ -324,6 +325,18 @@ class MissionQueue(Agent):
 
     async def _publish_table(self) -> None:
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)
+        for row in list(self.rows.values()):
+            await self._publish_status(row)
+
+    async def _publish_status(self, row: MissionRow) -> None:
+        """The mission's status as the queue knows it (``mission.status``), on change:
+        queued is pending, a time-out and a cancel are named as such, with the reason."""
+        status = row_status(row)
+        if self._statuses.get(row.id) == status:
+            return
+        self._statuses[row.id] = status
+        body = {**to_wire(status), "mission": row.id}
+        await self.publish(STATUS_CHANNEL, STATUS_KIND, body, recipient=row.id, retain=True)
 
     def _end(self, row: MissionRow, state: str, reason: str = "") -> None:
         row.state, row.ended_ms = state, wall_ms()
@@ -438,6 +451,19 @@ class MissionQueue(Agent):
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )
+
+
+def row_status(row: MissionRow) -> MissionStatus:
+    """A row of the mission table as a mission status (``mission.status``)."""
+    if row.state == "queued":
+        return MissionStatus(row.kind, "pending", "queued: waiting for its members")
+    if row.state in ("running", "cancelling"):
+        return MissionStatus(row.kind, "running", row.reason if row.state == "cancelling" else "")
+    if row.state == "done":
+        return MissionStatus(row.kind, "succeeded", row.summary)
+    if row.state == "failed" and row.reason.startswith("timed out"):
+        return MissionStatus(row.kind, "timed_out", row.reason)
+    return MissionStatus(row.kind, row.state, row.reason or row.summary)
 
 
 #: words that mark a child's line as worth quoting when the mission fails
