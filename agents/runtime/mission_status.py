@@ -86,8 +86,10 @@ class MissionStatus(Struct, frozen=True, omit_defaults=True):
         return self.state in ENDED
 
     def headline(self) -> str:
-        """One line for people: ``failed: tea timed out after 30 s · 1/3 leaves``."""
+        """One line for people: ``TIMED OUT: after 30 s · 1/3 leaves`` (an ended
+        state in capitals)."""
         state = self.state.replace("_", " ")
+        state = state.upper() if self.ended else state
         progress = f"{self.done}/{self.total} {self.unit}".strip() if self.total else ""
         if self.failed:
             progress += f", {self.failed} failed"
@@ -157,16 +159,18 @@ class MissionBoard:
             return None
         self.missions[mission] = shown
         self.updated[mission] = max(ts, self.updated.get(mission, ts))
-        if shown is status:
-            self.by[mission] = sender
+        if old is None or (shown.state, shown.reason) != (old.state, old.reason):
+            self.by[mission] = sender  # whose word the state and reason are
         return shown
 
     def current(self) -> str | None:
-        """The mission to show: the latest running one, else the latest to change."""
+        """The mission to show: the latest running one, else the latest pending one,
+        else the latest to change."""
         if not self.missions:
             return None
-        running = [m for m, s in self.missions.items() if not s.ended]
-        pool = running or list(self.missions)
+        running = [m for m, s in self.missions.items() if s.state == "running"]
+        pending = [m for m, s in self.missions.items() if s.state == "pending"]
+        pool = running or pending or list(self.missions)
         return max(pool, key=lambda m: (self.started.get(m, 0), self.updated.get(m, 0)))
 
     def view(self, mission: str | None = None) -> dict[str, Any] | None:
@@ -177,7 +181,7 @@ class MissionBoard:
         if status is None:
             return None
         return {
-            **msgspec.to_builtins(status),
+            **msgspec.structs.asdict(status),
             "mission": mission,
             "ended": status.ended,
             "headline": status.headline(),
