@@ -37,6 +37,8 @@ import time
 from collections import deque
 from typing import Any
 
+import msgspec
+
 from teamtree.agents.missions.protocol import (
     ACCEPTED,
     CANCEL,
@@ -74,7 +76,13 @@ from teamtree.agents.runtime.config import (
 )
 from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class
 from teamtree.agents.runtime.mission import new_mission_id
-from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, MissionStatus
+from teamtree.agents.runtime.mission_status import (
+    STATUS_CHANNEL,
+    STATUS_KIND,
+    MissionBoard,
+    MissionStatus,
+    merge,
+)
 from teamtree.agents.runtime.outcome import (
     RESULT_CHANNEL,
     RESULT_KIND,
@@ -134,6 +142,8 @@ class MissionQueue(Agent):
         self._procs: dict[str, dict[str, asyncio.subprocess.Process]] = {}  # mission -> procs
         self._running: dict[str, asyncio.Task[None]] = {}
         self._results: dict[str, ResultBody] = {}  # mission -> its mission.result
+        self._statuses: dict[str, MissionStatus] = {}  # mission -> the status it published
+        self.board = MissionBoard()  # the members' word on each mission's progress
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -181,6 +191,7 @@ class MissionQueue(Agent):
             self.on_team(CHANNEL, handler, kind=kind)
             self.on_agents(CHANNEL, handler, kind=kind)  # <login>/missions: who asks
         self.on_team(RESULT_CHANNEL, self._on_result, kind=RESULT_KIND)
+        self.on_agents(STATUS_CHANNEL, self._on_status, kind=STATUS_KIND, any_recipient=True)
 
     async def on_connected(self) -> None:
         await self._publish_table()
@@ -321,7 +332,18 @@ class MissionQueue(Agent):
             self._results[result.mission] = result
 
     def _table(self) -> dict[str, Any]:
-        return to_wire(Table([r.row() for r in self.rows.values()]))
+        rows = [
+            msgspec.structs.replace(r.row(), status=self._status_of(r)) for r in self.rows.values()
+        ]
+        return to_wire(Table(rows))
+
+    def _status_of(self, row: MissionRow) -> MissionStatus:
+        """The mission's status: the members' progress, the queue's word on its state."""
+        status = merge(self.board.missions.get(row.id), row_status(row))
+        return msgspec.structs.replace(status, mission=msgspec.UNSET)
+
+    async def _on_status(self, env: Envelope, topic: Topic) -> None:
+        self.board.feed(env.kind, env.sender, env.body, env.ts)
 
     async def _publish_table(self) -> None:
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)

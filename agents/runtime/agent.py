@@ -501,8 +501,12 @@ class Agent:
         addressed: bool = False,
         senders: Iterable[str] | None = None,
         latest: bool = False,
+        any_recipient: bool = False,
     ) -> None:
         """Handle messages on every agent's own `channel` (optionally only `kind`).
+
+        With `any_recipient`, those on ``<sender>/<channel>/<anything>`` instead (e.g.
+        ``mission_status/<mission>``: one retained topic per mission).
 
         With `addressed`, only messages sent to this agent on
         ``<sender>/<channel>/<this id>`` (commands, directed messages). With `senders`,
@@ -516,7 +520,7 @@ class Agent:
         a retained one comes again with the re-subscribe), and with `senders` one still
         waiting to be handled is replaced by the same sender's newer one, as
         ``on_agent(latest=True)`` does."""
-        recipient = self.id if addressed else None
+        recipient = self.id if addressed else "+" if any_recipient else None
         if senders is None:
             filters = [pattern(self.team, "+", channel, recipient)]
         else:

@@ -641,9 +641,10 @@ class RobotAgent(PeerRuleMember):
         leaves = self.tree.leaves
         done = len(set(snap.done) & set(leaves))
         ended = self.controller is not None and self.controller.mission_done
-        detail = "the root is done" if ended and done < len(leaves) else ""
+        reason = "every subtask the tree needs is done" if ended else ""
+        detail = "the others were OR alternatives" if ended and done < len(leaves) else ""
         state = "succeeded" if ended else "running"
-        await self._status.report(state, done=done, total=len(leaves), detail=detail)
+        await self._status.report(state, done=done, total=len(leaves), reason=reason, detail=detail)
 
     async def _throttled_snapshot(self, snap: Snapshot) -> None:
         """Publish `snap` now, or the controller's latest at the end of the interval
