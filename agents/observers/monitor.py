@@ -26,7 +26,7 @@ from msgspec.structs import replace as replace_struct
 
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
-from teamtree.agents.runtime.mission_status import STATUS_KIND, MissionBoard
+from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, MissionBoard
 from teamtree.agents.runtime.presence_wire import decode_heartbeat
 from teamtree.agents.runtime.sync_ask import SyncAsker
 from teamtree.agents.runtime.team_view import Presence, TeamView
@@ -152,7 +152,7 @@ class MonitorState:
         if not retained:
             self.totals[channel] += 1
             self._arrivals.setdefault(channel, deque()).append(self._clock())
-        if topic.agent is not None:
+        if topic.agent is not None and topic.channel != STATUS_CHANNEL:  # a run is no member
             row = self.row(topic.agent)
             row.last_seen_ms = max(row.last_seen_ms, env.ts)
             row.messages += 1

@@ -49,10 +49,11 @@ function renderHeader(s) {
   const m = s.mission || {};
   const st = s.status; // the mission's status (mission.status), whatever its kind
   const kind = (st && st.kind) || m.kind;
-  const chip = st ? ` <span class="state-chip ${esc(st.state)}" id="mission-state" data-state="${esc(st.state)}">${esc(st.state.replace("_", " "))}</span>` : "";
+  const chip = st ? `<span class="state-chip ${esc(st.state)}" id="mission-state" data-state="${esc(st.state)}">${esc(st.state.replace("_", " "))}</span>` : "";
   $("mission").innerHTML = kind
-    ? `<span id="mission-kind">${esc(kind)}</span> mission${st ? " " + esc(st.mission) : ""}${chip}` + (m.text && m.kind === kind ? ` · ${esc(m.text)}` : "")
+    ? `${chip} <span id="mission-kind">${esc(kind)}</span> mission` + (m.text && m.kind === kind ? ` · ${esc(m.text)}` : "")
     : "no mission yet";
+  $("mission").title = st ? `mission ${st.mission}: ${st.headline}` : "";
   const [done, total, unit] = st && st.total ? [st.done, st.total, st.unit] : [m.done, m.leaves, "done"];
   const failed = st && st.failed ? `, ${st.failed} failed` : "";
   $("progress-text").textContent = total ? `${done}/${total} ${unit}${failed}` + (st && st.detail ? ` · ${st.detail}` : "") : "";
@@ -113,7 +114,13 @@ function treeLayout(tree) {
 
 function renderTree(s) {
   const tree = s.tree;
-  if (!tree || !tree.root) return;
+  if (!tree || !tree.root) {
+    const kind = s.status && s.status.kind;
+    if (kind && kind !== "tasktree" && kind !== "multitask") {
+      $("tree").textContent = `a ${kind} mission has no task tree: its progress is in the header (and its plans below)`;
+    }
+    return;
+  }
   const { pos, slots, depth } = treeLayout(tree);
   const W = 128, H = 78, BW = 116, BH = 40;
   const width = Math.max(slots * W, 300), height = (depth + 1) * H + 10;
