@@ -383,6 +383,7 @@ class MultitaskRobot(PeerRuleMember):
             if self.allocator.satisfied(self.task_state, unit):
                 self.units_done[unit] = self.id
                 await self.feed(BehaviourFinished(unit))
+                await self._report_units()
 
     @property
     def task_state(self) -> MultitaskState:
@@ -419,10 +420,15 @@ class MultitaskRobot(PeerRuleMember):
             "working": sorted(self.task_state.working),
         }
         await self.publish(SNAPSHOT, "node.snapshot", body, retain=True)
+        await self._report_units()
+
+    async def _report_units(self) -> None:
+        """The mission's status: units done (by this robot or a peer) of the tree's."""
         leaves = self.problem.tree.leaves
         finished = len(set(self.task_state.done) | set(self.task_state.skipped))
         await self._status.report(
             "running" if self.result is None else "succeeded",
+            reason="" if self.result is None else "every unit of the tree is done",
             done=len(self.units_done),
             total=len(self.unit_tree.leaves),
             detail=f"{finished} of {len(leaves)} leaves done",
