@@ -147,7 +147,7 @@ async def test_the_page_shows_each_kind_its_progress_and_how_it_ended(
         assert figures, f"no progress in {unit!r} shown: {seen}"
         assert any(done < total for done, total in figures), f"only the end was shown: {seen}"
         assert len({f for f in figures}) >= 2, f"the progress never moved: {seen}"
-        screenshot(driver, f"web-{kind}.png")
+        screenshot(driver, f"web-status-{kind}.png")
     snap = await asyncio.to_thread(monitor_once, mosquitto.url, team)
     assert snap["status"]["kind"] == kind and snap["status"]["state"] == banner["state"], snap[
         "status"
@@ -210,7 +210,7 @@ async def test_a_timed_out_and_a_failed_mission_end_with_their_banner(
         await ended_without_working(driver, "timed_out", tmp_path)
         assert "timed out" in css(driver, "#mission-reason")[0]["text"]
         assert "timed out" in css(driver, "#alerts")[0]["text"]
-        screenshot(driver, "web-timed-out.png")
+        screenshot(driver, "web-status-timed-out.png")
 
         run = run_team(config, mosquitto.url, tmp_path, log="run2.log")
         try:
@@ -225,7 +225,7 @@ async def test_a_timed_out_and_a_failed_mission_end_with_their_banner(
         await ended_without_working(driver, "failed", tmp_path)
         assert "pr2" in css(driver, "#mission-reason")[0]["text"]
         assert "FAILED" in css(driver, "#alerts")[0]["text"]
-        screenshot(driver, "web-failed.png")
+        screenshot(driver, "web-status-failed.png")
 
 
 async def _queue_table(url: str, team: str) -> dict[str, dict]:
@@ -297,7 +297,7 @@ async def test_a_cancelled_mission_and_a_resubmitted_one(mosquitto, team, tmp_pa
             banner = await ended_without_working(driver, "cancelled", tmp_path)
             assert banner["mission"] == third
             assert "cancelled by" in css(driver, "#mission-reason")[0]["text"]
-            screenshot(driver, "web-cancelled.png")
+            screenshot(driver, "web-status-cancelled.png")
     finally:
         serving.send_signal(signal.SIGINT)
         try:
@@ -368,7 +368,7 @@ async def test_the_page_and_the_monitor_say_disconnected_when_the_broker_dies(
             assert monitor_at is not None and monitor_at <= DISCONNECTED_WITHIN_S, monitor_at
             assert "disconnected" in css(driver, "#link-text")[0]["text"]
             assert driver.execute_script("return document.body.classList.contains('stale')")
-            screenshot(driver, "web-disconnected.png", full=False)
+            screenshot(driver, "web-status-disconnected.png", full=False)
             mosq = broker()
             back = time.monotonic()
             await until(lambda: css(driver, '#link[data-state="live"]'), 30,
