@@ -28,6 +28,7 @@ import pytest
 
 from teamtree.broker import free_port
 from tests.conftest import REPO, teamtree_cmd
+from tests.integration import test_web as web_tests
 from tests.integration.test_web import css, until
 from tests.web_support import WebProcess, browser_missing, chromium, screenshot
 
@@ -65,15 +66,8 @@ new MutationObserver(() => {
 """
 
 
-@pytest.fixture
-def view(mosquitto, team, tmp_path):
-    """``teamtree web`` for the test's team on the test's broker."""
-    process = WebProcess(mosquitto.url, team, tmp_path)
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+#: the team page of the test's team (``teamtree web``): test_web's fixture ``web``
+web_view = web_tests.web
 
 
 def team_config(name: str, team: str, tmp_path: Path) -> Path:
@@ -111,7 +105,7 @@ def counts(text: str, unit: str) -> tuple[int, int] | None:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", list(KINDS))
 async def test_the_page_shows_each_kind_its_progress_and_how_it_ended(
-    kind: str, mosquitto, team, tmp_path: Path, view
+    kind: str, mosquitto, team, tmp_path: Path, web
 ) -> None:
     """The header names the kind, its progress climbs in the kind's own unit while the
     mission runs, and the page ends with the succeeded banner and its reason; the
@@ -119,7 +113,7 @@ async def test_the_page_shows_each_kind_its_progress_and_how_it_ended(
     name, extra, unit = KINDS[kind]
     config = team_config(name, team, tmp_path)
     with chromium() as driver:
-        driver.get(view.url)
+        driver.get(web.url)
         await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
         driver.execute_script(WATCH)
         run = run_team(config, mosquitto.url, tmp_path, *extra)
@@ -194,7 +188,7 @@ async def ended_without_working(driver, state: str, tmp_path: Path) -> dict:
 
 @pytest.mark.timeout(300)
 async def test_a_timed_out_and_a_failed_mission_end_with_their_banner(
-    mosquitto, team, tmp_path: Path, view
+    mosquitto, team, tmp_path: Path, web
 ) -> None:
     """A tea party given 4 s ends "timed out" saying so; one whose robot is killed
     mid-mission ends "failed" naming it; neither leaves a leaf drawn working, the
@@ -202,7 +196,7 @@ async def test_a_timed_out_and_a_failed_mission_end_with_their_banner(
     config = team_config("tea_party_s1.toml", team, tmp_path)
     config.write_text(config.read_text().replace("time_factor = 8.0", "time_factor = 2.0"))
     with chromium() as driver:
-        driver.get(view.url)
+        driver.get(web.url)
         await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
         driver.execute_script(WATCH)
         run = run_team(config, mosquitto.url, tmp_path, "--timeout", "6")
@@ -250,7 +244,7 @@ def submit(tmp_path: Path, url: str, team: str, tree: str, name: str) -> str:
 
 
 @pytest.mark.timeout(400)
-async def test_a_cancelled_mission_and_a_resubmitted_one(mosquitto, team, tmp_path: Path, view):
+async def test_a_cancelled_mission_and_a_resubmitted_one(mosquitto, team, tmp_path: Path, web):
     """On a serving tea party: a mission cancelled while a robot works ends with the
     cancelled banner naming who cancelled and no leaf drawn working; the same mission
     submitted again after one that succeeded is executed again (its objects are put back
@@ -259,7 +253,7 @@ async def test_a_cancelled_mission_and_a_resubmitted_one(mosquitto, team, tmp_pa
     serving = run_team(config, mosquitto.url, tmp_path)
     try:
         with chromium() as driver:
-            driver.get(view.url)
+            driver.get(web.url)
             await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
             driver.execute_script(WATCH)
             await until(lambda: css(driver, "#missions-queue") and "served by"
