@@ -28,8 +28,7 @@ import pytest
 
 from teamtree.broker import free_port
 from tests.conftest import REPO, teamtree_cmd
-from tests.integration import test_web as web_tests
-from tests.integration.test_web import css, until
+from tests.integration.test_web import css, until, web  # noqa: F401  (a fixture)
 from tests.web_support import WebProcess, browser_missing, chromium, screenshot
 
 pytestmark = [
@@ -66,8 +65,17 @@ new MutationObserver(() => {
 """
 
 
-#: the team page of the test's team (``teamtree web``): test_web's fixture ``web``
-web_view = web_tests.web
+@pytest.fixture
+def view(request):
+    """test_web's ``web`` fixture: ``teamtree web`` for the test's team and broker."""
+    return request.getfixturevalue("web")
+
+
+async def open_page(driver, url: str) -> None:
+    """Open the team page at `url`, live, watching its header."""
+    driver.get(url)
+    await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
+    driver.execute_script(WATCH)
 
 
 def team_config(name: str, team: str, tmp_path: Path) -> Path:
@@ -105,7 +113,7 @@ def counts(text: str, unit: str) -> tuple[int, int] | None:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", list(KINDS))
 async def test_the_page_shows_each_kind_its_progress_and_how_it_ended(
-    kind: str, mosquitto, team, tmp_path: Path, web
+    kind: str, mosquitto, team, tmp_path: Path, view
 ) -> None:
     """The header names the kind, its progress climbs in the kind's own unit while the
     mission runs, and the page ends with the succeeded banner and its reason; the
@@ -113,9 +121,7 @@ async def test_the_page_shows_each_kind_its_progress_and_how_it_ended(
     name, extra, unit = KINDS[kind]
     config = team_config(name, team, tmp_path)
     with chromium() as driver:
-        driver.get(web.url)
-        await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
-        driver.execute_script(WATCH)
+        await open_page(driver, view.url)
         run = run_team(config, mosquitto.url, tmp_path, *extra)
         try:
             await until(lambda: css(driver, "#mission-kind"), 120, "the mission's kind",
@@ -188,7 +194,7 @@ async def ended_without_working(driver, state: str, tmp_path: Path) -> dict:
 
 @pytest.mark.timeout(300)
 async def test_a_timed_out_and_a_failed_mission_end_with_their_banner(
-    mosquitto, team, tmp_path: Path, web
+    mosquitto, team, tmp_path: Path, view
 ) -> None:
     """A tea party given 4 s ends "timed out" saying so; one whose robot is killed
     mid-mission ends "failed" naming it; neither leaves a leaf drawn working, the
@@ -196,9 +202,7 @@ async def test_a_timed_out_and_a_failed_mission_end_with_their_banner(
     config = team_config("tea_party_s1.toml", team, tmp_path)
     config.write_text(config.read_text().replace("time_factor = 8.0", "time_factor = 2.0"))
     with chromium() as driver:
-        driver.get(web.url)
-        await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
-        driver.execute_script(WATCH)
+        await open_page(driver, view.url)
         run = run_team(config, mosquitto.url, tmp_path, "--timeout", "6")
         assert run.wait(120) == 1, (tmp_path / "run.log").read_text()[-3000:]
         await ended_without_working(driver, "timed_out", tmp_path)
@@ -244,7 +248,9 @@ def submit(tmp_path: Path, url: str, team: str, tree: str, name: str) -> str:
 
 
 @pytest.mark.timeout(400)
-async def test_a_cancelled_mission_and_a_resubmitted_one(mosquitto, team, tmp_path: Path, web):
+async def test_a_cancelled_mission_and_a_resubmitted_one(
+    mosquitto, team, tmp_path: Path, view
+) -> None:
     """On a serving tea party: a mission cancelled while a robot works ends with the
     cancelled banner naming who cancelled and no leaf drawn working; the same mission
     submitted again after one that succeeded is executed again (its objects are put back
@@ -253,9 +259,7 @@ async def test_a_cancelled_mission_and_a_resubmitted_one(mosquitto, team, tmp_pa
     serving = run_team(config, mosquitto.url, tmp_path)
     try:
         with chromium() as driver:
-            driver.get(web.url)
-            await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
-            driver.execute_script(WATCH)
+            await open_page(driver, view.url)
             await until(lambda: css(driver, "#missions-queue") and "served by"
                         in css(driver, "#missions-queue")[0]["text"], 180,
                         "the mission queue online", driver=driver)  # fmt: skip
@@ -333,7 +337,7 @@ async def test_the_page_and_the_monitor_say_disconnected_when_the_broker_dies(
         return proc
 
     mosq = broker()
-    web = WebProcess(url, team, tmp_path)
+    page = WebProcess(url, team, tmp_path)
     monitor = subprocess.Popen(
         teamtree_cmd("monitor", "--broker", url, "--team", team, "--interval", "0.25"),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -341,9 +345,9 @@ async def test_the_page_and_the_monitor_say_disconnected_when_the_broker_dies(
     lines: list[tuple[float, str]] = []
     threading.Thread(target=_read_lines, args=(monitor, lines), daemon=True).start()
     try:
-        web.wait_ready()
+        page.wait_ready()
         with chromium() as driver:
-            driver.get(web.url)
+            driver.get(page.url)
             await until(lambda: css(driver, "#link.on"), 15, "the page live")
             await until(lambda: any("team " in line for _, line in lines), 15, "the monitor")
             killed = time.monotonic()
@@ -378,5 +382,5 @@ async def test_the_page_and_the_monitor_say_disconnected_when_the_broker_dies(
             await until(monitor_live, 30, "the monitor live again")
     finally:
         monitor.terminate()
-        web.stop()
+        page.stop()
         mosq.kill()
