@@ -118,3 +118,41 @@ def test_the_monitor_shows_the_state_and_its_reason_and_a_lost_broker() -> None:
     text = render_text(state.snapshot())
     assert text.startswith("DISCONNECTED from the broker since")
     assert "broker (stale" in text
+
+
+def test_the_page_stops_the_leaves_of_a_mission_that_failed() -> None:
+    """A robot works a leaf when its mission times out: the page draws that leaf (and
+    the goal nodes above it) stopped with nobody on it, says so in the agent's row,
+    closes its timeline span and lists the ending under Alerts, once."""
+    from teamtree.agents.observers.web import WebState
+    from teamtree.broker.envelope import Envelope
+    from teamtree.planners.tasktree import parse_tree
+
+    state = WebState("t1")
+
+    def send(sender: str, channel: str, kind: str, body: dict, ts: int) -> None:
+        agent = "_" if channel == "mission" else sender
+        env = Envelope(kind=kind, sender=sender, hid=ts, ts=ts, hlc=(ts, 0, sender), body=body)
+        state.feed(env, parse(f"teamtree/v1/t1/{agent}/{channel}"))
+
+    text = "THEN(cup, sugar)"
+    tree = {"kind": "tasktree", "tree": parse_tree(text).to_dict(), "text": text, "mission": "m1"}
+    send("pr2", "connection", "presence", {"state": "ONLINE", "kind": "robot"}, 1000)
+    send("pr2", "mission", "mission.tree", tree, 1000)
+    send("pr2", "state", "node.transition", {"node": "root/0", "status": "working"}, 2000)
+    assert state.snapshot()["tree"]["nodes"]["root/0"] == {
+        **state.snapshot()["tree"]["nodes"]["root/0"], "state": "working", "by": "pr2"
+    }  # fmt: skip
+    ended = MissionStatus("tasktree", "timed_out", "after 30 s", total=2, unit="leaves")
+    for sender in ("run", "queue"):  # said twice: one alert
+        out = status_message("t1", sender, "m1", ended)
+        state.feed(decode(out.payload, topic=out.topic), parse(out.topic))
+    snap = state.snapshot()
+    nodes = snap["tree"]["nodes"]
+    assert nodes["root/0"]["state"] == "stopped" and nodes["root/0"]["by"] is None
+    assert nodes["root"]["state"] == "stopped" and nodes["root/1"]["state"] != "stopped"
+    assert "stopped" in snap["agents"]["pr2"]["status"] and snap["agents"]["pr2"]["node"] is None
+    assert all(span["end"] is not None for span in snap["timeline"]["spans"])
+    failures = [a for a in snap["alerts"] if a["kind"] == "failure"]
+    assert len(failures) == 1 and "TIMED OUT: after 30 s" in failures[0]["text"], snap["alerts"]
+    assert snap["status"]["state"] == "timed_out" and "run" not in snap["agents"]

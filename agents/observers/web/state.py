@@ -92,7 +92,7 @@ class WebState:
         elif kind == STATUS_KIND:
             self._status_alert(env.ts)
         elif kind == "mission.tree":
-            self._mission(body)
+            self._mission(body, env.ts)
         elif kind == "mission.table" and isinstance(body.get("missions"), list):
             self._missions_table(env, body["missions"])
         elif kind == "node.transition":
@@ -142,7 +142,7 @@ class WebState:
             if state == "CONNECTION_BROKEN":
                 self._alert(env.ts, "presence", f"{env.sender} broke its connection")
 
-    def _mission(self, body: dict[str, Any]) -> None:
+    def _mission(self, body: dict[str, Any], ts: int) -> None:
         raw = body.get("tree")
         with contextlib.suppress(MissionWireError):  # a malformed one is not shown
             tree = tree_from_body(body)
@@ -151,6 +151,8 @@ class WebState:
                 self.working.clear()
                 self.done_by.clear()
                 self.skipped.clear()
+                for agent, node in list(self._open):  # the last mission's work is over
+                    self._close_span(agent, node, ts)
             self.tree, self.tree_dict, self.tree_mission = tree, raw, mission
 
     def _status_alert(self, ts: int) -> None:
