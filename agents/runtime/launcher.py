@@ -57,6 +57,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: seconds the verdict waits after the services stopped for their last messages
+VERDICT_SETTLE_S = 0.2
 #: words that make an output line worth quoting when its process fails
 _ERROR_WORDS = ("error", "failed", "Error", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
 
@@ -243,6 +245,7 @@ class Launcher:
         ends with what happened and why, whatever the members said before."""
         if not self.scoped or self._watch is None:
             return
+        await asyncio.sleep(VERDICT_SETTLE_S)  # the world's last state, sent as it stopped
         ok, summary = self._judged = self._judge(code, self._exits(ended))
         if ok:
             state = "succeeded"
@@ -532,9 +535,10 @@ class Launcher:
             for task in waits:
                 task.cancel()
 
-    async def _stop_all(self, before_broker: Callable[[], Awaitable[None]] | None = None) -> None:
+    async def _stop_all(self, ended: Callable[[], Awaitable[None]] | None = None) -> None:
         """SIGTERM every live child (members first, the broker last), SIGKILL after 5 s;
-        `before_broker` runs once the others stopped, while the run's watch is open."""
+        `ended` runs once the members and services stopped, while the recorders and the
+        run's watch still listen."""
         # recorders go after the other services, so they still see those services' last words
         recorders = {s.id for s in self.config.services if s.kind == "recorder"}
         order = {"member": 0, "service": 1, "recorder": 2, "broker": 3}
@@ -543,9 +547,9 @@ class Launcher:
             return "recorder" if child.name in recorders else child.role
 
         for role in sorted(order, key=order.get):
+            if role == "recorder" and ended is not None:
+                await ended()
             if role == "broker":  # our own watch leaves first, so it sees no lost broker
-                if before_broker is not None:
-                    await before_broker()
                 await self._stop_watch()
             group = [c for c in self.children if role_of(c) == role and c.returncode is None]
             for child in group:
