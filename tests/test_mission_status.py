@@ -156,3 +156,12 @@ def test_the_page_stops_the_leaves_of_a_mission_that_failed() -> None:
     failures = [a for a in snap["alerts"] if a["kind"] == "failure"]
     assert len(failures) == 1 and "TIMED OUT: after 30 s" in failures[0]["text"], snap["alerts"]
     assert snap["status"]["state"] == "timed_out" and "run" not in snap["agents"]
+
+
+def test_a_mission_cancelled_before_it_ran_does_not_hide_the_one_that_did() -> None:
+    board = MissionBoard()
+    board.feed(STATUS_KIND, "queue", body("running", "m1"), 1)
+    board.feed(STATUS_KIND, "queue", body("pending", "m2"), 2)
+    board.feed(STATUS_KIND, "queue", body("cancelled", "m2", reason="before it started"), 3)
+    board.feed(STATUS_KIND, "queue", body("succeeded", "m1"), 4)
+    assert board.current() == "m1"

@@ -142,6 +142,7 @@ class MissionBoard:
         self.updated: dict[str, int] = {}  #: mission -> ms of its last change
         self.started: dict[str, int] = {}  #: mission -> ms it was first heard of
         self.by: dict[str, str] = {}  #: mission -> who published what is shown
+        self.ran: set[str] = set()  #: missions heard of as running (not only queued)
 
     def feed(self, kind: str, sender: str, body: Any, ts: int) -> MissionStatus | None:
         """One message; returns the mission's status when this message changed it."""
@@ -155,6 +156,8 @@ class MissionBoard:
         old = self.missions.get(mission)
         shown = merge(old, status)
         self.started.setdefault(mission, ts)
+        if status.state == "running" or status.total:
+            self.ran.add(mission)
         if shown == old:
             return None
         self.missions[mission] = shown
@@ -165,12 +168,14 @@ class MissionBoard:
 
     def current(self) -> str | None:
         """The mission to show: the latest running one, else the latest pending one,
-        else the latest to change."""
+        else the latest to end of those that ran (one cancelled in the queue before it
+        started shows only when no mission ran)."""
         if not self.missions:
             return None
         running = [m for m, s in self.missions.items() if s.state == "running"]
         pending = [m for m, s in self.missions.items() if s.state == "pending"]
-        pool = running or pending or list(self.missions)
+        ran = [m for m in self.missions if m in self.ran]
+        pool = running or pending or ran or list(self.missions)
         return max(pool, key=lambda m: (self.started.get(m, 0), self.updated.get(m, 0)))
 
     def view(self, mission: str | None = None) -> dict[str, Any] | None:
