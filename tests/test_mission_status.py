@@ -165,3 +165,14 @@ def test_a_mission_cancelled_before_it_ran_does_not_hide_the_one_that_did() -> N
     board.feed(STATUS_KIND, "queue", body("cancelled", "m2", reason="before it started"), 3)
     board.feed(STATUS_KIND, "queue", body("succeeded", "m1"), 4)
     assert board.current() == "m1"
+
+
+def test_the_counts_survive_whichever_ending_comes_first() -> None:
+    """Retained statuses come back in any order: the queue's ending (no counts) before
+    or after the robots' (with counts), the board shows the counts."""
+    counted = MissionStatus("tasktree", "succeeded", "root done", 2, 2, unit="leaves")
+    bare = MissionStatus("tasktree", "succeeded", "done in 2.8 s")
+    for first, second in ((counted, bare), (bare, counted)):
+        shown = merge(merge(None, first), second)
+        assert (shown.done, shown.total, shown.unit) == (2, 2, "leaves"), (first, second)
+        assert shown.reason == first.reason

@@ -118,20 +118,20 @@ def merge(old: MissionStatus | None, new: MissionStatus) -> MissionStatus:
     the counts seen so far."""
     if old is None:
         return new
-    if _RANK[new.state] < _RANK[old.state]:
-        return old
-    if old.ended and _RANK[new.state] == _RANK[old.state]:
-        return old
-    if new.total == 0 and old.total:
+    if _RANK[new.state] < _RANK[old.state] or (old.ended and _RANK[new.state] == _RANK[old.state]):
+        shown, other = old, new
+    else:
+        shown, other = new, old
+    if shown.total == 0 and other.total:
         return msgspec.structs.replace(
-            new,
-            done=old.done,
-            total=old.total,
-            failed=old.failed,
-            unit=old.unit,
-            detail=new.detail or old.detail,
+            shown,
+            done=other.done,
+            total=other.total,
+            failed=other.failed,
+            unit=other.unit,
+            detail=shown.detail or other.detail,
         )
-    return new
+    return shown
 
 
 class MissionBoard:

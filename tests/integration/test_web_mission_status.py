@@ -279,7 +279,8 @@ async def test_a_cancelled_mission_and_a_resubmitted_one(
             assert f"world.mission_reset    agent=world mission={again}" in log[start:end], log
             executed = re.findall(r"behaviour\.finished +agent=\S+ label=(\S+)", log[start:end])
             assert executed == ["PLACE(cup)"], f"{rows[again]['summary']} with {executed} executed"
-            assert rows[again]["status"]["state"] == "succeeded", rows[again]
+            status = rows[again]["status"]  # the queue's word with its robots' counts
+            assert (status["state"], status["done"], status["total"]) == ("succeeded", 1, 1), status
 
             slow = "THEN(tea_pot, sugar)"
             third = await asyncio.to_thread(submit, tmp_path, mosquitto.url, team, slow, "c")
