@@ -362,7 +362,6 @@ def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
     kind = (status or {}).get("kind") or mission.get("kind") or "no mission"
     if status:
         named = f"mission {status['mission']}  "
-        progress = ""
     stale = snap.get("connected") is False
     if stale:
         since = snap.get("link_since_ms") or snap["time_ms"]
