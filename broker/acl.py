@@ -228,7 +228,11 @@ def team_users(
             continue  # an agent of that name already has a user
         check(name)
         password, source = _password(name, env, credentials_dir)
-        users.append(AclUser(name, password, read=(f"{base}/#", "$SYS/#"), source=source))
+        # a run writes one thing: its mission's verdict (mission_status)
+        write = (f"{base}/run/mission_status/#",) if name == "run" else ()
+        users.append(
+            AclUser(name, password, write=write, read=(f"{base}/#", "$SYS/#"), source=source)
+        )
     return users
 
 

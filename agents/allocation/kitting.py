@@ -53,6 +53,7 @@ from teamtree.agents.allocation.kitting_wire import (
 from teamtree.agents.allocation.params import CobotParams, KittingHumanParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
@@ -460,6 +461,7 @@ class CobotAgent(Agent):
         self.wrong = self.robot_to_human = self.human_to_robot = self.aborts = 0
         self.solve_times: list[float] = []
         self.round_trips: list[float] = []
+        self._status = StatusReporter(self, "kitting", "kit spots")
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -683,6 +685,7 @@ class CobotAgent(Agent):
         planned_version, planned_at = -1, 0.0
         while True:
             self._changed.clear()
+            await self._kit_status()
             if self.board.all_placed() and self._human is None and self._robot is None:
                 break
             timeout: float | None = None
@@ -695,6 +698,7 @@ class CobotAgent(Agent):
                         if await self._service_back():
                             continue  # plan again: a restarted service answers
                         self._service_lost(exc)
+                        await self._kit_status("failed", f"the allocation service is gone: {exc}")
                         return
                     self._service_lost_at = None
                     planned_version = version
@@ -763,13 +767,21 @@ class CobotAgent(Agent):
             "adaptive": self.adaptive,
         }
 
+    async def _kit_status(self, state: str = "running", reason: str = "") -> None:
+        """The mission's status: kit spots filled right of the pattern's."""
+        right = sum(1 for s in self.board.states if s is _S.PLACED_CORRECTLY)
+        detail = f"{self.wrong} wrong human action(s) seen" if self.wrong else ""
+        await self._status.report(
+            state, done=right, total=self.scenario.n, reason=reason, detail=detail
+        )
+
     async def _finish(self) -> None:
         summary = self.summary()
+        result = kitting_result(summary)
+        await self._kit_status("succeeded" if result["ok"] else "failed", result["summary"])
         await self.publish(STATUS, DONE, to_wire(DoneBody(**summary)))
         self.log.info("kitting.summary", **summary)
-        await self.publish(
-            RESULT_CHANNEL, RESULT_KIND, kitting_result(summary), team=True, retain=True
-        )
+        await self.publish(RESULT_CHANNEL, RESULT_KIND, result, team=True, retain=True)
         errors = [i for i, s in enumerate(self.board.states) if needs_correction(s)]
         if errors:  # pragma: no cover - all_placed() excludes this
             raise PlanningError(f"subtasks left wrong: {errors}")

@@ -25,6 +25,7 @@ from teamtree.agents.capability.params import JobEntry, JobSourceParams, Mission
 from teamtree.agents.capability.robot import FactoryRobot
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
+from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
 from teamtree.agents.runtime.params import convert_error, decode_params
 from teamtree.agents.runtime.team_view import Presence
@@ -136,6 +137,7 @@ class JobSource(Agent):
         self.results: dict[str, dict[str, Any]] = {}
         self._result: dict[str, Any] = job_result([])
         self._changed = asyncio.Event()
+        self._status = StatusReporter(self, "factory", "jobs")
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -259,14 +261,30 @@ class JobSource(Agent):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), 0.05)
             self._collect(queue, loop.time())
+            await self._job_status()
         elapsed = loop.time() - t0
         self._summarise(elapsed)
+        ok = self._result["ok"]
+        await self._job_status("succeeded" if ok else "failed", self._result["summary"])
         await self.publish(RESULT_CHANNEL, RESULT_KIND, self._result, team=True, retain=True)
         if not self._result["ok"]:  # the mission's criterion: every job done
             self.log.error("mission.failed", summary=self._result["summary"])
             self.exit_code = self.exit_code or 1
         await self.publish(FACTORY_CHANNEL, "factory.done", {"jobs": len(self.results)}, team=True)
         await asyncio.sleep(0.2)  # let the broker deliver before OFFLINE
+
+    async def _job_status(self, state: str = "running", reason: str = "") -> None:
+        """The mission's status: jobs done and failed of the orders."""
+        done = sum(1 for r in self.results.values() if r.get("status") == "done")
+        failed = len(self.results) - done
+        await self._status.report(
+            state,
+            done=done,
+            total=len(self.orders),
+            failed=failed,
+            reason=reason,
+            detail=f"{len(self.flights)} in progress" if self.flights else "",
+        )
 
     async def _hand_out(self, queue: deque[JobOrder], now: float) -> None:
         while queue and len(self.flights) < self.concurrency:

@@ -207,14 +207,19 @@ async def run_missions(args: argparse.Namespace) -> int:
         return 0
     print(
         f"{'mission':<24} {'kind':<9} {'state':<10} {'submitted':<9} {'ended':<9} "
-        f"{'members':<14} outcome"
+        f"{'members':<14} {'progress':<16} outcome"
     )
-    for r in rows:
+    for row in table.missions:
+        r = to_wire(row)
         members = ",".join(r.get("members") or []) or "-"
+        status = row.status
+        state = status.state if status is not None else r["state"]
+        progress = f"{status.done}/{status.total} {status.unit}" if status and status.total else "-"
+        said = (status.reason if status is not None else "") or r.get("reason") or ""
         print(
-            f"{r['id']:<24} {r['kind']:<9} {r['state']:<10} {_fmt_ms(r['submitted_ms']):<9} "
-            f"{_fmt_ms(r['ended_ms']):<9} {members:<14} "
-            f"{r.get('summary') or r.get('reason') or ''}"
+            f"{r['id']:<24} {r['kind']:<9} {state:<10} {_fmt_ms(r['submitted_ms']):<9} "
+            f"{_fmt_ms(r['ended_ms']):<9} {members:<14} {progress:<16} "
+            f"{r.get('summary') or said}"
         )
     return 0
 

@@ -35,6 +35,7 @@ from teamtree.agents.ltl.params import LtlPlannerParams
 from teamtree.agents.ltl.plan_wire import plan_digest, plan_from_wire, plan_to_wire
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import ConfigError, InfeasibleError, PlanningError, SpecificationError
 from teamtree.broker.envelope import Envelope
@@ -261,6 +262,7 @@ class LtlPlannerAgent(Agent):
         self.replans: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._finished: asyncio.Future[int] | None = None
+        self._status = StatusReporter(self, "ltl", "plan steps")
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -328,6 +330,7 @@ class LtlPlannerAgent(Agent):
             retain=True,
         )
         await self._publish_plans(self.robot_ids, "offline")
+        await self._report()
         self.exit_code = await self._finished
 
     def _block(
@@ -393,6 +396,7 @@ class LtlPlannerAgent(Agent):
             return
         state = TSState(*step.state)
         self.stream.setdefault(env.sender, {}).setdefault(step.epoch, []).append(state)
+        await self._report()
 
     async def _on_status(self, env: Envelope, topic: Topic) -> None:
         if env.kind not in ("ltl.plan_received", "ltl.done"):
@@ -422,6 +426,7 @@ class LtlPlannerAgent(Agent):
         self.segments[env.sender] = segs
         self.done[env.sender] = version
         self.log.info("ltl.robot_done", robot=env.sender, epoch=version[0], seq=version[1])
+        await self._report()
         await self._maybe_finish()
 
     async def _maybe_finish(self) -> None:
@@ -432,6 +437,27 @@ class LtlPlannerAgent(Agent):
             if self.done.get(name) != (self.epoch, seq):
                 return
         await self._verdict()
+
+    async def _report(self, state: str = "running", reason: str = "") -> None:
+        """The mission's status: plan steps taken of those planned (earlier epochs' as
+        taken, the current plans' in full) and how many robots finished their plan."""
+        done = total = 0
+        for name in self.robot_ids:
+            epochs = self.stream.get(name, {})
+            taken = sum(len(steps) for steps in epochs.values())
+            current = len(epochs.get(self.epoch, ()))
+            planned = len(self.plans[name][1].actions) if name in self.plans else 0
+            done += taken
+            total += taken - current + max(planned, current)
+        finished = sum(
+            1
+            for n in self.robot_ids
+            if n in self.plans and self.done.get(n) == (self.epoch, self.plans[n][0])
+        )
+        detail = f"formula: {finished} of {len(self.robot_ids)} robots through their plan"
+        if self.epoch:
+            detail += f", {self.epoch} re-plan(s)"
+        await self._status.report(state, done=done, total=total, reason=reason, detail=detail)
 
     def joint_segments(self) -> dict[str, list[list[TSState]]]:
         """Each robot's trace segments, one per epoch (a robot without a report for an
@@ -489,8 +515,10 @@ class LtlPlannerAgent(Agent):
                 f"{', '.join(strategies) or 'none'}",
                 flush=True,
             )
+            await self._report("succeeded", f"formula satisfied: {verdict.reason}")
             self._finished.set_result(0)
         else:
+            await self._report("failed", f"formula NOT satisfied: {verdict.reason}")
             self.log.error("ltl.verdict", satisfied=False, reason=verdict.reason)
             print(f"VERDICT: mission NOT satisfied: {verdict.reason}", flush=True)
             self._finished.set_result(1)
@@ -521,6 +549,7 @@ class LtlPlannerAgent(Agent):
             },
             retain=True,
         )
+        await self._report("failed", f"impossible: {reason}")
         if self._finished is not None and not self._finished.done():
             self._finished.set_result(1)
 

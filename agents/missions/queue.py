@@ -37,6 +37,8 @@ import time
 from collections import deque
 from typing import Any
 
+import msgspec
+
 from teamtree.agents.missions.protocol import (
     ACCEPTED,
     CANCEL,
@@ -74,6 +76,13 @@ from teamtree.agents.runtime.config import (
 )
 from teamtree.agents.runtime.kinds import AGENT_KINDS, agent_class
 from teamtree.agents.runtime.mission import new_mission_id
+from teamtree.agents.runtime.mission_status import (
+    STATUS_CHANNEL,
+    STATUS_KIND,
+    MissionBoard,
+    MissionStatus,
+    merge,
+)
 from teamtree.agents.runtime.outcome import (
     RESULT_CHANNEL,
     RESULT_KIND,
@@ -140,6 +149,8 @@ class MissionQueue(Agent):
         self._procs: dict[str, dict[str, asyncio.subprocess.Process]] = {}  # mission -> procs
         self._running: dict[str, asyncio.Task[None]] = {}
         self._results: dict[str, ResultBody] = {}  # mission -> its mission.result
+        self._statuses: dict[str, MissionStatus] = {}  # mission -> the status it published
+        self.board = MissionBoard()  # the members' word on each mission's progress
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -189,6 +200,7 @@ class MissionQueue(Agent):
             self.on_team(CHANNEL, handler, kind=kind)
             self.on_agents(CHANNEL, handler, kind=kind)  # <login>/missions: who asks
         self.on_team(RESULT_CHANNEL, self._on_result, kind=RESULT_KIND)
+        self.on_agents(STATUS_CHANNEL, self._on_status, kind=STATUS_KIND, any_recipient=True)
 
     async def on_connected(self) -> None:
         await self._publish_table()
@@ -340,13 +352,36 @@ class MissionQueue(Agent):
             self._results[result.mission] = result
 
     def _table(self) -> dict[str, Any]:
-        return to_wire(Table([r.row() for r in self.rows.values()]))
+        rows = [
+            msgspec.structs.replace(r.row(), status=self._status_of(r)) for r in self.rows.values()
+        ]
+        return to_wire(Table(rows))
+
+    def _status_of(self, row: MissionRow) -> MissionStatus:
+        """The mission's status: the members' progress, the queue's word on its state."""
+        status = merge(self.board.missions.get(row.id), row_status(row))
+        return msgspec.structs.replace(status, mission=msgspec.UNSET)
+
+    async def _on_status(self, env: Envelope, topic: Topic) -> None:
+        self.board.feed(env.kind, env.sender, env.body, env.ts)
 
     async def _publish_table(self) -> None:
         ended = [m for m, r in self.rows.items() if r.state in ("done", "failed", "cancelled")]
         for mission in ended[: max(0, len(ended) - MAX_ENDED_ROWS)]:  # the oldest first
             del self.rows[mission]
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)
+        for row in list(self.rows.values()):
+            await self._publish_status(row)
+
+    async def _publish_status(self, row: MissionRow) -> None:
+        """The mission's status as the queue knows it (``mission.status``), on change:
+        queued is pending, a time-out and a cancel are named as such, with the reason."""
+        status = row_status(row)
+        if self._statuses.get(row.id) == status:
+            return
+        self._statuses[row.id] = status
+        body = {**to_wire(status), "mission": row.id}
+        await self.publish(STATUS_CHANNEL, STATUS_KIND, body, recipient=row.id, retain=True)
 
     def _end(self, row: MissionRow, state: str, reason: str = "") -> None:
         row.state, row.ended_ms = state, wall_ms()
@@ -462,6 +497,19 @@ class MissionQueue(Agent):
         self.log.info(
             "mission.ended", id=row.id, state=row.state, reason=row.reason, took_s=round(took, 1)
         )
+
+
+def row_status(row: MissionRow) -> MissionStatus:
+    """A row of the mission table as a mission status (``mission.status``)."""
+    if row.state == "queued":
+        return MissionStatus(row.kind, "pending", "queued: waiting for its members")
+    if row.state in ("running", "cancelling"):
+        return MissionStatus(row.kind, "running", row.reason if row.state == "cancelling" else "")
+    if row.state == "done":
+        return MissionStatus(row.kind, "succeeded", row.summary)
+    if row.state == "failed" and row.reason.startswith("timed out"):
+        return MissionStatus(row.kind, "timed_out", row.reason)
+    return MissionStatus(row.kind, row.state, row.reason or row.summary)
 
 
 #: words that mark a child's line as worth quoting when the mission fails

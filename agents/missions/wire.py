@@ -19,6 +19,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from teamtree.agents.runtime.mission_status import MissionStatus
 from teamtree.agents.runtime.wire_decode import decode_kind
 from teamtree.agents.runtime.wire_decode import to_wire as to_wire  # re-exported
 
@@ -86,6 +87,9 @@ class Row(Struct, frozen=True, omit_defaults=True):
     submitted_by: str = ""
     #: the login that cancelled it, in the same form ("" if nobody did)
     cancelled_by: str = ""
+    #: its status (``mission.status``): the queue's word on its state merged with its
+    #: members' progress, in the kind's own terms
+    status: MissionStatus | None = None
 
 
 class Table(Struct, frozen=True):

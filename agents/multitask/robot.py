@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 from teamtree.agents.multitask.params import MultitaskParams
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.tasktree.mission_wire import mission_tree_body
 from teamtree.agents.tasktree.peer_member import PeerRuleMember
@@ -192,6 +193,7 @@ class MultitaskRobot(PeerRuleMember):
         self._adopted: set[str] = set()
         self._changed = asyncio.Event()
         self._follow_plan = planner in ("lookahead", "optimal")
+        self._status = StatusReporter(self, "multitask", "units")
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -381,6 +383,7 @@ class MultitaskRobot(PeerRuleMember):
             if self.allocator.satisfied(self.task_state, unit):
                 self.units_done[unit] = self.id
                 await self.feed(BehaviourFinished(unit))
+                await self._report_units()
 
     @property
     def task_state(self) -> MultitaskState:
@@ -417,6 +420,19 @@ class MultitaskRobot(PeerRuleMember):
             "working": sorted(self.task_state.working),
         }
         await self.publish(SNAPSHOT, "node.snapshot", body, retain=True)
+        await self._report_units()
+
+    async def _report_units(self) -> None:
+        """The mission's status: units done (by this robot or a peer) of the tree's."""
+        leaves = self.problem.tree.leaves
+        finished = len(set(self.task_state.done) | set(self.task_state.skipped))
+        await self._status.report(
+            "running" if self.result is None else "succeeded",
+            reason="" if self.result is None else "every unit of the tree is done",
+            done=len(self.units_done),
+            total=len(self.unit_tree.leaves),
+            detail=f"{finished} of {len(leaves)} leaves done",
+        )
 
     # -- the mission ---------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from msgspec.structs import replace as replace_struct
 
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
+from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, MissionBoard
 from teamtree.agents.runtime.presence_wire import decode_heartbeat
 from teamtree.agents.runtime.sync_ask import SyncAsker
 from teamtree.agents.runtime.team_view import Presence, TeamView
@@ -115,6 +116,11 @@ class MonitorState:
         self._arrivals: dict[str, deque[float]] = {}
         self.sys: dict[str, str] = {}
         self.dropped: Counter[str] = Counter()
+        self.board = MissionBoard()  #: every mission's status (``mission.status``)
+        #: whether the observer is connected to the broker (None: not told yet) and
+        #: since when (wall ms): what it shows is stale while it is not
+        self.connected: bool | None = None
+        self.link_since_ms: int | None = None
 
     # -- feeding -------------------------------------------------------------------
 
@@ -126,6 +132,11 @@ class MonitorState:
     def drop(self, reason: str) -> None:
         """Count a message that failed validation."""
         self.dropped[reason] += 1
+
+    def link(self, connected: bool, now_ms: int | None = None) -> None:
+        """The observer's connection to the broker came up or went down."""
+        if connected != self.connected:
+            self.connected, self.link_since_ms = connected, now_ms or wall_ms()
 
     def feed_sys(self, topic: str, payload: bytes) -> None:
         """A ``$SYS/broker/...`` figure."""
@@ -141,7 +152,7 @@ class MonitorState:
         if not retained:
             self.totals[channel] += 1
             self._arrivals.setdefault(channel, deque()).append(self._clock())
-        if topic.agent is not None:
+        if topic.agent is not None and topic.channel != STATUS_CHANNEL:  # a run is no member
             row = self.row(topic.agent)
             row.last_seen_ms = max(row.last_seen_ms, env.ts)
             row.messages += 1
@@ -170,6 +181,8 @@ class MonitorState:
             with contextlib.suppress(ValueError):
                 self.view.apply_factsheet(env.sender, env.body)
                 self.row(env.sender).kind = self.view.member(env.sender).kind
+        elif kind == STATUS_KIND:
+            self.board.feed(kind, env.sender, env.body, env.ts)
         elif kind == "heartbeat":
             with contextlib.suppress(ValueError):  # a malformed one is not shown
                 self.row(env.sender).heartbeat = msgspec.to_builtins(decode_heartbeat(body))
@@ -315,6 +328,10 @@ class MonitorState:
             "team": self.team,
             "mission_id": self.mission_id,
             "time_ms": now,
+            "connected": self.connected is not False,
+            "link_since_ms": self.link_since_ms,
+            "status": self.board.view(self.mission_filter),
+            "statuses": self.board.views(),
             "mission": {
                 **self.mission,
                 "leaves": total,
@@ -338,12 +355,21 @@ def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
     """A terminal page for one snapshot."""
     lines = []
     mission = snap["mission"]
+    status = snap.get("status")
     progress = f"{mission['done']}/{mission['leaves']} leaves done" if mission["leaves"] else ""
     stamp = time.strftime("%H:%M:%S", time.localtime(snap["time_ms"] / 1000))
     named = f"mission {snap['mission_id']}  " if snap.get("mission_id") else ""
-    lines.append(
-        f"team {snap['team']}  {named}{stamp}  {mission.get('kind') or 'no mission'} {progress}"
-    )
+    kind = (status or {}).get("kind") or mission.get("kind") or "no mission"
+    if status:
+        named = f"mission {status['mission']}  "
+    stale = snap.get("connected") is False
+    if stale:
+        since = snap.get("link_since_ms") or snap["time_ms"]
+        lost = time.strftime("%H:%M:%S", time.localtime(since / 1000))
+        lines.append(f"DISCONNECTED from the broker since {lost}: every figure below is stale")
+    lines.append(f"team {snap['team']}  {named}{stamp}  {kind} {progress}".rstrip())
+    if status:
+        lines.append(f"  {status_line(status)}"[:width])
     if mission.get("text"):
         lines.append(f"  {str(mission['text'])[: width - 2]}")
     lines.append("")
@@ -378,8 +404,15 @@ def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
         lines += ["", f"rates: {rates or 'quiet'}"[:width]]
     if snap["broker"]:
         figures = [f"{k} {snap['broker'][k]}" for k in SYS_SHOWN if k in snap["broker"]]
-        lines += ["", "broker: " + " | ".join(figures)]
+        title = "broker (stale, last heard before the connection was lost)" if stale else "broker"
+        lines += ["", f"{title}: " + " | ".join(figures)]
     return "\n".join(lines)
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """A mission status view (``MissionBoard.view``) in one line: ``FAILED: why ·
+    2/3 leaves``."""
+    return str(status.get("headline") or status.get("state"))
 
 
 class TeamObserver:
@@ -415,7 +448,8 @@ class TeamObserver:
             endpoint,
             client_id=f"teamtree-{self.team}-{client_prefix}-{uuid.uuid4().hex[:8]}",
             on_message=self._receive,
-            on_connect=self._on_connect if resync else None,
+            on_connect=self._on_connect,
+            on_disconnect=lambda: self.state.link(False),
             clean_session=True,
             username=username,
             password=password,
@@ -471,7 +505,9 @@ class TeamObserver:
         return await self.sync.wait_synced(timeout)
 
     async def _on_connect(self) -> None:
-        self.sync.connected()
+        self.state.link(True)
+        if self._resync:
+            self.sync.connected()
 
     async def _receive(self, message: Incoming) -> None:
         if message.topic.startswith("$SYS/"):

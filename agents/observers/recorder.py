@@ -25,6 +25,7 @@ from teamtree.agents.observers.mission_labels import mission_labels
 from teamtree.agents.observers.record_file import RecordFile, os_error_phrase
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.mission_status import MissionBoard
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.recording import RECORDING_FIELD, RecordingState
 from teamtree.broker.envelope import Envelope
@@ -104,6 +105,7 @@ class RecorderAgent(Agent):
 
     def __init__(self, *args: Any, path: str | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.board = MissionBoard()  #: each mission's status, for the summary
         configured = Path(path or f"runs/{self.team}.jsonl")
         #: the symbolic link to the latest mission's recording (None: not scoped)
         self.latest: Path | None = None
@@ -168,6 +170,7 @@ class RecorderAgent(Agent):
             "body": env.body,
             "recorded_ms": time.time_ns() // 1_000_000,
         }
+        self.board.feed(env.kind, env.sender, env.body, env.ts)
         if env.kind == "mission.tree":
             found = mission_labels(env.body)
             if found is not None:
@@ -209,6 +212,10 @@ class RecorderAgent(Agent):
         )
 
     async def on_stop(self) -> None:
+        for mission, view in self.board.views().items():  # how each mission went
+            self.log.info(
+                "summary.mission", mission=mission, kind=view["kind"], status=view["headline"]
+            )
         rows = behaviour_summary(self.records) + human_rows(self.records)
         rows.sort(key=lambda r: r["start_ms"])
         t0 = min((r["start_ms"] for r in rows), default=0)

@@ -49,6 +49,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "launcher": ("Launcher",),
     "log_setup": ("configure_logging",),
+    "mission_status": (
+        "MissionBoard",
+        "MissionStatus",
+        "MissionStatusError",
+        "StatusReporter",
+        "decode_status",
+    ),
     "observation_wire": (
         "HandView",
         "ObjectView",

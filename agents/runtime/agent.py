@@ -161,6 +161,8 @@ class Agent:
         self._handlers: dict[tuple[str, str], list[tuple[str | None, Handler]]] = {}
         self._pending = PendingRequests()
         self._filters: set[str] = set()
+        #: own channels read with any recipient segment (``on_agents(any_recipient=True)``)
+        self._any_recipient: set[str] = set()
         self._latest_topics: set[str] = set()
         self._urgent_channels: set[str] = set()
         self._critical_channels: set[str] = set()
@@ -541,8 +543,12 @@ class Agent:
         addressed: bool = False,
         senders: Iterable[str] | None = None,
         latest: bool = False,
+        any_recipient: bool = False,
     ) -> None:
         """Handle messages on every agent's own `channel` (optionally only `kind`).
+
+        With `any_recipient`, those on ``<sender>/<channel>/<anything>`` instead (e.g.
+        ``mission_status/<mission>``: one retained topic per mission).
 
         With `addressed`, only messages sent to this agent on
         ``<sender>/<channel>/<this id>`` (commands, directed messages). With `senders`,
@@ -556,7 +562,9 @@ class Agent:
         a retained one comes again with the re-subscribe), and with `senders` one still
         waiting to be handled is replaced by the same sender's newer one, as
         ``on_agent(latest=True)`` does."""
-        recipient = self.id if addressed else None
+        recipient = self.id if addressed else "+" if any_recipient else None
+        if any_recipient:
+            self._any_recipient.add(channel)
         if senders is None:
             filters = [pattern(self.team, "+", channel, recipient)]
         else:
@@ -693,7 +701,11 @@ class Agent:
             return
         for tap in self._taps:
             await tap(env, topic)
-        if topic.recipient is not None and topic.recipient != self.id:
+        if (
+            topic.recipient is not None
+            and topic.recipient != self.id
+            and topic.channel not in self._any_recipient
+        ):
             if not self._taps:
                 self._drop("not_for_me", message.topic, env.sender)
             return

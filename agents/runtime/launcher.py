@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import sys
 import time
 import uuid
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -35,6 +37,7 @@ from teamtree.agents.runtime.mission import (
     mission_of,
     new_mission_id,
 )
+from teamtree.agents.runtime.mission_status import MissionStatus, status_message
 from teamtree.agents.runtime.outcome import (
     MemberExit,
     OutcomeCollector,
@@ -60,6 +63,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: seconds the verdict waits after the services stopped for their last messages
+VERDICT_SETTLE_S = 0.2
 #: words that make an output line worth quoting when its process fails
 _ERROR_WORDS = ("error", "failed", "Error", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
 
@@ -142,6 +147,7 @@ class Launcher:
         self._watch: Connection | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._timed_out = False
+        self._judged: tuple[bool, str] | None = None  #: the verdict, once judged
         self._online: set[str] = set()  #: agents seen going ONLINE live during this run
         self._presence_changed = asyncio.Event()
         #: services the mission goes on without (see AgentSpec.optional), by id
@@ -170,6 +176,7 @@ class Launcher:
             self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
         else:
             self.say(f"serving team {self.config.team}: missions come from its mission queue")
+        judged = None  # the verdict is published once the mission has ended
         try:
             endpoint = await self._start_broker()
             if self.resume:
@@ -204,8 +211,9 @@ class Launcher:
             for child in self.children:  # one that exited as the last member did
                 if child.name in self._optional and child.returncode is not None:
                     self._observer_exited(child)
+            judged = functools.partial(self._verdict, code, ended)
         finally:
-            await self._stop_all()
+            await self._stop_all(judged)
             await self._stop_watch()
             clear_current_run(os.getpid())
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -215,18 +223,8 @@ class Launcher:
         if not self.scoped:  # a serving team: its missions' outcomes are in its queue
             self.say(f"team {self.config.team} stopped after {elapsed:.1f} s")
             return code
-        exits = [
-            MemberExit(c.name, c.role, ended[c.name], list(self._last_words.get(c.name, ())))
-            for c in self.children
-            if c.role != "broker"
-        ]
-        ok, summary = judge(
-            self.outcome,
-            [e for e in exits if e.name not in self._optional],  # reported below instead
-            timed_out=self._timed_out,
-            interrupted=code == EXIT_INTERRUPTED,
-        )
-        ok, summary = self._judge_observers(ok, summary)
+        exits = self._exits(ended)
+        ok, summary = self._judged or self._judge(code, exits)
         if code == EXIT_OK and not ok:
             code = EXIT_FAILED
         if code == EXIT_OK:
@@ -237,6 +235,46 @@ class Launcher:
         for line in [*block[:-1], *self.losses.block_lines(), block[-1]]:
             self.say(line)
         return code
+
+    def _exits(self, ended: dict[str, int | None]) -> list[MemberExit]:
+        """How each child (but the broker) ended, with its last error lines."""
+        return [
+            MemberExit(c.name, c.role, ended[c.name], list(self._last_words.get(c.name, ())))
+            for c in self.children
+            if c.role != "broker"
+        ]
+
+    def _judge(self, code: int, exits: list[MemberExit]) -> tuple[bool, str]:
+        """The run's verdict (success, summary) from what it saw and how children ended."""
+        ok, summary = judge(
+            self.outcome,
+            [e for e in exits if e.name not in self._optional],  # reported below instead
+            timed_out=self._timed_out,
+            interrupted=code == EXIT_INTERRUPTED,
+        )
+        return self._judge_observers(ok, summary)
+
+    async def _verdict(self, code: int, ended: dict[str, int | None]) -> None:
+        """Judge the mission once its members and services stopped (the world's last
+        state is in) and publish the verdict as the mission's status, so every view
+        ends with what happened and why, whatever the members said before."""
+        if not self.scoped or self._watch is None:
+            return
+        await asyncio.sleep(VERDICT_SETTLE_S)  # the world's last state, sent as it stopped
+        ok, summary = self._judged = self._judge(code, self._exits(ended))
+        if ok:
+            state = "succeeded"
+        elif self._timed_out:
+            state = "timed_out"
+        elif code == EXIT_INTERRUPTED:
+            state = "cancelled"
+        else:
+            state = "failed"
+        reason = summary.removeprefix("Mission FAILED: ").removeprefix("Mission succeeded: ")
+        status = MissionStatus(self.config.mission.kind, state, reason.rstrip("."))
+        message = status_message(self.config.team, "run", self.mission_id, status)
+        with contextlib.suppress(Exception):  # a view misses the verdict; the run does not
+            await asyncio.wait_for(self._watch.publish(message), 3.0)
 
     def _judge_observers(self, ok: bool, summary: str) -> tuple[bool, str]:
         """The run's verdict and summary with its observers' losses: a required
@@ -538,8 +576,10 @@ class Launcher:
             for task in waits:
                 task.cancel()
 
-    async def _stop_all(self) -> None:
-        """SIGTERM every live child (members first, the broker last), SIGKILL after 5 s."""
+    async def _stop_all(self, ended: Callable[[], Awaitable[None]] | None = None) -> None:
+        """SIGTERM every live child (members first, the broker last), SIGKILL after 5 s;
+        `ended` runs once the members and services stopped, while the recorders and the
+        run's watch still listen."""
         # recorders go after the other services, so they still see those services' last words
         recorders = {s.id for s in self.config.services if s.kind == "recorder"}
         order = {"member": 0, "service": 1, "recorder": 2, "broker": 3}
@@ -548,6 +588,8 @@ class Launcher:
             return "recorder" if child.name in recorders else child.role
 
         for role in sorted(order, key=order.get):
+            if role == "recorder" and ended is not None:
+                await ended()
             if role == "broker":  # our own watch leaves first, so it sees no lost broker
                 await self._stop_watch()
             group = [c for c in self.children if role_of(c) == role and c.returncode is None]

@@ -68,6 +68,7 @@ from teamtree.agents.runtime.behaviour_wire import (
     to_wire,
 )
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.observation_wire import (
     ObjectView,
     ObservationBody,
@@ -366,6 +367,7 @@ class RobotAgent(PeerRuleMember):
         self._body_name: str | None = None  # this robot's body, as the world names it
         self._backlog: list[tuple[str, Any]] = []
         self._mission_done = asyncio.Event()
+        self._status: StatusReporter | None = None  #: publishes the mission's status
         self._numpy: asyncio.Future[None] | None = None  # _load_numpy
         self.executed: list[dict[str, Any]] = []
 
@@ -658,6 +660,19 @@ class RobotAgent(PeerRuleMember):
         self._snapshot_sent_at = asyncio.get_running_loop().time()
         self._snapshot_owed = False
         await self.publish(SNAPSHOT, "node.snapshot", snapshot_to_wire(snap), retain=True)
+        await self._report_status(snap)
+
+    async def _report_status(self, snap: Snapshot) -> None:
+        """The mission's status as this robot knows it: leaves done of the tree's."""
+        if self._status is None:
+            self._status = StatusReporter(self, "tasktree", "leaves")
+        leaves = self.tree.leaves
+        done = len(set(snap.done) & set(leaves))
+        ended = self.controller is not None and self.controller.mission_done
+        reason = "every subtask the tree needs is done" if ended else ""
+        detail = "the others were OR alternatives" if ended and done < len(leaves) else ""
+        state = "succeeded" if ended else "running"
+        await self._status.report(state, done=done, total=len(leaves), reason=reason, detail=detail)
 
     async def _throttled_snapshot(self, snap: Snapshot) -> None:
         """Publish `snap` now, or the controller's latest at the end of the interval

@@ -72,6 +72,7 @@ from teamtree.hardware.sim_wire import InfoRequest, MoveObjectRequest, ObserveRe
 from teamtree.hardware.world import GOAL_TOLERANCE, HAND_SAMPLE_S, World
 
 WORLD_CHANNEL = "world"
+MISSION_CHANNEL = "mission"
 STATE_CHANNEL = "state"
 EVENTS_CHANNEL = "events"
 _SHAPES = {"box": 3, "cylinder": 2, "sphere": 1}
@@ -128,6 +129,10 @@ class WorldAgent(Agent):
         self._server: asyncio.Task[None] | None = None
         self._t0 = time.monotonic()
         self._published_violations = 0
+        #: where each object starts: a new mission of a serving team starts from it
+        self._initial = {n: (list(o["position"]), o.get("yaw")) for n, o in objects.items()}
+        self._missions_seen: set[str] = set()
+        self._started_ms = 0
 
     # -- config --------------------------------------------------------------------
 
@@ -190,6 +195,8 @@ class WorldAgent(Agent):
         await self._restore()  # before anything is served or published
         self._t0 = time.monotonic()
         self.on_team(WORLD_CHANNEL, self._on_move_object, kind="world.move_object")
+        self._started_ms = wall_ms()
+        self.on_team(MISSION_CHANNEL, self._on_new_mission, kind="mission.tree")
         self._server = self.spawn(self._serve(), "zmq")
         self.spawn(self._state_loop(), "state")
         self.log.info("world.serving", zmq=self.zmq_address, time_factor=self.time_factor)
@@ -342,6 +349,49 @@ class WorldAgent(Agent):
         self.log.info("world.move_object", by=env.sender, **message, ok=reply["ok"])
         if env.reply_to is not None:
             await self.reply(env, "world.move_object.reply", reply)
+
+    async def _on_new_mission(self, env: Envelope, topic: Topic) -> None:
+        """A serving world (no mission of its own, so it outlives missions) puts the
+        objects a new mission's tree names back where they started, so the mission
+        starts from its own initial state and is not found done by what the last
+        one left. Only live trees of missions it has not seen count (a retained one
+        is older than this world); an object a robot holds stays where it is."""
+        body = env.body if isinstance(env.body, dict) else {}
+        mission = body.get("mission")
+        if self.mission_id is not None or not isinstance(mission, str):
+            return
+        if mission in self._missions_seen or env.ts < self._started_ms:
+            self._missions_seen.add(mission)
+            return
+        self._missions_seen.add(mission)
+        put_back = []
+        for name in sorted(_tree_objects(body.get("tree"))):
+            start = self._initial.get(name)
+            obj = self.world.objects.get(name)
+            if start is None or obj is None or list(obj.position) == start[0]:
+                continue
+            reply = self.world.move_object(name, start[0], self.now(), start[1])
+            if reply.get("ok"):
+                put_back.append(name)
+        if put_back:
+            self.log.info("world.mission_reset", mission=mission, objects=put_back)
+
+
+def _tree_objects(tree: Any) -> set[str]:
+    """The objects the leaves of a ``mission.tree`` body's tree name (best effort)."""
+    names: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        params = node.get("params")
+        if isinstance(params, dict) and isinstance(params.get("object"), str):
+            names.add(params["object"])
+        children = node.get("children")
+        if isinstance(children, list):
+            stack.extend(children)
+    return names
 
 
 def _numbers(reader: Any, key: str, value: Any, n: int | None, what: str) -> list[float]:

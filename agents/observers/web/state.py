@@ -18,6 +18,7 @@ from typing import Any
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
 from teamtree.agents.observers.web.expectations import KittingExpectations
+from teamtree.agents.runtime.mission_status import STATUS_KIND
 from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
 from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker.envelope import Envelope
@@ -33,6 +34,8 @@ MAX_ALERTS = 30
 #: rows of the mission queue's table shown (the newest)
 MAX_MISSIONS = 50
 STATES = ("inactive", "active", "working", "done", "skipped")
+#: a node worked on when its mission ended without success: nobody works it any more
+STOPPED = "stopped"
 
 
 class WebState:
@@ -61,6 +64,7 @@ class WebState:
         self.t0: int | None = None
         self.missions: dict[str, Any] | None = None  # the mission queue's table
         self.tree_mission: str | None = None  # the mission id the drawn tree belongs to
+        self._ended_said: set[str] = set()  # missions whose end is among the alerts
 
     # -- feeding -------------------------------------------------------------------
 
@@ -85,8 +89,10 @@ class WebState:
             self._presence(env, body)
         elif topic.agent is not None and topic.channel == "factsheet" and body:
             self.factsheets[env.sender] = body
+        elif kind == STATUS_KIND:
+            self._status_alert(env.ts)
         elif kind == "mission.tree":
-            self._mission(body)
+            self._mission(body, env.ts)
         elif kind == "mission.table" and isinstance(body.get("missions"), list):
             self._missions_table(env, body["missions"])
         elif kind == "node.transition":
@@ -136,7 +142,7 @@ class WebState:
             if state == "CONNECTION_BROKEN":
                 self._alert(env.ts, "presence", f"{env.sender} broke its connection")
 
-    def _mission(self, body: dict[str, Any]) -> None:
+    def _mission(self, body: dict[str, Any], ts: int) -> None:
         raw = body.get("tree")
         with contextlib.suppress(MissionWireError):  # a malformed one is not shown
             tree = tree_from_body(body)
@@ -145,7 +151,18 @@ class WebState:
                 self.working.clear()
                 self.done_by.clear()
                 self.skipped.clear()
+                for agent, node in list(self._open):  # the last mission's work is over
+                    self._close_span(agent, node, ts)
             self.tree, self.tree_dict, self.tree_mission = tree, raw, mission
+
+    def _status_alert(self, ts: int) -> None:
+        """A mission that ended without success goes under Alerts, once, with why."""
+        for mission, view in self.monitor.board.views().items():
+            if view["ended"] and mission not in self._ended_said:
+                self._ended_said.add(mission)
+                if view["state"] != "succeeded":
+                    kind = "failure" if view["state"] != "cancelled" else "cancelled"
+                    self._alert(ts, kind, f"mission {mission} ({view['kind']}): {view['headline']}")
 
     def _open_span(self, agent: str, node: str, status: str, ts: int) -> None:
         self._stamp(ts)
@@ -283,11 +300,21 @@ class WebState:
 
     # -- reading -------------------------------------------------------------------
 
+    def _tree_stopped(self) -> bool:
+        """Whether the drawn tree's mission ended without success (then nothing of it
+        is worked on, whatever the last transitions said)."""
+        if self.tree_mission is None:
+            return False
+        view = self.monitor.board.view(self.tree_mission)
+        return bool(view and view["ended"] and view["state"] != "succeeded")
+
     def node_states(self) -> dict[str, dict[str, Any]]:
         """Every node of the mission tree: state (inactive / active / working / done /
-        skipped), who works or finished it, label, kind and children ids."""
+        skipped, or stopped: worked on when its mission failed, timed out or was
+        cancelled), who works or finished it, label, kind and children ids."""
         if self.tree is None:
             return {}
+        stopped = self._tree_stopped()
         done = {n for n in self.done_by if n in self.tree.nodes}
         working = {n for n in self.working if n in self.tree.nodes}
         acts = spread_activation(self.tree, done, working, default_potential=1.0)
@@ -306,12 +333,15 @@ class WebState:
                 state = "active"
             else:
                 state = "inactive"
+            by = self.done_by.get(node_id) or self.working.get(node_id)
+            if stopped and state == "working":
+                state, by = STOPPED, None
             out[node_id] = {
                 "label": self._label(node_id) or node_id,
                 "kind": "leaf" if node.is_leaf else str(node.kind.value),
                 "children": [c.id for c in node.children],
                 "state": state,
-                "by": self.done_by.get(node_id) or self.working.get(node_id),
+                "by": by,
             }
         return out
 
@@ -329,6 +359,14 @@ class WebState:
             if (row.get("kind") or row["factsheet"].get("kind")) == "human":
                 row["done"] = sorted(n for n, a in self.done_by.items() if a == agent_id)
         nodes = self.node_states()
+        stopped_at = None
+        if self._tree_stopped():  # nobody works on a mission that ended
+            stopped_at = self.monitor.board.updated.get(self.tree_mission or "")
+            for row in snap["agents"].values():
+                if row.get("node") in nodes:
+                    label = row.get("node_label") or row["node"]
+                    row["node"], row["node_label"] = None, None
+                    row["status"] = f"stopped ({label}: the mission ended)"
         root = self.tree.root.id if self.tree is not None else None
         leaves = self.tree.leaves if self.tree is not None else []
         snap["mission"]["done"] = len(
@@ -345,7 +383,7 @@ class WebState:
         snap["timeline"] = {
             "t0": t0,
             "now": now,
-            "spans": [dict(s) for s in self.spans],
+            "spans": [_ended(s, stopped_at) for s in self.spans],
             "labels": {n: self._label(n) for n in leaves},
         }
         snap["alerts"] = list(self.alerts)
@@ -368,6 +406,14 @@ class WebState:
             for d in self.monitor.dialogs
         ]  # fmt: skip
         return snap
+
+
+def _ended(span: dict[str, Any], at: int | None) -> dict[str, Any]:
+    """A copy of a timeline span, closed at `at` when it is open and `at` is given."""
+    out = dict(span)
+    if at is not None and out["end"] is None:
+        out["end"] = max(at, out["start"])
+    return out
 
 
 def _descendants(node: Any) -> list[str]:

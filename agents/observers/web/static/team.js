@@ -4,15 +4,41 @@
 "use strict";
 
 const COLOURS = { inactive: "#e6e6e6", active: "#f1c232", working: "#3d85c6", done: "#6aa84f",
-  skipped: "#b4a7d6" };
+  skipped: "#b4a7d6", stopped: "#a34a4a" };
+// the server pushes at least once a second: a page that heard nothing for this long
+// (or whose server lost the broker) is not live, and says so
+const STALE_MS = 2000;
+const ENDINGS = { succeeded: "Mission succeeded", failed: "Mission FAILED", cancelled: "Mission cancelled",
+  timed_out: "Mission timed out" };
 const $ = (id) => document.getElementById(id);
 let selected = null;
 let last = null;
 
+let socketOpen = false;
+let lastPush = 0;
+
 function setLink(on) {
-  $("link").className = "dot" + (on ? " on" : "");
-  $("link-text").textContent = on ? "live" : "reconnecting…";
+  socketOpen = on;
+  showLink();
 }
+
+// live only while the socket is open, the server hears the broker and pushes arrive
+function showLink() {
+  const brokerGone = !!last && last.connected === false;
+  const quiet = Date.now() - lastPush > STALE_MS;
+  const live = socketOpen && !brokerGone && !quiet && !!last;
+  let text = "live";
+  if (!last && !socketOpen) text = "connecting…";
+  else if (!socketOpen) text = "disconnected from the web view · reconnecting…";
+  else if (brokerGone) text = "disconnected: the broker is gone · reconnecting…";
+  else if (quiet) text = "disconnected: no news for 2 s";
+  $("link").className = "dot" + (live ? " on" : "");
+  $("link").dataset.state = live ? "live" : "disconnected";
+  $("link-text").textContent = text;
+  $("link-text").className = live || !last ? "" : "down";
+  document.body.classList.toggle("stale", !live && !!last);
+}
+setInterval(showLink, 250);
 
 function renderHeader(s) {
   $("team").textContent = s.team;
@@ -21,13 +47,29 @@ function renderHeader(s) {
     $("user").innerHTML = `as <b id="user-name">${esc(s.user)}</b> <button class="leave" id="sign-out" onclick="signOut()">sign out</button>`;
   }
   const m = s.mission || {};
-  $("mission").textContent = m.kind ? `${m.kind} mission` + (m.text ? ` · ${m.text}` : "") : "no mission yet";
-  $("progress-text").textContent = m.leaves ? `${m.done}/${m.leaves} done` : "";
-  $("progress").style.width = m.leaves ? `${(100 * m.done) / m.leaves}%` : "0";
-  $("banner").innerHTML = m.complete
-    ? `<div class="banner" id="complete">Mission complete · ${m.done} of ${m.leaves} subtasks done${
-      m.done < m.leaves ? " (the others were OR alternatives, not needed)" : ""}</div>` : "";
-  document.title = `teamtree · ${s.team}` + (m.leaves ? ` · ${m.done}/${m.leaves}` : "");
+  const st = s.status; // the mission's status (mission.status), whatever its kind
+  const kind = (st && st.kind) || m.kind;
+  const chip = st ? `<span class="state-chip ${esc(st.state)}" id="mission-state" data-state="${esc(st.state)}">${esc(st.state.replace("_", " "))}</span>` : "";
+  $("mission").innerHTML = kind
+    ? `${chip} <span id="mission-kind">${esc(kind)}</span> mission` + (m.text && m.kind === kind ? ` · ${esc(m.text)}` : "")
+    : "no mission yet";
+  $("mission").title = st ? `mission ${st.mission}: ${st.headline}` : "";
+  const [done, total, unit] = st && st.total ? [st.done, st.total, st.unit] : [m.done, m.leaves, "done"];
+  const failed = st && st.failed ? `, ${st.failed} failed` : "";
+  $("progress-text").textContent = total ? `${done}/${total} ${unit}${failed}` + (st && st.detail ? ` · ${st.detail}` : "") : "";
+  $("progress").style.width = total ? `${(100 * done) / total}%` : "0";
+  if (st && st.ended) {
+    const counted = total ? ` · ${done}/${total} ${esc(unit)}${failed}` : "";
+    const id = st.state === "succeeded" && (m.complete || !m.leaves) ? ` id="complete"` : "";
+    $("banner").innerHTML = `<div id="mission-banner" data-state="${esc(st.state)}" data-mission="${esc(st.mission)}">
+      <div class="banner ${esc(st.state)}"${id}>${ENDINGS[st.state] || esc(st.state)} · ${esc(st.kind)}${counted}${
+      st.reason ? `<div class="why" id="mission-reason">${esc(st.reason)}</div>` : ""}</div></div>`;
+  } else {
+    $("banner").innerHTML = m.complete
+      ? `<div class="banner" id="complete">Mission complete · ${m.done} of ${m.leaves} subtasks done${
+        m.done < m.leaves ? " (the others were OR alternatives, not needed)" : ""}</div>` : "";
+  }
+  document.title = `teamtree · ${s.team}` + (total ? ` · ${done}/${total}` : "") + (st && st.ended ? ` · ${st.state}` : "");
 }
 
 function renderAgents(s) {
@@ -72,7 +114,13 @@ function treeLayout(tree) {
 
 function renderTree(s) {
   const tree = s.tree;
-  if (!tree || !tree.root) return;
+  if (!tree || !tree.root) {
+    const kind = s.status && s.status.kind;
+    if (kind && kind !== "tasktree" && kind !== "multitask") {
+      $("tree").textContent = `a ${kind} mission has no task tree: its progress is in the header (and its plans below)`;
+    }
+    return;
+  }
   const { pos, slots, depth } = treeLayout(tree);
   const W = 128, H = 78, BW = 116, BH = 40;
   const width = Math.max(slots * W, 300), height = (depth + 1) * H + 10;
@@ -85,7 +133,7 @@ function renderTree(s) {
     }
     const leaf = !n.children.length;
     const fill = COLOURS[n.state] || "#eee";
-    const dark = n.state === "working" || n.state === "done";
+    const dark = n.state === "working" || n.state === "done" || n.state === "stopped";
     const label = leaf ? n.label : n.kind.toUpperCase();
     const by = n.by ? esc(n.by) : (leaf ? "" : esc(n.label !== n.kind ? n.label : ""));
     boxes.push(`<g class="tree-node" data-node="${esc(id)}" data-state="${esc(n.state)}"${leaf ? ` data-leaf="1"` : ""}>
@@ -302,6 +350,8 @@ $("missions").addEventListener("click", async (ev) => {
 
 function render(s) {
   last = s;
+  lastPush = Date.now();
+  showLink();
   renderHeader(s);
   renderMissions(s);
   renderAgents(s);
