@@ -294,11 +294,16 @@ def test_disturb_rejects_bad_usage(argv: list[str], capsys) -> None:
     assert info.value.code == 2
 
 
-async def test_disturb_needs_a_team(capsys) -> None:
+async def test_disturb_needs_a_team(tmp_path, monkeypatch) -> None:
+    """Without --team, $TEAMTREE_TEAM or a current run, disturb refuses (a ConfigError:
+    ``teamtree`` exits 2 with it) and says how to name the team."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TEAMTREE_TEAM", raising=False)
+    monkeypatch.delenv("TEAMTREE_BROKER", raising=False)
     parser, handlers = _parser()
     args = parser.parse_args(["disturb", "A1", "fall"])
-    assert await handlers["disturb"](args) == 2
-    assert "--team" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="--team"):
+        await handlers["disturb"](args)
 
 
 def test_state_states_are_named_tuples() -> None:

@@ -17,6 +17,7 @@ import uuid
 from collections import Counter
 
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, mission_of
+from teamtree.agents.runtime.mission_status import STATUS_CHANNEL
 from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S, SyncAsker
 from teamtree.broker import WireError
 from teamtree.broker.connection import Connection, Incoming
@@ -31,7 +32,10 @@ async def kept_missions(endpoint: Endpoint, team: str, wait_s: float = 1.0) -> C
 
     async def on_message(message: Incoming) -> None:
         parts = message.topic.split("/")
-        if len(parts) < 5 or parts[4] in UNSCOPED_CHANNELS or sync is None:
+        # a mission's status records how it went, not state it can be resumed from
+        if len(parts) < 5 or parts[4] in UNSCOPED_CHANNELS or parts[4] == STATUS_CHANNEL:
+            return
+        if sync is None:
             return
         with contextlib.suppress(WireError):
             env = decode(message.payload, topic=message.topic)

@@ -930,15 +930,17 @@ class RobotAgent(PeerRuleMember):
     def _evidence_leaves(self) -> frozenset[str]:
         """The leaves whose done the world can show, so a peer's word is not enough
         (``TaskController(evidence_leaves=...)``): those with an object and no goal of
-        their own (as ``_confirmed`` reads them), unless the world shows that object
-        without a goal (then only a peer can say it is done)."""
+        their own (as ``_confirmed`` reads them) that this robot's world shows with a
+        goal. An object the world does not show (an AGV's load, carried outside the
+        simulated world) or shows without a goal can only be reported done by a peer."""
         objects = self._world_objects or {}
         return frozenset(
             leaf
             for leaf, name in self._leaf_objects
             if name is not None
             and leaf not in self._own_goal_leaves
-            and (name not in objects or objects[name].goal is not None)
+            and name in objects
+            and objects[name].goal is not None
         )
 
     def _undone(self, obs: ObservationBody, changed: set[str] | None = None) -> list[str]:

@@ -53,11 +53,10 @@ Trust at the boundary (where the broker cannot tell who sent what):
    OR is done only by the evidence of one of its own branches. Undone means undone:
    ``EffectUndone`` opens a done leaf again, and the team works it again.
 8. A release waits for the lease. With ``release_hold_ms`` (a robot passes its
-   ``takeover_ms``), a holder's ``inactive`` transition, a ``done`` not believed, or
-   a snapshot that no longer lists a leaf, frees the leaf only that long after it
-   arrived: were it forged, the holder's body still runs until its lease must have
-   lapsed (peers in ``released_at_once``, e.g. the people a robot models itself, are
-   exempt). Later evidence that the holder works it cancels the release. Declarations
+   ``takeover_ms``), a holder's ``inactive``, a ``done`` not believed, or a snapshot
+   without the leaf frees an evidence leaf (rule 7) only that long after it arrived:
+   were it forged, the holder's body still runs until its lease must have lapsed
+   (peers in ``released_at_once``, e.g. the people a robot models, are exempt). Later evidence that the holder works it cancels the release. Declarations
    of interest only grow (``interest.py`` I4), so a claim always asks the member that
    declared, and so may hold, the leaf.
 9. Stamps from the future buy nothing. A peer's transition or snapshot stamped more
@@ -1084,7 +1083,11 @@ class TaskController:
     def _release(self, node: str, agent: str, now: Stamp) -> None:
         """``agent`` says it no longer works on ``node``: free it once its lease must
         have lapsed (rule 8), at once without a hold."""
-        if self.release_hold_ms <= 0 or agent in self.released_at_once:
+        if (
+            self.release_hold_ms <= 0
+            or agent in self.released_at_once
+            or node not in self.evidence_leaves  # nothing in the world to double-run
+        ):
             del self.working[node]
             return
         held = self._releasing.get(node)

@@ -92,7 +92,9 @@ def test_readers_see_the_team_once_on_mosquitto_with_members_answering_resyncs(
     assert any(a.startswith("monitor-") for a in answers), answers
     assert any(a.startswith("tree-") for a in answers), answers
     # ... and the run's recorder, there from the start, saw the readers only as requests
-    readers_seen = {r["sender"] for r in run_records} - AGENTS
+    # (the launcher, `run`, publishes only its verdict: a mission.status)
+    assert {r["kind"] for r in run_records if r["sender"] == "run"} <= {"mission.status"}
+    readers_seen = {r["sender"] for r in run_records} - AGENTS - {"run"}
     assert readers_seen and all(
         r["kind"] == "sync.request" for r in run_records if r["sender"] in readers_seen
     ), readers_seen
