@@ -78,7 +78,12 @@ function renderAgents(s) {
   const rows = ids.map((id) => {
     const a = s.agents[id];
     const since = a.since_ms ? `<div class="small" title="${ago(a.since_ms, s.time_ms)}">since ${clock(a.since_ms)}</div>` : "";
-    const work = a.node_label ? `working <b>${esc(a.node_label)}</b>` : esc(a.status || "");
+    // working only while the mission runs and the agent is online: an ended mission or a
+    // lost agent stops its work, and the page must not show it going on
+    const live = !(s.status && s.status.ended) && a.presence === "ONLINE";
+    const work = a.node_label
+      ? `${live ? "working" : "stopped"} <b>${esc(a.node_label)}</b>`
+      : esc(a.status || "");
     const done = (a.done || []).length;
     return `<tr class="agent${id === selected ? " selected" : ""}" data-agent="${esc(id)}" data-presence="${esc(a.presence)}">
       <td><b>${esc(id)}</b><div class="kind">${esc(a.kind || "?")}</div></td>
