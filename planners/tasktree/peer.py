@@ -56,9 +56,9 @@ Trust at the boundary (where the broker cannot tell who sent what):
    ``takeover_ms``), a holder's ``inactive``, a ``done`` not believed, or a snapshot
    without the leaf frees an evidence leaf (rule 7) only that long after it arrived:
    were it forged, the holder's body still runs until its lease must have lapsed
-   (peers in ``released_at_once``, e.g. the people a robot models, are exempt). Later evidence that the holder works it cancels the release. Declarations
-   of interest only grow (``interest.py`` I4), so a claim always asks the member that
-   declared, and so may hold, the leaf.
+   (peers in ``released_at_once``, e.g. the people a robot models, are exempt).
+   Later evidence that the holder works it cancels the release. Declarations of
+   interest only grow (``interest.py`` I4), so a claim asks whoever may hold the leaf.
 9. Stamps from the future buy nothing. A peer's transition or snapshot stamped more
    than ``max_skew_ms`` ahead of this member's clock is not recorded as that peer's
    latest word (``refused_future`` counts them), so it cannot make the peer's later
