@@ -27,15 +27,19 @@ def from_driver(kind: str, channel: str, body: dict[str, Any], hid: int) -> Inco
     return Incoming(build(TEAM, "pr2-driver", channel), encode(env), False, 0)
 
 
-def observation(busy: str | None, hid: int, **cup: Any) -> Incoming:
+def observation(
+    busy: str | None, hid: int, tea: dict[str, Any] | None = None, **cup: Any
+) -> Incoming:
     """The driver's keyframe: the cup and the tea on the table, neither held nor at its
-    goal unless `cup` says otherwise for the cup; the body runs `busy`."""
+    goal unless `cup` (or `tea`) says otherwise for the cup (the tea); the body runs
+    `busy`."""
     objects = {
         name: {"shape": "cylinder", "dims": [0.03, 0.1], "position": [x, 0.0, 0.8],
                "goal": [x, -0.2, 0.8], "at_goal": False, "held_by": None}
         for name, x in (("cup", 0.0), ("tea", 0.2))
     }  # fmt: skip
     objects["cup"].update(cup)
+    objects["tea"].update(tea or {})
     body = {
         "t": float(hid),
         "robot": {"name": "pr2", "arm": [0.0, -0.3, 0.9], "base": [0.0, -0.65, 0.0],

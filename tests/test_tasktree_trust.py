@@ -13,6 +13,7 @@ from teamtree.planners.tasktree import (
     ClaimReply,
     EffectConfirmed,
     EffectUndone,
+    EvidenceChanged,
     Interest,
     InterestAck,
     NodeReport,
@@ -84,6 +85,45 @@ def test_done_is_what_the_world_shows_whatever_peers_say(
             shown.discard(leaf)
         assert set(c.done) == shown, f"tree={text} done={sorted(c.done)} shown={sorted(shown)}"
         assert c.mission_done == (tree.root.id in satisfied_nodes(tree, shown)), text
+
+
+@settings(max_examples=200, print_blob=True, deadline=None)
+@given(
+    text=tree_texts(),
+    steps=st.lists(
+        st.tuples(st.sampled_from(["done", "snapshot", "evidence"]), st.integers(0, 40),
+                  st.sets(st.integers(0, 40), max_size=6)),
+        max_size=30,
+    ),
+)  # fmt: skip
+def test_a_peers_done_counts_only_once_the_world_cannot_show_it(
+    text: str, steps: list[tuple[str, int, set[int]]]
+) -> None:
+    """A member starts before the world's first keyframe with every leaf an evidence
+    leaf; peers' dones on them are refused. A keyframe that shows some leaves' objects
+    without a goal frees those: the dones peers said on them count then, and never on
+    a leaf still in the set (what a robot that starts late under load meets)."""
+    tree = parse_tree(text)
+    leaves = list(tree.leaves)
+    c = TaskController(tree, "b", online_peers={"h"}, evidence_leaves=leaves)
+    evidence, said = set(leaves), set()
+    t = 1_000
+    for kind, index, chosen in steps:
+        t += 10
+        now, leaf = (t, 0, "b"), leaves[index % len(leaves)]
+        if kind == "done":
+            c.handle(Transition(leaf, "h", NodeStatus.DONE, (t, 0, "h")), now)
+            said.add(leaf)
+        elif kind == "snapshot":
+            c.handle(Snapshot("h", (t, 0, "h"), tuple(leaves), ()), now)
+            said.update(leaves)
+        else:
+            evidence -= {leaves[i % len(leaves)] for i in chosen}
+            c.handle(EvidenceChanged(frozenset(evidence)), now)
+        believed = said - evidence
+        assert set(c.done) == believed, (
+            f"tree={text} done={sorted(c.done)} said={sorted(said)} evidence={sorted(evidence)}"
+        )
 
 
 class _Holder:

@@ -116,6 +116,7 @@ from teamtree.planners.tasktree import (
     ClaimReply,
     EffectConfirmed,
     EffectUndone,
+    EvidenceChanged,
     GraspScorer,
     HandSample,
     HumanModel,
@@ -849,7 +850,9 @@ class RobotAgent(PeerRuleMember):
             self._drop("malformed", str(topic), env.sender, f"bad observation body: {exc}")
             return
         if names is None and self.controller is not None:  # a keyframe: every goal known
-            self.controller.evidence_leaves = self._evidence_leaves()
+            evidence = self._evidence_leaves()
+            if evidence != self.controller.evidence_leaves:
+                await self.feed(EvidenceChanged(evidence))
         for leaf in self._confirmed(obs, seen):
             await self.feed(EffectConfirmed(leaf))
         for leaf in self._undone(obs, seen):
@@ -932,15 +935,17 @@ class RobotAgent(PeerRuleMember):
         (``TaskController(evidence_leaves=...)``): those with an object and no goal of
         their own (as ``_confirmed`` reads them) that this robot's world shows with a
         goal. An object the world does not show (an AGV's load, carried outside the
-        simulated world) or shows without a goal can only be reported done by a peer."""
-        objects = self._world_objects or {}
+        simulated world) or shows without a goal can only be reported done by a peer.
+        Before the driver's first keyframe every leaf with an object is one: a done
+        (or a retained all-done snapshot) that a peer's name carries then would
+        otherwise be believed for good; the keyframe frees the rest."""
+        objects = self._world_objects
         return frozenset(
             leaf
             for leaf, name in self._leaf_objects
             if name is not None
             and leaf not in self._own_goal_leaves
-            and name in objects
-            and objects[name].goal is not None
+            and (objects is None or (name in objects and objects[name].goal is not None))
         )
 
     def _undone(self, obs: ObservationBody, changed: set[str] | None = None) -> list[str]:

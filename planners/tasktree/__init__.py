@@ -86,6 +86,7 @@ _HOMES = {
         "ControllerAction",
         "EffectConfirmed",
         "EffectUndone",
+        "EvidenceChanged",
         "Event",
         "NodeReport",
         "PauseBehaviour",

@@ -120,6 +120,7 @@ __all__ = [
     "EffectConfirmed",
     "EffectUndone",
     "Event",
+    "EvidenceChanged",
     "NodeReport",
     "PauseBehaviour",
     "PeerState",
@@ -291,6 +292,14 @@ class EffectConfirmed(Struct, frozen=True):
     node: str
 
 
+class EvidenceChanged(Struct, frozen=True):
+    """The world's keyframe says which leaves it can show done (``evidence_leaves``,
+    rule 7). A leaf that left the set is done on a peer's word again: the peer dones
+    it was refused meanwhile are believed now."""
+
+    leaves: frozenset[str]
+
+
 class EffectUndone(Struct, frozen=True):
     """The world shows ``node``'s effect gone after it was done, e.g. its object moved
     away from its goal: the leaf is open again ("undone means undone")."""
@@ -311,6 +320,7 @@ Event = (
     | ConnectionChanged
     | EffectConfirmed
     | EffectUndone
+    | EvidenceChanged
     | PeerPotentials
     | Interest
     | InterestAck
@@ -488,6 +498,8 @@ class TaskController:
         """Peer stamps more than ``max_skew_ms`` ahead, not recorded (rule 9)."""
         self.unconfirmed = 0
         """Peer reports of done that the world did not show (rule 7)."""
+        self._refused_done: set[str] = set()
+        """Evidence leaves a peer said were done, not believed (``EvidenceChanged``)."""
         self.me = me
         self.rule = ClaimRule(rule)
         self.default_potential = default_potential
@@ -648,6 +660,8 @@ class TaskController:
                 self._on_effect(event, now, out)
             case EffectUndone():
                 self._on_undone(event, now, out)
+            case EvidenceChanged():
+                self._on_evidence(event, now, out)
             case Interest():
                 self._on_interest(event, now, out)
             case InterestAck():
@@ -1024,6 +1038,7 @@ class TaskController:
             return
         if node in self.evidence_leaves:  # rule 7: the world says, not a peer
             self.unconfirmed += 1
+            self._refused_done.add(node)
             return
         self._set_done(node)
         if node in self.mine:
@@ -1190,6 +1205,21 @@ class TaskController:
         self._set_done(ev.node)  # no transition: this member did not do it
         out.append(PublishSnapshot(self.snapshot(now)))
         self._decide(now, out)
+
+    def _on_evidence(self, ev: EvidenceChanged, now: Stamp, out: list[ControllerAction]) -> None:
+        """New evidence leaves; the refused peer dones of those that left the set count
+        now (e.g. an AGV's load the world turned out not to show)."""
+        self.evidence_leaves = frozenset(ev.leaves)
+        freed = [n for n in self._refused_done if n not in self.evidence_leaves]
+        if not freed:
+            return
+        self._refused_done.difference_update(freed)
+        before = len(self.done)
+        for node in sorted(freed):
+            self._mark_done(node, now, out)
+        if len(self.done) != before:
+            out.append(PublishSnapshot(self.snapshot(now)))
+            self._decide(now, out)
 
     def _on_undone(self, ev: EffectUndone, now: Stamp, out: list[ControllerAction]) -> None:
         """The world shows a done leaf's effect gone: open it again (rule 7)."""
