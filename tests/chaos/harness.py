@@ -85,6 +85,8 @@ class TeaParty:
     transitions: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     world_state: dict[str, Any] | None = None
+    busy: dict[str, str | None] = field(default_factory=dict)
+    """Driver -> the command its body runs, as its latest observation shows."""
 
     @classmethod
     def make(
@@ -111,6 +113,7 @@ class TeaParty:
         observer.on_agents("state", party._on_transition, kind="node.transition")
         observer.on_agents("snapshot", party._on_snapshot, kind="node.snapshot")
         observer.on_agents("state", party._on_world, kind="world.state")
+        observer.on_agents("observation", party._on_observation, kind="observation")
         return party
 
     async def _on_transition(self, env: Envelope, topic: Topic) -> None:
@@ -124,6 +127,16 @@ class TeaParty:
     async def _on_world(self, env: Envelope, topic: Topic) -> None:
         if env.sender == "world" and isinstance(env.body, dict):
             self.world_state = env.body
+
+    async def _on_observation(self, env: Envelope, topic: Topic) -> None:
+        robot = env.body.get("robot") if isinstance(env.body, dict) else None
+        if isinstance(robot, dict):
+            self.busy[env.sender] = robot.get("busy")
+
+    def body_running(self, robot: str) -> bool:
+        """Whether `robot`'s driver shows its body running a command (the world got
+        the execute, so a lease runs)."""
+        return bool(self.busy.get(f"{robot}-driver"))
 
     def start(self) -> None:
         for agent_id in (*SERVICES, *ROBOTS):

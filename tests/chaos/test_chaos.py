@@ -46,11 +46,13 @@ async def _judge(party: TeaParty, scenario: str, timeout: float = 150.0) -> None
 
 @pytest.mark.parametrize("run", range(RUNS))
 async def test_robot_and_driver_frozen_past_keepalive(run, mosquitto, team, tmp_path) -> None:
-    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, time_factor=1.5)
+    # at time factor 1 a placement takes ~6 s: the body is still moving when the lease
+    # (3 s, renewed each second) lapses, so the world must stop it
+    party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, time_factor=1.0)
     try:
         async with asyncio.timeout(240), party.observer:
             party.start()
-            await eventually(lambda: party.working("pr2"), 90, what="pr2 to start a behaviour")
+            await eventually(lambda: party.body_running("pr2"), 90, what="pr2's body to move")
             party.signal(("pr2", "pr2-driver"), signal.SIGSTOP)
             await asyncio.sleep(FREEZE_S)
             party.signal(("pr2", "pr2-driver"), signal.SIGCONT)

@@ -4,10 +4,12 @@ logged in with their generated credentials):
 
 - observer (the monitor's read-only login) connects again and again with pr2's and
   baxter's client ids: neither robot is evicted, and the mission finishes;
-- person (alice's login), robot (a spare robot's login) and driver (a spare driver's
-  login) each publish ``done`` transitions, an all-done snapshot, an OFFLINE and a
-  claim of every leaf in pr2's name and a failing ``mission.result``, and put every
-  placed object back at its start (``world.move_object``).
+- person (alice's login), robot (a spare robot's login), driver (a spare driver's
+  login) and operator (ops, who may move objects and cancel by design) each publish
+  ``done`` transitions, an all-done snapshot, an OFFLINE and a claim of every leaf in
+  pr2's name and a failing ``mission.result``, and put every placed object back at
+  its start (``world.move_object``: refused from all but the operator, whose
+  disturbance the team must undo by placing the object again).
 
 Every run must complete with no duplicate and no false completion, and no robot may
 lose its broker session (an eviction would end it)."""
@@ -27,7 +29,7 @@ from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker import MosquittoBroker
 from teamtree.broker.topics import build
 from tests.chaos.harness import ROBOTS, RUNS, TREE, TeaParty, _env, party_config, record
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 from tests.logins_support import bound_broker
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -97,9 +99,19 @@ def put_back(team: str, sender: str, starts: dict[str, list[float]], names: list
     ]  # fmt: skip
 
 
-async def publish_as(broker: MosquittoBroker, creds: dict[str, str], messages, client_id: str):
+async def publish_as(
+    broker: MosquittoBroker,
+    creds: dict[str, str],
+    messages,
+    client_id: str,
+    turn: asyncio.Lock | None = None,
+):
+    """Publish `messages` over a connection of its own. The broker binds client ids to
+    logins: two connections of one login at a time evict each other (one then waits
+    on its publish for good), so one attacker's connections take `turn`s."""
     ep = broker.endpoint
-    async with aiomqtt.Client(ep.host, ep.port, identifier=client_id, **creds) as client:
+    client = aiomqtt.Client(ep.host, ep.port, identifier=client_id, **creds)
+    async with turn or contextlib.nullcontext(), asyncio.timeout(scaled(30)), client:
         for topic, payload, retain in messages:
             await client.publish(topic, payload, qos=1, retain=retain)
 
@@ -109,7 +121,7 @@ def _at_goal(state: dict[str, Any] | None) -> list[str]:
 
 
 ATTACKERS = {"observer": "monitor", "person": "alice", "robot": "spare-robot",
-             "driver": "spare-driver"}  # fmt: skip
+             "driver": "spare-driver", "operator": "ops"}  # fmt: skip
 """Login kind -> the login that attacks."""
 
 
@@ -132,20 +144,28 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
     evictions = 0
 
     user = ATTACKERS[kind]
+    turn = asyncio.Lock()
 
     async def attack_placed() -> None:
-        """Put every placed object back at its start, until the robots end."""
+        """Put every placed object back at its start, until the robots end. The
+        operator's moves are obeyed, so the operator puts back only the first object
+        it sees placed: a move after the last placement would undo a finished mission
+        (a disturbance after the end, not a false completion)."""
         undone: set[str] = set()
-        while True:
+        while kind != "operator" or not undone:
             placed = [n for n in _at_goal(party.world_state) if n not in undone]
+            if kind == "operator":
+                placed = placed[:1]
             if placed:
                 await publish_as(broker, login(user), put_back(team, user, starts, placed),
-                                 f"teamtree-{team}-{user}")  # fmt: skip
+                                 f"teamtree-{team}-{user}", turn)  # fmt: skip
                 undone |= set(placed)
             await asyncio.sleep(0.3)
 
     what = (
         "connects with each robot's client id (3 times)" if kind == "observer"
+        else "forges pr2's done/snapshot/OFFLINE/claims/result, puts the first placed object back"
+        if kind == "operator"
         else "forges pr2's done/snapshot/OFFLINE/claims/result, puts placed objects back"
     )  # fmt: skip
     scenario = f"{kind} login ({user}) {what}, ACL on, client ids bound"
@@ -158,11 +178,11 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
             for round_ in range(3):
                 if kind == "observer":  # the read-only login takes each robot's client id
                     for robot in ROBOTS:
-                        await publish_as(broker, login(user), [], f"teamtree-{team}-{robot}")
+                        await publish_as(broker, login(user), [], f"teamtree-{team}-{robot}", turn)
                         evictions += 1
                 else:
                     await publish_as(broker, login(user), forged_in_pr2s_name(team),
-                                     f"teamtree-{team}-{user}-{round_}")  # fmt: skip
+                                     f"teamtree-{team}-{user}-{round_}", turn)  # fmt: skip
                 await asyncio.sleep(2.0)
             codes = await party.wait_robots(150)
             attacker.cancel()
@@ -177,6 +197,8 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
             assert outcome.false_completions == 0, outcome.detail + party.logs()
             assert outcome.completed, outcome.detail + party.logs()
             assert evictions == (2 * 3 if kind == "observer" else 0)
+            if kind == "operator":  # obeyed: the team saw the object leave and re-placed it
+                assert any('"node.undone"' in party.procs.log(r) for r in ROBOTS), party.logs()
             reconnects = {r: _reconnects(party.procs.log(r)) for r in ROBOTS}
             assert reconnects == dict.fromkeys(ROBOTS, 0), reconnects
     finally:
