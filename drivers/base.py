@@ -168,9 +168,10 @@ class DriverAgent(Agent):
             run.token = command.token
         return True
 
-    def refused(self, op: str, command_id: str | None, reason: Any) -> None:
-        """Log that the body refused `op` (the body's own answer says why)."""
-        self.log.info("driver.refused", op=op, command_id=command_id, reason=reason)
+    def refused(self, op: str, command_id: str | None, reason: Any, **detail: Any) -> None:
+        """Log that the body refused `op` (the body's own answer says why; `detail`
+        what else helps read it)."""
+        self.log.info("driver.refused", op=op, command_id=command_id, reason=reason, **detail)
 
     # -- progress out --------------------------------------------------------------
 

@@ -61,7 +61,7 @@ from teamtree.agents.runtime.behaviour_wire import (
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Member
-from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError
+from teamtree.broker import LifecycleError, RequestTimeoutError, TeamtreeError, wall_ms
 from teamtree.broker.inbound import give_way_to_critical
 from teamtree.drivers.base import DriverAgent
 from teamtree.drivers.changed_objects import merge_changed
@@ -387,7 +387,7 @@ class SimDriverAgent(DriverAgent):
         elif isinstance(command, RenewCommand) and reply.get("ok"):
             self.renewed(command)
         if not reply.get("ok"):
-            self.refused(op, command.command_id, reply["reason"])
+            self.refused(op, command.command_id, reply["reason"], **_lease_detail(command, reply))
         else:
             self.log.debug(
                 "driver.done", op=op, command_id=command.command_id, status=reply.get("status")
@@ -398,3 +398,13 @@ class SimDriverAgent(DriverAgent):
         self.log.warning("driver.unanswered", op=op, command_id=command.command_id, reason=reason)
         if isinstance(command, ExecuteCommand):
             await self.report("failed", command.command_id, command.node, reason=reason)
+
+
+def _lease_detail(command: BehaviourCommand, reply: dict[str, Any]) -> dict[str, Any]:
+    """For a ``lease_expired`` refusal: how old the command was on this driver's clock
+    when the body answered, and the lease it carried (ms), so a log tells a stale
+    command from a misread clock."""
+    sent, lease = getattr(command, "sent_ms", None), getattr(command, "lease_ms", None)
+    if reply.get("reason") != "lease_expired" or sent is None or lease is None:
+        return {}
+    return {"age_ms": wall_ms() - sent, "lease_ms": lease - sent}
