@@ -25,7 +25,6 @@ import paho.mqtt.client as mqtt
 import pytest
 from PIL import Image
 
-from teamtree.agents.observers.timeline import load_records, missions_in, timeline_figure
 from teamtree.broker.envelope import Envelope, encode
 from teamtree.broker.hlc import HybridLogicalClock, wall_ms
 from tests.conftest import REPO, teamtree_cmd
@@ -219,6 +218,8 @@ def _described(png: Path) -> dict:
 
 
 def test_timeline_draws_one_mission_of_a_record_and_marks_a_cancel(runs) -> None:
+    from teamtree.agents.observers.timeline import load_records, missions_in, timeline_figure
+
     cwd, _ = runs
     both = cwd / "both.jsonl"
     both.write_text("".join(p.read_text() for p in sorted((cwd / "runs").glob("*.m*.jsonl"))))
