@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.observers.monitor import MonitorState, render_text
-from teamtree.agents.runtime.run_output import PresenceLines, event_name, fit_line
+from teamtree.agents.runtime.run_output import PresenceLines, compact_line, event_name, fit_line
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import HlcStamp
 from teamtree.broker.topics import parse
@@ -99,3 +99,12 @@ def test_run_says_each_presence_change_once_and_knows_an_agents_event() -> None:
     assert event_name('{"event": "peer.presence", "agent": "r"}') == "peer.presence"
     assert event_name("Traceback (most recent call last):") is None
     assert event_name("{not json") is None
+
+
+def test_a_log_line_on_a_terminal_drops_what_its_prefix_says() -> None:
+    line = "04:15:50.701501 [info] driver.connected       agent=pr2-driver robot=pr2 agent=pr2"
+    assert (
+        compact_line("pr2-driver", line)
+        == "04:15:50.701 [info] driver.connected robot=pr2 agent=pr2"
+    )
+    assert compact_line("pr2", "  ├── ✔ THEN  [root/0]  done") == "  ├── ✔ THEN  [root/0]  done"

@@ -48,6 +48,7 @@ from teamtree.agents.runtime.recording import ObserverLosses, exit_phrase
 from teamtree.agents.runtime.run_output import (
     QUIET_EVENTS,
     PresenceLines,
+    compact_line,
     event_name,
     fit_line,
     terminal_columns,
@@ -172,9 +173,13 @@ class Launcher:
         """A line from the launcher itself."""
         self._write(f"{'run':<{self._width}} | ", line)
 
-    def _write(self, prefix: str, text: str) -> None:
-        """One output line, wrapped to the terminal's width when it goes to one."""
-        lines = fit_line(prefix, text, terminal_columns(self.out))
+    def _write(self, prefix: str, text: str, agent: str | None = None) -> None:
+        """One output line (of `agent`'s, or the run's own), shortened and wrapped to
+        the terminal's width when it goes to one."""
+        columns = terminal_columns(self.out)
+        if columns is not None and agent is not None:
+            text = compact_line(agent, text)
+        lines = fit_line(prefix, text, columns)
         self.out.write("".join(line + "\n" for line in lines))
         self.out.flush()
 
@@ -538,7 +543,7 @@ class Launcher:
                 self._last_words.setdefault(name, deque(maxlen=3)).append(text.strip()[:300])
             if event_name(text) in QUIET_EVENTS:
                 continue  # the run says each presence change once itself
-            self._write(prefix, text)
+            self._write(prefix, text, agent=name)
 
     async def _supervise(self) -> int:
         members = [c for c in self.children if c.role == "member"]

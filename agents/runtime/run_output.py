@@ -5,7 +5,7 @@ Every agent logs ``peer.presence`` when any teammate comes or goes, so a team of
 says each change n - 1 times (the square of the team in all); the run says each
 change once itself (``PresenceLines``) and does not echo the agents' own lines. On a
 terminal a long line is wrapped under its prefix, so the output stays readable at
-80 columns.
+80 columns (and its log lines are shortened, ``compact_line``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,22 @@ import re
 import textwrap
 from typing import TextIO
 
-__all__ = ["QUIET_EVENTS", "PresenceLines", "event_name", "fit_line", "terminal_columns"]
+__all__ = [
+    "QUIET_EVENTS",
+    "PresenceLines",
+    "compact_line",
+    "event_name",
+    "fit_line",
+    "terminal_columns",
+]
 
 #: the agents' log events ``run`` does not echo (it says what they say once itself)
 QUIET_EVENTS = frozenset({"peer.presence"})
 #: narrowest text column a wrapped line gets after its prefix
 _MIN_TEXT = 24
 _PLAIN = re.compile(r"^\S+ \[\w+\] (\S+)")
+#: a plain log line: time (its microseconds apart), level, event, the key=value pairs
+_PARTS = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3})\d{3} (\[\w+\]) (\S+) +(.*)$")
 
 
 def event_name(line: str) -> str | None:
@@ -36,6 +45,17 @@ def event_name(line: str) -> str | None:
         return event if isinstance(event, str) else None
     match = _PLAIN.match(line)
     return match.group(1) if match else None
+
+
+def compact_line(agent: str, line: str) -> str:
+    """A child's plain log line shortened for a terminal: time to the millisecond, one
+    space after the event, and no ``agent=<agent>`` (its ``agent |`` prefix says it)."""
+    match = _PARTS.match(line)
+    if match is None:
+        return line
+    stamp, level, event, pairs = match.groups()
+    pairs = re.sub(rf"(^| )agent={re.escape(agent)}(?= |$)", "", pairs).strip()
+    return f"{stamp} {level} {event} {pairs}".rstrip()
 
 
 def terminal_columns(out: TextIO) -> int | None:
