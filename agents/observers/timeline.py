@@ -22,6 +22,21 @@ from teamtree.agents.runtime.mission import mission_of
 from teamtree.agents.runtime.mission_status import STATUS_KIND, MissionBoard
 from teamtree.broker import ConfigError
 
+__all__ = [
+    "COLOURS",
+    "FAILURE_COLOUR",
+    "MissionEnd",
+    "TimelineFigure",
+    "draw_timeline",
+    "load_records",
+    "mission_end",
+    "mission_records",
+    "missions_in",
+    "node_intervals",
+    "pick_mission",
+    "timeline_figure",
+]
+
 COLOURS = {
     "inactive": "#e6e6e6",
     "active": "#f1c232",

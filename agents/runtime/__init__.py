@@ -101,6 +101,14 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TokenBucket",
     ),
     "resync": ("Resync",),
+    "run_output": (
+        "QUIET_EVENTS",
+        "PresenceLines",
+        "compact_line",
+        "event_name",
+        "fit_line",
+        "terminal_columns",
+    ),
     "sessions": (
         "SessionBook",
         "Spoken",
