@@ -261,8 +261,11 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 return 0
             stop = _stop_event()
             screen = not args.json and _terminal_size() is not None
+            loop = asyncio.get_running_loop()
             if screen:
                 sys.stdout.write(_ENTER_SCREEN)
+                # a resized window is redrawn at once, not at the next refresh
+                loop.add_signal_handler(signal.SIGWINCH, lambda: _redraw(observer.state.snapshot()))
             try:
                 while not stop.is_set():
                     snap = observer.state.snapshot()
@@ -276,6 +279,7 @@ async def run_monitor(args: argparse.Namespace) -> int:
                         await asyncio.wait_for(stop.wait(), args.interval)
             finally:
                 if screen:
+                    loop.remove_signal_handler(signal.SIGWINCH)
                     sys.stdout.write(_LEAVE_SCREEN)
                     sys.stdout.flush()
     except ConnectError as exc:
