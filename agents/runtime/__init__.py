@@ -102,12 +102,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     ),
     "resync": ("Resync",),
     "run_output": (
-        "QUIET_EVENTS",
         "PresenceLines",
-        "compact_line",
-        "event_name",
         "fit_line",
-        "terminal_columns",
     ),
     "sessions": (
         "SessionBook",
