@@ -196,11 +196,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "timeline",
         help="draw per-robot timing diagrams from a recorded run",
         description="Draw one panel per robot, one row per behaviour, coloured inactive / "
-        "active / working / done, from a recorder's .jsonl file (or a directory of them).",
+        "active / working / done, from a recorder's .jsonl file (or a directory of them), "
+        "for one mission; a failed, timed-out or cancelled mission is marked in red where "
+        "it ended and in the title.",
     )
     timeline.add_argument("run", help="a recorder .jsonl file, or a directory holding one")
     timeline.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
     timeline.add_argument("--title", default="", help="figure title")
+    timeline.add_argument(
+        "--mission", type=_mission_id,
+        help="the mission to draw (default: the record's last; a record may hold several)",
+    )  # fmt: skip
     logging_flags(timeline, "auto")
 
     if command not in COMMANDS:
@@ -359,11 +365,19 @@ async def _tree(args: argparse.Namespace) -> int:
 
 
 async def _timeline(args: argparse.Namespace) -> int:
-    from teamtree.agents.observers.timeline import draw_timeline, load_records
+    from teamtree.agents.observers.timeline import (
+        draw_timeline,
+        load_records,
+        missions_in,
+        pick_mission,
+    )
 
     records = load_records(args.run)
-    path = draw_timeline(records, args.output, title=args.title or str(args.run))
-    print(f"wrote {path}")
+    mission = pick_mission(records, args.mission)
+    path = draw_timeline(records, args.output, title=args.title or str(args.run), mission=mission)
+    others = [m for m in missions_in(records) if m != mission]
+    drew = f" (mission {mission}; the record also holds {', '.join(others)}: --mission ID)"
+    print(f"wrote {path}" + (drew if others else ""))
     return 0
 
 

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -242,7 +243,9 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 await asyncio.sleep(args.wait)
                 await observer.wait_synced(_SYNC_GRACE_S)  # a broker cluster's state
                 snap = observer.state.snapshot()
-                print(json.dumps(snap, default=str) if args.json else render_text(snap), flush=True)
+                size = _terminal_size()
+                text = render_text(snap, width=size[0]) if size else render_text(snap)
+                print(json.dumps(snap, default=str) if args.json else text, flush=True)
                 missing = [a for a in args.require or [] if a not in snap["online"]]
                 if missing:
                     print(f"teamtree monitor: not online: {', '.join(missing)}", file=sys.stderr)
@@ -257,20 +260,57 @@ async def run_monitor(args: argparse.Namespace) -> int:
                     return 1
                 return 0
             stop = _stop_event()
-            tty = sys.stdout.isatty()
-            while not stop.is_set():
-                snap = observer.state.snapshot()
-                if args.json:
-                    print(json.dumps(snap, default=str), flush=True)
-                else:
-                    clear = "\x1b[H\x1b[2J" if tty else "\n"
-                    print(clear + render_text(snap), flush=True)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), args.interval)
+            screen = not args.json and _terminal_size() is not None
+            loop = asyncio.get_running_loop()
+            if screen:
+                sys.stdout.write(_ENTER_SCREEN)
+                # a resized window is redrawn at once, not at the next refresh
+                loop.add_signal_handler(signal.SIGWINCH, lambda: _redraw(observer.state.snapshot()))
+            try:
+                while not stop.is_set():
+                    snap = observer.state.snapshot()
+                    if args.json:
+                        print(json.dumps(snap, default=str), flush=True)
+                    elif screen:
+                        _redraw(snap)
+                    else:
+                        print("\n" + render_text(snap), flush=True)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), args.interval)
+            finally:
+                if screen:
+                    loop.remove_signal_handler(signal.SIGWINCH)
+                    sys.stdout.write(_LEAVE_SCREEN)
+                    sys.stdout.flush()
     except ConnectError as exc:
         print(f"teamtree monitor: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+#: the terminal's alternate screen with the cursor hidden, and back (xterm sequences)
+_ENTER_SCREEN = "\x1b[?1049h\x1b[?25l"
+_LEAVE_SCREEN = "\x1b[?25h\x1b[?1049l"
+
+
+def _terminal_size() -> tuple[int, int] | None:
+    """(columns, lines) of the terminal stdout writes to, or None when it is none."""
+    try:
+        if not sys.stdout.isatty():
+            return None
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except (OSError, ValueError):
+        return None
+    return size.columns, size.lines
+
+
+def _redraw(snap: dict[str, Any]) -> None:
+    """Draw `snap` over the whole screen, fitted to the terminal's size at this moment
+    (one line short of its height, so the screen never scrolls the header away)."""
+    columns, rows = _terminal_size() or (80, 24)
+    lines = render_text(snap, width=columns, height=max(rows - 1, 1)).split("\n")
+    sys.stdout.write("\x1b[H" + "".join(line + "\x1b[K\r\n" for line in lines) + "\x1b[J")
+    sys.stdout.flush()
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,22 +6,40 @@ from teamtree.agents.observers.mission_labels import mission_labels, tree_labels
 from teamtree.agents.observers.monitor import MonitorState, TeamObserver, render_text
 from teamtree.agents.observers.record_file import RecordFile, os_error_phrase
 from teamtree.agents.observers.recorder import RecorderAgent, behaviour_summary
-from teamtree.agents.observers.timeline import draw_timeline, load_records, node_intervals
+from teamtree.agents.observers.timeline import (
+    MissionEnd,
+    TimelineFigure,
+    draw_timeline,
+    load_records,
+    mission_end,
+    mission_records,
+    missions_in,
+    node_intervals,
+    pick_mission,
+    timeline_figure,
+)
 
 __all__ = [
     "HumanWork",
+    "MissionEnd",
     "MonitorState",
     "RecordFile",
     "RecorderAgent",
     "TeamObserver",
+    "TimelineFigure",
     "WorkEvent",
     "behaviour_summary",
     "draw_timeline",
     "human_rows",
     "load_records",
+    "mission_end",
     "mission_labels",
+    "mission_records",
+    "missions_in",
     "node_intervals",
     "os_error_phrase",
+    "pick_mission",
     "render_text",
+    "timeline_figure",
     "tree_labels",
 ]

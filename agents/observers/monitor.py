@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import textwrap
 import time
 import uuid
 from collections import Counter, deque
@@ -351,8 +352,37 @@ class MonitorState:
         }
 
 
-def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
-    """A terminal page for one snapshot."""
+def render_text(snap: dict[str, Any], *, width: int = 100, height: int | None = None) -> str:
+    """A terminal page for one snapshot, no line wider than `width` and, given a
+    `height`, no more lines than that: the header always shows, then as many agents as
+    fit (the rest as ``+N more``) and what room is left of the other sections."""
+    width = max(width, 20)
+    head = _header(snap, width)
+    agents = _agent_lines(snap, width)
+    tail = _tail_lines(snap, width)
+    if height is None or len(head) + len(agents) + len(tail) <= height:
+        return "\n".join(head + agents + tail)
+    room = max(height - len(head), 1)
+    shown = len(agents) if len(agents) + min(len(tail), 1) <= room else None
+    if shown is None:  # the agents get the room (at least half of it) before the rest
+        shown = max(room - len(tail), min(len(agents), room // 2 or 1))
+    if shown < len(agents):
+        agents = _agent_lines(snap, width, limit=max(shown - 1, 0))
+    return "\n".join((head + agents + tail)[: len(head) + room])
+
+
+def _clip(text: str, width: int) -> str:
+    """`text` cut to `width` columns, the cut marked with an ellipsis."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """`text` wrapped to `width` columns, continuation lines indented."""
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+
+
+def _header(snap: dict[str, Any], width: int) -> list[str]:
+    """The lines kept on screen whatever the team's size: link, team, mission, columns."""
     lines = []
     mission = snap["mission"]
     status = snap.get("status")
@@ -362,51 +392,93 @@ def render_text(snap: dict[str, Any], *, width: int = 100) -> str:
     kind = (status or {}).get("kind") or mission.get("kind") or "no mission"
     if status:
         named = f"mission {status['mission']}  "
-    stale = snap.get("connected") is False
-    if stale:
+    if snap.get("connected") is False:
         since = snap.get("link_since_ms") or snap["time_ms"]
         lost = time.strftime("%H:%M:%S", time.localtime(since / 1000))
         lines.append(f"DISCONNECTED from the broker since {lost}: every figure below is stale")
     lines.append(f"team {snap['team']}  {named}{stamp}  {kind} {progress}".rstrip())
     if status:
-        lines.append(f"  {status_line(status)}"[:width])
+        lines.append(f"  {status_line(status)}")
     if mission.get("text"):
-        lines.append(f"  {str(mission['text'])[: width - 2]}")
+        lines.append(f"  {mission['text']}")
     lines.append("")
-    lines.append(f"{'agent':<16} {'kind':<12} {'presence':<18} {'progress':<9} status")
-    for agent_id, row in snap["agents"].items():
+    lines.append(_columns(snap)[1].format("agent", "kind", "presence", "progress", "status"))
+    return [_clip(line.rstrip(), width) for line in lines]
+
+
+def _columns(snap: dict[str, Any]) -> tuple[dict[str, str], str]:
+    """Each agent's progress cell, and the row format sized to the agents shown."""
+    rows = snap["agents"]
+    cells = {}
+    for agent_id, row in rows.items():
         prog = row["progress"]
-        progress = f"{prog['done']}/{prog['of']}" if prog else "-"
+        cells[agent_id] = f"{prog['done']}/{prog['of']}" if prog else "-"
+
+    def size(values: list[str], title: str, cap: int) -> int:
+        return min(max([len(title), *map(len, values)]), cap)
+
+    agent_w = size(list(rows), "agent", 20)
+    kind_w = size([r["kind"] or "?" for r in rows.values()], "kind", 14)
+    presence_w = size([r["presence"] for r in rows.values()], "presence", 17)
+    progress_w = size(list(cells.values()), "progress", 9)
+    return cells, f"{{:<{agent_w}}} {{:<{kind_w}}} {{:<{presence_w}}} {{:<{progress_w}}} {{}}"
+
+
+def _agent_lines(snap: dict[str, Any], width: int, limit: int | None = None) -> list[str]:
+    """One line per agent; with a `limit`, the online ones first and a ``+N more``."""
+    cells, fmt = _columns(snap)
+    ids = list(snap["agents"])
+    if limit is not None and limit < len(ids):
+        ids.sort(key=lambda a: snap["agents"][a]["presence"] != "ONLINE")
+    lines = []
+    for agent_id in ids[:limit]:
+        row = snap["agents"][agent_id]
         lines.append(
-            f"{agent_id:<16} {row['kind'] or '?':<12} {row['presence']:<18} {progress:<9} "
-            f"{row['status']}"[:width]
-        )
+            _clip(
+                fmt.format(agent_id, row["kind"] or "?", row["presence"], cells[agent_id],
+                           row["status"]),
+                width,
+            )
+        )  # fmt: skip
+    if limit is not None and limit < len(ids):
+        rest = ids[limit:]
+        offline = sum(snap["agents"][a]["presence"] != "ONLINE" for a in rest)
+        more = f"+{len(rest)} more" + (f" ({offline} not online)" if offline else "")
+        lines.append(_clip(f"{more}; a taller terminal or --once --json shows all", width))
+    return lines
+
+
+def _tail_lines(snap: dict[str, Any], width: int) -> list[str]:
+    """Conflicts, dialogs, favors, requests, rates and the broker's figures."""
+    lines: list[str] = []
     if snap["conflicts"]:
         lines += ["", "conflicts (claims lost):"]
         for c in snap["conflicts"][-5:]:
-            lines.append(f"  {c['agent']} lost {c['label']} ({c['reason']})")
+            lines.append(_clip(f"  {c['agent']} lost {c['label']} ({c['reason']})", width))
     if snap["dialogs"]:
         lines += ["", "dialogs:"]
-        lines += [f"  {d['sender']}: {d['kind']}" for d in snap["dialogs"][-5:]]
+        lines += [_clip(f"  {d['sender']}: {d['kind']}", width) for d in snap["dialogs"][-5:]]
     if snap["favors"]["counts"]:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(snap["favors"]["counts"].items()))
-        lines += ["", f"favors: {counts}"]
+        lines += ["", *_wrapped(f"favors: {counts}", width)]
     if snap["requests"]:
         lines += ["", "requests:"]
         for channel, r in snap["requests"].items():
             p50 = "-" if r["latency_ms_p50"] is None else f"{r['latency_ms_p50']:.0f} ms"
-            lines.append(
+            line = (
                 f"  _/{channel:<14} sent {r['sent']:<5} answered {r['answered']:<5} "
                 f"unanswered {r['unanswered']:<4} latency p50 {p50}"
             )
+            lines.append(_clip(line, width))
     if snap["rates"]:
         rates = "  ".join(f"{c} {r:g}/s" for c, r in snap["rates"].items() if r)
-        lines += ["", f"rates: {rates or 'quiet'}"[:width]]
+        lines += ["", *_wrapped(f"rates: {rates or 'quiet'}", width)]
     if snap["broker"]:
         figures = [f"{k} {snap['broker'][k]}" for k in SYS_SHOWN if k in snap["broker"]]
+        stale = snap.get("connected") is False
         title = "broker (stale, last heard before the connection was lost)" if stale else "broker"
-        lines += ["", f"{title}: " + " | ".join(figures)]
-    return "\n".join(lines)
+        lines += ["", *_wrapped(f"{title}: " + " | ".join(figures), width)]
+    return lines
 
 
 def status_line(status: dict[str, Any]) -> str:

@@ -101,6 +101,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TokenBucket",
     ),
     "resync": ("Resync",),
+    "run_output": (
+        "PresenceLines",
+        "fit_line",
+    ),
     "sessions": (
         "SessionBook",
         "Spoken",

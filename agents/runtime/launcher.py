@@ -45,6 +45,14 @@ from teamtree.agents.runtime.outcome import (
     render_result_block,
 )
 from teamtree.agents.runtime.recording import ObserverLosses, exit_phrase
+from teamtree.agents.runtime.run_output import (
+    QUIET_EVENTS,
+    PresenceLines,
+    compact_line,
+    event_name,
+    fit_line,
+    terminal_columns,
+)
 from teamtree.broker import ConfigError, TeamtreeError, WireError
 from teamtree.broker.acl import OBSERVER_KINDS
 from teamtree.broker.connection import Connection, Incoming
@@ -158,10 +166,21 @@ class Launcher:
         #: set when a required observer's recording failed: the run stops
         self._required_lost = asyncio.Event()
         self._started = time.monotonic()
+        #: the run says each presence change once (the agents' own lines are not echoed)
+        self._presence_lines = PresenceLines()
 
     def say(self, line: str) -> None:
         """A line from the launcher itself."""
-        self.out.write(f"{'run':<{self._width}} | {line}\n")
+        self._write(f"{'run':<{self._width}} | ", line)
+
+    def _write(self, prefix: str, text: str, agent: str | None = None) -> None:
+        """One output line (of `agent`'s, or the run's own), shortened and wrapped to
+        the terminal's width when it goes to one."""
+        columns = terminal_columns(self.out)
+        if columns is not None and agent is not None:
+            text = compact_line(agent, text)
+        lines = fit_line(prefix, text, columns)
+        self.out.write("".join(line + "\n" for line in lines))
         self.out.flush()
 
     async def run(self) -> int:
@@ -389,10 +408,13 @@ class Launcher:
         if channel == "connection" and not message.retain and isinstance(env.body, dict):
             if self.scoped and mission_of(env.body) != self.mission_id:
                 return  # not one of our children (e.g. another mission's, replayed)
-            if env.body.get("state") == "ONLINE":
+            state = env.body.get("state")
+            if state == "ONLINE":
                 self._online.add(agent)
             else:
                 self._online.discard(agent)
+            if (said := self._presence_lines.change(agent, str(state))) is not None:
+                self.say(said)
             self._presence_changed.set()
             return
         if channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
@@ -519,8 +541,9 @@ class Launcher:
             text = line.decode(errors="replace").rstrip("\n")
             if any(word in text for word in _ERROR_WORDS):
                 self._last_words.setdefault(name, deque(maxlen=3)).append(text.strip()[:300])
-            self.out.write(prefix + text + "\n")
-            self.out.flush()
+            if event_name(text) in QUIET_EVENTS:
+                continue  # the run says each presence change once itself
+            self._write(prefix, text, agent=name)
 
     async def _supervise(self) -> int:
         members = [c for c in self.children if c.role == "member"]

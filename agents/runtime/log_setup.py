@@ -11,6 +11,31 @@ import structlog
 LogFormat = Literal["auto", "plain", "json"]
 
 
+#: keys the console renderer itself prints on lines of their own (or the event)
+_OWN_LINES = frozenset({"event", "exception", "stack"})
+
+
+class _LinesBelow:
+    """A plain renderer that prints a multi-line value (a task tree) as indented lines
+    under its event, where the console renderer would quote it with literal ``\\n``."""
+
+    def __init__(self, inner: structlog.types.Processor):
+        self.inner = inner
+
+    def __call__(self, logger: object, name: str, event_dict: dict) -> str:
+        blocks = {
+            k: v
+            for k, v in event_dict.items()
+            if isinstance(v, str) and "\n" in v and k not in _OWN_LINES
+        }
+        for key in blocks:
+            del event_dict[key]
+        text = str(self.inner(logger, name, event_dict))
+        for key, value in blocks.items():
+            text += f" {key}:" + "".join(f"\n  {line}" for line in value.strip("\n").splitlines())
+        return text
+
+
 def configure_logging(
     fmt: LogFormat = "auto", *, level: str = "info", agent: str | None = None
 ) -> None:
@@ -28,7 +53,9 @@ def configure_logging(
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer(sort_keys=False)
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=False, pad_event=22, pad_level=False)
+        renderer = _LinesBelow(
+            structlog.dev.ConsoleRenderer(colors=False, pad_event=22, pad_level=False)
+        )
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
