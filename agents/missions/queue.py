@@ -411,12 +411,17 @@ class MissionQueue(Agent):
                     self.log.error("mission.schedule_conflict", id=mission, clash=clash)
                     continue
                 held[mission] = (members, row.need.objects)  # type: ignore[union-attr]
-                self._running[mission] = self.spawn(self._run(row), f"mission {mission}")
+                self._running[mission] = self.spawn(
+                    self._run(row), f"mission {mission}", optional=True
+                )
             await self._wake.wait()
 
     async def _run(self, row: MissionRow) -> None:
         try:
             await self._run_mission(row)
+        except Exception as exc:  # this mission failed, not the queue: say why in its row
+            self._end(row, "failed", f"the queue could not run it: {exc!r}")
+            raise
         finally:
             self._running.pop(row.id, None)
             self._procs.pop(row.id, None)
