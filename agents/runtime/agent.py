@@ -384,7 +384,8 @@ class Agent:
             "agent.task_failed",
             task=name,
             error=repr(error),
-            action="stopping" if fatal else "going on",
+            action="stopping" if fatal else "going on" if optional else "already stopping",
+            exc_info=error,
         )
         if fatal:
             self.request_stop(exit_code=1)
