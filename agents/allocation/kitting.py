@@ -254,7 +254,7 @@ class KittingHumanAgent(Agent):
         if gone and self._started.is_set() and self.board.all_placed():
             self._finished.set()
         elif gone and self._cobot_watch is None:
-            self._cobot_watch = self.spawn(self._cobot_gone(new), "cobot_watch")
+            self._cobot_watch = self.spawn(self._cobot_gone(new), "cobot_watch", optional=True)
         elif not gone and self._cobot_watch is not None:
             self._cobot_watch.cancel()
             self._cobot_watch = None
@@ -576,7 +576,9 @@ class CobotAgent(Agent):
         await self.publish(
             ACTIONS, ROBOT_ACTION, _robot_action(action, task, cancels, "start", colour)
         )
-        job = self.spawn(self._perform(task, action, cancels, duration), f"act.{tid}")
+        job = self.spawn(
+            self._perform(task, action, cancels, duration), f"act.{tid}", optional=True
+        )
         self._robot = _RobotDoing(task, action, cancels, job)
         self.log.debug("kitting.robot_start", action=action.name, task=task, t=round(self.now(), 2))
 

@@ -138,7 +138,7 @@ class AllocatorAgent(Agent):
                 self.stats["allocation.not_owner"] += 1
                 self._watch(key, env)
                 return
-        self.spawn(self._serve(env), "serve")
+        self.spawn(self._serve(env), "serve", optional=True)
 
     async def _on_heartbeat(self, env: Envelope, topic: Topic) -> None:
         """Nothing to do: receiving it updated the sender's ``last_seen_ms``."""
@@ -184,7 +184,7 @@ class AllocatorAgent(Agent):
                 del self._watched[key]
                 self.stats["allocation.taken_over"] += 1
                 self.log.info("allocation.taken_over", requester=env.sender, gone=agent_id)
-                self.spawn(self._serve(env), "serve")
+                self.spawn(self._serve(env), "serve", optional=True)
 
     async def _serve(self, env: Envelope) -> None:
         received = time.monotonic()

@@ -219,7 +219,7 @@ class HumanAgent(Agent):
         except DialogWireError as exc:  # unanswered: the robot's timeout answers for us
             self._drop("malformed", str(topic), env.sender, str(exc))
             return
-        self.spawn(self._answer(env, ask), "answer")
+        self.spawn(self._answer(env, ask), "answer", optional=True)
 
     async def _answer(self, env: Envelope, ask: AskWire) -> None:
         """Stop the hand (the robot stopped too), think, answer; then go on or give up."""

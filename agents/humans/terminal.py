@@ -256,7 +256,7 @@ class TerminalHuman(Agent):
                 self.client = SimClient(address, timeout=1.0)
                 self.client.connect()
                 if (await self._call("hand_observe", since=0) or {}).get("ok"):
-                    self.spawn(self._watch_world(), "world")
+                    self.spawn(self._watch_world(), "world", optional=True)
                 else:
                     self.write(f"error the world has no hand {self.hand!r}")
                     await self.client.close()

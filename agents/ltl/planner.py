@@ -556,7 +556,7 @@ class LtlPlannerAgent(Agent):
     # -- replanning ------------------------------------------------------------------
 
     async def _on_replan(self, env: Envelope, topic: Topic) -> None:
-        self.spawn(self._replan(env), "replan")
+        self.spawn(self._replan(env), "replan", optional=True)
 
     async def _replan(self, env: Envelope) -> None:
         try:

@@ -170,7 +170,7 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
 
     def _build_tree(self) -> py_trees.behaviour.Behaviour:
         def act(name: str, start: Callable[[], Awaitable[bool]]) -> RunCoroutine:
-            return RunCoroutine(name, start, lambda c, n: self.spawn(c, n))
+            return RunCoroutine(name, start, lambda c, n: self.spawn(c, n, optional=True))
 
         def check(name: str, fn: Callable[[], bool], rate: float | None = None) -> CheckAtRate:
             return CheckAtRate(name, fn, rate)

@@ -28,11 +28,7 @@ while other missions still run.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
-import sys
 import time
 from collections import deque
 from typing import Any
@@ -90,6 +86,13 @@ from teamtree.agents.runtime.outcome import (
     ResultBody,
     decode_result,
 )
+from teamtree.agents.runtime.processes import (
+    AgentProcess,
+    LinePrinter,
+    agent_command,
+    start_process,
+    stop_processes,
+)
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
@@ -146,7 +149,9 @@ class MissionQueue(Agent):
         self.rows: dict[str, MissionRow] = {}
         self.queue: deque[str] = deque()
         self._wake = asyncio.Event()
-        self._procs: dict[str, dict[str, asyncio.subprocess.Process]] = {}  # mission -> procs
+        self._procs: dict[str, dict[str, AgentProcess]] = {}  # mission -> member -> process
+        #: passes each mission agent's output on, after its id (as ``teamtree run`` does)
+        self._print = LinePrinter(width=max(map(len, self.members), default=0))
         self._running: dict[str, asyncio.Task[None]] = {}
         self._results: dict[str, ResultBody] = {}  # mission -> its mission.result
         self._statuses: dict[str, MissionStatus] = {}  # mission -> the status it published
@@ -215,24 +220,17 @@ class MissionQueue(Agent):
             self._terminate(procs)
 
     @staticmethod
-    def _terminate(procs: dict[str, asyncio.subprocess.Process]) -> None:
+    def _terminate(procs: dict[str, AgentProcess]) -> None:
         for proc in procs.values():
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
+            proc.terminate()
 
-    async def _stop(self, procs: dict[str, asyncio.subprocess.Process]) -> None:
+    async def _stop(self, procs: dict[str, AgentProcess]) -> None:
         """SIGTERM every agent still running, and SIGKILL those still there after
         `STOP_GRACE_S` (an agent must not hold its body, or the queue, for ever)."""
-        self._terminate(procs)
-        waits = [asyncio.create_task(p.wait()) for p in procs.values()]
-        _, late = await asyncio.wait(waits, timeout=STOP_GRACE_S)
-        for member, proc in procs.items():
-            if proc.returncode is None:
-                self.log.warning("mission.agent_killed", member=member, grace_s=STOP_GRACE_S)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-        await asyncio.gather(*late, return_exceptions=True)
+        await stop_processes(procs.values(), STOP_GRACE_S, self._killing)
+
+    def _killing(self, proc: AgentProcess) -> None:
+        self.log.warning("mission.agent_killed", member=proc.name, grace_s=STOP_GRACE_S)
 
     # -- checking a submission -------------------------------------------------------------
 
@@ -413,12 +411,17 @@ class MissionQueue(Agent):
                     self.log.error("mission.schedule_conflict", id=mission, clash=clash)
                     continue
                 held[mission] = (members, row.need.objects)  # type: ignore[union-attr]
-                self._running[mission] = self.spawn(self._run(row), f"mission {mission}")
+                self._running[mission] = self.spawn(
+                    self._run(row), f"mission {mission}", optional=True
+                )
             await self._wake.wait()
 
     async def _run(self, row: MissionRow) -> None:
         try:
             await self._run_mission(row)
+        except Exception as exc:  # this mission failed, not the queue: say why in its row
+            self._end(row, "failed", f"the queue could not run it: {exc!r}")
+            raise
         finally:
             self._running.pop(row.id, None)
             self._procs.pop(row.id, None)
@@ -431,25 +434,18 @@ class MissionQueue(Agent):
         self.log.info("mission.running", id=row.id, members=row.members)
         started = time.monotonic()
         mission_json = json.dumps(row.spec)
-        procs: dict[str, asyncio.subprocess.Process] = {}
-        last_words: dict[str, deque[str]] = {m: deque(maxlen=3) for m in row.members}
-        pumps = []
+        procs: dict[str, AgentProcess] = {}
         self._procs[row.id] = procs
         for member in row.members:
-            procs[member] = proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "teamtree.agents", "agent",
+            argv = agent_command(
+                "agent",
                 "--config", self.config_path, "--id", member,
                 "--broker", self.endpoint.urls, "--team", self.team,
                 "--mission-id", row.id, "--mission-json", mission_json,
                 "--members", ",".join(row.members),
                 "--log-format", "plain",
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )  # fmt: skip
-            assert proc.stdout is not None
-            pumps.append(asyncio.create_task(_pump(proc.stdout, last_words[member])))
+            procs[member] = await start_process(member, argv, self._print)
             if row.state == "cancelling":  # cancelled while its agents were starting
                 self._terminate(procs)
         timeout = float(row.spec.get("timeout_s", 120.0))
@@ -465,7 +461,8 @@ class MissionQueue(Agent):
             if failed and row.state != "cancelling":
                 first_failed = failed[0]  # the mission has failed: stop the others now
         await self._stop(procs)
-        await asyncio.gather(*pumps, return_exceptions=True)
+        for proc in procs.values():
+            await proc.drained()
         codes = {m: p.returncode for m, p in procs.items()}
         took = time.monotonic() - started
         # a result sent just before its agent exited may still be on its way here
@@ -480,7 +477,7 @@ class MissionQueue(Agent):
         elif result is not None and result.ok is False:  # the mission's own verdict
             self._end(row, "failed", said)
         elif first_failed is not None:
-            words = last_words[first_failed]
+            words = procs[first_failed].last_words
             why = f" ({words[-1]})" if words else ""
             self._end(row, "failed", f"{first_failed} exited {codes[first_failed]}{why}")
         elif pending:
@@ -510,23 +507,3 @@ def row_status(row: MissionRow) -> MissionStatus:
     if row.state == "failed" and row.reason.startswith("timed out"):
         return MissionStatus(row.kind, "timed_out", row.reason)
     return MissionStatus(row.kind, row.state, row.reason or row.summary)
-
-
-#: words that mark a child's line as worth quoting when the mission fails
-ERROR_WORDS = ("error", "Error", "failed", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
-
-
-async def _pump(stream: asyncio.StreamReader, last_words: deque[str]) -> None:
-    """Pass a mission agent's output through, keeping its last error lines."""
-    while True:
-        try:
-            line = await stream.readline()
-        except ValueError:  # a line over the stream limit
-            line = (await stream.read(65536)) + b"\n"
-        if not line:
-            return
-        text = line.decode(errors="replace").rstrip("\n")
-        if any(word in text for word in ERROR_WORDS):
-            last_words.append(text.strip()[:300])
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()

@@ -75,6 +75,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "PendingRequest",
         "PendingRequests",
     ),
+    "processes": (
+        "AgentProcess",
+        "LinePrinter",
+        "agent_command",
+        "start_process",
+        "stop_processes",
+    ),
     "presence_wire": (
         "HeartbeatBody",
         "PresenceBody",

@@ -8,7 +8,11 @@ publishes OFFLINE and disconnects cleanly, so the Last Will does not fire.
 Subclasses override small hooks (``setup``, ``on_connected``, ``on_presence``,
 ``on_tick``, ``main``, ``on_stop``) and register handlers with ``on_team`` /
 ``on_agents``. Handlers run one at a time in arrival order and must not wait for
-other messages; use ``spawn`` for work that does. ``on_connection_lost`` and
+other messages; use ``spawn`` for work that does. The spawned tasks (and the tick and
+heartbeat loops) are the agent's task group: one that fails fails the agent (exit code
+1, ``agent.task_failed`` naming it) unless it was spawned optional, as work for one
+message or event is; a handler's error is logged and never fails the agent.
+``on_connection_lost`` and
 ``on_connection_regained`` tell a subclass when the broker goes and comes back.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import random
 import ssl
 import time
@@ -109,6 +114,9 @@ class Agent:
     kind: ClassVar[str] = "agent"
     #: config keys that ``teamtree run/agent --set KEY=VALUE`` may override
     overridable: ClassVar[frozenset[str]] = frozenset()
+    #: names of the tasks this kind spawns for one message or event, whose failure is
+    #: logged and not the agent's (as ``spawn(..., optional=True)``)
+    optional_tasks: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -261,6 +269,8 @@ class Agent:
             asyncio.create_task(self._heartbeat_loop(), name=f"teamtree[{self.id}].heartbeat"),
         ]
         self._tasks[0].add_done_callback(self._connection_ended)
+        for task, name in zip(self._tasks[1:], ("tick", "heartbeat"), strict=True):
+            task.add_done_callback(functools.partial(self._task_ended, name, False))
         return self
 
     def _connection_ended(self, task: asyncio.Task[None]) -> None:
@@ -345,20 +355,40 @@ class Agent:
         async with asyncio.timeout(timeout):
             await self.connection.connected.wait()
 
-    def spawn(self, coro: Awaitable[Any], name: str = "task") -> asyncio.Task[Any]:
-        """Run `coro` in the background; cancelled on stop, errors logged."""
+    def spawn(
+        self, coro: Awaitable[Any], name: str = "task", *, optional: bool = False
+    ) -> asyncio.Task[Any]:
+        """Run `coro` in the background as one of the agent's tasks, cancelled on stop.
+
+        The agent's tasks are its task group: one that fails fails the agent (it logs
+        ``agent.task_failed`` naming the task and stops with exit code 1), unless it
+        was spawned `optional` or its name is in ``optional_tasks`` (work for one
+        message or event, a watch that may end): then the error is logged and the agent
+        goes on."""
         task = asyncio.ensure_future(coro)
         task.set_name(f"teamtree[{self.id}].{name}")
         self._spawned.add(task)
-
-        def done(t: asyncio.Task[Any]) -> None:
-            self._spawned.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                self.stats["task_errors"] += 1
-                self.log.error("agent.task_failed", task=name, error=repr(t.exception()))
-
-        task.add_done_callback(done)
+        optional = optional or name in self.optional_tasks
+        task.add_done_callback(functools.partial(self._task_ended, name, optional))
         return task
+
+    def _task_ended(self, name: str, optional: bool, task: asyncio.Task[Any]) -> None:
+        """One of the agent's tasks ended: a failure fails the agent unless optional."""
+        self._spawned.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        error = task.exception()
+        self.stats["task_errors"] += 1
+        fatal = not optional and self.state is AgentState.RUNNING
+        self.log.error(
+            "agent.task_failed",
+            task=name,
+            error=repr(error),
+            action="stopping" if fatal else "going on" if optional else "already stopping",
+            exc_info=error,
+        )
+        if fatal:
+            self.request_stop(exit_code=1)
 
     # -- publishing ------------------------------------------------------------------
 
@@ -599,7 +629,7 @@ class Agent:
         topic_filter = f"{pattern(self.team, '+', '+').rsplit('/', 2)[0]}/#"
         if topic_filter not in self._filters:
             self._filters.add(topic_filter)
-            self.spawn(self.connection.subscribe(topic_filter), "subscribe")
+            self.spawn(self.connection.subscribe(topic_filter), "subscribe", optional=True)
 
     def _register(
         self,
@@ -613,7 +643,7 @@ class Agent:
         new = [f for f in dict.fromkeys(topic_filters) if f not in self._filters]
         if new:
             self._filters.update(new)
-            self.spawn(self.connection.subscribe(*new, qos=qos), "subscribe")
+            self.spawn(self.connection.subscribe(*new, qos=qos), "subscribe", optional=True)
 
     def _drop(self, reason: str, topic: str, sender: str | None, detail: str = "") -> None:
         """Count a dropped message; log it when it is the first of its sender and
@@ -875,7 +905,7 @@ class Agent:
                 self._reassert_pending.discard(channel)
                 self._reasserted_at[channel] = time.monotonic()
 
-        self.spawn(again(), channel)
+        self.spawn(again(), channel, optional=True)
 
     def _factsheet_message(self) -> Outgoing:
         topic = self.topic(FACTSHEET_CHANNEL)
@@ -906,7 +936,7 @@ class Agent:
             loop=running_loop_name(),
         )
         freeze_startup()  # the process's imports are in: out of the full collections' scans
-        self.spawn(self._after_connect(), "on_connected")
+        self.spawn(self._after_connect(), "on_connected", optional=True)
 
     async def _after_connect(self) -> None:
         if self.clustered:
@@ -922,7 +952,7 @@ class Agent:
             ConnectionLostError("connection to the broker was lost", endpoint=str(self.endpoint))
         )
         if self.state is AgentState.RUNNING:
-            self.spawn(self.on_connection_lost(), "on_connection_lost")
+            self.spawn(self.on_connection_lost(), "on_connection_lost", optional=True)
 
     # -- loops -----------------------------------------------------------------------
 

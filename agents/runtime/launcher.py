@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import functools
 import os
 import signal
 import sys
 import time
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
@@ -43,6 +41,12 @@ from teamtree.agents.runtime.outcome import (
     OutcomeCollector,
     judge,
     render_result_block,
+)
+from teamtree.agents.runtime.processes import (
+    AgentProcess,
+    agent_command,
+    start_process,
+    stop_processes,
 )
 from teamtree.agents.runtime.recording import ObserverLosses, exit_phrase
 from teamtree.agents.runtime.run_output import (
@@ -73,14 +77,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 #: seconds the verdict waits after the services stopped for their last messages
 VERDICT_SETTLE_S = 0.2
-#: words that make an output line worth quoting when its process fails
-_ERROR_WORDS = ("error", "failed", "Error", "FAILED", "IMPOSSIBLE", "NOT satisfied", "Traceback")
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: deliver SIGTERM to this child when the launcher dies (PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+#: seconds a child has to stop after SIGTERM before it is killed
+STOP_GRACE_S = 5.0
 
 
 def _toml(value: object) -> str:
@@ -92,11 +90,6 @@ def _toml(value: object) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def child_command(*args: str) -> list[str]:
-    """The command line that runs ``teamtree <args>`` with this interpreter."""
-    return [sys.executable, "-m", "teamtree.agents", *args]
-
-
 @dataclass
 class Child:
     """One child process of a run."""
@@ -104,12 +97,16 @@ class Child:
     name: str
     role: str  # "broker", "service" or "member"
     argv: list[str]
-    process: asyncio.subprocess.Process | None = None
-    pumps: list[asyncio.Task[None]] = field(default_factory=list)
+    process: AgentProcess | None = None
 
     @property
     def returncode(self) -> int | None:
         return None if self.process is None else self.process.returncode
+
+    @property
+    def last_words(self) -> list[str]:
+        """Its last output lines that read like errors."""
+        return [] if self.process is None else list(self.process.last_words)
 
 
 class Launcher:
@@ -148,10 +145,11 @@ class Launcher:
         self.overrides = dict(overrides or {})
         self.children: list[Child] = []
         self._width = max([len(a.id) for a in config.agents] + [6])
+        #: writes a child's output lines after its name (``_agent_line``)
+        self.print = self._agent_line
         self._mosquitto: MosquittoBroker | None = None
         self._interrupted = asyncio.Event()
         self.outcome = OutcomeCollector()
-        self._last_words: dict[str, deque[str]] = {}
         self._watch: Connection | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self._timed_out = False
@@ -172,6 +170,13 @@ class Launcher:
     def say(self, line: str) -> None:
         """A line from the launcher itself."""
         self._write(f"{'run':<{self._width}} | ", line)
+
+    def _agent_line(self, name: str, text: str) -> None:
+        """A line of agent `name`'s output; its ``peer.presence`` lines are not echoed
+        (the run says each presence change once itself)."""
+        if event_name(text) in QUIET_EVENTS:
+            return
+        self._write(f"{name:<{self._width}} | ", text, agent=name)
 
     def _write(self, prefix: str, text: str, agent: str | None = None) -> None:
         """One output line (of `agent`'s, or the run's own), shortened and wrapped to
@@ -211,7 +216,7 @@ class Launcher:
                     break  # Ctrl-C while waiting: start nobody more
                 if spec.id in self.without:
                     continue
-                argv = child_command(
+                argv = agent_command(
                     "agent",
                     "--config", str(self.config.path),
                     "--id", spec.id,
@@ -258,7 +263,7 @@ class Launcher:
     def _exits(self, ended: dict[str, int | None]) -> list[MemberExit]:
         """How each child (but the broker) ended, with its last error lines."""
         return [
-            MemberExit(c.name, c.role, ended[c.name], list(self._last_words.get(c.name, ())))
+            MemberExit(c.name, c.role, ended[c.name], c.last_words)
             for c in self.children
             if c.role != "broker"
         ]
@@ -499,7 +504,7 @@ class Launcher:
             self.say(f"started mosquitto at {endpoint.url} (pid {self._mosquitto.pid})")
             return endpoint
         port = free_port()
-        argv = child_command("broker", "--kind", "embedded", "--port", str(port))
+        argv = agent_command("broker", "--kind", "embedded", "--port", str(port))
         await self._spawn(Child("broker", "broker", argv))
         await wait_for_port("127.0.0.1", port, timeout=20.0)
         endpoint = Endpoint("127.0.0.1", port)
@@ -507,43 +512,13 @@ class Launcher:
         return endpoint
 
     async def _spawn(self, child: Child) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        if self.scoped:
-            env[MISSION_ENV] = self.mission_id
-        else:
-            env.pop(MISSION_ENV, None)
-        child.process = await asyncio.create_subprocess_exec(
-            *child.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        mission = self.mission_id if self.scoped else None
+        child.process = await start_process(
+            child.name, child.argv, self.print, env={MISSION_ENV: mission}
         )
-        assert child.process.stdout is not None and child.process.stderr is not None
-        child.pumps = [
-            asyncio.create_task(self._pump(child.name, child.process.stdout)),
-            asyncio.create_task(self._pump(child.name, child.process.stderr)),
-        ]
         self.children.append(child)
         if child.role != "broker":
             self.say(f"started {child.role} {child.name} (pid {child.process.pid})")
-
-    async def _pump(self, name: str, stream: asyncio.StreamReader) -> None:
-        prefix = f"{name:<{self._width}} | "
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:  # a line over the stream limit
-                line = (await stream.read(65536)) + b"\n"
-            if not line:
-                return
-            text = line.decode(errors="replace").rstrip("\n")
-            if any(word in text for word in _ERROR_WORDS):
-                self._last_words.setdefault(name, deque(maxlen=3)).append(text.strip()[:300])
-            if event_name(text) in QUIET_EVENTS:
-                continue  # the run says each presence change once itself
-            self._write(prefix, text, agent=name)
 
     async def _supervise(self) -> int:
         members = [c for c in self.children if c.role == "member"]
@@ -599,10 +574,13 @@ class Launcher:
             for task in waits:
                 task.cancel()
 
+    def _killing(self, process: AgentProcess) -> None:
+        self.say(f"{process.name} did not stop in {STOP_GRACE_S:g} s; killing it")
+
     async def _stop_all(self, ended: Callable[[], Awaitable[None]] | None = None) -> None:
-        """SIGTERM every live child (members first, the broker last), SIGKILL after 5 s;
-        `ended` runs once the members and services stopped, while the recorders and the
-        run's watch still listen."""
+        """SIGTERM every live child (members first, the broker last), SIGKILL after
+        `STOP_GRACE_S`; `ended` runs once the members and services stopped, while the
+        recorders and the run's watch still listen."""
         # recorders go after the other services, so they still see those services' last words
         recorders = {s.id for s in self.config.services if s.kind == "recorder"}
         order = {"member": 0, "service": 1, "recorder": 2, "broker": 3}
@@ -615,22 +593,11 @@ class Launcher:
                 await ended()
             if role == "broker":  # our own watch leaves first, so it sees no lost broker
                 await self._stop_watch()
-            group = [c for c in self.children if role_of(c) == role and c.returncode is None]
-            for child in group:
-                with contextlib.suppress(ProcessLookupError):
-                    child.process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
-            for child in group:
-                try:
-                    await asyncio.wait_for(child.process.wait(), 5.0)  # type: ignore[union-attr]
-                except TimeoutError:
-                    self.say(f"{child.name} did not stop in 5 s; killing it")
-                    with contextlib.suppress(ProcessLookupError):
-                        child.process.kill()  # type: ignore[union-attr]
-                    await child.process.wait()  # type: ignore[union-attr]
+            group = [c.process for c in self.children if role_of(c) == role and c.process]
+            await stop_processes(group, STOP_GRACE_S, self._killing)
         for child in self.children:
-            for pump in child.pumps:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(pump, 2.0)
+            if child.process is not None:
+                await child.process.drained()
         await self._stop_watch()
         if self._mosquitto is not None:
             await self._mosquitto.close()

@@ -155,7 +155,7 @@ class Resync:
         except SyncWireError as exc:
             self.agent._drop("malformed", str(topic), env.sender, str(exc))
             return
-        self.agent.spawn(self._answer(env), "sync.answer")
+        self.agent.spawn(self._answer(env), "sync.answer", optional=True)
 
     async def _answer(self, env: Envelope) -> None:
         # join a batch only before it starts publishing: what it already sent may have

@@ -249,6 +249,7 @@ class RobotAgent(PeerRuleMember):
 
     kind = "robot"
     overridable: ClassVar[frozenset[str]] = frozenset({"metric"})
+    optional_tasks: ClassVar[frozenset[str]] = frozenset({"snapshot", "grasp", "dialog"})
 
     def __init__(
         self,

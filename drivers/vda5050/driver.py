@@ -509,7 +509,7 @@ class Vda5050DriverAgent(DriverAgent):
             update=order.order_update_id,
             stations=list(order.stations),
         )
-        self.spawn(self._ack_watch(run), "ack_watch")
+        self.spawn(self._ack_watch(run), "ack_watch", optional=True)
 
     async def _ack_watch(self, run: _Running) -> None:
         await asyncio.sleep(self.ack_timeout_s)

@@ -123,7 +123,7 @@ class WebHuman(TerminalHuman):
                 client.connect()
                 self.client = client
                 if (await self._call("hand_observe", since=0) or {}).get("ok"):
-                    self.spawn(self._watch_world(), "world")
+                    self.spawn(self._watch_world(), "world", optional=True)
                     self.write(f"world found: your hand {self.hand} moves in it")
                 else:
                     self.write(f"error the world has no hand {self.hand!r}")

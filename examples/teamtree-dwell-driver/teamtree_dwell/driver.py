@@ -65,7 +65,7 @@ class DwellDriverAgent(Agent):
             return  # not our robot, or malformed: ignored, never fatal
         cid = body["command_id"]
         if env.kind == "behaviour.execute" and cid not in self.running:
-            self.running[cid] = self.spawn(self._execute(cid, body), "execute")
+            self.running[cid] = self.spawn(self._execute(cid, body), "execute", optional=True)
         elif env.kind == "behaviour.cancel" and cid in self.running:
             self.running.pop(cid).cancel()
             await self._progress("failed", cid, body.get("node"), "cancelled")
