@@ -37,7 +37,7 @@ def _state(team: str, members: dict[str, tuple[str, str]]) -> MonitorState:
     team=ids,
     members=st.dictionaries(ids, st.tuples(presences, words), max_size=60),
     sys_line=words,
-    width=st.integers(20, 220),
+    width=st.integers(40, 220),  # a name column fits (80 and up is the target)
     height=st.integers(6, 80),
     connected=st.booleans(),
 )
