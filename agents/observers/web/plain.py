@@ -28,7 +28,8 @@ FINISH_REFUSED = {
 #: why a reach or a placing the hand had begun stopped
 STOPPED = {
     "replaced": "your hand turned to something else",
-    "cancelled": "your hand stopped and put down what it held",
+    "cancelled": "your hand stopped and put down what it carried",
+    "held": "another hand took it first: your hand is free again",
 }
 HOW = {"timeout": " (no answer in time)", "invalid": " (the answer was not understood)"}
 

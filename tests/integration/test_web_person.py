@@ -1,0 +1,174 @@
+"""The person's page on a phone (390x844, headless Debian chromium) during a live tea
+party with real agent processes and mosquitto: a person who taps whatever the page
+offers (a "monkey" with a printed seed) never has a tap refused, the page never
+scrolls sideways, never shows wire words, and keeps its buttons across pushes.
+
+Screenshots go to ``runs/artefacts/web/`` (``$TEAMTREE_ARTEFACTS``); the chosen ones
+are in docs/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+import urllib.request
+
+import pytest
+
+from tests.conftest import AgentProcs
+from tests.integration.test_humans import team_config
+from tests.integration.test_web import click, css, until, web  # noqa: F401  (a fixture)
+from tests.web_support import browser_missing, chromium, screenshot
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.browser,
+    pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing())),
+]
+
+PHONE = (390, 844)
+#: words of the wire a person should never read: refusal reasons, behaviour labels,
+#: node ids, snake_case object names, dialog answers
+WIRE_WORDS = re.compile(r"\bheld\b|not_holding|\bbusy\b|\b[A-Z]{3,}\(|root/\d|\w+_\w+|\bconcede\b")
+
+#: the enabled, visible controls; with `pick` >= 0 taps one of them by the monkey's
+#: rule (an open question first, then Finish, then Start on a subtask nobody is on)
+#: and returns what it tapped, in the same call (the page may change between calls)
+TAP = """
+const pick = arguments[0];
+const seen = Array.from(document.querySelectorAll('main button[data-action]'))
+  .filter((b) => !b.disabled && b.offsetParent !== null)
+  .map((b) => ({b, action: b.dataset.action, node: b.dataset.node || null,
+    keep: b.dataset.keep || null, row: (b.closest('.task') || {dataset: {}}).dataset.state || null}));
+const answers = seen.filter((c) => c.action === 'answer');
+const finish = seen.filter((c) => c.action === 'finish');
+const starts = seen.filter((c) => c.action === 'start' && c.row === 'open');
+let chosen = null;
+if (pick >= 0) {
+  if (answers.length) chosen = answers[pick % answers.length];
+  else if (finish.length) chosen = finish[0];
+  else if (starts.length) chosen = starts[pick % starts.length];
+  if (chosen) chosen.b.click();
+}
+return {
+  enabled: seen.map((c) => ({action: c.action, node: c.node, keep: c.keep, row: c.row})),
+  tapped: chosen && {action: chosen.action, node: chosen.node, keep: chosen.keep},
+  overflow: document.documentElement.scrollWidth - window.innerWidth,
+  width: window.innerWidth,
+  text: document.body.innerText,
+  complete: !!document.getElementById('complete'),
+};
+"""
+
+#: every button on the page gets a mark; a button rebuilt by a push has none
+MARK = "document.querySelectorAll('main button[data-action]').forEach((b) => { b.__mark = 1; });"
+MARKS_KEPT = """
+return Array.from(document.querySelectorAll('main .task button.start, #finish, button.finish'))
+  .filter((b) => arguments[0].includes(b.dataset.node || 'finish'))
+  .map((b) => ({key: b.dataset.node || 'finish', kept: b.__mark === 1}));
+"""
+
+
+def phone(driver) -> None:
+    """Make the page's viewport a phone's (a headless window is at least 500 px wide)."""
+    width, height = PHONE
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True},
+    )
+
+
+def person_log(url: str) -> list[dict]:
+    """The person's agent's log, as the server holds it (``/api/human/<id>``)."""
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return json.loads(reply.read())["log"]
+
+
+async def test_a_person_on_a_phone_is_offered_only_taps_the_world_accepts(
+    mosquitto,
+    team,
+    tmp_path,
+    agent_procs,
+    web,  # noqa: F811
+) -> None:
+    """human_tea without the simulated alice, the page at 390x844: every 0.15 s the
+    test reads the enabled controls and taps one (answers, Finish, Start on a free
+    subtask). No tap may be refused, the page never overflows sideways nor shows wire
+    words, and the buttons marked once keep their identity over every push."""
+    seed = random.randrange(1 << 30)
+    print("monkey seed:", seed)
+    rng = random.Random(seed)
+    config = team_config(tmp_path, team, ["concede"], time_factor=1.0)
+    # the Baxter leaves the tea pot (its grasp score 3.0 < 5), so the person gets a
+    # subtask free of any robot in stage 2, whatever the race in stage 1
+    text = config.read_text()
+    baxter = 'driver = "baxter-driver"\nmetric = "distance+grasp"\n'
+    assert baxter in text, "configs/human_tea.toml changed: update this test"
+    config.write_text(text.replace(baxter, baxter + "min_grasp = 5.0\n"))
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    problems: list[str] = []
+    refusals: dict[tuple, str] = {}
+    taps: list[dict] = []
+    shots: set[str] = set()
+    api = web.url + "api/human/alice"
+    with chromium(*PHONE) as driver:
+        phone(driver)
+        async with asyncio.timeout(200):
+            for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
+                procs.start(agent_id)
+            driver.get(web.url + "human/alice")
+            await until(lambda: css(driver, 'button[data-action="join"]:not([disabled])'), 40,
+                        "the robots expecting alice", driver=driver)  # fmt: skip
+            assert click(driver, 'button[data-action="join"]')
+            await until(lambda: len(css(driver, ".task[data-node]")) == 4, 40, "the 4 subtasks")
+            nodes = [t["node"] for t in css(driver, ".task[data-node]")]
+            driver.execute_script(MARK)
+            version = None
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline:
+                seen = driver.execute_script(TAP, rng.randrange(1000))
+                if seen["tapped"]:
+                    taps.append({**seen["tapped"], "enabled": seen["enabled"]})
+                assert seen["width"] == PHONE[0], f"the viewport is {seen['width']} px wide"
+                if seen["overflow"] > 0:
+                    problems.append(
+                        f"{seen['overflow']} px of sideways scrolling at {seen['width']}"
+                    )
+                words = WIRE_WORDS.findall(seen["text"])
+                if words:
+                    problems.append(f"wire words on the page: {sorted(set(words))}")
+                view = json.loads(urllib.request.urlopen(api, timeout=5).read())
+                for line in view["log"]:
+                    # a tap the world or the agent refused (an accepted reach that a
+                    # robot's gripper beat later is no refused tap: "refused held")
+                    if line["text"].startswith(
+                        ("refused start", "refused finish", "error the question")
+                    ):
+                        refusals[(line["ts"], line["text"])] = line["text"]
+                if version is not None and view["version"] != version:
+                    lost = [m["key"] for m in driver.execute_script(MARKS_KEPT, [*nodes, "finish"])
+                            if not m["kept"]]  # fmt: skip
+                    if lost:
+                        problems.append(f"buttons rebuilt by a push: {lost}")
+                version = view["version"]
+                if "you are reaching for" in seen["text"] and "working" not in shots:
+                    shots.add("working")
+                    screenshot(driver, "person-phone-working.png", full=False)
+                if seen["complete"]:
+                    break
+                await asyncio.sleep(0.15)
+            else:
+                screenshot(driver, "failure.png", full=False)
+                pytest.fail(f"the tea party did not end; the page: {seen['text']}")
+            screenshot(driver, "person-phone-done.png", full=False)
+            log = person_log(api)
+    print("taps:", [(t["action"], t["node"], t["keep"]) for t in taps])
+    assert any(t["action"] == "finish" for t in taps), f"the person never held anything: {taps}"
+    assert any(line["tag"] == "placed" for line in log), "the person placed nothing"
+    problems += [f"refused: {text}" for text in refusals.values()]
+    said = "\n".join(f"  {line['tag']}: {line['text']}" for line in log)
+    assert not problems, "\n".join(dict.fromkeys(problems)) + f"\nthe person's log:\n{said}"
