@@ -96,8 +96,33 @@ class WebHuman(TerminalHuman):
     async def _call(self, op: str, **fields: Any) -> dict[str, Any] | None:
         reply = await super()._call(op, **fields)
         if op == "hand_observe" and reply is not None and reply.get("ok"):
-            self.seen = reply
+            before, self.seen = self._seen_key(), reply
+            if self._seen_key() != before:
+                self.changed()  # the taps the world accepts may have changed
         return reply
+
+    def _seen_key(self) -> Any:
+        """What of the world's reply decides the page's taps and rows."""
+        seen = self.seen or {}
+        hand = seen.get("hand") if isinstance(seen.get("hand"), dict) else {}
+        objects = seen.get("objects") if isinstance(seen.get("objects"), dict) else {}
+        robots = seen.get("robots") if isinstance(seen.get("robots"), dict) else {}
+        return (
+            (hand.get("holding"), hand.get("busy"), hand.get("target")),
+            sorted((k, v.get("held_by"), v.get("at_goal")) for k, v in objects.items()),
+            sorted((k, v.get("node")) for k, v in robots.items() if isinstance(v, dict)),
+        )
+
+    def _working(self) -> dict[str, str]:
+        """Leaf -> the robot working on it: the robots' node transitions, and the
+        robots' jobs in the world (a page opened mid-mission missed the transitions)."""
+        robots = (self.seen or {}).get("robots") if self.client is not None else None
+        out = {
+            v["node"]: name
+            for name, v in (robots.items() if isinstance(robots, dict) else ())
+            if isinstance(v, dict) and isinstance(v.get("node"), str)
+        }
+        return {**out, **self.workers}
 
     async def _look(self) -> None:
         """Read the world again right after a command, so the next push shows its
@@ -240,6 +265,7 @@ class WebHuman(TerminalHuman):
         subtasks = []
         now_doing: list[str] = []
         mine_now: str | None = None
+        workers = self._working()
         if tree is not None:
             done = set(self._done)
             acts = spread_activation(tree, done, (), default_potential=1.0)
@@ -258,8 +284,8 @@ class WebHuman(TerminalHuman):
                         "placing": f"you are {doing}",
                     }[hand_state]
                     mine_now = leaf
-                elif leaf in self.workers:
-                    state, by = "robot", self.workers[leaf]
+                elif leaf in workers:
+                    state, by = "robot", workers[leaf]
                     say = f"{by} is {doing}"
                     now_doing.append(say)
                 elif acts[leaf].level > 0:
