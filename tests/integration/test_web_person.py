@@ -155,7 +155,8 @@ async def test_a_person_on_a_phone_is_offered_only_taps_the_world_accepts(
                     if lost:
                         problems.append(f"buttons rebuilt by a push: {lost}")
                 version = view["version"]
-                if "you are reaching for" in seen["text"] and "working" not in shots:
+                busy = "you are " in seen["text"] and " is placing the " in seen["text"]
+                if busy and "working" not in shots:  # the person and a robot at work
                     shots.add("working")
                     screenshot(driver, "person-phone-working.png", full=False)
                 if seen["complete"]:
