@@ -22,6 +22,7 @@ from teamtree.agents.humans.human import find_world, leaf_objects
 from teamtree.agents.humans.terminal import TerminalHuman
 from teamtree.agents.observers.mission_labels import object_words, plain_label
 from teamtree.agents.observers.web.plain import say_line
+from teamtree.agents.observers.web.taps import hand_state, may_reach
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker.endpoint import Endpoint
@@ -137,7 +138,7 @@ class WebHuman(TerminalHuman):
             self.tap = max(self.tap, tap)
         self.changed()
 
-    def hand_state(self) -> tuple[str, str | None]:
+    def hand_now(self) -> tuple[str, str | None]:
         """What the person's hand does, as the world last showed it: ``empty``,
         ``reaching`` (for an object), ``holding`` (still, ready to place) or ``placing``
         (carrying it to its goal), and the object. These decide the taps the world
@@ -147,15 +148,7 @@ class WebHuman(TerminalHuman):
         if self.client is None or self.seen is None:
             obj = leaf_objects(self.tree).get(self.target) if self.tree and self.target else None
             return ("holding", obj) if self.target is not None else ("empty", None)
-        hand = self.seen.get("hand") if isinstance(self.seen.get("hand"), dict) else {}
-        holding, busy = hand.get("holding"), hand.get("busy")
-        if busy and holding:
-            return "placing", holding
-        if busy:
-            return "reaching", hand.get("target")
-        if holding:
-            return "holding", holding
-        return "empty", None
+        return hand_state(self.seen.get("hand"))
 
     def changed(self) -> None:
         """Something the page shows changed: bump the version and tell the server."""
@@ -260,7 +253,7 @@ class WebHuman(TerminalHuman):
         words, with the taps the world would accept now (``can_start``,
         ``can_finish``) derived from the same state the world answers from."""
         tree = self.tree
-        hand_state, hand_object = self.hand_state()
+        hand_state, hand_object = self.hand_now()
         objects = (self.seen or {}).get("objects") if self.client is not None else None
         subtasks = []
         now_doing: list[str] = []
@@ -304,7 +297,7 @@ class WebHuman(TerminalHuman):
                         "enabled": leaf not in done and acts[leaf].level > 0,
                         "can_start": state in ("open", "robot")
                         and hand_state == "empty"
-                        and _free(objects, obj, self.hand),
+                        and (objects is None or may_reach(objects, obj, self.hand)),
                     }
                 )
         now = wall_ms()
@@ -353,17 +346,6 @@ class WebHuman(TerminalHuman):
             "server_ms": now,
             "version": self.version,
         }
-
-
-def _free(objects: Any, obj: str | None, hand: str) -> bool:
-    """Whether a hand may reach for `obj` as far as the world shows (`objects`, None
-    without a world): it exists, is not at its goal and no other hand holds it."""
-    if objects is None:
-        return True
-    view = objects.get(obj) if isinstance(objects, dict) and obj is not None else None
-    if not isinstance(view, dict):
-        return False
-    return view.get("held_by") in (None, hand) and not view.get("at_goal")
 
 
 def _say_hand(state: str, obj: str | None) -> str:
