@@ -20,7 +20,12 @@ import pytest
 
 from tests.conftest import AgentProcs
 from tests.integration.test_humans import team_config
-from tests.integration.test_web import click, css, until, web  # noqa: F401  (a fixture)
+from tests.integration.test_web import (  # web: a fixture
+    alice_joins,
+    baxter_leaves_the_tea_pot,
+    css,
+    web,  # noqa: F401
+)
 from tests.web_support import browser_missing, chromium, screenshot
 
 pytestmark = [
@@ -102,12 +107,7 @@ async def test_a_person_on_a_phone_is_offered_only_taps_the_world_accepts(
     print("monkey seed:", seed)
     rng = random.Random(seed)
     config = team_config(tmp_path, team, ["concede"], time_factor=1.0)
-    # the Baxter leaves the tea pot (its grasp score 3.0 < 5), so the person gets a
-    # subtask free of any robot in stage 2, whatever the race in stage 1
-    text = config.read_text()
-    baxter = 'driver = "baxter-driver"\nmetric = "distance+grasp"\n'
-    assert baxter in text, "configs/human_tea.toml changed: update this test"
-    config.write_text(text.replace(baxter, baxter + "min_grasp = 5.0\n"))
+    baxter_leaves_the_tea_pot(config)  # the person gets a subtask, whatever the races
     procs = AgentProcs(config, mosquitto.url, team, tmp_path)
     agent_procs.append(procs)
     problems: list[str] = []
@@ -118,13 +118,7 @@ async def test_a_person_on_a_phone_is_offered_only_taps_the_world_accepts(
     with chromium(*PHONE) as driver:
         phone(driver)
         async with asyncio.timeout(200):
-            for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
-                procs.start(agent_id)
-            driver.get(web.url + "human/alice")
-            await until(lambda: css(driver, 'button[data-action="join"]:not([disabled])'), 40,
-                        "the robots expecting alice", driver=driver)  # fmt: skip
-            assert click(driver, 'button[data-action="join"]')
-            await until(lambda: len(css(driver, ".task[data-node]")) == 4, 40, "the 4 subtasks")
+            await alice_joins(driver, web, procs)
             nodes = [t["node"] for t in css(driver, ".task[data-node]")]
             driver.execute_script(MARK)
             version = None
