@@ -169,9 +169,9 @@ function renderExpect(x) {
        <div class="meter" title="α_f: 0 leads, 1 follows"><span>lead</span><div><i style="left:${(100 * x.alpha_f).toFixed(0)}%"></i></div><span>follow</span></div>
        <div class="small">its belief: α_f = ${x.alpha_f.toFixed(2)} (following preference), α_e = ${(x.alpha_e || 0).toFixed(2)} (error-proneness) · you followed ${x.followed}, led ${x.led}</div></div>`
     : `<div class="small">${esc(x.cobot)} has not planned yet</div>`;
-  const doing = x.doing ? `<div class="small" id="expect-doing">now you: ${esc(x.doing.action)} at ${esc(x.doing.spot)} (${esc(ACTION_TEXT[x.doing.action] || "")})</div>` : "";
-  const robot = x.robot_doing ? `<div class="small">now ${esc(x.cobot)}: ${esc(ROBOT_TEXT[x.robot_doing.action] || x.robot_doing.action)} ${esc(x.robot_doing.spot)}</div>` : "";
-  const recent = x.recent.slice().reverse().map((r) => `<div class="${esc(r.role)}"><span class="chip ${r.role === "followed" ? "done" : "open"}">${esc(r.role)}</span> ${esc(r.action)} ${esc(r.spot)}: ${esc(ACTION_TEXT[r.action] || r.action)}</div>`).join("");
+  const doing = x.doing ? `<div class="small" id="expect-doing">now you: ${esc(ACTION_TEXT[x.doing.action] || "working")} at ${esc(x.doing.spot)}</div>` : "";
+  const robot = x.robot_doing ? `<div class="small">now ${esc(x.cobot)}: ${esc(ROBOT_TEXT[x.robot_doing.action] || "works on")} ${esc(x.robot_doing.spot)}</div>` : "";
+  const recent = x.recent.slice().reverse().map((r) => `<div class="${esc(r.role)}"><span class="chip ${r.role === "followed" ? "done" : "open"}">${esc(r.role)}</span> ${esc(r.spot)}: ${esc(ACTION_TEXT[r.action] || "a move")}</div>`).join("");
   const done = x.done ? `<div class="banner" id="kitting-done">Kitting done: ${x.placed}/${x.n} spots${x.summary && x.summary.makespan ? ` in ${Number(x.summary.makespan).toFixed(0)} s (scenario time)` : ""}</div>` : "";
   setHTML($("expect"), `<section id="expectations" data-cobot="${esc(x.cobot)}">
     <h2>What ${esc(x.cobot)} expects of you · ${x.placed}/${x.n} spots filled</h2>${done}
