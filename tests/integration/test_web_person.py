@@ -23,10 +23,12 @@ from tests.integration.test_humans import team_config
 from tests.integration.test_web import (  # web: a fixture
     alice_joins,
     baxter_leaves_the_tea_pot,
+    click,
     css,
+    until,
     web,  # noqa: F401
 )
-from tests.web_support import browser_missing, chromium, screenshot
+from tests.web_support import WebProcess, browser_missing, chromium, screenshot
 
 pytestmark = [
     pytest.mark.integration,
@@ -167,3 +169,45 @@ async def test_a_person_on_a_phone_is_offered_only_taps_the_world_accepts(
     problems += [f"refused: {text}" for text in refusals.values()]
     said = "\n".join(f"  {line['tag']}: {line['text']}" for line in log)
     assert not problems, "\n".join(dict.fromkeys(problems)) + f"\nthe person's log:\n{said}"
+
+
+async def test_a_refused_tap_is_said_once_in_plain_words(
+    mosquitto, team, tmp_path, agent_procs
+) -> None:
+    """A tap the world refuses anyway (here: Finish sent from a second tab of the same
+    person while the hand holds nothing, as a race would) is said once, in plain words,
+    above the page and in its log; the page still offers no Finish."""
+    import websockets
+
+    config = team_config(tmp_path, team, ["concede"], time_factor=1.0)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    agent_procs.append(procs)
+    procs.start("world")  # the world alone: the hand moves, no robot claims anything
+    server = WebProcess(mosquitto.url, team, tmp_path, "--any-person")
+    try:
+        server.wait_ready()
+        with chromium(*PHONE) as driver:
+            phone(driver)
+            async with asyncio.timeout(120):
+                driver.get(server.url + "human/alice")
+                await until(lambda: css(driver, 'button[data-action="join"]:not([disabled])'),
+                            40, "the join button", driver=driver)  # fmt: skip
+                assert click(driver, 'button[data-action="join"]')
+                await until(lambda: "your hand alice moves" in css(driver, "#log")[0]["text"],
+                            40, "the person's hand in the world", driver=driver)  # fmt: skip
+                assert not css(driver, "button.finish:not([disabled]):not([hidden])")
+                async with websockets.connect(
+                    server.url.replace("http://", "ws://") + "human/alice/ws"
+                ) as tab:
+                    await tab.send(json.dumps({"action": "finish"}))
+                    said = "Not done: your hand holds nothing to place"
+                    notice = await until(lambda: css(driver, "#notice:not([hidden])"), 15,
+                                         "the refusal's notice", driver=driver)  # fmt: skip
+                    assert notice[0]["text"] == said
+                    await asyncio.sleep(1.5)  # a few pushes later: still said once
+                    text = driver.execute_script("return document.body.innerText")
+                    assert text.count(said) == 2, text  # the notice and one log line
+                    assert not WIRE_WORDS.search(text), text
+                    assert not css(driver, "button.finish:not([disabled]):not([hidden])")
+    finally:
+        assert server.stop() in (0, -15), server.log.read_text()[-2000:]
