@@ -8,6 +8,10 @@ to the person and their state, who works on the others (from the robots' node
 transitions), and each open question with its deadline. The agent lives in the
 server, not in the page, so a reload or a lost connection loses nothing; it stays
 in the team until the person taps "leave" or the server stops.
+
+The view offers only the taps the world accepts now (``taps``: read from the world's
+own reply for the person's hand, again right after each tap) and says everything in
+plain words (``plain``); each tap's number comes back in the view once carried out.
 """
 
 from __future__ import annotations
@@ -110,7 +114,11 @@ class WebHuman(TerminalHuman):
         robots = seen.get("robots") if isinstance(seen.get("robots"), dict) else {}
         return (
             (hand.get("holding"), hand.get("busy"), hand.get("target")),
-            sorted((k, v.get("held_by"), v.get("at_goal")) for k, v in objects.items()),
+            sorted(
+                (k, v.get("held_by"), v.get("at_goal"))
+                for k, v in objects.items()
+                if isinstance(v, dict)
+            ),
             sorted((k, v.get("node")) for k, v in robots.items() if isinstance(v, dict)),
         )
 
@@ -253,7 +261,7 @@ class WebHuman(TerminalHuman):
         words, with the taps the world would accept now (``can_start``,
         ``can_finish``) derived from the same state the world answers from."""
         tree = self.tree
-        hand_state, hand_object = self.hand_now()
+        hand_doing, hand_object = self.hand_now()
         objects = (self.seen or {}).get("objects") if self.client is not None else None
         subtasks = []
         now_doing: list[str] = []
@@ -269,13 +277,13 @@ class WebHuman(TerminalHuman):
                 if leaf in done:
                     by = "you" if leaf in self.mine else self.finished_by.get(leaf, "someone")
                     state, say = "done", f"{by} did it: {self._words(leaf)}"
-                elif hand_state != "empty" and obj is not None and obj == hand_object:
-                    state, by = hand_state, "you"
+                elif hand_doing != "empty" and obj is not None and obj == hand_object:
+                    state, by = hand_doing, "you"
                     say = {
                         "reaching": f"you are reaching for {object_words(obj)}",
                         "holding": f"you hold {object_words(obj)}: tap Finish to place it",
                         "placing": f"you are {doing}",
-                    }[hand_state]
+                    }[hand_doing]
                     mine_now = leaf
                 elif leaf in workers:
                     state, by = "robot", workers[leaf]
@@ -296,7 +304,7 @@ class WebHuman(TerminalHuman):
                         "by": by,
                         "enabled": leaf not in done and acts[leaf].level > 0,
                         "can_start": state in ("open", "robot")
-                        and hand_state == "empty"
+                        and hand_doing == "empty"
                         and (objects is None or may_reach(objects, obj, self.hand)),
                     }
                 )
@@ -319,11 +327,11 @@ class WebHuman(TerminalHuman):
             if env.deadline is None or env.deadline > now - 1000
         ]
         hand = {
-            "state": hand_state,
+            "state": hand_doing,
             "object": hand_object,
             "node": mine_now,
-            "say": _say_hand(hand_state, hand_object),
-            "can_finish": hand_state == "holding",
+            "say": _say_hand(hand_doing, hand_object),
+            "can_finish": hand_doing == "holding",
         }
         if mine_now is not None:
             now_doing.insert(0, next(t["say"] for t in subtasks if t["node"] == mine_now))
@@ -333,7 +341,7 @@ class WebHuman(TerminalHuman):
             "hand": self.hand,
             "world": self.client is not None,
             "connected": self.connection.connected.is_set(),
-            "holding": hand_object if hand_state == "holding" else None,
+            "holding": hand_object if hand_doing == "holding" else None,
             "target": self.target,
             "in_hand": hand,
             "now": now_doing,
