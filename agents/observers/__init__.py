@@ -2,7 +2,12 @@
 the people's work; the web view is the ``web`` subpackage)."""
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent, human_rows
-from teamtree.agents.observers.mission_labels import mission_labels, tree_labels
+from teamtree.agents.observers.mission_labels import (
+    mission_labels,
+    object_words,
+    plain_label,
+    tree_labels,
+)
 from teamtree.agents.observers.monitor import MonitorState, TeamObserver, render_text
 from teamtree.agents.observers.record_file import RecordFile, os_error_phrase
 from teamtree.agents.observers.recorder import RecorderAgent, behaviour_summary
@@ -37,8 +42,10 @@ __all__ = [
     "mission_records",
     "missions_in",
     "node_intervals",
+    "object_words",
     "os_error_phrase",
     "pick_mission",
+    "plain_label",
     "render_text",
     "timeline_figure",
     "tree_labels",

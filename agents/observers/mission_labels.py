@@ -3,13 +3,14 @@ monitor, the recorder's summary, the timeline) that must not trust what they rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
 
-__all__ = ["mission_labels", "tree_labels"]
+__all__ = ["mission_labels", "object_words", "plain_label", "tree_labels"]
 
 
 def mission_labels(body: Any) -> tuple[dict[str, str], list[str]] | None:
@@ -46,3 +47,22 @@ def tree_labels(tree: Any) -> tuple[dict[str, str], list[str]]:
         if isinstance(children, list):
             stack.extend(reversed(children))
     return labels, leaves
+
+
+def object_words(name: Any) -> str:
+    """An object's name as a person says it: ``tea_pot`` -> ``the tea pot``."""
+    return "the " + str(name).replace("_", " ")
+
+
+def plain_label(behavior: Any, params: Mapping[str, Any], *, doing: bool = False) -> str:
+    """A leaf in plain words for a person: ``PLACE(cup)`` -> ``place the cup`` (with
+    `doing`: ``placing the cup``), ``MOVE(o1, to=pick)`` -> ``move the o1 to pick``."""
+    words = str(behavior or "do").lower().replace("_", " ").split() or ["do"]
+    if doing:
+        verb = words[0]
+        stem = verb[:-1] if verb.endswith("e") and not verb.endswith("ee") else verb
+        words[0] = stem + "ing"
+    if "object" in params:
+        words.append(object_words(params["object"]))
+    words += [f"{str(k).replace('_', ' ')} {v}" for k, v in sorted(params.items()) if k != "object"]
+    return " ".join(words)

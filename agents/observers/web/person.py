@@ -8,6 +8,10 @@ to the person and their state, who works on the others (from the robots' node
 transitions), and each open question with its deadline. The agent lives in the
 server, not in the page, so a reload or a lost connection loses nothing; it stays
 in the team until the person taps "leave" or the server stops.
+
+The view offers only the taps the world accepts now (``taps``: read from the world's
+own reply for the person's hand, again right after each tap) and says everything in
+plain words (``plain``); each tap's number comes back in the view once carried out.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from typing import Any
 
 from teamtree.agents.humans.human import find_world, leaf_objects
 from teamtree.agents.humans.terminal import TerminalHuman
+from teamtree.agents.observers.mission_labels import object_words, plain_label
+from teamtree.agents.observers.web.plain import say_line
+from teamtree.agents.observers.web.taps import hand_state, may_reach
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.broker.endpoint import Endpoint
@@ -42,7 +49,9 @@ class WebHuman(TerminalHuman):
 
     def __init__(self, *args: Any, on_change: Callable[[], None] | None = None, **kwargs: Any):
         self.lines: deque[dict[str, Any]] = deque(maxlen=LOG_LINES)
-        self.in_hand = False
+        self.seen: dict[str, Any] | None = None  # the world's last hand_observe reply
+        self.tap = 0  # the last of the page's taps carried out (the page waits for it)
+        self._line_no = 0
         self._on_change = on_change or (lambda: None)
         super().__init__(
             *args, reader=asyncio.StreamReader(), write=self._line, exit_when_done=False, **kwargs
@@ -66,10 +75,88 @@ class WebHuman(TerminalHuman):
         if tag == "placed" and self.target is not None:
             self.mine.append(self.target)
             self.target = None
-        # the hand holds the object only once its reach has finished (not mid-grasp)
-        self.in_hand = tag == "holding" or (self.in_hand and tag not in ("placed", "started"))
-        self.lines.append({"ts": wall_ms(), "tag": tag, "text": text})
+        self._line_no += 1
+        self.lines.append(
+            {
+                "n": self._line_no,
+                "ts": wall_ms(),
+                "tag": tag,
+                "text": text,
+                "say": say_line(text, self._words),
+            }
+        )
         self.changed()
+
+    def _words(self, key: str, *, doing: bool = False) -> str | None:
+        """Leaf `key` (its id or its label, ``PLACE(cup)``) in plain words."""
+        tree = self.tree
+        if tree is None:
+            return None
+        if key not in tree.nodes:
+            key = next((leaf for leaf in tree.leaves if tree[leaf].label == key), "")
+        if not key or not tree[key].is_leaf:
+            return None
+        return plain_label(tree[key].behavior, tree[key].param_dict, doing=doing)
+
+    async def _call(self, op: str, **fields: Any) -> dict[str, Any] | None:
+        reply = await super()._call(op, **fields)
+        if op == "hand_observe" and reply is not None and reply.get("ok"):
+            before, self.seen = self._seen_key(), reply
+            if self._seen_key() != before:
+                self.changed()  # the taps the world accepts may have changed
+        return reply
+
+    def _seen_key(self) -> Any:
+        """What of the world's reply decides the page's taps and rows."""
+        seen = self.seen or {}
+        hand = seen.get("hand") if isinstance(seen.get("hand"), dict) else {}
+        objects = seen.get("objects") if isinstance(seen.get("objects"), dict) else {}
+        robots = seen.get("robots") if isinstance(seen.get("robots"), dict) else {}
+        return (
+            (hand.get("holding"), hand.get("busy"), hand.get("target")),
+            sorted(
+                (k, v.get("held_by"), v.get("at_goal"))
+                for k, v in objects.items()
+                if isinstance(v, dict)
+            ),
+            sorted((k, v.get("node")) for k, v in robots.items() if isinstance(v, dict)),
+        )
+
+    def _working(self) -> dict[str, str]:
+        """Leaf -> the robot working on it: the robots' node transitions, and the
+        robots' jobs in the world (a page opened mid-mission missed the transitions)."""
+        robots = (self.seen or {}).get("robots") if self.client is not None else None
+        out = {
+            v["node"]: name
+            for name, v in (robots.items() if isinstance(robots, dict) else ())
+            if isinstance(v, dict) and isinstance(v.get("node"), str)
+        }
+        return {**out, **self.workers}
+
+    async def _look(self) -> None:
+        """Read the world again right after a command, so the next push shows its
+        effect (never the state from before the tap, which would offer it again)."""
+        if self.client is not None:
+            await self._call("hand_observe", since=self._since)
+
+    def acknowledge(self, tap: Any) -> None:
+        """The page's tap number `tap` is carried out (the page keeps its controls
+        disabled until a view says so, so a tap is never sent twice)."""
+        if isinstance(tap, int) and not isinstance(tap, bool):
+            self.tap = max(self.tap, tap)
+        self.changed()
+
+    def hand_now(self) -> tuple[str, str | None]:
+        """What the person's hand does, as the world last showed it: ``empty``,
+        ``reaching`` (for an object), ``holding`` (still, ready to place) or ``placing``
+        (carrying it to its goal), and the object. These decide the taps the world
+        accepts: a reach only from an empty hand and never for an object another hand
+        holds, a place only from a hand holding still. Without a world the person's
+        own taps are the record."""
+        if self.client is None or self.seen is None:
+            obj = leaf_objects(self.tree).get(self.target) if self.tree and self.target else None
+            return ("holding", obj) if self.target is not None else ("empty", None)
+        return hand_state(self.seen.get("hand"))
 
     def changed(self) -> None:
         """Something the page shows changed: bump the version and tell the server."""
@@ -143,11 +230,13 @@ class WebHuman(TerminalHuman):
         await self.handle(f"start {leaf}")
         if self.lines and self.lines[-1]["tag"] == "started":
             self.target = self._leaf(leaf)
+        await self._look()
         self.changed()
 
     async def finish(self) -> None:
         """The person places what they hold at its goal."""
         await self.handle("finish")
+        await self._look()
         self.changed()
 
     async def answer(self, dialog_id: str, keep: bool) -> None:
@@ -162,38 +251,61 @@ class WebHuman(TerminalHuman):
         await self.handle("yes" if keep else "no")
         if not keep and self.target == match[0][1].node and not self.holding:
             self.target = None
+        await self._look()
         self.changed()
 
     # -- what the page shows -------------------------------------------------------
 
     def view(self) -> dict[str, Any]:
-        """The page's state as JSON-ready data."""
+        """The page's state as JSON-ready data: each subtask and the hand in plain
+        words, with the taps the world would accept now (``can_start``,
+        ``can_finish``) derived from the same state the world answers from."""
         tree = self.tree
+        hand_doing, hand_object = self.hand_now()
+        objects = (self.seen or {}).get("objects") if self.client is not None else None
         subtasks = []
+        now_doing: list[str] = []
+        mine_now: str | None = None
+        workers = self._working()
         if tree is not None:
             done = set(self._done)
             acts = spread_activation(tree, done, (), default_potential=1.0)
-            objects = leaf_objects(tree)
+            leaf_object = leaf_objects(tree)
             for leaf in tree.leaves:
+                obj = leaf_object.get(leaf)
+                doing = self._words(leaf, doing=True) or "working on it"
                 if leaf in done:
                     by = "you" if leaf in self.mine else self.finished_by.get(leaf, "someone")
-                    state = "done"
-                elif leaf == self.target:
-                    state, by = ("holding" if self.in_hand else "reaching"), "you"
-                elif leaf in self.workers:
-                    state, by = "robot", self.workers[leaf]
+                    state, say = "done", f"{by} did it: {self._words(leaf)}"
+                elif hand_doing != "empty" and obj is not None and obj == hand_object:
+                    state, by = hand_doing, "you"
+                    say = {
+                        "reaching": f"you are reaching for {object_words(obj)}",
+                        "holding": f"you hold {object_words(obj)}: tap Finish to place it",
+                        "placing": f"you are {doing}",
+                    }[hand_doing]
+                    mine_now = leaf
+                elif leaf in workers:
+                    state, by = "robot", workers[leaf]
+                    say = f"{by} is {doing}"
+                    now_doing.append(say)
                 elif acts[leaf].level > 0:
-                    state, by = "open", None
+                    state, by, say = "open", None, "free: nobody is on it"
                 else:
-                    state, by = "waiting", None
+                    state, by, say = "waiting", None, "not yet: it waits for other subtasks"
                 subtasks.append(
                     {
                         "node": leaf,
                         "label": tree[leaf].label,
-                        "object": objects.get(leaf),
+                        "object": obj,
+                        "name": str(obj).replace("_", " ") if obj else self._words(leaf),
+                        "say": say,
                         "state": state,
                         "by": by,
                         "enabled": leaf not in done and acts[leaf].level > 0,
+                        "can_start": state in ("open", "robot")
+                        and hand_doing == "empty"
+                        and (objects is None or may_reach(objects, obj, self.hand)),
                     }
                 )
         now = wall_ms()
@@ -205,28 +317,53 @@ class WebHuman(TerminalHuman):
                 "label": ask.label,
                 "object": ask.object,
                 "question": ask.question,
+                "say": f"{env.sender} asks: you both went for "
+                f"{object_words(ask.object) if ask.object else 'the same subtask'}. "
+                "Do you go on with it?",
                 "deadline_ms": env.deadline,
                 "timeout_s": ask.timeout_s,
             }
             for env, ask in self.questions
             if env.deadline is None or env.deadline > now - 1000
         ]
+        hand = {
+            "state": hand_doing,
+            "object": hand_object,
+            "node": mine_now,
+            "say": _say_hand(hand_doing, hand_object),
+            "can_finish": hand_doing == "holding",
+        }
+        if mine_now is not None:
+            now_doing.insert(0, next(t["say"] for t in subtasks if t["node"] == mine_now))
         return {
             "id": self.id,
             "team": self.team,
             "hand": self.hand,
             "world": self.client is not None,
             "connected": self.connection.connected.is_set(),
-            "holding": self.holding if self.in_hand else None,
+            "holding": hand_object if hand_doing == "holding" else None,
             "target": self.target,
+            "in_hand": hand,
+            "now": now_doing,
             "subtasks": subtasks,
             "questions": questions,
             "resolved": list(self.resolved),
             "log": list(self.lines),
             "complete": self.task_done(),
+            "tap": self.tap,
             "server_ms": now,
             "version": self.version,
         }
+
+
+def _say_hand(state: str, obj: str | None) -> str:
+    what = object_words(obj) if obj else "it"
+    return {
+        "empty": "your hand is free",
+        "reaching": f"you are reaching for {what}",
+        "holding": f"you hold {what}",
+        "placing": f"you are placing {what}",
+    }[state]
 
 
 class HumanSessions:

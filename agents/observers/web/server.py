@@ -457,8 +457,8 @@ class WebServer:
                 agent = self.sessions.agents.get(agent_id)
                 if agent is None:
                     return
+                tap = _tap(text)
                 try:
-                    tap = _tap(text)
                     if not tap:
                         raise ValueError(
                             f'a tap is a JSON object such as {{"action": "finish"}}; '
@@ -487,6 +487,8 @@ class WebServer:
                 except ValueError as exc:
                     log.warning("web.bad_tap", person=agent_id, error=str(exc))
                     await ws.send_text(json.dumps({"error": str(exc)}))
+                finally:
+                    agent.acknowledge(tap.get("tap"))  # the page may tap again
 
     async def serve(self, host: str = "127.0.0.1", port: int = 8080, ready: Any = None) -> None:
         """Serve the app with uvicorn until SIGINT / SIGTERM; `ready` (a callable) is
