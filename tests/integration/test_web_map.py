@@ -19,20 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_web import css, until, web  # noqa: F401  (a fixture)
+from tests.integration.test_web import (  # noqa: F401  (web: a fixture)
+    css,
+    pytestmark,  # integration, browser, skipped without chromium
+    until,
+    web,
+)
 from tests.integration.test_web_mission_status import (  # noqa: F401  (view: a fixture)
     run_children,
     run_team,
     team_config,
     view,
 )
-from tests.web_support import browser_missing, chromium, screenshot
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.browser,
-    pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing())),
-]
+from tests.web_support import chromium, screenshot
 
 #: the tea table's robots and objects (configs/tea_party_s1.toml)
 ROBOTS = {"pr2", "baxter"}
@@ -80,6 +79,13 @@ async def freeze_while_working(driver, config: Path, robot: str, seconds: float 
         await asyncio.sleep(seconds)
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+async def to_the_end(driver, run, tmp_path: Path) -> None:
+    """Wait for the page's banner and the run's success, then for the last pushes."""
+    await until(lambda: css(driver, "#mission-banner"), 240, "the mission's end", driver=driver)
+    assert await asyncio.to_thread(run.wait, 60) == 0, (tmp_path / "run.log").read_text()[-3000:]
+    await asyncio.sleep(1.5)
 
 
 def timeline(driver) -> list[dict]:
@@ -155,13 +161,10 @@ async def test_the_map_follows_a_tea_party_and_a_late_page_sees_its_whole_timeli
                 phone_size(phone, phone.execute_script("return document.body.scrollHeight"))
                 await asyncio.sleep(1.5)  # redrawn at the new size
                 screenshot(phone, "web-team-phone.png", full=False)
-            await until(lambda: css(driver, "#mission-banner"), 240, "the mission's end",
-                        driver=driver)  # fmt: skip
-            assert run.wait(60) == 0, (tmp_path / "run.log").read_text()[-3000:]
+            await to_the_end(driver, run, tmp_path)
         finally:
             if run.poll() is None:
                 run.kill()
-        await asyncio.sleep(1.5)  # the last pushes
         records = [json.loads(line) for line in (tmp_path / "tea_party_s1.jsonl").open()]
         failed = {(r["body"]["robot"], r["body"]["node"]) for r in records
                   if r["kind"] == "behaviour.failed"}  # fmt: skip
@@ -211,13 +214,10 @@ async def test_the_map_draws_the_kitting_table_and_the_hospital_graph(
         try:
             await until(lambda: driver.execute_script(f"return {check}"), 300, what,
                         driver=driver)  # fmt: skip
-            await until(lambda: css(driver, "#mission-banner"), 240, "the mission's end",
-                        driver=driver)  # fmt: skip
-            assert run.wait(60) == 0, (tmp_path / "run.log").read_text()[-3000:]
+            await to_the_end(driver, run, tmp_path)
         finally:
             if run.poll() is None:
                 run.kill()
-        await asyncio.sleep(1.5)
         assert driver.execute_script(f"return {check}"), what
         assert timeline(driver), "the mission's work is on the timeline"
         screenshot(driver, f"web-map-{config_name.split('_')[0].removesuffix('.toml')}.png")

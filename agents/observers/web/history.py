@@ -43,10 +43,17 @@ class MissionHistory:
     def _get(self, mission: str, ts: int) -> _Mission:
         m = self.missions.get(mission)
         if m is None:
-            m = self.missions[mission] = _Mission(ts)
+            # work heard before the mission was named is the first named mission's
+            m = self.missions.pop(UNNAMED, None) if mission != UNNAMED else None
+            m = self.missions[mission] = m or _Mission(ts)
             while len(self.missions) > MAX_KEPT:
                 self.missions.popitem(last=False)
         return m
+
+    def begin(self, mission: str, ts: int) -> None:
+        """`mission` started at `ts` (its timeline starts there)."""
+        m = self._get(mission, ts)
+        m.t0 = min(m.t0, ts)
 
     def open(self, mission: str, agent: str, node: str, label: str, ts: int) -> None:
         """`agent` works on `node` from `ts` on (a span already open goes on)."""

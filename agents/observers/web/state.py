@@ -174,10 +174,15 @@ class WebState:
                     if old != mission:
                         self.history.close_all(old, None, ts, "inactive")
             self.tree, self.tree_dict, self.tree_mission = tree, raw, mission
+            if mission is not None:
+                self.history.begin(mission, ts)
 
     def _status_alert(self, ts: int) -> None:
         """A mission that ended without success goes under Alerts, once, with why."""
-        for mission, view in self.monitor.board.views().items():
+        board = self.monitor.board
+        for mission, view in board.views().items():
+            if view["state"] == "running" and mission not in self.history.missions:
+                self.history.begin(mission, board.started.get(mission, ts))
             if view["ended"] and mission not in self._ended_said:
                 self._ended_said.add(mission)
                 at = view.get("updated_ms") or ts
@@ -211,7 +216,7 @@ class WebState:
         task, action, phase = body.get("task"), body.get("action"), body.get("phase")
         if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < 1000:
             return
-        node = f"kit/{task}"
+        node = f"kit/{task}/{str(action)[:4]}"  # a row per spot and action (R2, then R3)
         if phase == "start" and isinstance(action, str):
             self._stamp(env.ts)
             mission = self._mission_key(body)

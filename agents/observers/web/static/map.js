@@ -226,7 +226,7 @@ function renderKit(kit) {
   const p = plan("map-kit", "the kitting table");
   p.fig.hidden = false;
   const per = kit.spots || 5, n = kit.n, works = Math.ceil(n / per);
-  const CW = 64, RH = 30, top = 22;
+  const CW = 78, RH = 34, top = 22;
   const width = works * CW + 10, height = top + per * RH + 8;
   setAttrs(p.svg, { viewBox: `0 0 ${width} ${height}`, width, height });
   for (let w = 0; w < works; w++) {
