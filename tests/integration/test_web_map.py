@@ -71,9 +71,9 @@ def phone_size(driver, height: int = 844) -> None:
 async def freeze_while_working(driver, config: Path, robot: str, seconds: float = 6.0) -> None:
     """Stop `robot`'s process (SIGSTOP) while the page shows it working, for longer
     than its lease (3 s), then let it go on: its driver fails the behaviour."""
-    pid = run_children(config)[robot]
     await until(lambda: [g for g in css(driver, 'g.tree-node[data-state="working"]')
                          if robot in g["text"]], 90, f"{robot} working", driver=driver)  # fmt: skip
+    pid = run_children(config)[robot]
     os.kill(pid, signal.SIGSTOP)
     try:
         await asyncio.sleep(seconds)
