@@ -140,8 +140,8 @@ class WebState:
     def _mission_key(self, body: dict[str, Any], node: str | None = None) -> str:
         """The mission a piece of work belongs to: the drawn tree's for its nodes, else
         the one the body is stamped with, else the one the team reports running."""
-        if node is not None and self.tree is not None and node in self.tree.nodes:
-            return self.tree_mission or UNNAMED
+        if self.tree_mission and self.tree is not None and node in self.tree.nodes:
+            return self.tree_mission
         return mission_of(body) or self.monitor.board.current() or UNNAMED
 
     def _alert(self, ts: int, kind: str, text: str) -> None:
