@@ -13,7 +13,7 @@ from teamtree.agents.observers.web import WebState
 from teamtree.agents.observers.web.floor import AGV_NOTE, FloorMap
 from teamtree.agents.observers.web.history import MAX_KEPT, MAX_SPANS
 from teamtree.agents.runtime.mission_status import MissionStatus, status_message
-from teamtree.broker.envelope import decode
+from teamtree.broker.envelope import Envelope, decode
 from teamtree.broker.topics import parse
 from teamtree.planners.tasktree import parse_tree
 from tests.test_web_state import TEAM, feed
@@ -200,3 +200,33 @@ def test_any_bodies_leave_the_map_whole(batch) -> None:
     for kind, body, sender_kind in batch:
         floor.feed(kind, "x", body, sender_kind)
     json.dumps(floor.view(), allow_nan=False)
+
+
+def test_an_ltl_robots_plan_steps_are_its_timeline() -> None:
+    """Each plan action is a span from the step before to its own step, labelled with
+    the action; a re-plan's actions get rows of their own."""
+    state = WebState(TEAM)
+
+    def plan(epoch: int, actions: list[str], ts: int) -> None:
+        body = {"epoch": epoch, "seq": 0, "strategy": "initial",
+                "plan": {"robot": "DR", "actions": actions, "cost": 1.0}}  # fmt: skip
+        env = Envelope(kind="ltl.plan", sender="planner", hid=1, ts=ts, hlc=(ts, 0, "p"), body=body)
+        state.feed(env, parse(f"teamtree/v1/{TEAM}/planner/ltl.plan/DR"))
+
+    def step(kind: str, epoch: int, ts: int) -> None:
+        feed(state, "DR", "ltl.trace", kind, {"epoch": epoch, "seq": 0, "state": ["c1", "s"]}, ts)
+
+    plan(0, ["goto_c9", "pick"], 1000)
+    step("ltl.step", 0, 2000)
+    plan(1, ["goto_c1"], 2500)  # re-planned during "pick"
+    step("ltl.step", 1, 4000)
+    step("ltl.done", 1, 4000)
+    spans = [(s["label"], s["start"], s["end"], s["status"])
+             for s in state.snapshot(now_ms=5000)["timeline"]["spans"]]  # fmt: skip
+    assert spans == [
+        ("goto_c9", 1000, 2000, "done"),
+        ("pick", 2000, 2500, "inactive"),
+        ("goto_c1", 2500, 4000, "done"),
+    ]
+    rows = {s["node"] for s in state.snapshot(now_ms=5000)["timeline"]["spans"]}
+    assert len(rows) == 3

@@ -268,9 +268,10 @@ class WebState:
         robot = str(plan.get("robot") or robot)
         mission = self._mission_key(body)
         self.history.close_all(mission, robot, ts, "inactive")
-        if actions:
+        if actions:  # a row per plan and step: a re-plan's actions get their own rows
             self._stamp(ts)
-            self.history.open(mission, robot, "ltl/0", str(actions[0])[:60], ts)
+            node = f"ltl/{body.get('epoch')}.{body.get('seq')}/0"
+            self.history.open(mission, robot, node, str(actions[0])[:60], ts)
         self.plans[robot] = {
             "epoch": body.get("epoch"),
             "seq": body.get("seq"),
@@ -294,7 +295,8 @@ class WebState:
         self.history.close_all(mission, robot, ts, "done")
         if plan["steps"] < len(plan["actions"]):
             step = plan["steps"]
-            self.history.open(mission, robot, f"ltl/{step}", plan["actions"][step][:60], ts)
+            node = f"ltl/{plan['epoch']}.{plan['seq']}/{step}"
+            self.history.open(mission, robot, node, plan["actions"][step][:60], ts)
 
     def _schedule(self, env: Envelope, body: dict[str, Any]) -> None:
         """An allocation reply's schedule (seed 001): who does which task when."""
