@@ -230,3 +230,15 @@ def test_an_ltl_robots_plan_steps_are_its_timeline() -> None:
     ]
     rows = {s["node"] for s in state.snapshot(now_ms=5000)["timeline"]["spans"]}
     assert len(rows) == 3
+
+
+def test_a_cancel_outranking_a_success_is_the_timelines_end() -> None:
+    """The robots said succeeded, then the queue said cancelled: the timeline's end
+    says cancelled, at the first end."""
+    state = WebState(TEAM)
+    tree(state, "m1", 1000)
+    status(state, "m1", "running", 1000)
+    status(state, "m1", "succeeded", 2000, "every subtask the tree needs is done")
+    status(state, "m1", "cancelled", 2500, "cancelled by alice")
+    end = state.snapshot(now_ms=3000)["timeline"]["end"]
+    assert end == {"ts": 2000, "state": "cancelled", "reason": "cancelled by alice"}

@@ -100,13 +100,16 @@ class MissionHistory:
             self.close(mission, key[0], key[1], ts, how)
 
     def ended(self, mission: str, state: str, reason: str, ts: int) -> None:
-        """The mission ended (`state`): its open spans stop there, unless it succeeded."""
+        """The mission ended (`state`): its open spans stop there, unless it succeeded.
+        A later word on its end (a cancel outranking its robots' success) replaces the
+        state and reason; the line stays where it first ended."""
         m = self.missions.get(mission)
-        if m is None or m.end is not None:
+        if m is None:
             return
-        m.end = {"ts": ts, "state": state, "reason": reason[:200]}
+        at = ts if m.end is None else m.end["ts"]
+        m.end = {"ts": at, "state": state, "reason": reason[:200]}
         if state != "succeeded":
-            self.close_all(mission, None, ts, "stopped")
+            self.close_all(mission, None, at, "stopped")
 
     def ids(self) -> list[str]:
         """The kept missions, oldest first."""

@@ -183,10 +183,11 @@ class WebState:
         for mission, view in board.views().items():
             if view["state"] == "running" and mission not in self.history.missions:
                 self.history.begin(mission, board.started.get(mission, ts))
-            if view["ended"] and mission not in self._ended_said:
-                self._ended_said.add(mission)
+            if view["ended"]:  # the board's word on its end, which a later one may outrank
                 at = view.get("updated_ms") or ts
                 self.history.ended(mission, view["state"], str(view.get("reason") or ""), at)
+            if view["ended"] and mission not in self._ended_said:
+                self._ended_said.add(mission)
                 if view["state"] != "succeeded":
                     kind = "failure" if view["state"] != "cancelled" else "cancelled"
                     self._alert(ts, kind, f"mission {mission} ({view['kind']}): {view['headline']}")
