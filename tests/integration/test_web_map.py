@@ -221,3 +221,53 @@ async def test_the_map_draws_the_kitting_table_and_the_hospital_graph(
         assert driver.execute_script(f"return {check}"), what
         assert timeline(driver), "the mission's work is on the timeline"
         screenshot(driver, f"web-map-{config_name.split('_')[0].removesuffix('.toml')}.png")
+
+
+@pytest.mark.vda5050
+@pytest.mark.timeout(300)
+async def test_the_map_shows_an_agv_where_it_reports_itself(
+    mosquitto,
+    team,
+    tmp_path: Path,
+    view,  # noqa: F811
+) -> None:
+    """A simulated PR2 and a VDA 5050 AGV (vda-5050-lib's virtual AGV): the AGV is on
+    the map at its reported position, moving, with its battery and connection; the map
+    notes that AGV errors are not in the driver's observation."""
+    from tests.vda5050_support import (
+        SIM_AGENTS,
+        VirtualAgv,
+        agv_agents,
+        require_virtual_agv,
+    )
+    from tests.vda5050_support import team_config as agv_team
+
+    require_virtual_agv()
+    agents = agv_agents("agv7", "agv7", loads={"pallet1": ("A", "B")})
+    config = agv_team(tmp_path / "team.toml", team, "AND(cup, THEN(pallet1, MOVE(dock)))",
+                      SIM_AGENTS + agents, tmp_path / "run.jsonl")  # fmt: skip
+    agv = VirtualAgv("agv7", mosquitto.url, tmp_path / "agv7.log")
+    agv.start()
+    try:
+        with chromium() as driver:
+            driver.get(view.url)
+            await until(lambda: css(driver, "#link.on"), 15, "the page's socket")
+            run = run_team(config, mosquitto.url, tmp_path)
+            try:
+                shown = 'g.map-robot[data-robot="agv7"]'
+                first = (await until(lambda: css(driver, shown), 90, "the AGV on the map",
+                                     driver=driver))[0]  # fmt: skip
+                await until(lambda: (css(driver, shown)[0]["x"], css(driver, shown)[0]["y"])
+                            != (first["x"], first["y"]), 90, "the AGV moving on the map",
+                            driver=driver)  # fmt: skip
+                label = css(driver, '#map-table text[data-robot="agv7"]')[0]["text"]
+                assert "battery" in label and "ONLINE" in label, label
+                notes = css(driver, "#map-notes")[0]["text"]
+                assert "AGV errors are not shown" in notes, notes
+                await to_the_end(driver, run, tmp_path)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+            screenshot(driver, "web-map-vda5050.png")
+    finally:
+        agv.stop()

@@ -56,13 +56,14 @@ function plan(id, title) {
   const svg = svgEl("svg", { class: "map-svg", role: "img", "aria-label": title });
   fig.append(svg, cap);
   document.getElementById("map").appendChild(fig);
-  const under = svgEl("g", {}, svg), mid = svgEl("g", {}, svg), top = svgEl("g", {}, svg);
-  const p = { fig, cap, svg, under: new Keyed(under), mid: new Keyed(mid), top: new Keyed(top), box: null };
+  const [under, mid, bodies, top] = [0, 1, 2, 3].map(() => svgEl("g", {}, svg));
+  const p = { fig, cap, svg, under: new Keyed(under), mid: new Keyed(mid), bodies: new Keyed(bodies),
+    top: new Keyed(top), box: null };
   fig.__plan = p;
   return p;
 }
 
-function sweepPlan(p) { p.under.sweep(); p.mid.sweep(); p.top.sweep(); }
+function sweepPlan(p) { p.under.sweep(); p.mid.sweep(); p.bodies.sweep(); p.top.sweep(); }
 
 function hidePlan(id) {
   const fig = document.getElementById(id);
@@ -109,7 +110,7 @@ function renderTable(t) {
   const r0 = Math.max(9, 0.12 * f.k);
   robots.forEach(([name, r], i) => {
     const colour = r.agv && r.connection && r.connection !== "ONLINE" ? "#a34a4a" : ROBOT_COLOURS[i % ROBOT_COLOURS.length];
-    const g = p.mid.item("r:" + name, (parent) => {
+    const g = p.bodies.item("r:" + name, (parent) => {
       const el = svgEl("g", { class: "map-robot", "data-robot": name }, parent);
       svgEl("line", { class: "reach", stroke: "#5d6577", "stroke-width": 2 }, el);
       svgEl("circle", { class: "body", stroke: "#fff", "stroke-width": 2 }, el);
@@ -135,7 +136,8 @@ function renderTable(t) {
     label(p.top, "rl:" + name, { x: x, y: y + r0 + 13, "text-anchor": "middle", "data-robot": name }, words, "map-label robot");
   });
   for (const [name, o] of objects) {
-    const state = o.at_goal ? "at_goal" : o.held_by ? "held" : "away";
+    // an object without a goal (a station, a dock) is part of the floor: grey
+    const state = o.at_goal ? "at_goal" : o.held_by ? "held" : o.goal ? "away" : "fixed";
     if (o.goal) {
       const goal = p.under.item("g:" + name, (parent) => svgEl("g", { class: "map-goal" }, parent));
       if (!goal.firstChild) {
@@ -153,21 +155,22 @@ function renderTable(t) {
       return el;
     });
     const size = Math.max(5, ((o.size && o.size[0]) || 0.04) * f.k);
-    const fill = { at_goal: "#6aa84f", held: "#3d85c6", away: "#f1c232" }[state];
+    const fill = { at_goal: "#6aa84f", held: "#3d85c6", away: "#f1c232", fixed: "#d5d9e0" }[state];
     const shape = g.querySelector(".shape");
     const [x, y] = [f.X(o.x), f.Y(o.y)];
+    const h = shape.tagName === "rect" ? Math.max(5, ((o.size && o.size[1]) || 0.04) * f.k) : 2 * size;
     if (shape.tagName === "rect") {
-      const h = Math.max(5, ((o.size && o.size[1]) || 0.04) * f.k);
       setAttrs(shape, { x: (x - size / 2).toFixed(1), y: (y - h / 2).toFixed(1), width: size.toFixed(1), height: h.toFixed(1), fill });
     } else {
       setAttrs(shape, { cx: x, cy: y, r: size.toFixed(1), fill });
     }
     setAttrs(g, { "data-x": o.x, "data-y": o.y, "data-state": state });
     setText(g.querySelector("title"), `${name}: ${state.replace("_", " ")}${o.held_by ? " (held by " + o.held_by + ")" : ""}`);
-    label(p.top, "ol:" + name, { x: x + size + 2, y: y - 3, "data-object": name }, name, "map-label object");
+    label(p.top, "ol:" + name, { x: x, y: (y - h / 2 - 3).toFixed(1), "text-anchor": "middle", "data-object": name },
+      name, "map-label object");
   }
   for (const [name, h] of people) {
-    const g = p.mid.item("h:" + name, (parent) => {
+    const g = p.bodies.item("h:" + name, (parent) => {
       const el = svgEl("g", { class: "map-person", "data-person": name }, parent);
       svgEl("circle", { r: 8, fill: "#f4c7a1", stroke: "#8a5a3c", "stroke-width": 2 }, el);
       return el;
@@ -182,7 +185,7 @@ function renderTable(t) {
   setText(p.cap, `From above (metres)${t.t !== null && t.t !== undefined ? ` · world time ${t.t.toFixed(1)} s` : ""} · ` +
     `${robots.length} robot${robots.length === 1 ? "" : "s"}${agvs ? ` (${agvs} VDA 5050 AGV)` : ""}, ${objects.length} objects` +
     (people.length ? `, ${people.length} hand${people.length === 1 ? "" : "s"}` : "") +
-    " · yellow: away from its goal (dashed ring), blue: held, green: at its goal");
+    " · yellow: away from its goal (dashed ring), blue: held, green: at its goal, grey: no goal (a station)");
 }
 
 function renderGraph(gr) {
