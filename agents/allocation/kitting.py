@@ -471,7 +471,10 @@ class CobotAgent(Agent):
         return {**params, "time_factor": tf, "pattern": pattern}
 
     def factsheet(self) -> dict[str, Any]:
-        return {**super().factsheet(), "role": "robot", "human": self.human}
+        # the pattern (colour of each spot, W1..W4 row by row) lets a viewer draw the kit
+        pattern = [s.colour.value for s in self.scenario.subtasks]
+        return {**super().factsheet(), "role": "robot", "human": self.human, "pattern": pattern,
+                "spots": self.scenario.spots_per_workspace}  # fmt: skip
 
     async def setup(self) -> None:
         self.on_agents(ACTIONS, self._on_human_action, kind=HUMAN_ACTION)

@@ -17,7 +17,10 @@ from typing import Any
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState
-from teamtree.agents.observers.web.expectations import KittingExpectations
+from teamtree.agents.observers.web.expectations import KittingExpectations, spot_label
+from teamtree.agents.observers.web.floor import FloorMap
+from teamtree.agents.observers.web.history import MAX_SPANS, UNNAMED, MissionHistory
+from teamtree.agents.runtime.mission import mission_of
 from teamtree.agents.runtime.mission_status import STATUS_KIND
 from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
 from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
@@ -27,8 +30,6 @@ from teamtree.planners.tasktree import TaskTree, spread_activation
 
 __all__ = ["MAX_ALERTS", "MAX_MISSIONS", "MAX_SPANS", "WebState"]
 
-#: timeline spans kept (oldest dropped first), so a page open for hours stays bounded
-MAX_SPANS = 600
 #: alerts kept
 MAX_ALERTS = 30
 #: rows of the mission queue's table shown (the newest)
@@ -52,8 +53,8 @@ class WebState:
         self.since: dict[str, int] = {}  # agent -> ms of its last presence change
         self._presence_state: dict[str, str] = {}
         self.factsheets: dict[str, dict[str, Any]] = {}
-        self.spans: deque[dict[str, Any]] = deque(maxlen=MAX_SPANS)
-        self._open: dict[tuple[str, str], dict[str, Any]] = {}  # (agent, leaf) -> span
+        self.history = MissionHistory()  # each mission's timeline, from its start
+        self.floor = FloorMap()  # the map: table, LTL graph or kitting table
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
         self.humans = HumanWork()
         self.kitting = KittingExpectations()  # what a cobot expects of its person (seed 001)
@@ -83,8 +84,10 @@ class WebState:
         self.version += 1
         body = env.body if isinstance(env.body, dict) else {}
         kind = env.kind
-        self._people(self.humans.feed(kind, env.sender, env.body, env.ts))
+        self._people(self.humans.feed(kind, env.sender, env.body, env.ts), body)
         self.kitting.feed(kind, env.sender, env.body, env.ts)
+        sheet = topic.agent is not None and topic.channel == "factsheet"
+        self.floor.feed("factsheet" if sheet else kind, env.sender, body, self._kind_of(env.sender))
         if topic.agent is not None and topic.channel == "connection":
             self._presence(env, body)
         elif topic.agent is not None and topic.channel == "factsheet" and body:
@@ -105,9 +108,13 @@ class WebState:
         elif kind == "world.violation":
             self._alert(env.ts, "violation", f"world: {body.get('kind') or 'violation'} {body}")
         elif kind == "ltl.plan" and isinstance(body.get("plan"), dict):
-            self._ltl_plan(topic.recipient or env.sender, body)
+            self._ltl_plan(topic.recipient or env.sender, body, env.ts)
         elif kind in ("ltl.step", "ltl.done"):
-            self._ltl_progress(env.sender, kind, body)
+            self._ltl_progress(env.sender, kind, body, env.ts)
+        elif kind in ("kitting.robot_action", "kitting.human_action"):
+            self._kitting_span(env, body)
+        elif kind == "behaviour.failed":
+            self._failed(env, body)
         elif isinstance(body.get("schedule"), dict):
             self._schedule(env, body)
         elif kind == "dialog.resolved":
@@ -124,6 +131,18 @@ class WebState:
 
     def _label(self, node: str | None) -> str:
         return self.monitor.label(node)
+
+    def _kind_of(self, agent: str) -> str | None:
+        row = self.monitor.agents.get(agent)
+        kind = (row.kind if row is not None else None) or self.factsheets.get(agent, {}).get("kind")
+        return kind if isinstance(kind, str) else None
+
+    def _mission_key(self, body: dict[str, Any], node: str | None = None) -> str:
+        """The mission a piece of work belongs to: the drawn tree's for its nodes, else
+        the one the body is stamped with, else the one the team reports running."""
+        if self.tree_mission and self.tree is not None and node in self.tree.nodes:
+            return self.tree_mission
+        return mission_of(body) or self.monitor.board.current() or UNNAMED
 
     def _alert(self, ts: int, kind: str, text: str) -> None:
         self.alerts.append({"ts": ts, "kind": kind, "text": text[:200]})
@@ -151,34 +170,62 @@ class WebState:
                 self.working.clear()
                 self.done_by.clear()
                 self.skipped.clear()
-                for agent, node in list(self._open):  # the last mission's work is over
-                    self._close_span(agent, node, ts)
+                for old in self.history.missions:  # the last mission's work is over
+                    if old != mission:
+                        self.history.close_all(old, None, ts, "inactive")
             self.tree, self.tree_dict, self.tree_mission = tree, raw, mission
+            if mission is not None:
+                self.history.begin(mission, ts)
 
     def _status_alert(self, ts: int) -> None:
         """A mission that ended without success goes under Alerts, once, with why."""
-        for mission, view in self.monitor.board.views().items():
+        board = self.monitor.board
+        for mission, view in board.views().items():
+            if view["state"] == "running" and mission not in self.history.missions:
+                self.history.begin(mission, board.started.get(mission, ts))
+            if view["ended"]:  # the board's word on its end, which a later one may outrank
+                at = view.get("updated_ms") or ts
+                self.history.ended(mission, view["state"], str(view.get("reason") or ""), at)
             if view["ended"] and mission not in self._ended_said:
                 self._ended_said.add(mission)
                 if view["state"] != "succeeded":
                     kind = "failure" if view["state"] != "cancelled" else "cancelled"
                     self._alert(ts, kind, f"mission {mission} ({view['kind']}): {view['headline']}")
 
-    def _open_span(self, agent: str, node: str, status: str, ts: int) -> None:
+    def _open_span(self, agent: str, node: str, body: dict[str, Any], ts: int) -> None:
         self._stamp(ts)
-        key = (agent, node)
-        span = self._open.get(key)
-        if span is not None and span["status"] == status:
-            return
-        self._close_span(agent, node, ts)
-        span = {"agent": agent, "node": node, "status": status, "start": ts, "end": None}
-        self._open[key] = span
-        self.spans.append(span)
+        mission = self._mission_key(body, node)
+        self.history.open(mission, agent, node, self._label(node) or node, ts)
 
-    def _close_span(self, agent: str, node: str, ts: int) -> None:
-        span = self._open.pop((agent, node), None)
-        if span is not None:
-            span["end"] = max(ts, span["start"])
+    def _close_span(
+        self, agent: str, node: str, body: dict[str, Any], ts: int, how: str = "inactive"
+    ) -> None:
+        self.history.close(self._mission_key(body, node), agent, node, ts, how)
+
+    def _failed(self, env: Envelope, body: dict[str, Any]) -> None:
+        """A driver's behaviour failed: the robot's span on the node ends failed, why."""
+        node, robot = body.get("node"), body.get("robot")
+        if not isinstance(node, str) or not isinstance(robot, str):
+            return
+        reason = str(body.get("reason") or "failed")
+        self._stamp(env.ts)
+        mission = self._mission_key(body, node)
+        self.history.mark(mission, robot, node, self._label(node) or node, env.ts, "failed", reason)
+
+    def _kitting_span(self, env: Envelope, body: dict[str, Any]) -> None:
+        """A kitting action (seed 001): a span from its start to its end or abort."""
+        task, action, phase = body.get("task"), body.get("action"), body.get("phase")
+        if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < 1000:
+            return
+        node = f"kit/{task}/{str(action)[:4]}"  # a row per spot and action (R2, then R3)
+        if phase == "start" and isinstance(action, str):
+            self._stamp(env.ts)
+            mission = self._mission_key(body)
+            label = f"{action[:4]} {spot_label(task)}"
+            self.history.open(mission, env.sender, node, label, env.ts)
+        elif phase in ("end", "abort"):
+            how = "done" if phase == "end" else "inactive"
+            self.history.close(self._mission_key(body), env.sender, node, env.ts, how)
 
     def _transition(self, env: Envelope, body: dict[str, Any]) -> None:
         node, status = body.get("node"), body.get("status")
@@ -187,18 +234,18 @@ class WebState:
         agent = env.sender
         if status == "working":
             self.working[node] = agent
-            self._open_span(agent, node, "working", env.ts)
+            self._open_span(agent, node, body, env.ts)
         elif status in ("done", "skipped"):
             if self.working.get(node) == agent:
                 del self.working[node]
             if status == "skipped":
                 self.skipped.add(node)
             self.done_by.setdefault(node, agent)
-            self._close_span(agent, node, env.ts)
+            self._close_span(agent, node, body, env.ts, "done")
         elif status == "inactive":
             if self.working.get(node) == agent:
                 del self.working[node]
-            self._close_span(agent, node, env.ts)
+            self._close_span(agent, node, body, env.ts)
 
     def _world_state(self, ts: int, body: dict[str, Any]) -> None:
         try:
@@ -214,11 +261,19 @@ class WebState:
             },
         }
 
-    def _ltl_plan(self, robot: str, body: dict[str, Any]) -> None:
-        """A robot's LTL plan (seed 003): its actions, to mark off as steps arrive."""
+    def _ltl_plan(self, robot: str, body: dict[str, Any], ts: int) -> None:
+        """A robot's LTL plan (seed 003): its actions, to mark off as steps arrive; on
+        the timeline, its first action from now on (the last plan's work is over)."""
         plan = body["plan"]
         actions = plan.get("actions") if isinstance(plan.get("actions"), list) else []
-        self.plans[str(plan.get("robot") or robot)] = {
+        robot = str(plan.get("robot") or robot)
+        mission = self._mission_key(body)
+        self.history.close_all(mission, robot, ts, "inactive")
+        if actions:  # a row per plan and step: a re-plan's actions get their own rows
+            self._stamp(ts)
+            node = f"ltl/{body.get('epoch')}.{body.get('seq')}/0"
+            self.history.open(mission, robot, node, str(actions[0])[:60], ts)
+        self.plans[robot] = {
             "epoch": body.get("epoch"),
             "seq": body.get("seq"),
             "strategy": body.get("strategy"),
@@ -228,14 +283,21 @@ class WebState:
             "done": False,
         }
 
-    def _ltl_progress(self, robot: str, kind: str, body: dict[str, Any]) -> None:
+    def _ltl_progress(self, robot: str, kind: str, body: dict[str, Any], ts: int) -> None:
         plan = self.plans.get(robot)
         if plan is None or (body.get("epoch"), body.get("seq")) != (plan["epoch"], plan["seq"]):
             return
+        mission = self._mission_key(body)
         if kind == "ltl.done":
             plan["done"], plan["steps"] = True, len(plan["actions"])
-        else:
-            plan["steps"] = min(len(plan["actions"]), plan["steps"] + 1)
+            self.history.close_all(mission, robot, ts, "done")
+            return
+        plan["steps"] = min(len(plan["actions"]), plan["steps"] + 1)
+        self.history.close_all(mission, robot, ts, "done")
+        if plan["steps"] < len(plan["actions"]):
+            step = plan["steps"]
+            node = f"ltl/{plan['epoch']}.{plan['seq']}/{step}"
+            self.history.open(mission, robot, node, plan["actions"][step][:60], ts)
 
     def _schedule(self, env: Envelope, body: dict[str, Any]) -> None:
         """An allocation reply's schedule (seed 001): who does which task when."""
@@ -284,19 +346,19 @@ class WebState:
             and (row.kind or self.factsheets.get(agent, {}).get("kind")) == "mission_queue"
         )
 
-    def _people(self, events: list[WorkEvent]) -> None:
+    def _people(self, events: list[WorkEvent], body: dict[str, Any]) -> None:
         """Apply the people's work (``HumanWork``) to the tree and the timeline."""
         for event in events:
             person, node = event.person, event.node
             if event.started:
                 self.working[node] = person
-                self._open_span(person, node, "working", event.ts)
+                self._open_span(person, node, body, event.ts)
                 continue
             if self.working.get(node) == person:
                 del self.working[node]
             if event.done:
                 self.done_by.setdefault(node, person)
-            self._close_span(person, node, event.ts)
+            self._close_span(person, node, body, event.ts, "done" if event.done else "inactive")
 
     # -- reading -------------------------------------------------------------------
 
@@ -345,6 +407,31 @@ class WebState:
             }
         return out
 
+    def _timelines(
+        self, now: int, complete: bool
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The current mission's timeline (the one the team reports, else the drawn
+        tree's, else the latest heard of) and the other kept missions' by id, each
+        from its start. ``missions`` lists the kept ones, oldest first, with their
+        state, for the page to pick from."""
+        board = self.monitor.board
+        ids = self.history.ids()
+        shown = next((m for m in (board.current(), self.tree_mission) if m in ids), None)
+        shown = shown or (ids[-1] if ids else None)
+        views = {m: v for m in ids if (v := self.history.view(m or None, now)) is not None}
+        current = views.pop(shown, None) if shown is not None else None
+        if current is None:
+            current = {"mission": None, "t0": self.t0 or now, "now": now, "end": None, "spans": []}
+        elif complete and current["end"] is None:  # the picture's clock stops with the tree
+            ends = [s["end"] for s in current["spans"] if s["end"] is not None]
+            current["now"] = max(ends, default=current["now"])
+        current["missions"] = []
+        for m in ids:
+            view = board.view(m) or {}
+            row = {"id": m, "state": view.get("state"), "kind": view.get("kind")}
+            current["missions"].append(row)
+        return current, views
+
     def snapshot(self, now_ms: int | None = None) -> dict[str, Any]:
         """The whole page as JSON-ready data."""
         snap = self.monitor.snapshot()
@@ -359,9 +446,7 @@ class WebState:
             if (row.get("kind") or row["factsheet"].get("kind")) == "human":
                 row["done"] = sorted(n for n, a in self.done_by.items() if a == agent_id)
         nodes = self.node_states()
-        stopped_at = None
         if self._tree_stopped():  # nobody works on a mission that ended
-            stopped_at = self.monitor.board.updated.get(self.tree_mission or "")
             for row in snap["agents"].values():
                 if row.get("node") in nodes:
                     label = row.get("node_label") or row["node"]
@@ -376,16 +461,9 @@ class WebState:
         snap["mission"]["complete"] = bool(root and nodes[root]["state"] == "done")
         snap["mission"]["done_by"] = {n: a for n, a in self.done_by.items() if n in leaves}
         snap["tree"] = {"root": root, "nodes": nodes}
-        t0 = self.t0 or now
-        if snap["mission"]["complete"]:  # the clock of the picture stops with the mission
-            ends = [s["end"] for s in self.spans if s["end"] is not None]
-            now = max(ends, default=now)
-        snap["timeline"] = {
-            "t0": t0,
-            "now": now,
-            "spans": [_ended(s, stopped_at) for s in self.spans],
-            "labels": {n: self._label(n) for n in leaves},
-        }
+        snap["timeline"], snap["timelines"] = self._timelines(now, snap["mission"]["complete"])
+        snap["timeline"]["labels"] = {n: self._label(n) for n in leaves}
+        snap["map"] = self.floor.view()
         snap["alerts"] = list(self.alerts)
         snap["people"] = {
             person: {"node": node, "holding": self.humans.holding.get(person)}
@@ -406,14 +484,6 @@ class WebState:
             for d in self.monitor.dialogs
         ]  # fmt: skip
         return snap
-
-
-def _ended(span: dict[str, Any], at: int | None) -> dict[str, Any]:
-    """A copy of a timeline span, closed at `at` when it is open and `at` is given."""
-    out = dict(span)
-    if at is not None and out["end"] is None:
-        out["end"] = max(at, out["start"])
-    return out
 
 
 def _descendants(node: Any) -> list[str]:

@@ -151,49 +151,112 @@ function renderTree(s) {
   $("tree").innerHTML = `<svg id="tree-svg" viewBox="0 0 ${width} ${height}" width="100%" style="max-height:${height + 20}px">${edges.join("")}${boxes.join("")}</svg>`;
 }
 
-function renderTimeline(s) {
-  const tl = s.timeline;
-  if (!tl || !tl.spans.length) return;
-  const rows = [], index = {};
-  for (const sp of tl.spans) {
-    const key = sp.agent + "\u0000" + sp.node;
-    if (!(key in index)) { index[key] = rows.length; rows.push({ agent: sp.agent, node: sp.node }); }
+// the mission whose timeline is shown: the one picked, while it is kept, else the
+// team's current one
+let timelinePick = "";
+let timelineKey = "";
+const SPAN_COLOURS = { working: "#3d85c6", done: "#3d85c6", inactive: "#8fb3dd", failed: "#cc3d3d", stopped: "#a34a4a" };
+const END_COLOURS = { succeeded: "#6aa84f", failed: "#cc3d3d", timed_out: "#cc3d3d", cancelled: "#6b7385" };
+
+function pickTimeline(s) {
+  const tl = s.timeline || {};
+  const missions = tl.missions || [];
+  const pick = $("timeline-pick");
+  const key = missions.map((m) => `${m.id}:${m.state}`).join(",") + "|" + tl.mission;
+  if (pick.dataset.key !== key) {
+    pick.dataset.key = key;
+    pick.replaceChildren(...missions.slice().reverse().map((m) => {
+      const o = document.createElement("option");
+      o.value = m.id;
+      o.textContent = `${m.id || "(unnamed)"}${m.kind ? " · " + m.kind : ""}${m.state ? " · " + m.state.replace("_", " ") : ""}${m.id === tl.mission ? " (current)" : ""}`;
+      return o;
+    }));
   }
-  rows.sort((a, b) => (a.agent < b.agent ? -1 : a.agent > b.agent ? 1 : (a.node < b.node ? -1 : 1)));
+  pick.hidden = missions.length < 2;
+  const kept = timelinePick && (s.timelines || {})[timelinePick];
+  if (!kept) timelinePick = "";
+  pick.value = timelinePick || tl.mission || "";
+  return kept || tl;
+}
+
+$("timeline-pick").addEventListener("change", () => {
+  timelinePick = $("timeline-pick").value === (last && last.timeline.mission) ? "" : $("timeline-pick").value;
+  timelineKey = "";
+  if (last) renderTimeline(last);
+});
+
+function renderTimeline(s) {
+  const tl = pickTimeline(s);
+  $("timeline-of").textContent = tl.mission ? `of mission ${tl.mission}` : "";
+  const width = Math.max(300, Math.round($("timeline").clientWidth || 1000));
+  const key = JSON.stringify([tl.mission, tl.spans.length, tl.now, tl.end, width, tl.spans.map((x) => x.status + x.end)]);
+  if (key === timelineKey) return;
+  timelineKey = key;
+  if (!tl.spans.length) {
+    $("timeline").className = "empty";
+    $("timeline").textContent = tl.mission ? "no work yet in this mission" : "no work yet";
+    return;
+  }
+  // one row per agent and node, agents in order, their nodes in the order begun
+  const rows = [], index = {};
+  const first = {};
+  for (const sp of tl.spans) {
+    const k = sp.agent + "\u0000" + sp.node;
+    if (!(k in index)) { index[k] = rows.length; rows.push({ agent: sp.agent, node: sp.node, label: sp.label || sp.node, start: sp.start }); }
+    first[sp.agent] = Math.min(first[sp.agent] === undefined ? Infinity : first[sp.agent], sp.start);
+  }
+  rows.sort((a, b) => (a.agent !== b.agent ? (a.agent < b.agent ? -1 : 1) : a.start - b.start));
   rows.forEach((r, i) => { index[r.agent + "\u0000" + r.node] = i; });
   const kinds = {};
   for (const [id, a] of Object.entries(s.agents)) kinds[id] = a.kind;
-  const L = 190, RH = 20, width = 1000, chart = width - L - 10;
+  // drawn in CSS pixels (the SVG is as wide as its box), so labels stay 11 px on a phone
+  const L = Math.round(Math.min(220, Math.max(120, width * 0.42))), RH = 20, chart = width - L - 14;
+  const fits = Math.floor((L - 8) / 6.2);
+  const cut = (text) => (text.length > fits ? text.slice(0, fits - 1) + "…" : text);
   const span = Math.max(1000, tl.now - tl.t0);
-  const x = (t) => L + (chart * (t - tl.t0)) / span;
-  const height = rows.length * RH + 26;
+  const x = (t) => +(L + (chart * (t - tl.t0)) / span).toFixed(1);
+  const top = tl.end ? 16 : 0;
+  const height = top + rows.length * RH + 26;
   const out = [];
   let prev = null;
   rows.forEach((r, i) => {
-    const y = i * RH;
+    const y = top + i * RH;
     if (r.agent !== prev) {
       out.push(`<line x1="0" x2="${width}" y1="${y}" y2="${y}" stroke="#dde1e8"/>`);
       prev = r.agent;
     }
     const who = kinds[r.agent] === "human" ? `${r.agent} (person)` : r.agent;
-    out.push(`<text x="4" y="${y + 14}" font-size="11"><tspan font-weight="600">${esc(who)}</tspan> ${esc(tl.labels[r.node] || r.node)}</text>`);
+    out.push(`<text class="row-label" x="4" y="${y + 14}" font-size="11"><title>${esc(who)}: ${esc(r.label)} [${esc(r.node)}]</title><tspan font-weight="600">${esc(cut(who))}</tspan> ${esc(cut(r.label).slice(0, Math.max(0, fits - who.length)))}</text>`);
     out.push(`<rect x="${L}" y="${y + 3}" width="${chart}" height="${RH - 6}" fill="${COLOURS.inactive}"/>`);
   });
   for (const sp of tl.spans) {
     const i = index[sp.agent + "\u0000" + sp.node];
+    const y = top + i * RH;
     const end = sp.end === null ? tl.now : sp.end;
-    out.push(`<rect class="span" x="${x(sp.start)}" y="${i * RH + 3}" width="${Math.max(2, x(end) - x(sp.start))}" height="${RH - 6}" fill="${COLOURS[sp.status] || COLOURS.working}"/>`);
-    if (sp.end !== null && s.mission.done_by && s.mission.done_by[sp.node] === sp.agent) {
-      out.push(`<rect x="${x(sp.end)}" y="${i * RH + 3}" width="${Math.max(0, x(tl.now) - x(sp.end))}" height="${RH - 6}" fill="${COLOURS.done}"/>`);
+    const why = sp.reason ? `: ${sp.reason}` : "";
+    const tip = `${sp.agent} · ${sp.label || sp.node} · ${sp.status}${why} (${((sp.start - tl.t0) / 1000).toFixed(1)}-${((end - tl.t0) / 1000).toFixed(1)} s)`;
+    out.push(`<rect class="span" data-status="${esc(sp.status)}" data-agent="${esc(sp.agent)}" data-node="${esc(sp.node)}" x="${x(sp.start)}" y="${y + 3}" width="${Math.max(2, x(end) - x(sp.start))}" height="${RH - 6}" fill="${SPAN_COLOURS[sp.status] || SPAN_COLOURS.working}"><title>${esc(tip)}</title></rect>`);
+    if (sp.status === "done") {
+      out.push(`<rect x="${x(sp.end)}" y="${y + 3}" width="${Math.max(0, x(tl.now) - x(sp.end))}" height="${RH - 6}" fill="${COLOURS.done}" opacity=".7"/>`);
+    } else if (sp.status === "failed") {
+      out.push(`<text class="failed-mark" x="${x(end) + 3}" y="${y + 14}" font-size="12" font-weight="700" fill="#cc3d3d"><title>${esc(tip)}</title>✗ ${esc((sp.reason || "failed").slice(0, 40))}</text>`);
     }
   }
-  const step = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600].find((v) => (span / 1000) / v <= 10) || 1200;
+  const axis = top + rows.length * RH;
+  const step = [1, 2, 5, 10, 20, 30, 60, 120, 300, 600].find((v) => (span / 1000) / v <= Math.max(3, chart / 90)) || 1200;
   for (let t = 0; t <= span / 1000; t += step) {
     const xx = x(tl.t0 + t * 1000);
-    out.push(`<line x1="${xx}" x2="${xx}" y1="0" y2="${rows.length * RH}" stroke="#00000014"/><text x="${xx}" y="${rows.length * RH + 16}" font-size="11" text-anchor="middle" fill="#6b7385">${t} s</text>`);
+    out.push(`<line x1="${xx}" x2="${xx}" y1="${top}" y2="${axis}" stroke="#00000014"/><text x="${xx}" y="${axis + 16}" font-size="11" text-anchor="middle" fill="#6b7385">${t} s</text>`);
+  }
+  if (tl.end) {
+    const xe = x(tl.end.ts), colour = END_COLOURS[tl.end.state] || "#6b7385";
+    const words = `${tl.end.state.replace("_", " ")}${tl.end.reason ? ": " + tl.end.reason : ""}`;
+    const anchor = xe > L + chart / 2 ? "end" : "start";
+    out.push(`<g class="mission-end" data-state="${esc(tl.end.state)}"><line x1="${xe}" x2="${xe}" y1="0" y2="${axis}" stroke="${colour}" stroke-width="2"/>` +
+      `<text x="${anchor === "end" ? xe - 4 : xe + 4}" y="12" font-size="11" font-weight="600" text-anchor="${anchor}" fill="${colour}"><title>${esc(words)}</title>${esc(words.slice(0, Math.floor(chart / 7)))}</text></g>`);
   }
   $("timeline").className = "";
-  $("timeline").innerHTML = `<svg id="timeline-svg" viewBox="0 0 ${width} ${height}" width="100%">${out.join("")}</svg>`;
+  $("timeline").innerHTML = `<svg id="timeline-svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}">${out.join("")}</svg>`;
 }
 
 function renderAlerts(s) {
@@ -229,7 +292,9 @@ function renderBroker(s) {
 function gantt(title, sched) {
   const rows = Object.entries(sched.rows);
   const end = Math.max(1e-9, sched.makespan || 0, ...rows.flatMap(([, ts]) => ts.map((t) => t.finish)));
-  const L = 90, RH = 24, width = 1000, chart = width - L - 10;
+  // drawn in CSS pixels, as wide as its box, so its labels keep their size on a phone
+  const width = Math.max(300, Math.round($("plans").clientWidth || 1000));
+  const L = 90, RH = 24, chart = width - L - 10;
   const x = (t) => L + (chart * t) / end;
   const bars = [];
   rows.forEach(([agent, tasks], i) => {
@@ -238,7 +303,7 @@ function gantt(title, sched) {
   });
   bars.push(`<text x="${L}" y="${rows.length * RH + 14}" font-size="11" fill="#6b7385">0 s</text><text x="${width - 10}" y="${rows.length * RH + 14}" font-size="11" text-anchor="end" fill="#6b7385">${end.toFixed(1)} s (makespan)</text>`);
   return `<div class="gantt"><b>${esc(title)}</b> <span class="small">from ${esc(sched.from)} at ${clock(sched.ts)}</span>
-    <svg viewBox="0 0 ${width} ${rows.length * RH + 20}" width="100%">${bars.join("")}</svg></div>`;
+    <svg viewBox="0 0 ${width} ${rows.length * RH + 20}" width="${width}" height="${rows.length * RH + 20}">${bars.join("")}</svg></div>`;
 }
 
 function renderPlans(s) {
@@ -361,6 +426,7 @@ function render(s) {
   renderMissions(s);
   renderAgents(s);
   renderTree(s);
+  renderMap(s);
   renderPlans(s);
   renderTimeline(s);
   renderAlerts(s);
