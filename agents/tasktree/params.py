@@ -6,6 +6,10 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
+from teamtree.planners.tasktree import LeaseTerms
+
+_LEASE = LeaseTerms()  # the lease keys' defaults are the body's lease terms'
+
 
 class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     """Keys of a task-tree robot; ``driver`` defaults to ``<id>-driver`` (given by the kind)."""
@@ -31,9 +35,20 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
         30.0
     )
     stall_timeout_s: Annotated[float, Meta(ge=0, description="seconds (0: never give up)")] = 60.0
-    lease_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 3.0
-    lease_renew_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = 0.5
-    lease_margin_s: Annotated[float, Meta(ge=0, description="seconds (0 or more)")] = 1.0
+    lease_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = (
+        _LEASE.lease_s
+    )
+    lease_renew_s: Annotated[float, Meta(gt=0, description="a positive number of seconds")] = (
+        _LEASE.renew_s
+    )
+    lease_margin_s: Annotated[float, Meta(ge=0, description="seconds (0 or more)")] = (
+        _LEASE.margin_s
+    )
     avoid_contention: Annotated[bool, Meta(description="true or false")] = True
     declared_interest: Annotated[bool, Meta(description="true or false")] = True
     interest_prefetch: Annotated[int, Meta(ge=0, description="a whole number (0 or more)")] = 4
+
+    def lease(self) -> LeaseTerms:
+        """The body's lease these keys give; ValueError when ``lease_renew_s`` is not
+        below ``lease_s``."""
+        return LeaseTerms(self.lease_s, self.lease_renew_s, self.lease_margin_s)
