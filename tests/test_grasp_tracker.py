@@ -39,8 +39,8 @@ def test_distance_only_potentials_score_no_grasp_and_a_start_owes_it() -> None:
     potentials = grasps.potentials()
     assert set(potentials) == {CUP, TEA} and all(p > 0 for p in potentials.values())
     assert grasps.scores[CUP]["grasp"] is None and grasps.cache == {}
-    score = grasps.started(CUP)
-    assert score["grasp"] is None and grasps.owed[CUP][0] == "cup"
+    score, owed = grasps.started(CUP)
+    assert owed and score["grasp"] is None and grasps.owed[CUP][0] == "cup"
     grasps.score_owed(CUP, structlog.get_logger("test"))
     assert CUP not in grasps.owed and grasps.scores[CUP]["grasp"] is not None
     assert grasps.grasps_to_publish() == {CUP: round(grasps.scores[CUP]["grasp"], 2)}
@@ -55,7 +55,8 @@ def test_distance_and_grasp_potentials_are_published_once_per_change() -> None:
     assert published is not None and set(published) == {CUP, TEA}
     grasps.potentials()  # the same poses: the same (cached) scores
     assert grasps.grasps_to_publish() is None
-    assert grasps.started(CUP)["grasp"] is not None and not grasps.owed  # known: no debt
+    score, owed = grasps.started(CUP)
+    assert score["grasp"] is not None and not owed and not grasps.owed  # known: no debt
 
 
 def test_a_score_depends_on_the_seed_and_pose_not_on_the_order() -> None:

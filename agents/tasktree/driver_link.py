@@ -146,7 +146,7 @@ class DriverLink:
         if not c.connected or not self.host.connection.connected.is_set():
             return
         for node in list(c.mine):
-            if node not in c.paused_leaves and node not in self._failing:  # ended
+            if node not in c.paused_leaves and not self.failing(node):  # ended
                 await self.command("behaviour.renew", node)
 
     # -- what the driver says, and what it does not -------------------------------

@@ -96,9 +96,10 @@ class GraspTracker:
         grasp = self.cache[key]
         return 0.0 if grasp < self.min_grasp else grasp  # tables round; a chord is no grasp
 
-    def started(self, node: str) -> dict[str, float]:
-        """`node`'s scores as its behaviour starts: its grasp filled in when known,
-        else owed (``owed``; the caller schedules ``score_later``)."""
+    def started(self, node: str) -> tuple[dict[str, float], bool]:
+        """`node`'s scores as its behaviour starts, its grasp filled in when known, and
+        whether the grasp is owed instead (``owed``: the caller schedules
+        ``score_later``)."""
         score = self.scores.setdefault(node, {})
         name = self.world.tree[node].param_dict.get("object")
         objects = self.world.objects
@@ -109,7 +110,8 @@ class GraspTracker:
                 self._written.add(node)
             else:
                 self.owed[node] = (name, shape)
-        return score
+                return score, True
+        return score, False
 
     async def score_later(self, node: str, log: Any) -> None:
         """Score a started behaviour's grasp off the claims' path (GRASP_SCORE_DELAY_S)."""

@@ -253,8 +253,8 @@ class RobotAgent(PeerRuleMember):
     async def _command(self, kind: str, node: str) -> None:
         """Send the driver `kind` about `node`; an execute's grasp is scored (or owed)."""
         if kind == "behaviour.execute":
-            score = self.grasps.started(node)
-            if node in self.grasps.owed:
+            score, owed = self.grasps.started(node)
+            if owed:
                 self.spawn(self.grasps.score_later(node, self.log), "grasp")
             grasp = score.get("grasp")
             self.log.info(
