@@ -22,6 +22,7 @@ import timeit
 from typing import Any
 
 from teamtree.agents.runtime.observation_wire import decode_observation
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp
 from teamtree.broker.topics import build, parse
@@ -62,7 +63,7 @@ async def measure(n: int, number: int, repeats: int) -> float:
     leaves = ", ".join(f"PLACE(object=o{i})" for i in range(n))
     robot = RobotAgent(
         "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=parse_tree(f"AND({leaves})"),
-        profile="pr2", driver="pr2-driver", roster=["pr2"], metric="distance",
+        params=RobotParams(profile="pr2", driver="pr2-driver", metric="distance"), roster=["pr2"],
     )  # fmt: skip
     await robot.setup()
     body = observation_body(n)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build
@@ -71,14 +72,14 @@ async def robot_holding_a_leaf(
     execute: (robot, node, command id)."""
     robot = cls(
         "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-        profile="pr2", driver="pr2-driver", roster=["pr2", "baxter"],
+        params=RobotParams(profile="pr2", driver="pr2-driver"), roster=["pr2", "baxter"],
     )  # fmt: skip
     await robot.setup()
     if body_watch is not None:
-        robot._body_watch = body_watch
+        robot.link.body_watch = body_watch
     robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
     await robot.feed(PotentialsChanged({"root/0": 1.0, "root/1": 0.5}))
     await robot.feed(Tick())  # no peers online: the claim is won at once
     node = robot.controller.my_working
     assert node == "root/0"
-    return robot, node, robot._command_of[node]
+    return robot, node, robot.link.command_of[node]

@@ -12,6 +12,7 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint
 from teamtree.planners.tasktree import BodyWatch, TaskController, Tick
@@ -125,17 +126,17 @@ def test_a_team_that_stands_still_ends_with_an_error_naming_the_open_leaves() ->
     async def run() -> tuple[RobotAgent, list[dict]]:
         robot = RobotAgent(
             "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-            profile="pr2", driver="pr2-driver", stall_timeout_s=0.1,
+            params=RobotParams(profile="pr2", driver="pr2-driver", stall_timeout_s=0.1),
         )  # fmt: skip
         await robot.setup()
         robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
         with structlog.testing.capture_logs() as logs:
             for _ in range(3):
                 await robot.feed(Tick())
-                robot._check_stall()
+                robot.stall.check()
             assert robot.exit_code == 0  # not yet: it may be a pause
             await asyncio.sleep(0.15)
-            robot._check_stall()
+            robot.stall.check()
         return robot, logs
 
     robot, logs = asyncio.run(run())
@@ -149,7 +150,7 @@ def test_a_busy_team_is_never_a_stall() -> None:
         robot, _, _ = await _robot_holding_a_leaf()
         robot.stall_timeout_s = 0.05
         for _ in range(3):
-            robot._check_stall()
+            robot.stall.check()
             await asyncio.sleep(0.05)
         return robot
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint
 from teamtree.planners.tasktree import NodeStatus, TaskController, Transition
@@ -19,10 +20,10 @@ def test_a_peers_done_waits_for_the_worlds_keyframe() -> None:
     async def run() -> dict[str, set[str]]:
         robot = RobotAgent(
             "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-            profile="pr2", driver="pr2-driver", roster=["pr2", "baxter"],
+            params=RobotParams(profile="pr2", driver="pr2-driver"), roster=["pr2", "baxter"],
         )  # fmt: skip
         await robot.setup()
-        evidence = robot._evidence_leaves()
+        evidence = robot.world.evidence_leaves()
         robot.controller = c = TaskController(
             TREE, "pr2", online_peers={"baxter"}, default_potential=0.0, evidence_leaves=evidence
         )

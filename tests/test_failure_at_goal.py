@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from teamtree.agents.tasktree.robot import FAILURE_HOLD_OBSERVATIONS, RobotAgent
+from teamtree.agents.tasktree.driver_link import FAILURE_HOLD_OBSERVATIONS
+from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Incoming
 from teamtree.planners.tasktree import NodeStatus, PublishTransition
 from tests.robot_in_process import from_driver, observation, robot_holding_a_leaf
@@ -88,7 +89,7 @@ def test_a_failure_that_left_the_object_elsewhere_gives_the_node_back() -> None:
 def test_a_held_failure_is_given_back_by_its_deadline_when_no_observation_comes() -> None:
     async def run() -> Recorder:
         robot, command_id = await _robot_holding_the_cup()
-        robot._renewed_at = float("inf")  # no lease renewal in this test
+        robot.link.renewed_at = float("inf")  # no lease renewal in this test
         await robot._receive(_failed(command_id, 2))
         await robot.on_tick()
         assert robot.controller.my_working == "root/0"

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-import teamtree.agents.tasktree.robot as robot_module
+import teamtree.agents.tasktree.grasp_tracker as grasp_module
 from teamtree.agents.observers.recorder import behaviour_summary
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, decode
 from teamtree.planners.tasktree import TaskController, Tick
@@ -29,38 +30,38 @@ async def _won(metric: str = "distance") -> tuple[RobotAgent, str, str, Any]:
     """A robot that sees the table, wins a leaf and starts it: (robot, node, the leaf's
     object, its shape at the start)."""
     robot = RobotAgent(
-        "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE, profile="pr2",
-        driver="pr2-driver", roster=["pr2", "baxter"], metric=metric,
+        "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE, roster=["pr2", "baxter"],
+        params=RobotParams(profile="pr2", driver="pr2-driver", metric=metric),
     )  # fmt: skip
     await robot.setup()
-    await robot._load_numpy()
+    await robot.grasps.load_numpy()
     robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
     await robot._receive(observation(None, 1))  # the arm and both objects
     await robot.feed(Tick())  # no peer online: the claim is won at once
     node = robot.controller.my_working
     assert node is not None
     name = TREE[node].param_dict["object"]
-    return robot, node, name, robot.objects[name]
+    return robot, node, name, robot.world.objects[name]
 
 
 def _fresh_score(robot: RobotAgent, name: str, shape: Any) -> float:
-    robot._grasp_cache.clear()
-    return robot._grasp(name, shape)
+    robot.grasps.cache.clear()
+    return robot.grasps.grasp(name, shape)
 
 
 def test_the_grasp_is_scored_after_the_start_not_in_the_winning_handler(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(robot_module, "GRASP_SCORE_DELAY_S", 0.01)
+    monkeypatch.setattr(grasp_module, "GRASP_SCORE_DELAY_S", 0.01)
 
     async def run() -> None:
         robot, node, name, shape = await _won()
-        assert robot.scores.get(node, {}).get("grasp") is None  # not scored yet
+        assert robot.grasps.scores.get(node, {}).get("grasp") is None  # not scored yet
         working = [t for t in _transitions(robot) if t["status"] == "working"]
         assert [t["node"] for t in working] == [node] and working[0]["grasp"] is None
         await asyncio.sleep(0.1)
-        grasp = robot.scores[node]["grasp"]
-        assert grasp is not None and node not in robot._grasp_owed
+        grasp = robot.grasps.scores[node]["grasp"]
+        assert grasp is not None and node not in robot.grasps.owed
         assert grasp == _fresh_score(robot, name, shape)
 
     asyncio.run(run())
@@ -69,15 +70,15 @@ def test_the_grasp_is_scored_after_the_start_not_in_the_winning_handler(
 def test_a_behaviour_that_ends_first_carries_the_grasp_of_its_start(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(robot_module, "GRASP_SCORE_DELAY_S", 60.0)
+    monkeypatch.setattr(grasp_module, "GRASP_SCORE_DELAY_S", 60.0)
 
     async def run() -> None:
         robot, node, name, shape = await _won()
-        command_id = robot._command_of[node]
+        command_id = robot.link.command_of[node]
         moved = [p + 0.05 for p in shape.position]
         await robot._receive(observation(command_id, 2, position=moved))  # it moved
-        assert robot.objects[name].position != shape.position
-        assert robot.scores.get(node, {}).get("grasp") is None
+        assert robot.world.objects[name].position != shape.position
+        assert robot.grasps.scores.get(node, {}).get("grasp") is None
         failed = {"command_id": command_id, "node": node, "robot": "pr2", "ok": False,
                   "reason": "lease_expired", "t": 3.0}  # fmt: skip
         await robot._receive(from_driver("behaviour.failed", "progress", failed, 3))
@@ -93,7 +94,7 @@ def test_under_distance_and_grasp_the_working_transition_carries_it() -> None:
     async def run() -> None:
         robot, _, name, shape = await _won("distance+grasp")
         working = [t for t in _transitions(robot) if t["status"] == "working"]
-        assert working[0]["grasp"] is not None and not robot._grasp_owed
+        assert working[0]["grasp"] is not None and not robot.grasps.owed
         assert working[0]["grasp"] == _fresh_score(robot, name, shape)
 
     asyncio.run(run())

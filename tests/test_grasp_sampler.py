@@ -379,6 +379,7 @@ def test_a_robots_grasp_score_depends_on_the_pose_scored_not_on_what_came_before
     """A robot's grasp score of an object at a pose, from an arm base, is the same
     whichever objects it scored before (it used to draw from one stream, so reading
     more observations gave an object another score), and its seed changes it."""
+    from teamtree.agents.tasktree.params import RobotParams
     from teamtree.agents.tasktree.robot import RobotAgent
     from teamtree.broker import Endpoint
     from teamtree.planners.tasktree import parse_tree
@@ -389,19 +390,17 @@ def test_a_robots_grasp_score_depends_on_the_pose_scored_not_on_what_came_before
             team="t1",
             endpoint=Endpoint("127.0.0.1", 1),
             tree=parse_tree("AND(PLACE(object=cup), PLACE(object=pot))"),
-            profile="pr2",
-            driver="pr2-driver",
-            seed=seed,
+            params=RobotParams(profile="pr2", driver="pr2-driver", seed=seed),
         )
-        r.arm = ArmModel((0.0, 0.0, 0.9), 1.0, 0.12, orientation="sideways")
+        r.world.arm = ArmModel((0.0, 0.0, 0.9), 1.0, 0.12, orientation="sideways")
         return r
 
     cup = ShapePrimitive("cylinder", (0.04, 0.1), (0.4, 0.1, 0.85))
     pot = ShapePrimitive("cylinder", (0.045, 0.2), (0.3, -0.3, 0.9))
     first, second = robot(7), robot(7)
-    a = (first._grasp("cup", cup), first._grasp("pot", pot))
-    b = (second._grasp("pot", pot), second._grasp("cup", cup))
+    a = (first.grasps.grasp("cup", cup), first.grasps.grasp("pot", pot))
+    b = (second.grasps.grasp("pot", pot), second.grasps.grasp("cup", cup))
     assert a == b[::-1] and a[0] > 0 and a[1] > 0
     moved = ShapePrimitive("cylinder", (0.04, 0.1), (0.41, 0.1, 0.85))
-    assert first._grasp("cup", moved) != a[0]  # another pose: another sample
-    assert robot(8)._grasp("cup", cup) != a[0]  # another seed: another sample
+    assert first.grasps.grasp("cup", moved) != a[0]  # another pose: another sample
+    assert robot(8).grasps.grasp("cup", cup) != a[0]  # another seed: another sample

@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, decode
 from teamtree.planners.tasktree import TaskController, parse_tree
@@ -53,7 +54,7 @@ def _published(robot: RobotAgent) -> list[dict[str, float]]:
 def _current(robot: RobotAgent) -> dict[str, float]:
     return {
         leaf: round(score["grasp"], 2)
-        for leaf, score in robot.scores.items()
+        for leaf, score in robot.grasps.scores.items()
         if score.get("grasp") is not None
     }
 
@@ -66,10 +67,10 @@ def test_the_last_grasp_scores_published_are_the_current_ones(
     async def run() -> None:
         robot = RobotAgent(
             "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-            profile="pr2", driver="pr2-driver", roster=["pr2"],
+            params=RobotParams(profile="pr2", driver="pr2-driver"), roster=["pr2"],
         )  # fmt: skip
         await robot.setup()
-        await robot._load_numpy()
+        await robot.grasps.load_numpy()
         robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
         where = {n: 0.3 + 0.1 * i for i, n in enumerate(NAMES)}
         await robot._receive(arm_observation(1, 0.9, _objects(where), full=True))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_wire import interest_to_wire
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
@@ -29,7 +30,8 @@ def test_a_declaration_counts_only_from_an_agent_of_the_robots_kind() -> None:
     async def run() -> RobotAgent:
         robot = RobotAgent(
             "pr2", team=TEAM, endpoint=Endpoint("127.0.0.1", 1), tree=TREE,
-            profile="pr2", driver="pr2-driver", roster=["pr2", "baxter", "world"],
+            params=RobotParams(profile="pr2", driver="pr2-driver"),
+            roster=["pr2", "baxter", "world"],
         )  # fmt: skip
         await robot.setup()
         robot.team_view.apply_factsheet("world", {"kind": "world"})

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.runtime.config import load_config
+from teamtree.agents.tasktree.mission_config import mission_tree
 from teamtree.agents.tasktree.mission_wire import (
     MissionTreeBody,
     MissionWireError,
@@ -19,7 +20,6 @@ from teamtree.agents.tasktree.mission_wire import (
     mission_tree_body,
     tree_from_body,
 )
-from teamtree.agents.tasktree.robot import mission_tree
 from teamtree.planners.tasktree import parse_tree
 from tests.test_protocol_docs import body_of, braces, fields, keys
 

@@ -28,6 +28,7 @@ from teamtree.agents.runtime.observation_wire import (
     decode_observation,
     decode_world_state,
 )
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build, parse
@@ -170,11 +171,12 @@ def test_a_robot_drops_a_malformed_observation_naming_the_field_and_reads_the_ne
         robot = RobotAgent(
             "pr2", team="t1", endpoint=Endpoint("127.0.0.1", 1),
             tree=parse_tree("AND(PLACE(object=cup), PLACE(object=tea))"),
-            profile="pr2", driver="pr2-driver", roster=["pr2"], metric="distance",
+            params=RobotParams(profile="pr2", driver="pr2-driver", metric="distance"),
+            roster=["pr2"],
         )  # fmt: skip
         await robot.setup()
         await robot._receive(_incoming(bad, 1))
-        assert robot.objects == {}
+        assert robot.world.objects == {}
         await robot._receive(_incoming(good, 2))
         return robot
 
@@ -184,8 +186,8 @@ def test_a_robot_drops_a_malformed_observation_naming_the_field_and_reads_the_ne
     assert len(drops) == 1 and drops[0]["reason"] == "malformed"
     assert "$.objects[...].position[1]" in drops[0]["detail"], drops[0]
     assert robot.stats["dropped.malformed"] == 1
-    assert set(robot.objects) == {"cup", "tea"}
-    assert robot.arm_position == tuple(good["robot"]["arm"])
+    assert set(robot.world.objects) == {"cup", "tea"}
+    assert robot.world.arm_position == tuple(good["robot"]["arm"])
 
 
 def test_the_worlds_state_is_a_world_state_body() -> None:

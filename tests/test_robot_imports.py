@@ -14,6 +14,7 @@ SCRIPT = textwrap.dedent(
     """
     import asyncio, gc, sys, threading
 
+    from teamtree.agents.tasktree.params import RobotParams
     from teamtree.agents.tasktree.robot import RobotAgent
     from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
     from teamtree.broker.topics import build
@@ -54,20 +55,20 @@ SCRIPT = textwrap.dedent(
         robot = RobotAgent(
             "pr2", team="t1", endpoint=Endpoint("127.0.0.1", 1),
             tree=parse_tree("AND(PLACE(object=cup), PLACE(object=tea))"),
-            profile="pr2", driver="pr2-driver", roster=["pr2"],
+            params=RobotParams(profile="pr2", driver="pr2-driver"), roster=["pr2"],
         )
         await robot.setup()
         frozen = gc.get_freeze_count()
         await robot._receive(observation(1))
-        print("scored before numpy:", sorted(robot.scores))
+        print("scored before numpy:", sorted(robot.grasps.scores))
         for hid in range(2, 1200):  # the driver's observations go on meanwhile
-            if robot.scores:
+            if robot.grasps.scores:
                 break
             await asyncio.sleep(0.05)
             await robot._receive(observation(hid))
-        print("scored after numpy:", sorted(robot.scores))
+        print("scored after numpy:", sorted(robot.grasps.scores))
         print("numpy imported on the main thread:", threads)
-        robot._grasp_rng(("cup",)).random()  # a grasp's sampler, as a behaviour's start scores
+        robot.grasps.rng(("cup",)).random()  # a grasp's sampler, as a behaviour's start scores
         print("numpy.random imported on the main thread:", random_threads)
         print("frozen after numpy's import:", gc.get_freeze_count() > frozen + 10_000)
 

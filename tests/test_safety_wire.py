@@ -12,6 +12,7 @@ import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.tasktree.peer_wire import (
     claim_from_wire,
     reply_from_wire,
@@ -103,8 +104,7 @@ def make_robot(roster: list[str] | None = ("pr2", "baxter")) -> RobotAgent:  # t
         team=TEAM,
         endpoint=Endpoint("127.0.0.1", 1),
         tree=TREE,
-        profile="pr2",
-        driver="pr2-driver",
+        params=RobotParams(profile="pr2", driver="pr2-driver"),
         roster=None if roster is None else list(roster),
     )
     return robot

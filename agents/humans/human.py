@@ -171,7 +171,7 @@ class HumanAgent(Agent):
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the policies and their keys; read the mission tree. Raises
         ConfigError naming the key."""
-        from teamtree.agents.tasktree.robot import mission_tree
+        from teamtree.agents.tasktree.mission_config import mission_tree
 
         params = decode_params(spec, config, HumanParams, hand=spec.id)
         reader = spec_reader(spec, config)

@@ -210,7 +210,7 @@ class _Trial:
 
     def observe(self, r: _Robot) -> None:
         """What the agent does with one observation: finished commands, effects seen,
-        potentials (``RobotAgent._potentials``)."""
+        potentials (``GraspTracker.potentials``, agents/tasktree/grasp_tracker.py)."""
         for ev in self.world.events_since(r.seq, r.rid):
             r.seq = max(r.seq, ev["seq"])
             if ev["kind"] not in ("finished", "failed"):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from teamtree.agents.tasktree.robot import SNAPSHOT_EVERY_S
+from teamtree.agents.tasktree.snapshot_publisher import SNAPSHOT_EVERY_S
 from tests.conftest import run_recorded
 
 pytestmark = pytest.mark.integration

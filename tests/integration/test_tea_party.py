@@ -49,7 +49,7 @@ def check_tea_party(records: list[dict]) -> dict[str, list[dict]]:
             assert open_spans, f"{body['agent']} finished {body['node']} it never started"
             open_spans[-1]["end"] = rec["ts"]
             # under the distance metric alone the grasp comes after the start: the done
-            # transition carries it (GRASP_SCORE_DELAY_S in agents/tasktree/robot.py)
+            # transition carries it (GRASP_SCORE_DELAY_S in agents/tasktree/grasp_tracker.py)
             open_spans[-1]["grasp"] = body.get("grasp")
     done = {node for node, s in spans.items() if any(x["end"] is not None for x in s)}
     for node, node_spans in spans.items():

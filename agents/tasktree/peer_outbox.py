@@ -1,0 +1,116 @@
+"""What a task-tree robot's controller says to its peers, put on the wire: claims,
+claim replies, declarations of interest and their acknowledgements, potentials and
+each claim's decision (docs/protocol.md, "Task trees"). The human teammates are peers
+whose answers the robot gives itself (``HumanTeammates``): nothing goes on the wire
+to them.
+
+- ``_/claims`` ``node.claim``: a claim to every peer (without declared interest);
+  ``<me>/claims/<peer>``: to one peer (with declared interest, the default, to each
+  peer whose declaration meets it; also a claim asked again)
+- ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
+- ``_/interest`` (``<me>/interest/<peer>``) ``node.interest``,
+  ``<me>/interest_ack/<declarer>`` ``node.interest_ack`` (planners/tasktree/interest.py)
+- ``<me>/potentials`` ``node.potentials``: retained, QoS 0: eq. 1 of its best open
+  leaves, for the team's contention avoidance (planners/tasktree/contention.py)
+- ``<me>/events`` ``node.claim_decided``: each claim won or lost, why, and how long it
+  took (``elapsed_ms``, from its first publish; absent if it was never published)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from teamtree.agents.tasktree.human_teammates import HumanTeammates
+from teamtree.agents.tasktree.peer_wire import (
+    claim_to_wire,
+    interest_ack_to_wire,
+    interest_to_wire,
+    potentials_to_wire,
+    reply_to_wire,
+)
+from teamtree.agents.tasktree.robot_host import RobotHost
+from teamtree.planners.tasktree import (
+    ClaimDecided,
+    PublishClaim,
+    PublishInterest,
+    PublishInterestAck,
+    PublishPotentials,
+    PublishReply,
+)
+
+__all__ = ["CLAIMS", "CLAIM_REPLY", "INTEREST", "INTEREST_ACK", "POTENTIALS", "PeerOutbox"]
+
+CLAIMS = "claims"
+POTENTIALS = "potentials"
+CLAIM_REPLY = "claim_reply"
+INTEREST = "interest"
+INTEREST_ACK = "interest_ack"
+
+
+class PeerOutbox:
+    """Publishes `host`'s peer-rule actions; `humans` answer from their models."""
+
+    def __init__(self, host: RobotHost, humans: HumanTeammates):
+        self.host = host
+        self.humans = humans
+        self._claim_clock: tuple[str, float] | None = None
+        """The pending claim's id and when it was first published (``perf_counter``):
+        its decision reports ``elapsed_ms`` to a fraction of a millisecond (stamps are
+        whole milliseconds, and a claim takes 2-3 of them at 8 robots)."""
+
+    async def send(self, action: Any) -> bool:
+        """Carry out `action` if it is one of the peer rule's messages; False if not."""
+        host, humans = self.host, self.humans
+        match action:
+            case PublishClaim(claim=claim, to=to):
+                if self._claim_clock is None or self._claim_clock[0] != claim.claim_id:
+                    self._claim_clock = (claim.claim_id, time.perf_counter())
+                if to is None:
+                    await host.publish(CLAIMS, "node.claim", claim_to_wire(claim), team=True)
+                elif to not in humans:  # only the peer that must answer receives it
+                    body = claim_to_wire(claim)
+                    await host.publish(CLAIMS, "node.claim", body, recipient=to, to=to)
+                humans.claimed(claim, to)
+            case PublishReply(reply=reply):
+                await host.publish(
+                    CLAIM_REPLY, "node.claim_reply", reply_to_wire(reply), recipient=reply.claimant
+                )
+            case PublishInterest(interest=interest, to=to):
+                body = interest_to_wire(interest)
+                if to is None:
+                    await host.publish(INTEREST, "node.interest", body, team=True)
+                elif to not in humans:
+                    await host.publish(INTEREST, "node.interest", body, recipient=to, to=to)
+                humans.declared(interest, to)
+            case PublishInterestAck(ack=ack):
+                if ack.declarer not in humans:
+                    body = interest_ack_to_wire(ack)
+                    await host.publish(
+                        INTEREST_ACK, "node.interest_ack", body, recipient=ack.declarer
+                    )
+            case PublishPotentials(potentials=potentials):
+                body = potentials_to_wire(host.id, potentials, host.tree.leaves)
+                await host.publish(POTENTIALS, "node.potentials", body, qos=0, retain=True)
+            case ClaimDecided():
+                await self._decided(action)
+            case _:
+                return False
+        return True
+
+    async def _decided(self, decided: ClaimDecided) -> None:
+        """Log and publish a claim's decision, with how long it took."""
+        claim, won, reason = decided.claim, decided.won, decided.reason
+        body: dict[str, Any] = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
+        clock, self._claim_clock = self._claim_clock, None
+        if clock is not None and clock[0] == claim.claim_id:
+            body["elapsed_ms"] = round((time.perf_counter() - clock[1]) * 1000, 3)
+        self.host.log.info(
+            "node.claim_won" if won else "node.claim_lost",
+            node=claim.node,
+            label=self.host.tree[claim.node].label,
+            potential=round(claim.potential, 4),
+            latency_ms=body.get("elapsed_ms", self.host._now()[0] - claim.stamp[0]),
+            reason=reason,
+        )
+        await self.host.publish("events", "node.claim_decided", body | {"reason": reason})
