@@ -1,6 +1,7 @@
 """Observers: read a team from the broker without joining it (monitor, recorder, timeline,
 the people's work; the web view is the ``web`` subpackage)."""
 
+from teamtree.agents.observers.event_words import event_words
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent, human_rows
 from teamtree.agents.observers.mission_labels import (
     mission_labels,
@@ -35,6 +36,7 @@ __all__ = [
     "WorkEvent",
     "behaviour_summary",
     "draw_timeline",
+    "event_words",
     "human_rows",
     "load_records",
     "mission_end",

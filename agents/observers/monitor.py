@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace as replace_struct
 
+from teamtree.agents.observers.event_words import event_words
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
 from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, MissionBoard
@@ -224,7 +225,7 @@ class MonitorState:
             self.favor_counts[kind] += 1
             self.favors.append({"sender": env.sender, "kind": kind, "ts": env.ts, "to": env.to})
         elif kind.endswith(".done") or kind.endswith(".started") or topic.channel == "status":
-            self.row(env.sender).status = kind
+            self.row(env.sender).status = event_words(kind)
         self._request_reply(env, topic)
 
     def _transition(self, agent: str, body: dict[str, Any]) -> None:
