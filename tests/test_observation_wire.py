@@ -88,6 +88,12 @@ def test_the_vda5050_bridges_observation_is_read_with_defaults() -> None:
     assert obs.robot.command_id is None and obs.robot.arm == (1.0, 2.0, 0.0)
     assert obs.objects["B"] == ObjectView("box", (0.5, 0.5, 0.05), (3.0, 0.0, 0.0))
     assert set(obs.objects) == {"A", "B", "p1"} and obs.hands == {}
+    assert driver.observation()["robot"]["errors"] == []
+    driver.agv_state["errors"] = [
+        {"errorType": "noRouteError", "errorLevel": "WARNING", "errorDescription": "B blocked"},
+        "not an error object",
+    ]
+    assert driver.observation()["robot"]["errors"] == ["noRouteError: B blocked"]
 
 
 @pytest.mark.parametrize(

@@ -242,3 +242,17 @@ def test_a_cancel_outranking_a_success_is_the_timelines_end() -> None:
     status(state, "m1", "cancelled", 2500, "cancelled by alice")
     end = state.snapshot(now_ms=3000)["timeline"]["end"]
     assert end == {"ts": 2000, "state": "cancelled", "reason": "cancelled by alice"}
+
+
+def test_an_agvs_errors_are_on_the_map() -> None:
+    """A driver that reports the AGV's errors: the map shows them, and no note says
+    errors are missing."""
+    state = WebState(TEAM)
+    feed(state, "agv7-driver", "factsheet", "factsheet", {"kind": "vda5050_driver"}, 900)
+    obs = {"t": 1.0, "robot": {"name": "agv7", "arm": [3.0, 4.0, 0.0], "battery": 12.0,
+                               "connection": "ONLINE", "errors": ["noRouteError: B blocked"]},
+           "objects": {}}  # fmt: skip
+    feed(state, "agv7-driver", "observation", "observation", obs, 1000)
+    snap = state.snapshot(now_ms=2000)["map"]
+    assert snap["table"]["robots"]["agv7"]["errors"] == ["noRouteError: B blocked"]
+    assert AGV_NOTE not in snap["notes"]

@@ -80,6 +80,10 @@ from teamtree.drivers.vda5050.topics import AgvAddress, Headers
 _QOS = {"order": 0, "instantActions": 0}
 
 
+MAX_SHOWN_ERRORS = 5
+"""The AGV's current errors an observation carries (the first ones it lists)."""
+
+
 @dataclass
 class _Running:
     """The behaviour the AGV is carrying out for the robot."""
@@ -596,6 +600,10 @@ class Vda5050DriverAgent(DriverAgent):
                 "battery": (state.get("batteryState") or {}).get("batteryCharge"),
                 "operating_mode": state.get("operatingMode"),
                 "safety": state.get("safetyState"),
+                # the AGV's own words for what is wrong now (errorType: description)
+                "errors": [
+                    error_text(e) for e in (state.get("errors") or []) if isinstance(e, dict)
+                ][:MAX_SHOWN_ERRORS],
             },
             "objects": objects,
         }

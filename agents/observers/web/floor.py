@@ -33,7 +33,7 @@ MAX_NOTES = 6
 #: AGVs and objects from VDA 5050 observations kept on the plan
 MAX_AGVS = 50
 AGV_NOTE = (
-    "AGV errors are not shown: the VDA 5050 driver's observation does not carry them "
+    "AGV errors are not shown: this VDA 5050 driver's observation does not carry them "
     "(a failed order's error is under Alerts)"
 )
 
@@ -144,6 +144,7 @@ class FloorMap:
             "battery": battery,
             "connection": _str(robot.get("connection")),
             "busy": bool(robot.get("busy")),
+            "errors": [str(e)[:160] for e in _list(robot.get("errors"))[:5]],
             "driver": driver,
             "holding": next(
                 (n for n, o in _items(body.get("objects")) if o.get("held_by") == name), None
@@ -254,6 +255,11 @@ def _items(value: Any) -> list[tuple[str, dict[str, Any]]]:
     if not isinstance(value, dict):
         return []
     return [(str(k)[:80], v) for k, v in list(value.items())[:500] if isinstance(v, dict)]
+
+
+def _list(value: Any) -> list[Any]:
+    """`value` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def _object(o: dict[str, Any], at: list[float]) -> dict[str, Any]:

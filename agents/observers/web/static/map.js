@@ -109,7 +109,8 @@ function renderTable(t) {
   const f = frame(p, pts, Math.max(0.25, span * 0.12), 420);
   const r0 = Math.max(9, 0.12 * f.k);
   robots.forEach(([name, r], i) => {
-    const colour = r.agv && r.connection && r.connection !== "ONLINE" ? "#a34a4a" : ROBOT_COLOURS[i % ROBOT_COLOURS.length];
+    const failing = r.agv && ((r.connection && r.connection !== "ONLINE") || (r.errors || []).length > 0);
+    const colour = failing ? "#a34a4a" : ROBOT_COLOURS[i % ROBOT_COLOURS.length];
     const g = p.bodies.item("r:" + name, (parent) => {
       const el = svgEl("g", { class: "map-robot", "data-robot": name }, parent);
       svgEl("line", { class: "reach", stroke: "#5d6577", "stroke-width": 2 }, el);
@@ -129,6 +130,7 @@ function renderTable(t) {
     setAttrs(g.querySelector(".gripper"), { cx: arm[0], cy: arm[1], visibility: r.agv ? "hidden" : "visible" });
     const extra = r.agv
       ? [r.battery !== null && r.battery !== undefined ? `battery ${Math.round(r.battery)}%` : "battery ?", r.connection || "?"]
+          .concat((r.errors || []).map((e) => "error " + e))
       : [];
     setText(g.querySelector("title"), `${name}${r.profile ? " (" + r.profile + ")" : ""} at (${r.x}, ${r.y})` +
       (r.holding ? `, holding ${r.holding}` : "") + (extra.length ? ` · ${extra.join(" · ")}` : ""));
