@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol.peer_wire import (
     claim_from_wire,
     claim_to_wire,
     interest_ack_from_wire,

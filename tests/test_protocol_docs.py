@@ -31,8 +31,8 @@ from teamtree.agents.runtime.resync import (
     SyncDoneBody,
     SyncRequestBody,
 )
-from teamtree.agents.tasktree import dialog_wire
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol import dialog_wire
+from teamtree.agents.treeprotocol.peer_wire import (
     ClaimWire,
     InterestAckWire,
     InterestWire,
