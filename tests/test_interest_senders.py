@@ -1,4 +1,4 @@
-"""Who a robot takes a declaration of interest from (agents/tasktree/peer_member.py).
+"""Who a robot takes a declaration of interest from (agents/treeprotocol/peer_member.py).
 
 A declaration makes its sender a peer whose acknowledgement every claim waits for
 (planners/tasktree/interest.py, I3), so a robot takes ``node.interest`` and

@@ -1,4 +1,4 @@
-"""The peer rule's messages on the wire (agents.peer_wire)."""
+"""The peer rule's messages on the wire (agents.treeprotocol.peer_wire)."""
 
 from __future__ import annotations
 

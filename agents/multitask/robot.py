@@ -55,6 +55,7 @@ from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.treeprotocol.mission_wire import mission_tree_body
 from teamtree.agents.treeprotocol.peer_member import PeerRuleMember
 from teamtree.agents.treeprotocol.peer_wire import (
+    LeafSnapshotWire,
     LeafTransitionWire,
     UnitTransitionWire,
     claim_to_wire,
@@ -418,14 +419,11 @@ class MultitaskRobot(PeerRuleMember):
         await self.publish(RESOURCES, "multitask.resources", body, retain=True)
 
     async def _publish_snapshot(self) -> None:
-        body = {
-            "agent": self.id,
-            "stamp": self._stamp(),
-            "done": sorted(self.task_state.done),
-            "skipped": sorted(self.task_state.skipped),
-            "working": sorted(self.task_state.working),
-        }
-        await self.publish(SNAPSHOT, "node.snapshot", body, retain=True)
+        state = self.task_state
+        body = LeafSnapshotWire(
+            self.id, self._stamp(), sorted(state.done), sorted(state.skipped), sorted(state.working)
+        )
+        await self.publish(SNAPSHOT, "node.snapshot", msgspec.to_builtins(body), retain=True)
         await self._report_units()
 
     async def _report_units(self) -> None:

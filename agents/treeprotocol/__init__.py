@@ -36,6 +36,7 @@ _HOMES = {
     ),
     "peer_member": ("PeerRuleMember", "claim_limits"),
     "peer_wire": (
+        "LeafSnapshotWire",
         "LeafTransitionWire",
         "PeerWireError",
         "TransitionWire",

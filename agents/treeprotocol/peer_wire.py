@@ -37,6 +37,7 @@ __all__ = [
     "ClaimWire",
     "InterestAckWire",
     "InterestWire",
+    "LeafSnapshotWire",
     "LeafTransitionWire",
     "PeerWireError",
     "PotentialsWire",
@@ -147,6 +148,17 @@ class SnapshotWire(Struct, frozen=True):
     stamp: StampWire
     done: list[str]
     working: str | list[str] | None = None
+
+
+class LeafSnapshotWire(Struct, frozen=True):
+    """A multitask robot's ``node.snapshot`` (docs/multitask.md): its leaves done,
+    skipped (their goal already held) and working, each a list."""
+
+    agent: str
+    stamp: StampWire
+    done: list[str]
+    skipped: list[str]
+    working: list[str]
 
 
 class PotentialsWire(Struct, frozen=True):
