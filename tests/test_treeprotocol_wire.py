@@ -34,17 +34,7 @@ from teamtree.agents.treeprotocol.peer_wire import (
     transition_from_wire,
     transition_to_wire,
 )
-from teamtree.planners.tasktree import (
-    Claim,
-    ClaimReply,
-    Interest,
-    InterestAck,
-    NodeReport,
-    NodeStatus,
-    PeerState,
-    Snapshot,
-    Transition,
-)
+from teamtree.planners import tasktree as tt
 from tests.test_wire import bodies
 
 ids = st.text("abcdefgh/0123456789_", min_size=1, max_size=8)
@@ -59,15 +49,15 @@ def pack(body: Any) -> bytes:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    claim=st.builds(Claim, ids, ids, ids, stamps, potentials, st.integers(0, 9)),
+    claim=st.builds(tt.Claim, ids, ids, ids, stamps, potentials, st.integers(0, 9)),
     reports=st.lists(
-        st.builds(NodeReport, ids, st.sampled_from(PeerState), st.none() | ids,
+        st.builds(tt.NodeReport, ids, st.sampled_from(tt.PeerState), st.none() | ids,
                   st.none() | stamps, potentials),
         max_size=4,
     ),
 )  # fmt: skip
 def test_claims_and_replies_go_out_as_the_hand_built_maps_did(
-    claim: Claim, reports: list[NodeReport]
+    claim: tt.Claim, reports: list[tt.NodeReport]
 ) -> None:
     """The maps the robots built by hand before the Structs encoded them, byte for byte."""
     by_hand = {
@@ -79,7 +69,7 @@ def test_claims_and_replies_go_out_as_the_hand_built_maps_did(
         "round": claim.round,
     }
     assert pack(claim_to_wire(claim)) == pack(by_hand)
-    reply = ClaimReply(claim.claim_id, claim.node, claim.claimant, "r", tuple(reports), 3)
+    reply = tt.ClaimReply(claim.claim_id, claim.node, claim.claimant, "r", tuple(reports), 3)
     by_hand = {
         "claim_id": reply.claim_id,
         "node": reply.node,
@@ -102,12 +92,12 @@ def test_claims_and_replies_go_out_as_the_hand_built_maps_did(
 
 @settings(max_examples=200, deadline=None)
 @given(
-    transition=st.builds(Transition, ids, ids, st.sampled_from(NodeStatus), stamps),
+    transition=st.builds(tt.Transition, ids, ids, st.sampled_from(tt.NodeStatus), stamps),
     potential=maybe,
     grasp=st.one_of(st.none(), st.floats(0, 100, allow_nan=False)),
 )
 def test_a_robots_transition_goes_out_as_before_and_comes_back(
-    transition: Transition, potential: float | None, grasp: float | None
+    transition: tt.Transition, potential: float | None, grasp: float | None
 ) -> None:
     t = transition
     body = transition_to_wire(t, potential, grasp)
@@ -127,14 +117,14 @@ def test_a_robots_transition_goes_out_as_before_and_comes_back(
 
 @settings(max_examples=100, deadline=None)
 @given(
-    transition=st.builds(Transition, ids, ids, st.sampled_from(NodeStatus), stamps),
+    transition=st.builds(tt.Transition, ids, ids, st.sampled_from(tt.NodeStatus), stamps),
     step=st.integers(0, 99),
     sim_s=st.floats(0, 1e4, allow_nan=False),
     working=st.booleans(),
     leaves=st.lists(ids, max_size=4),
 )
 def test_a_multitask_robots_transitions_go_out_as_before_and_decode_as_transitions(
-    transition: Transition, step: int, sim_s: float, working: bool, leaves: list[str]
+    transition: tt.Transition, step: int, sim_s: float, working: bool, leaves: list[str]
 ) -> None:
     """A leaf's transition adds its round's keys (a working one its potential, a null
     grasp and the rest); a unit's adds its leaves; the peer rule reads both."""
@@ -160,10 +150,10 @@ def test_snapshots_and_acknowledgements_keep_their_shape() -> None:
                "working": ["c", "d"]}  # fmt: skip
     assert pack(msgspec.to_builtins(leaves)) == pack(by_hand)
     assert pack(msgspec.convert(by_hand, LeafSnapshotWire, strict=True)) == pack(by_hand)
-    snap = snapshot_to_wire(Snapshot("pr2", stamp, ("a",), ("b", "c")))
+    snap = snapshot_to_wire(tt.Snapshot("pr2", stamp, ("a",), ("b", "c")))
     assert list(snap) == ["agent", "stamp", "done", "working"]
     assert snap["stamp"] == [5, 1, "pr2"] and snap["working"] == ["b", "c"]
-    ack = interest_ack_to_wire(InterestAck("bx", "pr2", stamp, Interest("bx", stamp, ("a",))))
+    ack = interest_ack_to_wire(tt.InterestAck("bx", "pr2", stamp, tt.Interest("bx", stamp, ("a",))))
     assert ack == {"agent": "bx", "declarer": "pr2", "stamp": [5, 1, "pr2"],
                    "own": {"agent": "bx", "stamp": [5, 1, "pr2"], "leaves": ["a"]}}  # fmt: skip
 
