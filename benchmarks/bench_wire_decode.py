@@ -31,7 +31,7 @@ from teamtree.agents.capability.favor_wire import (
     request_from_wire,
     request_to_wire,
 )
-from teamtree.agents.tasktree.peer_wire import ClaimWire, claim_from_wire, claim_to_wire
+from teamtree.agents.treeprotocol.peer_wire import ClaimWire, claim_from_wire, claim_to_wire
 from teamtree.hardware import StrengthCapability, make_robot
 from teamtree.planners.capability import JOBS, FavorQuery, FavorRequest, Method, PassiveMatcher
 from teamtree.planners.tasktree import Claim

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.runtime.rate_limit import SenderBuckets, TokenBucket
-from teamtree.agents.tasktree.peer_member import claim_limits
+from teamtree.agents.treeprotocol.peer_member import claim_limits
 from teamtree.planners.tasktree import Claim, Interest, NetworkModel, SimConfig, parse_tree
 from teamtree.planners.tasktree.peer_sim import _Sim
 from tests.test_tasktree_property import tree_texts, wide_tree_texts

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.humans.terminal import TerminalHuman
-from teamtree.agents.tasktree.dialog_wire import (
+from teamtree.agents.treeprotocol.dialog_wire import (
     BODIES,
     AskWire,
     BeliefWire,

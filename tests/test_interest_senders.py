@@ -1,4 +1,4 @@
-"""Who a robot takes a declaration of interest from (agents/tasktree/peer_member.py).
+"""Who a robot takes a declaration of interest from (agents/treeprotocol/peer_member.py).
 
 A declaration makes its sender a peer whose acknowledgement every claim waits for
 (planners/tasktree/interest.py, I3), so a robot takes ``node.interest`` and
@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 
 from teamtree.agents.tasktree.params import RobotParams
-from teamtree.agents.tasktree.peer_wire import interest_to_wire
 from teamtree.agents.tasktree.robot import RobotAgent
+from teamtree.agents.treeprotocol.peer_wire import interest_to_wire
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build
 from teamtree.planners.tasktree import Interest, PotentialsChanged, TaskController, Tick

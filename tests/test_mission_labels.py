@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.observers.mission_labels import mission_labels, tree_labels
-from teamtree.agents.tasktree.mission_wire import mission_tree_body
+from teamtree.agents.treeprotocol.mission_wire import mission_tree_body
 from teamtree.planners.multitask import pick_and_place_tree
 from teamtree.planners.tasktree import parse_tree
 from tests.test_wire import bodies

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.runtime.config import load_config
-from teamtree.agents.tasktree.mission_config import mission_tree
-from teamtree.agents.tasktree.mission_wire import (
+from teamtree.agents.treeprotocol.mission_config import mission_tree
+from teamtree.agents.treeprotocol.mission_wire import (
     MissionTreeBody,
     MissionWireError,
     decode_mission_tree,

@@ -1,4 +1,4 @@
-"""The peer rule's messages on the wire (agents.peer_wire)."""
+"""The peer rule's messages on the wire (agents.treeprotocol.peer_wire)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol.peer_wire import (
     claim_from_wire,
     claim_to_wire,
     interest_ack_from_wire,

@@ -31,16 +31,20 @@ from teamtree.agents.runtime.resync import (
     SyncDoneBody,
     SyncRequestBody,
 )
-from teamtree.agents.tasktree import dialog_wire
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol import dialog_wire
+from teamtree.agents.treeprotocol.decided_wire import ClaimDecidedWire
+from teamtree.agents.treeprotocol.peer_wire import (
     ClaimWire,
     InterestAckWire,
     InterestWire,
+    LeafSnapshotWire,
+    LeafTransitionWire,
     PotentialsWire,
     ReplyWire,
     ReportWire,
     SnapshotWire,
     TransitionWire,
+    UnitTransitionWire,
 )
 from teamtree.hardware import sim_wire
 
@@ -108,6 +112,7 @@ PEER = {
     "node.potentials": PotentialsWire,
     "node.interest": InterestWire,
     "node.interest_ack": InterestAckWire,
+    "node.claim_decided": ClaimDecidedWire,
 }
 
 
@@ -119,6 +124,20 @@ def test_protocol_md_task_tree_bodies_match_the_types(kind: str) -> None:
         assert set(keys(braces(documented["reports"]))) == fields(ReportWire)
     if kind == "node.interest_ack":
         assert set(keys(braces(documented["own"]))) == fields(InterestWire)
+
+
+def test_multitask_md_transitions_match_the_types() -> None:
+    """A leaf's ``node.transition``: the keys every one has, and those ``working`` adds;
+    a unit's carries its leaves (and never a potential or a grasp score)."""
+    cell = body_of(DOCS / "multitask.md", "node.transition")
+    every = set(keys(braces(cell)))
+    added = set(re.findall(r"`([a-z_]+)(?::[^`]*)?`", cell[cell.index("adds") :]))
+    assert every == fields(LeafTransitionWire) - _optional(LeafTransitionWire)
+    assert added == _optional(LeafTransitionWire)
+    unit = set(keys(braces(body_of(DOCS / "multitask.md", "unit.transition"))))
+    assert unit == fields(UnitTransitionWire) - _optional(UnitTransitionWire)
+    snapshot = set(keys(braces(body_of(DOCS / "multitask.md", "node.snapshot"))))
+    assert snapshot == fields(LeafSnapshotWire)
 
 
 def test_favors_md_request_body_matches_the_types() -> None:

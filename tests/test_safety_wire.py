@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.tasktree.params import RobotParams
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.tasktree.robot import RobotAgent
+from teamtree.agents.treeprotocol.peer_wire import (
     claim_from_wire,
     reply_from_wire,
     snapshot_from_wire,
     transition_from_wire,
 )
-from teamtree.agents.tasktree.robot import RobotAgent
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build
 from teamtree.planners.tasktree import TaskController, parse_tree

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol.peer_wire import (
     PeerWireError,
     potentials_from_wire,
     potentials_to_wire,

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.runtime.config import parse_mission
-from teamtree.agents.tasktree.mission_wire import mission_tree_body, tree_from_body
-from teamtree.agents.tasktree.peer_wire import reply_to_wire, snapshot_to_wire
+from teamtree.agents.treeprotocol.mission_wire import mission_tree_body, tree_from_body
+from teamtree.agents.treeprotocol.peer_wire import reply_to_wire, snapshot_to_wire
 from teamtree.broker import ConfigError, Envelope, HlcStamp, SpecificationError, encode
 from teamtree.broker.envelope import MAX_PAYLOAD
 from teamtree.planners.tasktree import (

@@ -34,7 +34,7 @@ from teamtree.agents.capability.favor_wire import (
     request_from_wire,
     request_to_wire,
 )
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol.peer_wire import (
     ClaimWire,
     PeerWireError,
     ReplyWire,

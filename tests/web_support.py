@@ -190,7 +190,9 @@ class ChurnRobot(Agent):
             await self.publish("state", "node.transition", {**body, "status": "inactive"})
             if n % 7 == 0:
                 await self.publish(
-                    "state", "node.claim_decided", {"node": node, "won": False, "reason": "churn"}
+                    "state",
+                    "node.claim_decided",
+                    {"claim_id": f"{self.id}-{n}", "node": node, "won": False, "reason": "churn"},
                 )
             if n % 11 == 0:
                 await self.publish(

@@ -321,8 +321,8 @@ async def _tree(args: argparse.Namespace) -> int:
     from teamtree.agents.observers.mission import read_snapshots
     from teamtree.agents.runtime.current_run import read_current_run
     from teamtree.agents.runtime.mission import mission_of
-    from teamtree.agents.tasktree.mission_config import mission_tree
-    from teamtree.agents.tasktree.peer_wire import working_leaves
+    from teamtree.agents.treeprotocol.mission_config import mission_tree
+    from teamtree.agents.treeprotocol.peer_wire import working_leaves
     from teamtree.planners.tasktree import NodeStatus, TaskController, render_unicode
 
     config = load_config(args.config)
@@ -388,7 +388,7 @@ EXTRA_COMMANDS = [
     "teamtree.agents.cli.ops",
     "teamtree.agents.cli.human",
     "teamtree.agents.cli.kinds",
-    "teamtree.agents.observers.web.cli",
+    "teamtree.agents.cli.web",
     "teamtree.agents.cli.dispatch",
 ]
 

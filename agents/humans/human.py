@@ -45,7 +45,7 @@ from teamtree.agents.humans.params import HumanParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
-from teamtree.agents.tasktree.dialog_wire import (
+from teamtree.agents.treeprotocol.dialog_wire import (
     AnswerWire,
     AskWire,
     DialogWireError,
@@ -171,7 +171,7 @@ class HumanAgent(Agent):
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the policies and their keys; read the mission tree. Raises
         ConfigError naming the key."""
-        from teamtree.agents.tasktree.mission_config import mission_tree
+        from teamtree.agents.treeprotocol.mission_config import mission_tree
 
         params = decode_params(spec, config, HumanParams, hand=spec.id)
         reader = spec_reader(spec, config)

@@ -32,7 +32,7 @@ from typing import Any
 
 from teamtree.agents.humans.human import DIALOG, done_leaves, find_world, leaf_objects
 from teamtree.agents.runtime.agent import Agent
-from teamtree.agents.tasktree.dialog_wire import (
+from teamtree.agents.treeprotocol.dialog_wire import (
     AnswerWire,
     AskWire,
     DialogWireError,
@@ -40,7 +40,7 @@ from teamtree.agents.tasktree.dialog_wire import (
     decode,
     to_wire,
 )
-from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
+from teamtree.agents.treeprotocol.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker import LifecycleError, RequestTimeoutError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic

@@ -46,13 +46,22 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+import msgspec
+
 from teamtree.agents.multitask.params import MultitaskParams
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.params import decode_params
-from teamtree.agents.tasktree.mission_wire import mission_tree_body
-from teamtree.agents.tasktree.peer_member import PeerRuleMember
-from teamtree.agents.tasktree.peer_wire import claim_to_wire, reply_to_wire, snapshot_to_wire
+from teamtree.agents.treeprotocol.mission_wire import mission_tree_body
+from teamtree.agents.treeprotocol.peer_member import PeerRuleMember
+from teamtree.agents.treeprotocol.peer_wire import (
+    LeafSnapshotWire,
+    LeafTransitionWire,
+    UnitTransitionWire,
+    claim_to_wire,
+    reply_to_wire,
+    snapshot_to_wire,
+)
 from teamtree.broker import ConfigError, PlanningError, SpecificationError
 from teamtree.planners.multitask import (
     Mode,
@@ -76,6 +85,7 @@ from teamtree.planners.tasktree import (
     AbortBehaviour,
     BehaviourFinished,
     ClaimDecided,
+    NodeStatus,
     PauseBehaviour,
     PresenceChanged,
     PublishClaim,
@@ -264,14 +274,9 @@ class MultitaskRobot(PeerRuleMember):
                     CLAIM_REPLY, "unit.claim_reply", reply_to_wire(reply), recipient=reply.claimant
                 )
             case PublishTransition(transition=t):
-                body = {
-                    "node": t.node,
-                    "agent": t.agent,
-                    "status": t.status.value,
-                    "stamp": list(t.stamp),
-                    "leaves": list(self.problem.tree.leaf_ids(t.node)),
-                }
-                await self.publish(UNITS, "unit.transition", body)
+                leaves = list(self.problem.tree.leaf_ids(t.node))
+                unit = UnitTransitionWire(t.node, t.agent, t.status, list(t.stamp), leaves=leaves)
+                await self.publish(UNITS, "unit.transition", msgspec.to_builtins(unit))
             case PublishSnapshot(snapshot=snap):
                 await self.publish(
                     UNIT_SNAPSHOT, "unit.snapshot", snapshot_to_wire(snap), retain=True
@@ -396,8 +401,10 @@ class MultitaskRobot(PeerRuleMember):
         return list(self._now())
 
     async def _transition(self, node: str, status: str, **extra: Any) -> None:
-        body = {"node": node, "agent": self.id, "status": status, "stamp": self._stamp()}
-        await self.publish(STATE, "node.transition", body | extra)
+        """Publish leaf `node`'s transition to `status` with ``LeafTransitionWire``'s
+        other fields (`extra`)."""
+        body = LeafTransitionWire(node, self.id, NodeStatus(status), self._stamp(), **extra)
+        await self.publish(STATE, "node.transition", msgspec.to_builtins(body))
 
     async def _publish_state(self, step: int, sim_s: float) -> None:
         world = self.task_state.world
@@ -412,14 +419,11 @@ class MultitaskRobot(PeerRuleMember):
         await self.publish(RESOURCES, "multitask.resources", body, retain=True)
 
     async def _publish_snapshot(self) -> None:
-        body = {
-            "agent": self.id,
-            "stamp": self._stamp(),
-            "done": sorted(self.task_state.done),
-            "skipped": sorted(self.task_state.skipped),
-            "working": sorted(self.task_state.working),
-        }
-        await self.publish(SNAPSHOT, "node.snapshot", body, retain=True)
+        state = self.task_state
+        body = LeafSnapshotWire(
+            self.id, self._stamp(), sorted(state.done), sorted(state.skipped), sorted(state.working)
+        )
+        await self.publish(SNAPSHOT, "node.snapshot", msgspec.to_builtins(body), retain=True)
         await self._report_units()
 
     async def _report_units(self) -> None:
@@ -605,7 +609,7 @@ class MultitaskRobot(PeerRuleMember):
 
     async def _execute(self, policy: Policy, wall0: float) -> RunResult:
         """Run rounds until the tree is done, driving the planner's ``RoundStepper`` (the
-        loop ``simulate.run_policy`` drives too) in wall time: each behaviour ends at its
+        loop ``policy.run_policy`` drives too) in wall time: each behaviour ends at its
         simulated end time, and every transition is published. Raises PlanningError when
         nothing can run or an invariant breaks."""
         alloc = self.allocator

@@ -22,7 +22,7 @@ from teamtree.agents.runtime.observation_wire import (
     WorldStateBody,
     decode_world_state,
 )
-from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
+from teamtree.agents.treeprotocol.mission_wire import MissionWireError, decode_mission_tree
 
 __all__ = ["HumanWork", "WorkEvent", "human_rows"]
 

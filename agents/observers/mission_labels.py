@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
+from teamtree.agents.treeprotocol.mission_wire import MissionWireError, decode_mission_tree
 
 __all__ = ["mission_labels", "object_words", "plain_label", "tree_labels"]
 

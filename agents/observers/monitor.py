@@ -32,8 +32,9 @@ from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, 
 from teamtree.agents.runtime.presence_wire import decode_heartbeat
 from teamtree.agents.runtime.sync_ask import SyncAsker
 from teamtree.agents.runtime.team_view import Presence, TeamView
-from teamtree.agents.tasktree.mission_wire import MissionWireError, decode_mission_tree
-from teamtree.agents.tasktree.peer_wire import working_leaves
+from teamtree.agents.treeprotocol.decided_wire import lost_claim
+from teamtree.agents.treeprotocol.mission_wire import MissionWireError, decode_mission_tree
+from teamtree.agents.treeprotocol.peer_wire import working_leaves
 from teamtree.broker import ConnectError, WireError
 from teamtree.broker.connection import Connection, Incoming
 from teamtree.broker.endpoint import Endpoint
@@ -208,14 +209,13 @@ class MonitorState:
             for node in body.get("done") or []:
                 if isinstance(node, str):
                     self.done_nodes.setdefault(node, "?")
-        elif kind == "node.claim_decided" and body.get("won") is False:
-            node = str(body.get("node"))
+        elif kind == "node.claim_decided" and (lost := lost_claim(body)) is not None:
             self.conflicts.append(
                 {
                     "agent": env.sender,
-                    "node": node,
-                    "label": self.label(node),
-                    "reason": body.get("reason"),
+                    "node": lost.node,
+                    "label": self.label(lost.node),
+                    "reason": lost.reason,
                     "ts": env.ts,
                 }
             )

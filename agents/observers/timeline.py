@@ -20,6 +20,7 @@ from teamtree.agents.observers.human_work import human_rows
 from teamtree.agents.observers.mission_labels import mission_labels
 from teamtree.agents.runtime.mission import mission_of
 from teamtree.agents.runtime.mission_status import STATUS_KIND, MissionBoard
+from teamtree.agents.treeprotocol.decided_wire import lost_claim
 from teamtree.broker import ConfigError
 
 __all__ = [
@@ -95,8 +96,8 @@ def node_intervals(
             labels.update({leaf: tree_labels_[leaf] for leaf in leaf_ids})
         elif kind == "node.claim":
             events.append((rec["ts"], rec["sender"], body.get("node"), "active", "own"))
-        elif kind == "node.claim_decided" and not body.get("won"):
-            events.append((rec["ts"], rec["sender"], body.get("node"), "inactive", "own"))
+        elif kind == "node.claim_decided" and (lost := lost_claim(body)) is not None:
+            events.append((rec["ts"], rec["sender"], lost.node, "inactive", "own"))
         elif kind == "node.transition":
             status = body.get("status")
             if status == "done":

@@ -26,16 +26,16 @@ from typing import Any
 import msgspec
 
 from teamtree.agents.runtime.observation_wire import ObservationBody
-from teamtree.agents.tasktree.dialog_wire import (
+from teamtree.agents.tasktree.robot_host import RobotHost
+from teamtree.agents.treeprotocol.dialog_wire import (
     AnswerWire,
     AskWire,
     BeliefWire,
     DialogWireError,
     ResolvedWire,
 )
-from teamtree.agents.tasktree.dialog_wire import decode as decode_dialog
-from teamtree.agents.tasktree.dialog_wire import to_wire as dialog_to_wire
-from teamtree.agents.tasktree.robot_host import RobotHost
+from teamtree.agents.treeprotocol.dialog_wire import decode as decode_dialog
+from teamtree.agents.treeprotocol.dialog_wire import to_wire as dialog_to_wire
 from teamtree.broker import TeamtreeError
 from teamtree.planners.tasktree import (
     BehaviourFinished,

@@ -21,15 +21,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from msgspec import UNSET, UnsetType
+
 from teamtree.agents.tasktree.human_teammates import HumanTeammates
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.tasktree.robot_host import RobotHost
+from teamtree.agents.treeprotocol.decided_wire import claim_decided_to_wire
+from teamtree.agents.treeprotocol.peer_wire import (
     claim_to_wire,
     interest_ack_to_wire,
     interest_to_wire,
     potentials_to_wire,
     reply_to_wire,
 )
-from teamtree.agents.tasktree.robot_host import RobotHost
 from teamtree.planners.tasktree import (
     ClaimDecided,
     PublishClaim,
@@ -101,16 +104,17 @@ class PeerOutbox:
     async def _decided(self, decided: ClaimDecided) -> None:
         """Log and publish a claim's decision, with how long it took."""
         claim, won, reason = decided.claim, decided.won, decided.reason
-        body: dict[str, Any] = {"claim_id": claim.claim_id, "node": claim.node, "won": won}
+        elapsed_ms: float | UnsetType = UNSET
         clock, self._claim_clock = self._claim_clock, None
         if clock is not None and clock[0] == claim.claim_id:
-            body["elapsed_ms"] = round((time.perf_counter() - clock[1]) * 1000, 3)
+            elapsed_ms = round((time.perf_counter() - clock[1]) * 1000, 3)
         self.host.log.info(
             "node.claim_won" if won else "node.claim_lost",
             node=claim.node,
             label=self.host.tree[claim.node].label,
             potential=round(claim.potential, 4),
-            latency_ms=body.get("elapsed_ms", self.host._now()[0] - claim.stamp[0]),
+            latency_ms=self.host._now()[0] - claim.stamp[0] if elapsed_ms is UNSET else elapsed_ms,
             reason=reason,
         )
-        await self.host.publish("events", "node.claim_decided", body | {"reason": reason})
+        body = claim_decided_to_wire(claim.claim_id, claim.node, won, reason, elapsed_ms)
+        await self.host.publish("events", "node.claim_decided", body)

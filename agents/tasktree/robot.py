@@ -35,9 +35,7 @@ from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.tasktree.driver_link import DriverLink
 from teamtree.agents.tasktree.grasp_tracker import GraspTracker
 from teamtree.agents.tasktree.human_teammates import HumanTeammates
-from teamtree.agents.tasktree.mission_config import mission_tree
 from teamtree.agents.tasktree.params import RobotParams
-from teamtree.agents.tasktree.peer_member import PeerRuleMember
 from teamtree.agents.tasktree.peer_outbox import (
     CLAIM_REPLY,
     CLAIMS,
@@ -49,6 +47,9 @@ from teamtree.agents.tasktree.peer_outbox import (
 from teamtree.agents.tasktree.snapshot_publisher import SNAPSHOT, SnapshotPublisher
 from teamtree.agents.tasktree.stall_check import StallCheck
 from teamtree.agents.tasktree.world_view import WorldView
+from teamtree.agents.treeprotocol.mission_config import mission_tree
+from teamtree.agents.treeprotocol.peer_member import PeerRuleMember
+from teamtree.agents.treeprotocol.peer_wire import transition_to_wire
 from teamtree.broker import ConfigError, SpecificationError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.lazy import lazy_module
@@ -72,10 +73,10 @@ from teamtree.planners.tasktree import (
 )
 
 if TYPE_CHECKING:
-    from teamtree.agents.tasktree import mission_wire
+    from teamtree.agents.treeprotocol import mission_wire
 else:
     # the tree's wire codec, for the mission.tree the robot publishes after ONLINE
-    mission_wire = lazy_module("teamtree.agents.tasktree.mission_wire")
+    mission_wire = lazy_module("teamtree.agents.treeprotocol.mission_wire")
 
 STATE = "state"
 MISSION = "mission"
@@ -226,18 +227,8 @@ class RobotAgent(PeerRuleMember):
                 if t.node in self.grasps.owed and t.status is not NodeStatus.WORKING:
                     self.grasps.score_owed(t.node, self.log)  # the behaviour ended first
                 score = self.grasps.scores.get(t.node, {})
-                await self.publish(
-                    STATE,
-                    "node.transition",
-                    {
-                        "node": t.node,
-                        "agent": t.agent,
-                        "status": t.status.value,
-                        "stamp": list(t.stamp),
-                        "potential": score.get("potential"),
-                        "grasp": score.get("grasp"),
-                    },
-                )
+                body = transition_to_wire(t, score.get("potential"), score.get("grasp"))
+                await self.publish(STATE, "node.transition", body)
             case PublishSnapshot(snapshot=snap):
                 await self.snapshots.throttled(snap)
             case StartBehaviour(node=node):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from teamtree.agents.runtime.mission_status import StatusReporter
-from teamtree.agents.tasktree.peer_wire import snapshot_to_wire
 from teamtree.agents.tasktree.robot_host import RobotHost
+from teamtree.agents.treeprotocol.peer_wire import snapshot_to_wire
 from teamtree.planners.tasktree import Snapshot
 
 __all__ = ["SNAPSHOT", "SNAPSHOT_EVERY_S", "SnapshotPublisher"]

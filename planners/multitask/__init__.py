@@ -2,8 +2,9 @@
 
 Pure: the pick-and-place world and behaviours (``model``), the tree mechanics with
 FindCompatible, skips and hand-offs (``allocator``), the one round loop as a stepper
-(``rounds``, driven by the simulator and by the multitask agent), a discrete simulator
-with the one-at-a-time baseline (``simulate``), and exhaustive and lookahead planners
+(``rounds``, driven by the simulator and by the multitask agent), the round loop under
+a policy (``policy``), a discrete simulator with the one-at-a-time baseline
+(``simulate``), and exhaustive and lookahead planners
 over orderings (``search``). Resources and robot profiles are in
 ``teamtree.hardware.resources``.
 """
@@ -31,6 +32,7 @@ from teamtree.planners.multitask.model import (
     pick_and_place_tree,
     problem_from_mission,
 )
+from teamtree.planners.multitask.policy import RoundPolicy, run_policy
 from teamtree.planners.multitask.rounds import (
     OpenRound,
     Round,
@@ -48,7 +50,7 @@ from teamtree.planners.multitask.search import (
     plan_policy,
     transition,
 )
-from teamtree.planners.multitask.simulate import RoundPolicy, run_policy, simulate
+from teamtree.planners.multitask.simulate import simulate
 from teamtree.planners.multitask.units import (
     UNIT_BEHAVIOR,
     adopt_peer_unit,

@@ -6,7 +6,7 @@ duration (``Durations``), and the round is over when the last has finished. The
 ``start_round`` (what to start now: the granted requests and their skips),
 ``finish`` (a behaviour ended; the stepper applies its effect), ``skip_trailing``
 (nothing runs, but skips are left to commit) and ``idle_until`` (time passed with
-nothing to do). It never sleeps, publishes or chooses: ``simulate.run_policy`` asks
+nothing to do). It never sleeps, publishes or chooses: ``policy.run_policy`` asks
 a policy and finishes each behaviour at once; the multitask agent claims units,
 sleeps until each end time and publishes every transition, driving the same stepper.
 

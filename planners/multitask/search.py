@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from teamtree.planners.multitask.allocator import MultitaskAllocator, MultitaskState, Request
 from teamtree.planners.multitask.model import BehaviourKind, distance
+from teamtree.planners.multitask.policy import RoundPolicy, run_policy
 from teamtree.planners.multitask.rounds import round_duration
-from teamtree.planners.multitask.simulate import RoundPolicy, run_policy
 from teamtree.planners.tasktree import NodeKind
 
 __all__ = [

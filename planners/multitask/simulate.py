@@ -15,7 +15,7 @@ one-at-a-time baseline), ``lookahead`` and ``optimal`` (``search``), or any poli
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from teamtree.planners.multitask.allocator import (
     Mode,
@@ -24,44 +24,11 @@ from teamtree.planners.multitask.allocator import (
     Request,
 )
 from teamtree.planners.multitask.model import MultitaskProblem
-from teamtree.planners.multitask.rounds import RoundStepper, RunResult
+from teamtree.planners.multitask.policy import run_policy
+from teamtree.planners.multitask.rounds import RunResult
+from teamtree.planners.multitask.search import exhaustive_plan, lookahead_plan, plan_policy
 
-__all__ = [
-    "RoundPolicy",
-    "run_policy",
-    "simulate",
-]
-
-RoundPolicy = Callable[[MultitaskAllocator, MultitaskState], Sequence[Request]]
-"""Chooses the requests to grant in a state (empty: nothing can run)."""
-
-
-def run_policy(
-    alloc: MultitaskAllocator,
-    policy: RoundPolicy,
-    *,
-    name: str = "policy",
-    state: MultitaskState | None = None,
-    check: bool = True,
-    max_steps: int | None = None,
-) -> RunResult:
-    """Run rounds until the tree is done or nothing can run; never raises for a stuck tree
-    (``completed`` is False). With ``check``, invariants are tested after every start
-    and finish and skipped leaves are checked never to run. Drives a ``RoundStepper``,
-    finishing each round's behaviours at once in time order."""
-    stepper = RoundStepper(alloc, state=state, check=check, max_steps=max_steps)
-    while not stepper.complete and not stepper.exhausted:
-        granted = tuple(policy(alloc, stepper.state))
-        if not granted:
-            trailing = alloc.allocate(stepper.state).trailing
-            if trailing:
-                stepper.skip_trailing(trailing)
-                continue
-            break
-        opened = stepper.start_round(granted)
-        for leaf in opened.finish_order:
-            stepper.finish(leaf)
-    return stepper.result(name)
+__all__ = ["simulate"]
 
 
 def _greedy(alloc: MultitaskAllocator, state: MultitaskState) -> Sequence[Request]:
@@ -85,8 +52,6 @@ def simulate(
         alloc = MultitaskAllocator(problem, mode=Mode.SEQUENTIAL)
         return run_policy(alloc, _greedy, name=planner, check=check)
     if planner in ("lookahead", "optimal"):
-        from teamtree.planners.multitask.search import exhaustive_plan, lookahead_plan, plan_policy
-
         alloc = MultitaskAllocator(problem)
         plan = (
             lookahead_plan(alloc, max_expansions=max_expansions)

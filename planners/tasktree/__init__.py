@@ -140,8 +140,8 @@ _HOMES = {
         "approach_geometry",
         "fit_motion",
     ),
+    "node_kind": ("NodeKind",),
     "tree": (
-        "NodeKind",
         "TaskNode",
         "TaskTree",
         "parse_tree",

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from teamtree.broker import SpecificationError
+from teamtree.planners.tasktree.node_kind import NodeKind
 
 if TYPE_CHECKING:
     from teamtree.planners.tasktree.tree import TaskNode, TaskTree
@@ -131,8 +132,6 @@ def _post_order(root: TaskNode) -> Iterator[TaskNode]:
 def _reply_bytes(tree: TaskTree) -> int:
     """The largest claim reply `tree` allows: over its leaves, every leaf of the
     conflict set reported at its largest."""
-    from teamtree.planners.tasktree.tree import NodeKind
-
     under: dict[str, int] = {}  # node id -> its leaves' report bytes
     for node in _post_order(tree.root):
         if node.is_leaf:

@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from teamtree.broker import SpecificationError
@@ -24,6 +23,7 @@ from teamtree.planners.tasktree.limits import (
     check_tree_limits,
     check_tree_shape,
 )
+from teamtree.planners.tasktree.node_kind import NodeKind
 
 __all__ = [
     "DEFAULT_BEHAVIOR",
@@ -41,19 +41,6 @@ _ID_BAD = re.compile(r"[+#$\s]")
 _ROOT = "root"
 
 ParamValue = str | int | float | bool
-
-
-class NodeKind(StrEnum):
-    """What a node is: one of the three goal nodes, or a behaviour leaf (§2.2)."""
-
-    THEN = "then"
-    """Children in order: child i+1 may start only when child i is done."""
-    AND = "and"
-    """Children in any order, possibly in parallel; done when all are done."""
-    OR = "or"
-    """Alternatives: exactly one child is executed; done when that child is done."""
-    BEHAVIOR = "behavior"
-    """A leaf that one team member executes, e.g. ``PLACE(object=cup)``."""
 
 
 _GOALS = {"then": NodeKind.THEN, "and": NodeKind.AND, "or": NodeKind.OR}

@@ -15,7 +15,7 @@ import aiomqtt
 import pytest
 
 from teamtree.agents.runtime.agent import DROP_WINDOWS_MAX
-from teamtree.agents.tasktree.peer_member import claim_limits
+from teamtree.agents.treeprotocol.peer_member import claim_limits
 from teamtree.broker.topics import build
 from teamtree.planners.tasktree import parse_tree
 from tests.chaos.harness import ROBOTS, RUNS, TREE, TeaParty, _env, record

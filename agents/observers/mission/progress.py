@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from teamtree.agents.observers.mission_labels import tree_labels
-from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
+from teamtree.agents.treeprotocol.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker.envelope import Envelope
 from teamtree.planners.tasktree.outcome import leaves_still_needed, satisfied_nodes
 from teamtree.planners.tasktree.tree import TaskTree

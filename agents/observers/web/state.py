@@ -23,7 +23,8 @@ from teamtree.agents.observers.web.history import MAX_SPANS, UNNAMED, MissionHis
 from teamtree.agents.runtime.mission import mission_of
 from teamtree.agents.runtime.mission_status import STATUS_KIND
 from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
-from teamtree.agents.tasktree.mission_wire import MissionWireError, tree_from_body
+from teamtree.agents.treeprotocol.decided_wire import lost_claim
+from teamtree.agents.treeprotocol.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.tasktree import TaskTree, spread_activation
@@ -100,9 +101,8 @@ class WebState:
             self._missions_table(env, body["missions"])
         elif kind == "node.transition":
             self._transition(env, body)
-        elif kind == "node.claim_decided" and body.get("won") is False:
-            node = str(body.get("node"))
-            self._alert(env.ts, "claim", f"{env.sender} lost the claim on {self._label(node)}")
+        elif kind == "node.claim_decided" and (lost := lost_claim(body)) is not None:
+            self._alert(env.ts, "claim", f"{env.sender} lost the claim on {self._label(lost.node)}")
         elif kind == "world.state":
             self._world_state(env.ts, body)
         elif kind == "world.violation":

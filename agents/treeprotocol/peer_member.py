@@ -29,7 +29,7 @@ from typing import Any
 from teamtree.agents.runtime.agent import Agent, AgentState
 from teamtree.agents.runtime.rate_limit import SenderBuckets
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.agents.tasktree.peer_wire import (
+from teamtree.agents.treeprotocol.peer_wire import (
     claim_from_wire,
     interest_ack_from_wire,
     interest_from_wire,

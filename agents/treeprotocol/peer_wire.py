@@ -2,10 +2,13 @@
 
 Encoders and decoders for claims, claim replies, node transitions and snapshots,
 shared by every agent that runs a ``TaskController`` (the seed 000 robot and the
-seed 004 multitask robot). Each body is a declared msgspec Struct (ClaimWire,
-ReplyWire, TransitionWire, SnapshotWire): decoders check every field's type and raise
-PeerWireError (a ``ValueError`` naming the field's path) on a malformed body; callers
-drop the message and log it. Encoders write the same keys and msgpack shapes.
+seed 004 multitask robot) and read by the observers. Each body is a declared msgspec
+Struct (ClaimWire, ReplyWire, TransitionWire, SnapshotWire, ...), and each encoder
+builds that Struct and writes its fields in order, so what goes out is what comes
+in: decoders check every field's type and raise PeerWireError (a ``ValueError``
+naming the field's path) on a malformed body; callers drop the message and log it.
+A field that is ``UNSET`` is left out of the body (a multitask robot's leaf
+transitions carry no ``potential`` once a behaviour is done).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from teamtree.planners.tasktree import (
     Claim,
@@ -34,12 +37,15 @@ __all__ = [
     "ClaimWire",
     "InterestAckWire",
     "InterestWire",
+    "LeafSnapshotWire",
+    "LeafTransitionWire",
     "PeerWireError",
     "PotentialsWire",
     "ReplyWire",
     "ReportWire",
     "SnapshotWire",
     "TransitionWire",
+    "UnitTransitionWire",
     "claim_from_wire",
     "claim_to_wire",
     "interest_ack_from_wire",
@@ -54,6 +60,7 @@ __all__ = [
     "snapshot_to_wire",
     "stamp_from_wire",
     "transition_from_wire",
+    "transition_to_wire",
     "working_leaves",
 ]
 
@@ -89,27 +96,49 @@ class ReportWire(Struct, frozen=True):
     potential: float = 0.0
 
 
-class ReplyWire(Struct, frozen=True):
-    """The ``node.claim_reply`` body."""
+class ReplyWire(Struct, frozen=True, kw_only=True):
+    """The ``node.claim_reply`` body (fields in the order they go out)."""
 
     claim_id: str
     node: str
     claimant: str
     replier: str
-    reports: list[ReportWire]
     round: int = 0
+    reports: list[ReportWire]
 
 
 class TransitionWire(Struct, frozen=True):
     """The ``node.transition`` body; ``potential`` and ``grasp`` are for observers (the
-    peer rule does not use them), other extra keys are ignored."""
+    peer rule does not use them; a seed 000 robot always sends both, null when not
+    known), other extra keys are ignored."""
 
     node: str
     agent: str
     status: NodeStatus
     stamp: StampWire
-    potential: float | None = None
-    grasp: float | None = None
+    potential: float | UnsetType | None = UNSET
+    grasp: float | UnsetType | None = UNSET
+
+
+class UnitTransitionWire(TransitionWire, frozen=True, kw_only=True):
+    """A multitask robot's ``unit.transition``: the peer rule's transition of one unit
+    (``node``), with the unit's ``leaves``."""
+
+    leaves: list[str]
+
+
+class LeafTransitionWire(TransitionWire, frozen=True, kw_only=True):
+    """A multitask robot's ``node.transition`` of one leaf (docs/multitask.md): the
+    round (``step``) and simulated time (``sim_s``) it happened at; a ``working`` one
+    adds its potential, ``grasp`` null, its simulated duration, the resources it owns,
+    the leaves started with it and its unit."""
+
+    step: int
+    sim_s: float
+    duration_s: float | UnsetType = UNSET
+    resources: list[str] | UnsetType = UNSET
+    together: list[str] | UnsetType = UNSET
+    unit: str | UnsetType = UNSET
 
 
 class SnapshotWire(Struct, frozen=True):
@@ -119,6 +148,17 @@ class SnapshotWire(Struct, frozen=True):
     stamp: StampWire
     done: list[str]
     working: str | list[str] | None = None
+
+
+class LeafSnapshotWire(Struct, frozen=True):
+    """A multitask robot's ``node.snapshot`` (docs/multitask.md): its leaves done,
+    skipped (their goal already held) and working, each a list."""
+
+    agent: str
+    stamp: StampWire
+    done: list[str]
+    skipped: list[str]
+    working: list[str]
 
 
 class PotentialsWire(Struct, frozen=True):
@@ -150,6 +190,18 @@ class InterestAckWire(Struct, frozen=True):
     own: InterestWire | None = None
 
 
+def _encode(msg: Struct) -> dict[str, Any]:
+    """`msg` as the map that goes out (fields in order; an ``UNSET`` one left out).
+    Encoders build their Struct with each stamp as a list, the form a decoded body has
+    (``to_builtins`` keeps a tuple; msgpack writes both as the same array)."""
+    return msgspec.to_builtins(msg)
+
+
+def _s(stamp: Stamp) -> Any:
+    """A stamp as it goes out: ``[wall_ms, logical, agent]``."""
+    return list(stamp)
+
+
 def _decode(body: Any, typ: type[T]) -> T:
     try:
         return msgspec.convert(body, typ, strict=True)
@@ -174,14 +226,16 @@ def stamp_from_wire(value: Any) -> Stamp:
 
 def claim_to_wire(claim: Claim) -> dict[str, Any]:
     """The ``node.claim`` body."""
-    return {
-        "claim_id": claim.claim_id,
-        "node": claim.node,
-        "claimant": claim.claimant,
-        "stamp": list(claim.stamp),
-        "potential": claim.potential,
-        "round": claim.round,
-    }
+    return _encode(
+        ClaimWire(
+            claim.claim_id,
+            claim.node,
+            claim.claimant,
+            _s(claim.stamp),
+            claim.potential,
+            claim.round,
+        )
+    )
 
 
 def claim_from_wire(body: Any) -> Claim:
@@ -192,23 +246,19 @@ def claim_from_wire(body: Any) -> Claim:
 
 def reply_to_wire(reply: ClaimReply) -> dict[str, Any]:
     """The ``node.claim_reply`` body."""
-    return {
-        "claim_id": reply.claim_id,
-        "node": reply.node,
-        "claimant": reply.claimant,
-        "replier": reply.replier,
-        "round": reply.round,
-        "reports": [
-            {
-                "node": r.node,
-                "state": r.state.value,
-                "agent": r.agent,
-                "stamp": list(r.stamp) if r.stamp else None,
-                "potential": r.potential,
-            }
-            for r in reply.reports
-        ],
-    }
+    return _encode(
+        ReplyWire(
+            claim_id=reply.claim_id,
+            node=reply.node,
+            claimant=reply.claimant,
+            replier=reply.replier,
+            round=reply.round,
+            reports=[
+                ReportWire(r.node, r.state, r.agent, _s(r.stamp) if r.stamp else None, r.potential)
+                for r in reply.reports
+            ],
+        )
+    )
 
 
 def reply_from_wire(body: Any) -> ClaimReply:
@@ -224,6 +274,17 @@ def reply_from_wire(body: Any) -> ClaimReply:
             NodeReport(r.node, r.state, r.agent, r.stamp, r.potential) for r in w.reports
         ),
     )
+
+
+def transition_to_wire(
+    transition: Transition,
+    potential: float | UnsetType | None = UNSET,
+    grasp: float | UnsetType | None = UNSET,
+) -> dict[str, Any]:
+    """The ``node.transition`` body of a seed 000 robot (its potential and grasp score
+    for the observers, each null when not known)."""
+    t = transition
+    return _encode(TransitionWire(t.node, t.agent, t.status, _s(t.stamp), potential, grasp))
 
 
 def transition_from_wire(body: Any) -> Transition:
@@ -248,12 +309,8 @@ def snapshot_to_wire(snap: Snapshot) -> dict[str, Any]:
     """The ``node.snapshot`` body. ``working`` stays a leaf id or null for a member that
     works one leaf (seed 000's form) and is a list for one that works several."""
     working = tuple(snap.working)
-    return {
-        "agent": snap.agent,
-        "stamp": list(snap.stamp),
-        "done": list(snap.done),
-        "working": working[0] if len(working) == 1 else (list(working) or None),
-    }
+    one = working[0] if len(working) == 1 else (list(working) or None)
+    return _encode(SnapshotWire(snap.agent, _s(snap.stamp), list(snap.done), one))
 
 
 def snapshot_from_wire(body: Any) -> Snapshot:
@@ -269,11 +326,8 @@ def potentials_to_wire(agent: str, potentials: Mapping[str, float], leaves: Sequ
     tree, `leaves` in its leaf order, count as 0), by position in that order."""
     position = {leaf: i for i, leaf in enumerate(leaves)}
     index = sorted(position[leaf] for leaf in potentials if leaf in position)
-    return {
-        "agent": agent,
-        "milli": [max(0, round(1000 * float(potentials[leaves[i]]))) for i in index],
-        "index": index,
-    }
+    milli = [max(0, round(1000 * float(potentials[leaves[i]]))) for i in index]
+    return _encode(PotentialsWire(agent, milli, index))
 
 
 def potentials_from_wire(body: Any, leaves: Sequence[str]) -> PeerPotentials:
@@ -304,11 +358,11 @@ def potentials_from_wire(body: Any, leaves: Sequence[str]) -> PeerPotentials:
 
 def interest_to_wire(interest: Interest) -> dict[str, Any]:
     """The ``node.interest`` body."""
-    return {
-        "agent": interest.agent,
-        "stamp": list(interest.stamp),
-        "leaves": list(interest.leaves),
-    }
+    return _encode(_interest(interest))
+
+
+def _interest(interest: Interest) -> InterestWire:
+    return InterestWire(interest.agent, _s(interest.stamp), list(interest.leaves))
 
 
 def interest_from_wire(body: Any) -> Interest:
@@ -319,12 +373,8 @@ def interest_from_wire(body: Any) -> Interest:
 
 def interest_ack_to_wire(ack: InterestAck) -> dict[str, Any]:
     """The ``node.interest_ack`` body."""
-    return {
-        "agent": ack.agent,
-        "declarer": ack.declarer,
-        "stamp": list(ack.stamp),
-        "own": None if ack.own is None else interest_to_wire(ack.own),
-    }
+    own = None if ack.own is None else _interest(ack.own)
+    return _encode(InterestAckWire(ack.agent, ack.declarer, _s(ack.stamp), own))
 
 
 def interest_ack_from_wire(body: Any) -> InterestAck:
