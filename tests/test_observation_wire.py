@@ -94,6 +94,9 @@ def test_the_vda5050_bridges_observation_is_read_with_defaults() -> None:
         "not an error object",
     ]
     assert driver.observation()["robot"]["errors"] == ["noRouteError: B blocked"]
+    for hostile in (3, "errors", {"errorType": "x"}, None):  # never raised on
+        driver.agv_state["errors"] = hostile
+        assert driver.observation()["robot"]["errors"] == []
 
 
 @pytest.mark.parametrize(

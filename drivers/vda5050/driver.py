@@ -84,6 +84,15 @@ MAX_SHOWN_ERRORS = 5
 """The AGV's current errors an observation carries (the first ones it lists)."""
 
 
+def _error_texts(errors: Any) -> list[str]:
+    """The first ``MAX_SHOWN_ERRORS`` of a state's ``errors`` in the AGV's words; an
+    entry (or a list) that is not what VDA 5050 says is skipped, never raised on."""
+    if not isinstance(errors, list):
+        return []
+    texts = (error_text(e) for e in errors if isinstance(e, dict))
+    return [t[:200] for t in texts][:MAX_SHOWN_ERRORS]
+
+
 @dataclass
 class _Running:
     """The behaviour the AGV is carrying out for the robot."""
@@ -601,9 +610,7 @@ class Vda5050DriverAgent(DriverAgent):
                 "operating_mode": state.get("operatingMode"),
                 "safety": state.get("safetyState"),
                 # the AGV's own words for what is wrong now (errorType: description)
-                "errors": [
-                    error_text(e) for e in (state.get("errors") or []) if isinstance(e, dict)
-                ][:MAX_SHOWN_ERRORS],
+                "errors": _error_texts(state.get("errors")),
             },
             "objects": objects,
         }
