@@ -309,11 +309,11 @@ class Connection:
             await self._on_message(message)
 
     @staticmethod
-    def _abandon(client: FastClient) -> None:
+    def _abandon(client: FastClient, reason: str = "abandoned after an unexpected error") -> None:
         """End `client`'s session without a DISCONNECT, so the broker publishes the
-        Last Will: a connection that fails with a bug must not leave its agent shown
-        online to the team."""
-        client.abandon()
+        Last Will: a connection that fails with a bug, or a stopping agent whose last
+        words the broker did not take, must not leave its agent shown online."""
+        client.abandon(reason)
 
     async def close(
         self, final: list[Outgoing] | None = None, *, timeout: float = 2.0, drain: float = 4.0
@@ -328,18 +328,24 @@ class Connection:
         words (its "done", its goodbye) with it. So a session the broker dropped just
         before the stop (a starved process past its keep-alive: the Will went out) is
         connected again to say `final` after the Will. What is still unsent then is
-        logged, not hidden. `timeout` bounds the wait for acknowledgements of messages
-        pipelined on the last session."""
+        logged, not hidden, and the session is dropped without a DISCONNECT so the
+        broker publishes the Will: the team sees the agent gone. `timeout` bounds the
+        wait for acknowledgements of messages pipelined on the last session."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
         if self.state is not ConnectionState.UNSTARTED and self.connects:
             for message in final or []:
                 with contextlib.suppress(OutboxFullError):
                     await self.publish(message, wait=False)
+        delivered = True
         if (self._outbox or self._inflight) and self.state is not ConnectionState.UNSTARTED:
-            await self._drain(drain)
+            delivered = await self._drain(drain)
         self.state = ConnectionState.CLOSING
-        if self._tracked and self.connected.is_set():  # pipelined messages: acks first
+        if not delivered and self._client is not None and self.connected.is_set():
+            # its last words did not reach the broker: leave by the Will, so the team
+            # sees it gone instead of a member that went quiet
+            self._abandon(self._client, "last words not acknowledged")
+        elif self._tracked and self.connected.is_set():  # pipelined messages: acks first
             acks = {ack for ack, _at in self._tracked.values()}
             await asyncio.wait(acks, timeout=timeout)
         if self._watchdog is not None:
@@ -350,23 +356,51 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _drain(self, within: float) -> None:
+    async def _drain(self, within: float) -> bool:
         """Wait (at most `within` s) until a connected session has sent the outbox and
-        the broker acknowledged every message in flight."""
+        the broker acknowledged every message in flight; True if it did.
+
+        A stop cannot wait out the publish timeout of a session that lost its
+        acknowledgements (``_flush_quietly``): when nothing was acknowledged for half
+        of `within`, that session is dropped once without a DISCONNECT (the agent is
+        leaving: its Will says so at once, whatever the reconnect manages) and the
+        reconnect sends the rest."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
+        stalled_after = within / 2
+        pending = len(self._outbox) + len(self._inflight)
+        moved_at = loop.time()
+        replaced = False
         while self._outbox or self._inflight or not self.connected.is_set():
-            if loop.time() >= deadline:
+            now = loop.time()
+            if now >= deadline:
                 log.warning(
                     "broker.unsent",
                     endpoint=str(self.endpoint),
                     outbox=len(self._outbox) + len(self._inflight),
                     error=f"the broker did not take them within {within:g} s of stopping",
                 )
-                return
+                return False
+            left = len(self._outbox) + len(self._inflight)
+            if left < pending or not self.connected.is_set():
+                moved_at = now
+            pending = left
+            client = self._client
             if self.connected.is_set():
-                self._kick_flush()
+                if not replaced and client is not None and now - moved_at >= stalled_after:
+                    replaced = True
+                    log.warning(
+                        "broker.ack_lost",
+                        endpoint=str(self.endpoint),
+                        outbox=left,
+                        error=f"nothing acknowledged for {stalled_after:g} s while stopping",
+                        action="reconnecting",
+                    )
+                    self._abandon(client, "acknowledgements lost while stopping")
+                else:
+                    self._kick_flush()
             await asyncio.sleep(0.05)
+        return True
 
     # -- subscribe / publish -----------------------------------------------------
 

@@ -508,11 +508,11 @@ class FastClient(aiomqtt.Client):
             with contextlib.suppress(OSError):
                 sock.setblocking(False)
 
-    def abandon(self) -> None:
+    def abandon(self, reason: str = "abandoned after an unexpected error") -> None:
         """Drop the socket without a DISCONNECT (the broker then publishes the Will) and
         end the session."""
         self._client._sock_close()
-        self._fail(ConnectionError("abandoned after an unexpected error"))
+        self._fail(ConnectionError(reason))
         self._disconnected.exception()  # retrieved: no unretrieved error at exit
 
     def _fail(self, exc: BaseException) -> None:

@@ -101,10 +101,12 @@ class PlainClient(aiomqtt.Client):
         effect: aiomqtt writes each packet as the socket takes it."""
         return asyncio.ensure_future(self.publish(topic, payload, qos=qos, retain=retain))
 
-    def abandon(self) -> None:
+    def abandon(self, reason: str = "abandoned after an unexpected error") -> None:
         """Drop the session without a DISCONNECT where paho's socket can be reached (the
         broker then publishes the Will); else the session ends with the DISCONNECT that
-        aiomqtt sends on leaving, and the team sees the agent's goodbye instead."""
+        aiomqtt sends on leaving, and the team sees the agent's goodbye instead.
+        `reason` is taken for the same interface as ``FastClient.abandon``; aiomqtt
+        reports the dropped socket in its own words."""
         paho = getattr(self, "_client", None)
         sock = paho.socket() if paho is not None and hasattr(paho, "socket") else None
         if sock is not None:

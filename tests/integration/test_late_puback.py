@@ -133,3 +133,111 @@ async def test_a_connection_closed_while_its_acknowledgements_are_lost_sends_the
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+async def test_a_stop_shorter_than_the_publish_timeout_still_replaces_the_silent_session(
+    mosquitto, team
+) -> None:
+    """The publish timeout is longer than a stop's drain (5 s against 4 s by default),
+    so waiting for it would end the agent with its last words unsent (a cobot's end of
+    the kitting lost on a RabbitMQ cluster after a node stop). The drain replaces the
+    session once nothing was acknowledged for half of it."""
+    topic = f"teamtree/v1/{team}/p/stop"
+    got: list[int] = []
+
+    async def on_message(message: Incoming) -> None:
+        got.append(int(message.payload))
+
+    async def nothing(message: Incoming) -> None:
+        return None
+
+    reader = Connection(mosquitto.endpoint, client_id=f"{team}-r", on_message=on_message)
+    await reader.subscribe(topic)
+    async with AckLosingRelay(mosquitto.endpoint.port) as relay:
+        writer = Connection(
+            parse_endpoint(relay.url),
+            client_id=f"{team}-w",
+            on_message=nothing,
+            keepalive=60,
+            publish_timeout=600,  # never within this test: only the drain can act
+        )
+        tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
+        try:
+            async with asyncio.timeout(60):
+                await reader.connected.wait()
+                await writer.connected.wait()
+                relay.lose()
+                for n in range(10):
+                    await writer.publish(Outgoing(topic, str(n).encode()), wait=False)
+                await writer.close(drain=8.0)
+                assert writer.connects >= 2, "the stop kept the session that lost its acks"
+                while len(set(got)) < 10:
+                    await asyncio.sleep(0.05)
+            assert list(dict.fromkeys(got)) == list(range(10))
+        finally:
+            for c in (writer, reader):
+                await c.close()
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+async def test_a_stop_whose_last_words_never_reach_the_broker_leaves_by_the_will(
+    mosquitto, team
+) -> None:
+    """When even the replacing session cannot deliver (the relay passes nothing from
+    the broker to later sessions), the agent still leaves by its Will: the silent
+    session was dropped without a DISCONNECT, so the team sees it gone rather than a
+    member that fell silent."""
+    will_topic = f"teamtree/v1/{team}/p/will"
+    wills: list[bytes] = []
+
+    async def on_message(message: Incoming) -> None:
+        wills.append(message.payload)
+
+    async def nothing(message: Incoming) -> None:
+        return None
+
+    reader = Connection(mosquitto.endpoint, client_id=f"{team}-r", on_message=on_message)
+    await reader.subscribe(will_topic)
+
+    class DeafRelay(AckLosingRelay):
+        def pumps(self, client, broker):  # type: ignore[no-untyped-def]
+            pumps = super().pumps(client, broker)
+            if self.lost:
+                self.deaf[-1].set()  # later sessions are deaf from the start
+            return pumps
+
+        lost = False
+
+        def lose(self) -> None:
+            self.lost = True
+            super().lose()
+
+    async with DeafRelay(mosquitto.endpoint.port) as relay:
+        writer = Connection(
+            parse_endpoint(relay.url),
+            client_id=f"{team}-w",
+            on_message=nothing,
+            keepalive=60,
+            publish_timeout=600,
+            will=lambda: Outgoing(will_topic, b"gone"),
+        )
+        tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
+        try:
+            async with asyncio.timeout(60):
+                await reader.connected.wait()
+                await writer.connected.wait()
+                relay.lose()
+                await writer.publish(Outgoing(f"teamtree/v1/{team}/p/x", b"1"), wait=False)
+                await writer.close(drain=4.0)
+                while not wills:
+                    await asyncio.sleep(0.05)
+            assert wills == [b"gone"]
+        finally:
+            await reader.close()
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
