@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from teamtree.hardware import factory_robots, make_robot
@@ -155,7 +155,145 @@ def test_impossible_job_fails_at_once_and_says_so():
     m = make_matcher(Method.PASSIVE)
     f = feasibility(peers["l1"], peers, JOBS["job3c"], m, 1)
     req = FavorRequester(peers["l1"].profile, JOBS["job3c"], m, max_rounds=5, impossible=f.reason)
-    req.start(0.0, [k for k in peers if k != "l1"], expect=[])
-    acts = req.tick(0.0)  # nothing expected: the window is closed by the first tick
+    acts = req.start(0.0, [k for k in peers if k != "l1"], expect=[])
+    acts += req.tick(0.0)  # nothing expected: the window closes at once
     failed = [a for a in acts if isinstance(a, SelectionFailed)]
     assert failed and failed[0].impossible and req.round == 1
+
+
+def test_window_closes_once_the_best_possible_team_has_granted():
+    """Two identical O1s can help: the tie goes to o1 (eq. 18), so once o1 granted the
+    other's answer cannot change the choice and the window closes without it."""
+    m = make_matcher(1)
+    me = make_robot("M", "m1")
+    predicted = {rid: m.answer(m.query(me, JOBS["job1"]), make_robot("O1", rid))
+                 for rid in ("o1", "o1b")}  # fmt: skip
+    req = FavorRequester(me, JOBS["job1"], m, window=5.0)
+    acts = req.start(0.0, ["o1", "o1b"], expect=["o1", "o1b"], predicted=predicted)
+    msg = next(a.message for a in acts if isinstance(a, Send))
+    assert req.best_helpers == {"o1"} and req.state == RequesterState.COLLECTING
+    grant = FavorResponder(make_robot("O1", "o1"), m).on_request(msg, 0.01, [])[0].message
+    acts = req.on_message(grant, 0.02)  # o1b has not answered yet
+    assert any(isinstance(a, Selected) for a in acts) and req.closed_by == "best team granted"
+    assert req.selection is not None and req.selection.helpers == ("o1",)
+    later = FavorResponder(make_robot("O1", "o1b"), m).on_request(msg, 0.01, [])[0].message
+    (release,) = req.on_message(later, 0.03)  # its grant came too late: released
+    assert release.to == "o1b" and release.message.reason == "late"
+
+
+def test_a_grant_from_a_robot_that_is_not_the_best_keeps_the_window_open():
+    m = make_matcher(1)
+    me = make_robot("M", "m1")
+    predicted = {rid: m.answer(m.query(me, JOBS["job1"]), make_robot("O1", rid))
+                 for rid in ("o1", "o1b")}  # fmt: skip
+    req = FavorRequester(me, JOBS["job1"], m, window=5.0)
+    acts = req.start(0.0, ["o1", "o1b"], expect=["o1", "o1b"], predicted=predicted)
+    msg = next(a.message for a in acts if isinstance(a, Send))
+    later = FavorResponder(make_robot("O1", "o1b"), m).on_request(msg, 0.01, [])[0].message
+    assert req.on_message(later, 0.02) == [] and req.state == RequesterState.COLLECTING
+
+
+def test_a_refusal_from_the_best_robot_reforecasts():
+    m = make_matcher(1)
+    me = make_robot("M", "m1")
+    predicted = {rid: m.answer(m.query(me, JOBS["job1"]), make_robot("O1", rid))
+                 for rid in ("o1", "o1b")}  # fmt: skip
+    req = FavorRequester(me, JOBS["job1"], m, window=5.0)
+    acts = req.start(0.0, ["o1", "o1b", "o1c"], expect=["o1", "o1b", "o1c"], predicted=predicted)
+    assert req.best_helpers is None  # o1c has no prediction: wait for every answer
+    req = FavorRequester(me, JOBS["job1"], m, window=5.0)
+    acts = req.start(0.0, ["o1", "o1b"], expect=["o1", "o1b"], predicted=predicted)
+    msg = next(a.message for a in acts if isinstance(a, Send))
+    busy = FavorResponder(make_robot("O1", "o1"), m, has_job=True)
+    assert req.on_message(busy.on_request(msg, 0.01, [])[0].message, 0.02) == []
+    assert req.best_helpers == {"o1b"}
+    grant = FavorResponder(make_robot("O1", "o1b"), m).on_request(msg, 0.01, [])[0].message
+    acts = req.on_message(grant, 0.03)
+    assert req.selection is not None and req.selection.helpers == ("o1b",)
+
+
+def _answers_to(agent_id, peers, job, method, ttl, busy):
+    """Every answer the agent's request gets (grants and refusals), through the real
+    responders over a lossless network, and the request itself."""
+    matcher = make_matcher(method)
+    me = peers[agent_id]
+    probe = FavorRequester(me.profile, job, matcher, ttl=ttl, window=10.0)
+    targets = [k for k, p in peers.items() if k != agent_id and k not in busy and me.reaches(p)]
+    responders = {
+        k: FavorResponder(p.profile, matcher, has_job=k in busy)
+        for k, p in peers.items()
+        if k != agent_id
+    }
+    queue = deque(a for a in probe.start(0.0, targets) if isinstance(a, Send))
+    answers = []
+    while queue:
+        send = queue.popleft()
+        msg = send.message
+        if send.to == agent_id:
+            answers.append(msg)
+            continue
+        src = peers[send.to]
+        in_range = [k for k, p in peers.items() if k != send.to and src.reaches(p)]
+        queue.extend(a for a in responders[send.to].on_request(msg, 0.01, in_range))
+    return targets, answers
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    job=st.sampled_from(sorted(JOBS)),
+    method=st.sampled_from([1, 2]),
+    ttl=st.integers(1, 2),
+    comm_range=st.sampled_from([1.5, 2.5, 9.0]),
+    order=st.permutations(list(range(12))),
+    busy_mask=st.lists(st.booleans(), min_size=12, max_size=12),
+    agent_at=st.integers(0, 11),
+    arrival=st.randoms(use_true_random=False),
+)
+def test_closing_on_the_best_team_selects_what_waiting_for_everyone_selects(
+    job, method, ttl, comm_range, order, busy_mask, agent_at, arrival
+):
+    """Whatever order the answers come in, closing once the predicted best team has
+    granted selects the same mode and an equivalent team (same robot types, same
+    score) as waiting for every expected answer."""
+    robots = factory_robots(12)
+    kinds = [(r.robot_id, r.kind) for r in robots]
+    positions = {r.robot_id: (float(order[i] % 4), float(order[i] // 4)) for i, r in
+                 enumerate(robots)}  # fmt: skip
+    agent_id = robots[agent_at].robot_id
+    busy = {r.robot_id for r, b in zip(robots, busy_mask, strict=True) if b} - {agent_id}
+    peers = _peers(kinds, positions, comm_range, busy)
+    matcher = make_matcher(method)
+    me = peers[agent_id]
+    predicted: dict = {}
+    reach = replay(me, peers, matcher.query(me.profile, JOBS[job]), matcher, ttl,
+                   answers=predicted)  # fmt: skip
+    expect = sorted(reach.answerers)
+    targets, answers = _answers_to(agent_id, peers, JOBS[job], method, ttl, busy)
+    arrival.shuffle(answers)
+    outcomes = []
+    for decide in (True, False):
+        req = FavorRequester(me.profile, JOBS[job], matcher, ttl=ttl, window=10.0,
+                             decide_early=decide)  # fmt: skip
+        acts = req.start(0.0, targets, expect,
+                         {k: v for k, v in predicted.items() if v is not None})  # fmt: skip
+        heard = 0
+        for msg in answers:
+            if req.state != RequesterState.COLLECTING:
+                break
+            acts += req.on_message(msg, 0.02)
+            heard += 1
+        acts += req.tick(20.0)  # the deadline, if the window is still open
+        outcomes.append((req, heard, acts))
+    (early, heard_early, _), (full, heard_full, _) = outcomes
+    event(f"closed by {early.closed_by}, {heard_full - heard_early} answers unheard")
+    assert heard_early <= heard_full
+    if full.selection is None:
+        assert early.selection is None or early.closed_by == "best team granted"
+        return
+    assert early.selection is not None, early.closed_by
+    assert early.selection.mode == full.selection.mode
+
+    def kinds_of(selection):
+        return sorted(peers[h].profile.kind for h in selection.helpers)
+
+    assert kinds_of(early.selection) == kinds_of(full.selection)

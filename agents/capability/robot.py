@@ -81,7 +81,11 @@ TEAM_DEFAULTS: dict[str, tuple[Any, str]] = {
     "comm_range": (1e9, "a positive communication range (position units)"),
     "ttl": (2, "a hop limit >= 1"),
     "window_s": (1.0, "seconds to collect grants at most (the request's deadline)"),
-    "close_early": (1, "1: close the window once every capable robot answered; 0: never"),
+    "close_early": (
+        2,
+        "0, 1 or 2 (1: close the window once every capable robot answered; "
+        "2: also once the best team they can give has granted; 0: never)",
+    ),
     "retry_s": (0.3, "seconds before asking again when every robot answered and none fit"),
     "hold_s": (0.2, "seconds a granting helper waits for the acceptance"),
     "status_s": (0.2, "seconds between a helper's favor.status heartbeats"),
@@ -173,7 +177,7 @@ class FactoryRobot(Agent):
         method: int = 1,
         ttl: int = 2,
         window_s: float = 1.0,
-        close_early: int = 1,
+        close_early: int = 2,
         retry_s: float = 0.3,
         hold_s: float = 0.2,
         status_s: float = 0.2,
@@ -196,7 +200,7 @@ class FactoryRobot(Agent):
         }
         self.ttl = ttl
         self.window_s = window_s
-        self.close_early = bool(close_early)
+        self.close_early = int(close_early)
         self.retry_s = retry_s
         self._profiles: dict[tuple[str, str], RobotProfile] = {}
         self.silence_s = silence_s
@@ -432,6 +436,7 @@ class FactoryRobot(Agent):
                 silence_timeout=self.silence_s,
                 max_rounds=self.max_rounds,
                 retry_s=self.retry_s,
+                decide_early=self.close_early >= 2,
             )
             peers = self.peers()
             me = Peer(self.profile, self.position, self.comm_range)
@@ -452,7 +457,8 @@ class FactoryRobot(Agent):
             await self._report("job.accepted", {"job_id": job_id, "job": name})
             neighbours = self.neighbours(idle_only=True)
             now = time.monotonic()  # the deadline counts from the request, not the receipt
-            await self._apply(self.requester.start(now, neighbours, expect), now)
+            predicted = {k: v for k, v in answers.items() if v is not None}
+            await self._apply(self.requester.start(now, neighbours, expect, predicted), now)
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         if new is Presence.ONLINE or new is Presence.UNKNOWN:

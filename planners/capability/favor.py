@@ -10,7 +10,7 @@ and answers, forwards, helps. Every favor is a :class:`Lease`::
                │            │             └─> EXPIRED    no heartbeat in time (silent)
                │            ├─> REJECTED  not selected (declined)
                │            └─> EXPIRED   helper's hold lapsed without an acceptance
-               └─> REJECTED   no answer by the deadline, or refused
+               └─> REJECTED   no answer when the window closed, or refused
 
 Choices: requests go to the idle neighbours in range and are forwarded hop by hop while
 ``ttl`` > 1, de-duplicated by request id and never sent back along their path; grants
@@ -33,7 +33,7 @@ round with ``SelectionFailed.impossible``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from teamtree.broker import NoCapableAgentError
@@ -48,6 +48,9 @@ from teamtree.planners.capability.modes import (
     Selection,
     WorkingMode,
 )
+
+NO_ANSWER = "no answer when the window closed"
+"""Why a lease whose robot had not answered was closed (a grant after it is released)."""
 
 
 class LeaseState(enum.StrEnum):
@@ -271,6 +274,16 @@ class FavorRequester:
     ``silence_timeout`` how long an accepted helper may stay silent, ``max_rounds`` how
     many consecutive fruitless rounds are tried. Raises nothing on wire events:
     unexpected messages are ignored.
+
+    The window closes before its deadline when every expected robot has answered, or
+    (``decide_early``) once the grants in hand already fix the choice: the requester
+    knows each expected robot's offer in advance (``predicted``, from its factsheet:
+    the paper's pre-calculation is deterministic), selects over them once, and closes
+    when every helper of that best possible team has granted. Selection is an argmax
+    over candidates that only grow with the offers, so the answers still out cannot
+    change it. The paper collects whatever arrives within a fixed window; this keeps
+    its selection rule and stops waiting for answers that cannot matter. A grant that
+    differs from its prediction, or a refusal, re-forecasts from what is known.
     """
 
     def __init__(
@@ -287,6 +300,7 @@ class FavorRequester:
         idle_threshold: float = IDLE_BATTERY_THRESHOLD,
         retry_s: float = 0.3,
         impossible: str = "",
+        decide_early: bool = True,
     ) -> None:
         self.agent = agent
         self.job = job
@@ -299,7 +313,10 @@ class FavorRequester:
         self.idle_threshold = idle_threshold
         self.retry_s = retry_s
         self.impossible = impossible
+        self.decide_early = decide_early
         self.expect: frozenset[str] | None = None
+        self.predicted: dict[str, Offer] = {}
+        self.best_helpers: frozenset[str] | None = None
         self.answered: set[str] = set()
         self.closed_by = ""
         self.retry_at = 0.0
@@ -326,7 +343,11 @@ class FavorRequester:
         return [x for x in self.leases.values() if x.state == LeaseState.ACCEPTED]
 
     def _new_round(
-        self, now: float, neighbours: Sequence[str], expect: Sequence[str] | None = None
+        self,
+        now: float,
+        neighbours: Sequence[str],
+        expect: Sequence[str] | None = None,
+        predicted: Mapping[str, Offer] | None = None,
     ) -> list[FavorAction]:
         self.round += 1
         self.request_id = f"{self.prefix}#{self.round}"
@@ -353,21 +374,66 @@ class FavorRequester:
             self._lease(self.request_id, nb, now)
             out.append(Send(nb, req))
         self._neighbours = list(neighbours)
+        if predicted is not None:
+            self.predicted = dict(predicted)
+        self._forecast()
         return out
+
+    def _forecast(self) -> None:
+        """The helpers of the best team the expected robots can still give (granted
+        offers as they came, the others as predicted), or None when that cannot be
+        told: no expectation, an expected robot without a prediction, or no team."""
+        self.best_helpers = None
+        if not self.decide_early or self.expect is None:
+            return
+        offers = [x.offer for x in self.accepted() if x.offer is not None]
+        for robot in sorted(self.expect):
+            lease = self.leases.get((self.request_id, robot))
+            if lease is not None and lease.state == LeaseState.REJECTED:
+                continue  # it declined this round
+            if lease is not None and lease.state == LeaseState.GRANTED:
+                offer = lease.offer
+            else:
+                offer = self.predicted.get(robot)
+            if offer is None:
+                return
+            offers.append(offer)
+        try:
+            selection = self.matcher.select(self.agent, self.job, offers)
+        except NoCapableAgentError:
+            return
+        self.best_helpers = frozenset(selection.helpers)
+
+    def decided(self) -> bool:
+        """The best team the expected robots can give has granted (or was committed):
+        the answers still out cannot change the selection."""
+        if self.best_helpers is None:
+            return False
+        ready = {x.helper for x in self.accepted()}
+        for lease in self.leases.values():
+            if lease.request_id == self.request_id and lease.state == LeaseState.GRANTED:
+                ready.add(lease.helper)
+        return self.best_helpers <= ready - self.lost
 
     # events ------------------------------------------------------------------
     def start(
-        self, now: float, neighbours: Sequence[str], expect: Sequence[str] | None = None
+        self,
+        now: float,
+        neighbours: Sequence[str],
+        expect: Sequence[str] | None = None,
+        predicted: Mapping[str, Offer] | None = None,
     ) -> list[FavorAction]:
         """The job arrived: spread the request to ``neighbours`` (idle, in range).
 
         ``expect``: the robots that will grant or decline (the window closes when all
-        have); None waits for the deadline every round."""
+        have); None waits for the deadline every round. ``predicted``: the offer each
+        of them will make (see the class docstring)."""
         if self.state != RequesterState.UNSTARTED:
             return []
         return [
             RoleChanged(self.agent.robot_id, "busy"),
-            *self._new_round(now, neighbours, expect),
+            *self._new_round(now, neighbours, expect, predicted),
+            *self._close_if_answered(now),
         ]
 
     def all_answered(self) -> bool:
@@ -375,8 +441,13 @@ class FavorRequester:
         return self.expect is not None and self.expect <= self.answered
 
     def _close_if_answered(self, now: float) -> list[FavorAction]:
-        if self.state == RequesterState.COLLECTING and self.all_answered():
+        if self.state != RequesterState.COLLECTING:
+            return []
+        if self.all_answered():
             self.closed_by = "all answered"
+            return self._select(now)
+        if self.decided():
+            self.closed_by = "best team granted"
             return self._select(now)
         return []
 
@@ -395,6 +466,8 @@ class FavorRequester:
             if lease.state == LeaseState.ACCEPTED:
                 return self._lose(lease, now, f"refused: {msg.reason}", LeaseState.REVOKED)
             lease.move(LeaseState.REJECTED, now, msg.reason)
+            if msg.request_id == self.request_id and self.best_helpers is not None:
+                self._forecast()
             return self._close_if_answered(now)
         if isinstance(msg, HelperStatus):
             lease = self.leases.get((msg.request_id, msg.helper))
@@ -423,6 +496,14 @@ class FavorRequester:
             or self.state != RequesterState.COLLECTING
             or msg.helper in self.lost
         ):
+            if lease.state == LeaseState.REJECTED and lease.reason == NO_ANSWER:
+                lease.reason = "late"  # its grant came after the window closed: free it
+                return [
+                    Send(
+                        msg.helper,
+                        FavorRelease(msg.request_id, self.agent.robot_id, msg.helper, "late"),
+                    )
+                ]
             if lease.state in (LeaseState.REQUESTED, LeaseState.GRANTED):
                 lease.move(LeaseState.GRANTED, now)
                 lease.move(LeaseState.REJECTED, now, "late")
@@ -436,6 +517,8 @@ class FavorRequester:
         self.answered.add(msg.helper)
         if lease.move(LeaseState.GRANTED, now):
             lease.offer = msg.offer
+            if self.decide_early and msg.offer != self.predicted.get(msg.helper):
+                self._forecast()
         return []
 
     def round_due(self, now: float) -> bool:
@@ -447,17 +530,18 @@ class FavorRequester:
         now: float,
         neighbours: Sequence[str] | None = None,
         expect: Sequence[str] | None = None,
+        predicted: Mapping[str, Offer] | None = None,
     ) -> list[FavorAction]:
         """Advance time: close the collection at the deadline, start a due retry round
-        (with ``neighbours`` and ``expect`` when given, else the last ones), watch
-        helpers' heartbeats."""
+        (with ``neighbours``, ``expect`` and ``predicted`` when given, else the last
+        ones), watch helpers' heartbeats."""
         out: list[FavorAction] = []
         if self.round_due(now):
             nbs = self._neighbours if neighbours is None else neighbours
-            out.extend(self._new_round(now, nbs, expect))
-        if self.state == RequesterState.COLLECTING and self.all_answered():
-            self.closed_by = "all answered"  # e.g. nobody was expected
-            out.extend(self._select(now))
+            out.extend(self._new_round(now, nbs, expect, predicted))
+        closed = self._close_if_answered(now)  # e.g. nobody was expected
+        if closed:
+            out.extend(closed)
         elif self.state == RequesterState.COLLECTING and now >= self.deadline:
             self.closed_by = "deadline"
             out.extend(self._select(now))
@@ -499,7 +583,7 @@ class FavorRequester:
             if lease.request_id != self.request_id:
                 continue
             if lease.state == LeaseState.REQUESTED:
-                lease.move(LeaseState.REJECTED, now, "no answer by the deadline")
+                lease.move(LeaseState.REJECTED, now, NO_ANSWER)
             elif lease.state == LeaseState.GRANTED and lease.helper not in self.lost:
                 grants.append(lease)
         committed = self.accepted()

@@ -100,9 +100,9 @@ def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> Non
         assert j8["grasp_by"] == j8["tower"][1] and j8["move_by"] == "l1"
     else:
         assert jobs["j8"]["status"] == "impossible"
-    for job in jobs.values():  # every window closed once every capable robot had answered
-        if job["status"] == "done":
-            assert job["selections"][0]["closed_by"] == "all answered", job
+    for job in jobs.values():  # every window closed before its deadline: every capable
+        if job["status"] == "done":  # robot had answered, or the best team had granted
+            assert job["selections"][0]["closed_by"] in ("all answered", "best team granted"), job
     assert stdout.count("summary.job") == len(jobs) and "summary.total" in stdout
     assert "led" in stdout and "state=helping" in stdout
 
