@@ -174,3 +174,36 @@ def test_the_terminal_human_drops_a_malformed_question_and_answers_the_next() ->
     assert human.questions == []
     assert lines[0].startswith("question pr2 n3 PLACE(cup)")
     assert lines[-1] == "robot pr2 continues with PLACE(cup) (answer answered)"
+
+
+def test_the_terminal_human_asks_which_question_when_two_are_open() -> None:
+    """Two robots ask at once: a bare "no" is refused with both names (answering the
+    wrong one hands the wrong subtask over), "no baxter" answers baxter's only."""
+    lines: list[str] = []
+
+    def ask(sender: str, dialog_id: str, hid: int) -> Incoming:
+        body = {**ASK, "dialog_id": dialog_id, "robot": sender}
+        env = Envelope("dialog.ask", sender, hid, 1, HlcStamp(1, 0, sender), body, to="alice")
+        return Incoming(build("t1", None, "dialog"), encode(env), False, 0)
+
+    async def run() -> TerminalHuman:
+        human = TerminalHuman(
+            "alice", team="t1", endpoint=Endpoint("127.0.0.1", 1),
+            reader=asyncio.StreamReader(), write=lines.append, use_world=False,
+        )  # fmt: skip
+        await human.setup()
+        await human._receive(ask("pr2", "d-pr2", 1))
+        await human._receive(ask("baxter", "d-baxter", 2))
+        assert await human.handle("no")
+        assert len(human.questions) == 2
+        assert lines[-1] == "error 2 open questions (pr2, baxter): name the robot, e.g. 'no pr2'"
+        assert await human.handle("no r2d2")
+        assert lines[-1] == "error r2d2 asked no open question; open: pr2, baxter"
+        assert await human.handle("no baxter")
+        assert lines[-1] == "answered baxter concede"
+        assert await human.handle("yes")  # one left: no name needed
+        assert lines[-1] == "answered pr2 continue"
+        return human
+
+    human = asyncio.run(run())
+    assert human.questions == []

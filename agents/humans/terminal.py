@@ -12,8 +12,9 @@ Commands (one per line)::
 
     start OBJECT        begin a subtask (e.g. ``start cup``; a leaf id works too)
     finish              place the object in hand at its goal
-    yes | continue      answer the open question: I keep my subtask
-    no | concede        answer the open question: the robot takes it
+    yes | continue [ROBOT]  answer the open question: I keep my subtask
+    no | concede [ROBOT]    answer the open question: the robot takes it
+                        (name the robot when more than one question is open)
     status              what is done, what the hand holds, open questions
     help | quit
 
@@ -155,6 +156,30 @@ class TerminalHuman(Agent):
             self.write(f"error the world does not answer: {exc}")
             return None
 
+    def _question(self, rest: list[str]) -> tuple[Envelope, AskWire] | None:
+        """The open question an answer is for (taken off the list): the one asked by
+        the robot named, or the only one open. With several open and none named the
+        person is asked to say which: answering a question they did not mean would
+        hand the wrong subtask over."""
+        if not self.questions:
+            self.write("error no open question")
+            return None
+        if rest:
+            for i, (env, _ask) in enumerate(self.questions):
+                if env.sender == rest[0]:
+                    return self.questions.pop(i)
+            asking = ", ".join(env.sender for env, _ in self.questions)
+            self.write(f"error {rest[0]} asked no open question; open: {asking}")
+            return None
+        if len(self.questions) > 1:
+            asking = ", ".join(env.sender for env, _ in self.questions)
+            self.write(
+                f"error {len(self.questions)} open questions ({asking}): name the robot, "
+                f"e.g. 'no {self.questions[0][0].sender}'"
+            )
+            return None
+        return self.questions.pop(0)
+
     async def handle(self, line: str) -> bool:
         """Carry out one command line; False on ``quit``."""
         words = line.strip().split()
@@ -164,10 +189,10 @@ class TerminalHuman(Agent):
         if cmd in ("quit", "exit"):
             return False
         if cmd in YES or cmd in NO:
-            if not self.questions:
-                self.write("error no open question")
+            picked = self._question(rest)
+            if picked is None:
                 return True
-            env, ask = self.questions.pop(0)
+            env, ask = picked
             answer = "continue" if cmd in YES else "concede"
             await self.reply(env, "dialog.answer", to_wire(AnswerWire(ask.dialog_id, answer)))
             self.log.info("human.answered", robot=env.sender, answer=answer)
