@@ -2,16 +2,22 @@
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from teamtree.broker import NoCapableAgentError
 from teamtree.hardware import Component, Domain, RobotProfile, find_tower, make_robot
 from teamtree.planners.capability import (
+    JOBS,
     JobSpec,
+    Offer,
     assemble_search,
     available_ports,
+    make_matcher,
     verify_type,
 )
+from teamtree.planners.capability.modes import _may_cover
 
 
 def test_eq19_examples():
@@ -88,3 +94,38 @@ def test_search_finds_fewest_layers(case):
         assert team.is_feasible() and accept(team)
         assert "agent" in team.ids
         assert available_ports([m.ports for m in team.members]) >= 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenario())
+def test_the_necessary_condition_changes_no_solution(case):
+    """``may_accept`` (the members together hold the job's types and quantities) only
+    skips sets no tower of which could pass: the same solutions as the full search."""
+    agent, nbs, job = case
+    t_job = job.types()
+
+    def accept(team):
+        return verify_type(t_job, team.type_capability()).capable
+
+    full = assemble_search(agent, nbs, accept)
+    pruned = assemble_search(agent, nbs, accept, may_accept=_may_cover(t_job))
+    assert [t.ids for t in pruned.solutions] == [t.ids for t in full.solutions]
+    assert pruned.size == full.size and pruned.checked <= full.checked
+
+
+def test_a_job_whose_type_nobody_holds_tries_no_tower():
+    """Job 1 needs the heat camera only an O1 has: with the O1 busy and twelve other
+    robots granting, no tower is tried (the full search tried every order of every set,
+    minutes at twelve neighbours)."""
+    kinds = ["B", "B", "L", "L", "M", "M", "M", "M", "M", "O2", "O4", "S2"]
+    nbs = [make_robot(k, f"n{i}") for i, k in enumerate(kinds)]
+    t_job = JOBS["job1"].types()
+    res = assemble_search(
+        make_robot("M", "m1"),
+        nbs,
+        lambda t: verify_type(t_job, t.type_capability()).capable,
+        may_accept=_may_cover(t_job),
+    )
+    assert res.solutions == () and res.checked == 0
+    with pytest.raises(NoCapableAgentError):
+        make_matcher(2).select(make_robot("M", "m1"), JOBS["job1"], [Offer(n) for n in nbs])

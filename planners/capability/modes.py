@@ -31,9 +31,11 @@ Both matchers share one contract, used on both sides of a favor request:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 from teamtree.broker import NoCapableAgentError
 from teamtree.hardware import (
@@ -41,6 +43,7 @@ from teamtree.hardware import (
     AssembledTeam,
     RobotProfile,
     StrengthCapability,
+    TypeCapability,
     find_tower,
     strength_capability,
     type_capability,
@@ -298,6 +301,7 @@ class ActiveMatcher:
                 peers,
                 lambda team: verify_type(t_job, team.type_capability()).capable,
                 max_members=self.max_members,
+                may_accept=_may_cover(t_job),
             )
             for team in result.solutions:
                 label = "+".join(team.ids)
@@ -322,6 +326,34 @@ class ActiveMatcher:
             scores=scores,
             method=self.method,
         )
+
+
+def _may_cover(job: TypeCapability) -> Callable[[Sequence[RobotProfile]], bool]:
+    """A necessary condition for a set of robots to do ``job`` in any tower: a team's
+    types are its members' (§V.A) and its q̂ their sum, so the members together must
+    hold every type the job needs and at least its quantities. Positions depend on
+    the stacking and are left to the verification of each tower."""
+    need = {(d, t) for d in range(job.T.shape[0]) for t in job.types(d)}
+    cache: dict[str, tuple[frozenset[tuple[int, int]], np.ndarray]] = {}
+
+    def of(robot: RobotProfile) -> tuple[frozenset[tuple[int, int]], np.ndarray]:
+        got = cache.get(robot.robot_id)
+        if got is None:
+            tc = type_capability(robot)
+            types = frozenset((d, t) for d in range(tc.T.shape[0]) for t in tc.types(d))
+            got = cache[robot.robot_id] = (types, tc.q_hat)
+        return got
+
+    def may(robots: Sequence[RobotProfile]) -> bool:
+        have: set[tuple[int, int]] = set()
+        q = np.zeros_like(job.q_hat, dtype=float)
+        for robot in robots:
+            types, q_hat = of(robot)
+            have |= types
+            q = q + q_hat
+        return need <= have and not (job.q_hat > q).any()
+
+    return may
 
 
 def make_matcher(method: Method | int | str) -> PassiveMatcher | ActiveMatcher:
