@@ -150,8 +150,11 @@ async def test_the_map_follows_a_tea_party_and_a_late_page_sees_its_whole_timeli
                 await until(lambda: css(phone, "#link.on") and timeline(phone), 30,
                             "the late page's timeline", driver=phone)  # fmt: skip
                 spans = timeline(phone)
-                done_rows = {s["node"] for s in spans if s["status"] == "done"}
-                assert earlier <= done_rows, (earlier, spans)
+                # a row for each: a leaf whose holder's lease lapsed as it placed the
+                # object is counted done from the world with no `done` transition, so
+                # its row is the failed attempt (docs/protocol.md)
+                rows = {s["node"] for s in spans}
+                assert earlier <= rows, (earlier, spans)
                 fit = phone.execute_script(FIT)
                 print(f"the late phone page: {fit}")
                 assert fit["scroll"] <= fit["inner"], f"the page scrolls sideways: {fit}"
