@@ -14,7 +14,6 @@ from teamtree.planners.capability import (
     JOBS,
     FavorGrant,
     FavorReject,
-    FavorRequest,
     FavorRequester,
     FavorResponder,
     Method,
@@ -40,29 +39,9 @@ def _peers(kinds, positions, comm_range, busy=()):
 
 
 def _deliver(agent_id, peers, job, method, ttl, busy):
-    """Run the real responders over a lossless network; who answered the agent, and how."""
-    matcher = make_matcher(method)
-    me = peers[agent_id]
-    req = FavorRequester(me.profile, job, matcher, ttl=ttl, window=10.0)
-    targets = [k for k, p in peers.items() if k != agent_id and k not in busy and me.reaches(p)]
-    responders = {
-        k: FavorResponder(p.profile, matcher, has_job=k in busy)
-        for k, p in peers.items()
-        if k != agent_id
-    }
-    queue = deque(a for a in req.start(0.0, targets) if isinstance(a, Send))
-    answers: dict[str, str] = {}
-    while queue:
-        send = queue.popleft()
-        msg = send.message
-        if send.to == agent_id:
-            answers[msg.helper] = type(msg).__name__
-            continue
-        assert isinstance(msg, FavorRequest)
-        src = peers[send.to]
-        in_range = [k for k, p in peers.items() if k != send.to and src.reaches(p)]
-        queue.extend(a for a in responders[send.to].on_request(msg, 0.01, in_range))
-    return req, answers
+    """Who answered the agent's request over a lossless network, and how."""
+    _, answers = _answers_to(agent_id, peers, job, method, ttl, busy)
+    return {msg.helper: type(msg).__name__ for msg in answers}
 
 
 @settings(max_examples=60, deadline=None)
@@ -88,7 +67,7 @@ def test_replay_names_exactly_the_robots_that_answer(
     matcher = make_matcher(method)
     query = matcher.query(peers[agent_id].profile, JOBS[job])
     reach = replay(peers[agent_id], peers, query, matcher, ttl)
-    _, answers = _deliver(agent_id, peers, JOBS[job], method, ttl, busy)
+    answers = _deliver(agent_id, peers, JOBS[job], method, ttl, busy)
     assert set(answers) == set(reach.answerers)
     for rid, kind in answers.items():  # idle ones grant, busy ones decline
         assert kind == ("FavorReject" if rid in busy else "FavorGrant")
