@@ -85,6 +85,7 @@ from teamtree.broker import (
     find_mosquitto,
     parse_endpoint,
 )
+from teamtree.broker.topics import parse as parse_topic
 from teamtree.broker.topics import pattern
 from teamtree.planners.tasktree import RepeatedStarts, repeated_starts
 
@@ -97,6 +98,7 @@ PROTOCOL_KINDS = {
     "node.potentials",
     "node.interest",
     "node.interest_ack",
+    "node.interest_acks",
 }
 PROGRESS_S = 5.0
 RTT_PROBE_S = 0.02
@@ -206,12 +208,24 @@ class Tap:
             pattern(team, None, "interest"),
             pattern(team, "+", "interest", "+"),
             pattern(team, "+", "interest_ack", "+"),
+            pattern(team, "+", "interest_acks"),
         ]
+        self.robots = 0
+        """The team's robots (set before the run): a message to the team reaches each
+        other robot (``robot_deliveries``)."""
+        self.to_team = 0
+        """Protocol messages not addressed to one agent."""
         self._task: asyncio.Task[None] | None = None
 
     def messages(self) -> int:
         """Protocol messages seen (each published message once)."""
         return sum(n for kind, n in self.counts.items() if kind in PROTOCOL_KINDS)
+
+    def robot_deliveries(self) -> int:
+        """Protocol messages the robots received: one for a message to one agent, one
+        per other robot for a message to the team (events, read by no robot, counted
+        as sent to the team)."""
+        return self.messages() - self.to_team + self.to_team * max(self.robots - 1, 0)
 
     async def start(self) -> None:
         for topic_filter in self._filters:
@@ -232,6 +246,8 @@ class Tap:
         self._seen.add((message.topic, env.hid))
         if env.kind in PROTOCOL_KINDS:
             self.counts[env.kind] += 1
+            if parse_topic(message.topic).recipient is None and env.kind != "node.claim_decided":
+                self.to_team += 1
         body = env.body if isinstance(env.body, dict) else {}
         if env.kind == "node.claim":
             claim_id = str(body.get("claim_id", ""))
@@ -254,6 +270,11 @@ class Tap:
         elif env.kind == "node.interest_ack":
             key = (str(body.get("declarer")), tuple(body.get("stamp") or ()))
             self.acked[key] = time.time() * 1000
+        elif env.kind == "node.interest_acks":
+            for entry in body.get("acks") or ():
+                if isinstance(entry, dict):
+                    key = (str(entry.get("declarer")), tuple(entry.get("stamp") or ()))
+                    self.acked[key] = time.time() * 1000
         elif env.kind == "node.claim_decided" and "elapsed_ms" not in body:
             self.unasked[bool(body.get("won"))] += 1
             self.every.append(0.0)  # decided in the step that made it: no message out
@@ -599,6 +620,7 @@ async def one_run(
     robot_ids = [f"r{r}" for r in range(robots)]
     tag = f"{robots}x{leaves}"
     tap = Tap(endpoint, team)
+    tap.robots = robots
     runtime = RuntimeSettings(keepalive_s=5)
     echo = build_agent(parse_config(data, Path(f"<{team}>")), "echo", endpoint=endpoint)
     prober = Agent("prober", team=team, endpoint=endpoint, runtime=runtime)
@@ -695,6 +717,7 @@ async def one_run(
             "ok": ok,
             "why": why,
             "msgs_per_behaviour": tap.messages() / leaves,
+            "recv_per_behaviour": tap.robot_deliveries() / leaves,
             "kinds": dict(tap.counts),
             "starts": starts,
             "claims": len(tap.latencies),
@@ -763,6 +786,8 @@ REPEATED = (
     ("first claims p50", lambda r: r["waves"]["first_p50"]),
     ("later claims p50", lambda r: r["waves"]["rest_p50"]),
     ("mission s", lambda r: r["mission_s"]),
+    ("msgs/behav", lambda r: r["msgs_per_behaviour"]),
+    ("recv/behav", lambda r: r["recv_per_behaviour"]),
     ("cpu s", lambda r: r["cpu_s"]),
 )
 """The per-run figures ``--repeat`` summarises (ms unless named otherwise)."""
@@ -791,12 +816,12 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
     """The results, one row per run."""
     print()
     print(f"task trees over {broker}, time factor {time_factor:g}")
-    print(f"{'robots':>6} {'behav':>6} {'scope':>8} {'procs':>5} {'ok':>3} {'mission s':>10} {'msgs/behav':>11} "
+    print(f"{'robots':>6} {'behav':>6} {'scope':>8} {'procs':>5} {'ok':>3} {'mission s':>10} {'msgs/behav':>11} {'recv/behav':>11} "
           f"{'claim p50 ms':>13} {'claim p99 ms':>13} {'rtt p50 ms':>11} {'rtt p99 ms':>11} "
           f"{'claim/rtt':>10} {'cpu s':>7} {'RSS MiB':>8} {'load':>5}")  # fmt: skip
     for r in rows:
         print(f"{r['robots']:>6} {r['behaviours']:>6} {r['scope']:>8} {r['procs']:>5} {'y' if r['ok'] else 'n':>3} "
-              f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['claim_p50']:>13.2f} "
+              f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['recv_per_behaviour']:>11.1f} {r['claim_p50']:>13.2f} "
               f"{r['claim_p99']:>13.2f} {r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} "
               f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['cpu_s']:>7.1f} "
               f"{r['rss_mib']:>8.0f} {r['load']:>5.1f}")  # fmt: skip

@@ -638,6 +638,11 @@ class Connection:
         """Messages on latest-only topics replaced by a newer one before being handled."""
         return self._coalesced_before + (self._inbound.coalesced if self._inbound else 0)
 
+    def urgent_waiting(self) -> bool:
+        """Whether received messages of an urgent or critical channel wait to be
+        handled (``Agent.urgent``): a sender of answers may wait for them to batch."""
+        return self._inbound is not None and self._inbound.urgent_waiting()
+
     @property
     def outbox_size(self) -> int:
         return len(self._outbox)

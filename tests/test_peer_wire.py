@@ -9,10 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.treeprotocol.peer_wire import (
+    MAX_BATCHED_ACKS,
     claim_from_wire,
     claim_to_wire,
     interest_ack_from_wire,
     interest_ack_to_wire,
+    interest_acks_from_wire,
+    interest_acks_to_wire,
     interest_from_wire,
     interest_to_wire,
     reply_from_wire,
@@ -61,6 +64,45 @@ def test_an_acknowledgement_cannot_speak_for_another_members_interest() -> None:
     )
     with pytest.raises(ValueError, match=r"own\.agent"):
         interest_ack_from_wire(body)
+
+
+stamps = st.tuples(st.integers(0, 2**53), st.integers(0, 2**16), st.sampled_from(["a", "b", "c"]))
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(st.sampled_from(["r1", "r2", "r3", "r4"]), stamps), min_size=1),
+    st.one_of(st.none(), st.lists(st.sampled_from(["x", "y", "z"]), unique=True)),
+)
+def test_a_batch_of_acknowledgements_gives_each_declarer_its_latest_entry(entries, own) -> None:
+    """Each declarer named in a ``node.interest_acks`` reads the acknowledgement of its
+    latest declaration listed, with the batch's ``own`` (the last one's); a member not
+    named reads none."""
+    mine = None if own is None else Interest("bx", STAMP, tuple(own))
+    acks = [InterestAck("bx", declarer, stamp, mine) for declarer, stamp in entries]
+    body = interest_acks_to_wire(acks)
+    for declarer in ("r1", "r2", "r3", "r4"):
+        listed = [stamp for d, stamp in entries if d == declarer]
+        got = interest_acks_from_wire(body, declarer)
+        if not listed:
+            assert got is None
+        else:
+            assert got == InterestAck("bx", declarer, max(listed), mine)
+
+
+def test_a_malformed_batch_of_acknowledgements_is_refused_naming_the_field() -> None:
+    ack = InterestAck("bx", "pr2", STAMP, Interest("bx", STAMP, ("a",)))
+    body = interest_acks_to_wire([ack])
+    for bad, field in (
+        ({**body, "acks": []}, r"\$\.acks"),
+        ({**body, "acks": body["acks"] * (MAX_BATCHED_ACKS + 1)}, r"\$\.acks"),
+        ({**body, "acks": [{"declarer": "pr2", "stamp": [1, 2]}]}, r"\$\.acks\[0\]\.stamp"),
+        ({**body, "own": {**body["own"], "agent": "pr2"}}, r"own\.agent"),
+    ):
+        with pytest.raises(ValueError, match=field):
+            interest_acks_from_wire(bad, "other")  # refused whoever reads it
+    with pytest.raises(ValueError, match="more than one agent"):
+        interest_acks_to_wire([ack, InterestAck("pr2", "bx", STAMP)])
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,9 @@ from teamtree.agents.runtime.resync import (
 from teamtree.agents.treeprotocol import dialog_wire
 from teamtree.agents.treeprotocol.decided_wire import ClaimDecidedWire
 from teamtree.agents.treeprotocol.peer_wire import (
+    AckedWire,
     ClaimWire,
+    InterestAcksWire,
     InterestAckWire,
     InterestWire,
     LeafSnapshotWire,
@@ -112,6 +114,7 @@ PEER = {
     "node.potentials": PotentialsWire,
     "node.interest": InterestWire,
     "node.interest_ack": InterestAckWire,
+    "node.interest_acks": InterestAcksWire,
     "node.claim_decided": ClaimDecidedWire,
 }
 
@@ -122,8 +125,10 @@ def test_protocol_md_task_tree_bodies_match_the_types(kind: str) -> None:
     assert set(documented) == fields(PEER[kind]), kind
     if kind == "node.claim_reply":
         assert set(keys(braces(documented["reports"]))) == fields(ReportWire)
-    if kind == "node.interest_ack":
+    if kind in ("node.interest_ack", "node.interest_acks"):
         assert set(keys(braces(documented["own"]))) == fields(InterestWire)
+    if kind == "node.interest_acks":
+        assert set(keys(braces(documented["acks"]))) == fields(AckedWire)
 
 
 def test_multitask_md_transitions_match_the_types() -> None:

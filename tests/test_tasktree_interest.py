@@ -51,6 +51,9 @@ from tests.test_tasktree_property import (
 )
 from tests.test_tasktree_scale_property import EXAMPLES, big_team, check_big_team, team_trees
 
+ACK_HOLDS = st.sampled_from([0.0, 0.001, 0.03, 0.1])
+"""Seconds acknowledgements are held before they go out together (0: at once)."""
+
 
 @sim_settings(200)
 @given(
@@ -59,13 +62,28 @@ from tests.test_tasktree_scale_property import EXAMPLES, big_team, check_big_tea
     capacity=st.integers(1, 2),
     prefetch=st.integers(0, 3),
     avoid=st.booleans(),
+    ack_hold=ACK_HOLDS,
     **NETWORKS,
 )
 def test_random_teams_with_declared_interest_keep_the_guarantees(
-    text: str, n_robots: int, capacity: int, prefetch: int, avoid: bool, **net: Any
+    text: str,
+    n_robots: int,
+    capacity: int,
+    prefetch: int,
+    avoid: bool,
+    ack_hold: float,
+    **net: Any,
 ) -> None:
+    """With acknowledgements sent at once or held and sent together (``ack_hold``,
+    as the agents batch them)."""
     cfg = _team(n_robots, capacity, 1, **net)
-    cfg = replace(cfg, declared_interest=True, interest_prefetch=prefetch, avoid_contention=avoid)
+    cfg = replace(
+        cfg,
+        declared_interest=True,
+        interest_prefetch=prefetch,
+        avoid_contention=avoid,
+        ack_hold=ack_hold,
+    )
     _simulate_and_check(text, cfg)
 
 
@@ -79,6 +97,7 @@ def test_random_teams_with_declared_interest_keep_the_guarantees(
     duplicate_p=st.sampled_from([0.0, 0.2]),
     reorder=st.booleans(),
     join=st.booleans(),
+    ack_hold=ACK_HOLDS,
     seed=st.integers(0, 2**32 - 1),
 )
 def test_big_teams_with_declared_interest_keep_the_guarantees(
@@ -90,6 +109,7 @@ def test_big_teams_with_declared_interest_keep_the_guarantees(
     duplicate_p: float,
     reorder: bool,
     join: bool,
+    ack_hold: float,
     seed: int,
 ) -> None:
     cfg = big_team(n_robots, seed, crashes, max_delay, duplicate_p, reorder)
@@ -98,6 +118,7 @@ def test_big_teams_with_declared_interest_keep_the_guarantees(
         joins=(JoinSpec("late", at=0.3),) if join else (),
         avoid_contention=avoid,
         declared_interest=True,
+        ack_hold=ack_hold,
     )
     check_big_team(parse_tree(text), text, cfg)
 
@@ -399,3 +420,25 @@ def test_declaring_members_of_a_mixed_team_work_only_because_the_others_acknowle
 
     monkeypatch.setattr(TaskController, "_on_interest", ignore_when_undeclared)
     assert _mixed_runs(range(20)) == (0, 0, 0)
+
+
+@sim_settings(2)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    ack_hold=st.sampled_from([0.0, 0.03]),
+    reorder=st.booleans(),
+)
+def test_sixty_four_robots_share_five_hundred_behaviours(
+    seed: int, ack_hold: float, reorder: bool
+) -> None:
+    """The benchmark's largest team in the simulation: 64 declaring robots on an AND of
+    250 THEN pairs (500 leaves), two of them crashing mid-behaviour; no node worked
+    twice or by two robots at once, every THEN in order, the mission complete."""
+    text = f"AND({', '.join(f'THEN(a{i}, b{i})' for i in range(250))})"
+    cfg = replace(
+        big_team(64, seed, 2, 0.02, 0.0, reorder),
+        declared_interest=True,
+        ack_hold=ack_hold,
+        duration=(0.05, 0.2),
+    )
+    check_big_team(parse_tree(text), text, cfg)

@@ -9,15 +9,31 @@ to them.
   peer whose declaration meets it; also a claim asked again)
 - ``<me>/claim_reply/<claimant>`` ``node.claim_reply``
 - ``_/interest`` (``<me>/interest/<peer>``) ``node.interest``,
-  ``<me>/interest_ack/<declarer>`` ``node.interest_ack`` (planners/tasktree/interest.py)
+  ``<me>/interest_ack/<declarer>`` ``node.interest_ack`` (planners/tasktree/interest.py),
+  or, for a burst, ``<me>/interest_acks`` ``node.interest_acks`` (below)
 - ``<me>/potentials`` ``node.potentials``: retained, QoS 0: eq. 1 of its best open
   leaves, for the team's contention avoidance (planners/tasktree/contention.py)
 - ``<me>/events`` ``node.claim_decided``: each claim won or lost, why, and how long it
   took (``elapsed_ms``, from its first publish; absent if it was never published)
+
+While an online peer has not declared yet (a mission's start, when every robot
+declares at once), acknowledgements wait for it (at most ``ACK_HOLD_S``), and for the
+declarations already queued (at most ``ACK_TURNS`` turns of the event loop), then go
+out together as one ``node.interest_acks`` to the team that lists them all (one
+``node.interest_ack`` if there is one). One message to each declarer made the start
+cost (robots - 1) x robots messages; now each robot sends one or a few. A declarer
+reads only its own entry of a batch. Later, a declaration is one robot's alone and is
+acknowledged at once, as before: a batch to the team would be read by every robot for
+the one it concerns. Waiting changes no decision of the peer rule: an acknowledgement
+is still sent only after its declaration was recorded (I3 of interest.py), and a
+declarer claims only once it has it (I1), so waiting delays claims and never lets one
+through early. What it costs: a robot's first claim waits for the last robot's first
+declaration (the declarations of a team started together fall within one tick period).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -29,12 +45,14 @@ from teamtree.agents.treeprotocol.decided_wire import claim_decided_to_wire
 from teamtree.agents.treeprotocol.peer_wire import (
     claim_to_wire,
     interest_ack_to_wire,
+    interest_acks_to_wire,
     interest_to_wire,
     potentials_to_wire,
     reply_to_wire,
 )
 from teamtree.planners.tasktree import (
     ClaimDecided,
+    InterestAck,
     PublishClaim,
     PublishInterest,
     PublishInterestAck,
@@ -42,13 +60,30 @@ from teamtree.planners.tasktree import (
     PublishReply,
 )
 
-__all__ = ["CLAIMS", "CLAIM_REPLY", "INTEREST", "INTEREST_ACK", "POTENTIALS", "PeerOutbox"]
+__all__ = [
+    "ACK_TURNS",
+    "CLAIMS",
+    "CLAIM_REPLY",
+    "INTEREST",
+    "INTEREST_ACK",
+    "INTEREST_ACKS",
+    "POTENTIALS",
+    "PeerOutbox",
+]
 
 CLAIMS = "claims"
 POTENTIALS = "potentials"
 CLAIM_REPLY = "claim_reply"
 INTEREST = "interest"
 INTEREST_ACK = "interest_ack"
+INTEREST_ACKS = "interest_acks"
+ACK_TURNS = 32
+"""Turns of the event loop the acknowledgements wait at most for the urgent messages
+queued meanwhile to be read (each turn reads one or more)."""
+ACK_HOLD_S = 0.1
+"""How long acknowledgements wait at most for the online peers that have not declared
+yet (a robot without declared interest never does)."""
+ACK_POLL_S = 0.002
 
 
 class PeerOutbox:
@@ -61,6 +96,9 @@ class PeerOutbox:
         """The pending claim's id and when it was first published (``perf_counter``):
         its decision reports ``elapsed_ms`` to a fraction of a millisecond (stamps are
         whole milliseconds, and a claim takes 2-3 of them at 8 robots)."""
+        self._acks: dict[str, InterestAck] = {}
+        """Acknowledgements not yet sent, by declarer (the latest declaration's)."""
+        self._acks_due: asyncio.Task[None] | None = None
 
     async def send(self, action: Any) -> bool:
         """Carry out `action` if it is one of the peer rule's messages; False if not."""
@@ -88,10 +126,7 @@ class PeerOutbox:
                 humans.declared(interest, to)
             case PublishInterestAck(ack=ack):
                 if ack.declarer not in humans:
-                    body = interest_ack_to_wire(ack)
-                    await host.publish(
-                        INTEREST_ACK, "node.interest_ack", body, recipient=ack.declarer
-                    )
+                    await self._acknowledge(ack)
             case PublishPotentials(potentials=potentials):
                 body = potentials_to_wire(host.id, potentials, host.tree.leaves)
                 await host.publish(POTENTIALS, "node.potentials", body, qos=0, retain=True)
@@ -100,6 +135,48 @@ class PeerOutbox:
             case _:
                 return False
         return True
+
+    async def _acknowledge(self, ack: InterestAck) -> None:
+        """Send `ack` now, or keep it for the start's batch (module docstring)."""
+        if not self._acks and not self._peers_to_declare():
+            await self.send_acks([ack])
+            return
+        held = self._acks.get(ack.declarer)
+        if held is None or held.stamp <= ack.stamp:
+            self._acks[ack.declarer] = ack
+        if self._acks_due is None or self._acks_due.done():
+            self._acks_due = self.host.spawn(self._acks_after_queue(), "interest_acks")
+
+    async def _acks_after_queue(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._acks:  # those kept while the last ones went out go next
+            starting = self._peers_to_declare()
+            until = loop.time() + ACK_HOLD_S
+            while self._peers_to_declare() and loop.time() < until:
+                await asyncio.sleep(ACK_POLL_S)
+            for _ in range(ACK_TURNS if starting else 0):  # the declarations queued
+                if not self.host.connection.urgent_waiting():
+                    break
+                await asyncio.sleep(0)
+            acks, self._acks = list(self._acks.values()), {}
+            await self.send_acks(acks, batch=starting)
+
+    def _peers_to_declare(self) -> bool:
+        """Whether an online peer has not declared yet."""
+        c = self.host.controller
+        book = None if c is None else c.interest
+        return book is not None and bool(book.undeclared(c.peers_online))
+
+    async def send_acks(self, acks: list[InterestAck], *, batch: bool = False) -> None:
+        """Send `acks`: with `batch` and several, as one batch to the team (the team's
+        start), else one to each declarer."""
+        host = self.host
+        if batch and len(acks) >= 2:
+            await host.publish(INTEREST_ACKS, "node.interest_acks", interest_acks_to_wire(acks))
+            return
+        for ack in acks:
+            body = interest_ack_to_wire(ack)
+            await host.publish(INTEREST_ACK, "node.interest_ack", body, recipient=ack.declarer)
 
     async def _decided(self, decided: ClaimDecided) -> None:
         """Log and publish a claim's decision, with how long it took."""

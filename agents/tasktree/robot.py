@@ -41,6 +41,7 @@ from teamtree.agents.tasktree.peer_outbox import (
     CLAIMS,
     INTEREST,
     INTEREST_ACK,
+    INTEREST_ACKS,
     POTENTIALS,
     PeerOutbox,
 )
@@ -182,7 +183,7 @@ class RobotAgent(PeerRuleMember):
         # without declared interest too: a peer that declares its interest (a mixed
         # team, an attached robot) waits for this robot's acknowledgement before it
         # claims, and the controller gives it, as a robot that may claim any leaf
-        self.subscribe_interest(INTEREST, INTEREST_ACK)
+        self.subscribe_interest(INTEREST, INTEREST_ACK, INTEREST_ACKS)
         self.on_agent(
             self.driver, "observation", self._on_observation, kind="observation", latest=True
         )

@@ -32,6 +32,7 @@ from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.treeprotocol.peer_wire import (
     claim_from_wire,
     interest_ack_from_wire,
+    interest_acks_from_wire,
     interest_from_wire,
     potentials_from_wire,
     reply_from_wire,
@@ -184,21 +185,32 @@ class PeerRuleMember(Agent):
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self._drop("malformed", str(topic), env.sender, f"{what}: {exc}")
             return
+        if event is None:  # a batch with nothing for this agent
+            return
         if getattr(event, field) != env.sender:
             self._drop("sender_mismatch", str(topic), env.sender, f"{field} is not the sender")
             return
         await self.feed(event)
 
-    def subscribe_interest(self, channel: str, acks: str) -> None:
+    def subscribe_interest(self, channel: str, acks: str, batched_acks: str) -> None:
         """Take peers' ``node.interest`` declarations on the team ``channel`` (and
-        addressed to this agent on theirs, for a declaration sent to one peer) and the
-        ``node.interest_ack`` acknowledgements addressed to this agent on ``acks``.
-        Urgent (behind claims and replies, which are critical): a claim waits for
-        them."""
-        self.urgent(channel, acks)
+        addressed to this agent on theirs, for a declaration sent to one peer), the
+        ``node.interest_ack`` acknowledgements addressed to this agent on ``acks``,
+        and each member's ``node.interest_acks`` batches on ``batched_acks`` (the one
+        entry for this agent's declaration is fed; a batch without one is read and
+        left). Urgent (behind claims and replies, which are critical): a claim waits
+        for them."""
+        self.urgent(channel, acks, batched_acks)
         self.on_team(channel, self._on_peer_interest, kind="node.interest")
         self.on_agents(channel, self._on_peer_interest, kind="node.interest", addressed=True)
         self.on_agents(acks, self._on_peer_interest_ack, kind="node.interest_ack", addressed=True)
+        members = None if self.roster is None else self.roster - {self.id}
+        self.on_agents(
+            batched_acks,
+            self._on_peer_interest_acks,
+            kind="node.interest_acks",
+            senders=members,
+        )
 
     def _peer_of_my_kind(self, env: Envelope, topic: Topic, what: str) -> bool:
         """Whether `env` comes from an agent of this kind (presence and factsheet come
@@ -218,6 +230,13 @@ class PeerRuleMember(Agent):
         what = "interest acknowledgement"
         if self._peer_of_my_kind(env, topic, what):
             await self._decoded(env, topic, what, interest_ack_from_wire, "agent")
+
+    async def _on_peer_interest_acks(self, env: Envelope, topic: Topic) -> None:
+        what = "interest acknowledgements"
+        if self._peer_of_my_kind(env, topic, what):
+            me = self.id
+            decode = lambda body: interest_acks_from_wire(body, me)  # noqa: E731
+            await self._decoded(env, topic, what, decode, "agent")
 
     def subscribe_potentials(self, channel: str, leaves: tuple[str, ...]) -> None:
         """Take peers' ``node.potentials`` (contention avoidance) on their ``channel``,

@@ -34,8 +34,10 @@ from teamtree.planners.tasktree import (
 )
 
 __all__ = [
+    "AckedWire",
     "ClaimWire",
     "InterestAckWire",
+    "InterestAcksWire",
     "InterestWire",
     "LeafSnapshotWire",
     "LeafTransitionWire",
@@ -50,6 +52,8 @@ __all__ = [
     "claim_to_wire",
     "interest_ack_from_wire",
     "interest_ack_to_wire",
+    "interest_acks_from_wire",
+    "interest_acks_to_wire",
     "interest_from_wire",
     "interest_to_wire",
     "potentials_from_wire",
@@ -187,6 +191,30 @@ class InterestAckWire(Struct, frozen=True):
     agent: str
     declarer: str
     stamp: StampWire
+    own: InterestWire | None = None
+
+
+class AckedWire(Struct, frozen=True):
+    """One entry of a ``node.interest_acks`` body: the declaration of ``stamp`` by
+    ``declarer`` was recorded."""
+
+    declarer: str
+    stamp: StampWire
+
+
+MAX_BATCHED_ACKS = 4096
+"""The most entries a ``node.interest_acks`` body may hold (a team far larger than
+any this runtime serves); a longer one is malformed."""
+
+
+class InterestAcksWire(Struct, frozen=True):
+    """The ``node.interest_acks`` body: ``agent`` recorded every declaration in ``acks``,
+    sent once to the team in place of one ``node.interest_ack`` to each declarer (a
+    burst of declarations, as at a mission's start); ``own`` as in
+    ``node.interest_ack``."""
+
+    agent: str
+    acks: Annotated[list[AckedWire], Meta(min_length=1, max_length=MAX_BATCHED_ACKS)]
     own: InterestWire | None = None
 
 
@@ -385,3 +413,29 @@ def interest_ack_from_wire(body: Any) -> InterestAck:
     if own is not None and own.agent != w.agent:
         raise PeerWireError("bad interest_ack body: $.own.agent is not $.agent")
     return InterestAck(w.agent, w.declarer, w.stamp, own)
+
+
+def interest_acks_to_wire(acks: Sequence[InterestAck]) -> dict[str, Any]:
+    """The ``node.interest_acks`` body of `acks`, all made by one agent; the last one's
+    ``own`` goes out (declarations only grow, so it holds every earlier one's)."""
+    if not acks:
+        raise ValueError("no acknowledgements to batch")
+    agent, own = acks[-1].agent, acks[-1].own
+    if any(a.agent != agent for a in acks):
+        raise ValueError("acknowledgements of more than one agent in one batch")
+    entries = [AckedWire(a.declarer, _s(a.stamp)) for a in acks]
+    return _encode(InterestAcksWire(agent, entries, None if own is None else _interest(own)))
+
+
+def interest_acks_from_wire(body: Any, declarer: str) -> InterestAck | None:
+    """The acknowledgement a ``node.interest_acks`` body holds for `declarer`'s
+    declaration (the latest stamp if it names it twice), or None if it holds none;
+    raises PeerWireError on a malformed body, whoever it acknowledges."""
+    w = _decode(body, InterestAcksWire)
+    own = None if w.own is None else Interest(w.own.agent, w.own.stamp, tuple(w.own.leaves))
+    if own is not None and own.agent != w.agent:
+        raise PeerWireError("bad interest_acks body: $.own.agent is not $.agent")
+    stamps = [a.stamp for a in w.acks if a.declarer == declarer]
+    if not stamps:
+        return None
+    return InterestAck(w.agent, declarer, max(stamps), own)

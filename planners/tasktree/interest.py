@@ -184,6 +184,10 @@ class InterestBook:
         s = self._sets.get(peer)
         return s is not None and not s.isdisjoint(leaves)
 
+    def undeclared(self, online: Iterable[str]) -> list[str]:
+        """The peers of ``online`` of which no declaration is known here."""
+        return sorted(q for q in online if q not in self._sets)
+
     def of(self, peer: str) -> frozenset[str]:
         """``peer``'s declared leaves as known here."""
         return self._sets.get(peer, frozenset())

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from msgspec.structs import replace as struct_replace
 
 from teamtree.planners.tasktree.contention import PeerPotentials, PublishPotentials
 from teamtree.planners.tasktree.interest import PublishInterest, PublishInterestAck
@@ -159,6 +160,10 @@ class SimConfig:
     undeclared: tuple[str, ...] = ()
     """With ``declared_interest``: robots that run without it (a mixed team), asking
     every online peer and acknowledging declarations as members of every leaf."""
+    ack_hold: float = 0.0
+    """Seconds a robot keeps its acknowledgements of declarations before they go out
+    together, each carrying the latest ``own`` declaration among them (as the agents'
+    outbox batches them, agents/tasktree/peer_outbox.py); 0: each at once."""
 
     def __post_init__(self) -> None:
         if self.lease_clock not in ("body", "utc"):
@@ -220,6 +225,7 @@ class _Robot:
     starts: int = 0
     current: dict[str, int] = field(default_factory=dict)  # node -> index into executions
     frozen: bool = False
+    acks: list[Any] = field(default_factory=list)  # held acknowledgements (ack_hold)
     lease_until: dict[str, float] = field(default_factory=dict)  # node -> body stops at
 
 
@@ -394,6 +400,10 @@ class _Sim:
                     self.publish(r.rid, PeerPotentials(agent, pots))
                 case PublishInterest(interest=i, to=to):
                     self.publish(r.rid, i, to=to)
+                case PublishInterestAck(ack=ack) if self.cfg.ack_hold > 0:
+                    if not r.acks:
+                        self.push(self.t + self.cfg.ack_hold, "acks", r.rid)
+                    r.acks.append(ack)
                 case PublishInterestAck(ack=ack):
                     self.publish(r.rid, ack, to=ack.declarer)
                 case ClaimDecided(claim=c, won=won):
@@ -404,6 +414,15 @@ class _Sim:
                     self.start(r, node)
                 case AbortBehaviour(node=node) | PauseBehaviour(node=node):
                     self.stop(r, node)
+
+    def send_acks(self, r: _Robot) -> None:
+        """Send ``r``'s held acknowledgements together, each with the latest ``own``."""
+        acks, r.acks = r.acks, []
+        if not r.alive or r.frozen or not acks:
+            return
+        own = acks[-1].own
+        for ack in acks:
+            self.publish(r.rid, struct_replace(ack, own=own), to=ack.declarer)
 
     def start(self, r: _Robot, node: str) -> None:
         r.starts += 1
@@ -488,6 +507,8 @@ class _Sim:
                     self.stop(r, node)
             elif kind == "will":
                 self.will(payload)
+            elif kind == "acks":
+                self.send_acks(self.robots[payload])
             elif kind == "join":
                 self.join(payload)
         for ex in self.executions:

@@ -159,6 +159,78 @@ def test_tea_party_with_and_without_declared_interest(declared: bool, tmp_path: 
         assert known & conflict_set(tree, r["body"]["node"]), (r, declarations[peer])
 
 
+EXTRA_ROBOTS = {  # id -> (profile, base x, side): two more of each beside the first two
+    "pr2b": ("pr2", -0.45, -1), "pr2c": ("pr2", 0.45, -1),
+    "baxterb": ("baxter", -0.45, 1), "baxterc": ("baxter", 0.45, 1),
+}  # fmt: skip
+
+
+def six_robot_party(text: str) -> str:
+    """The tea party of scenario 1 with four more robots (and their drivers) around the
+    table: six declaring robots."""
+    for rid, (profile, x, side) in EXTRA_ROBOTS.items():
+        text += f"""
+[[agents]]
+id = "{rid}"
+kind = "robot"
+profile = "{profile}"
+driver = "{rid}-driver"
+metric = "distance+grasp"
+w_d = 0.01
+
+[[agents]]
+id = "{rid}-driver"
+kind = "sim_driver"
+role = "service"
+robot = "{rid}"
+"""
+        world = f"""
+[agents.robots.{rid}]
+profile = "{profile}"
+base = [{x}, {0.65 * side}, 0.0]
+yaw = {-1.5707963 * side}
+"""
+        text = text.replace("\n[agents.objects.cup]", world + "\n[agents.objects.cup]", 1)
+    return text
+
+
+def test_six_declaring_robots_acknowledge_the_start_in_one_batch_each(tmp_path: Path) -> None:
+    """Six robots declare their interest at once when the mission starts. Each one
+    waits for every online peer's declaration and acknowledges them in one
+    ``node.interest_acks`` to the team, not one ``node.interest_ack`` to each declarer:
+    every declaration is acknowledged by each other robot (in one form or the other),
+    far fewer acknowledgements go out than declarations x peers, and the mission
+    completes with the tea party's guarantees."""
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    config = tmp_path / "tea_party_s1.toml"
+    config.write_text(six_robot_party(text))
+    robots = {"pr2", "baxter", *EXTRA_ROBOTS}
+    _, records = run_recorded(config, "tea_party_s1.jsonl", tmp_path)
+    check_tea_party(records)
+    firsts: dict[str, tuple] = {}
+    for r in records:
+        if r["kind"] == "node.interest" and r["sender"] not in firsts:
+            firsts[r["sender"]] = tuple(r["body"]["stamp"])
+    assert set(firsts) == robots, firsts
+    acked: set[tuple[str, str, tuple]] = set()  # (acknowledger, declarer, stamp)
+    singles = [r for r in records if r["kind"] == "node.interest_ack"]
+    batches = [r for r in records if r["kind"] == "node.interest_acks"]
+    for r in singles:
+        acked.add((r["sender"], r["body"]["declarer"], tuple(r["body"]["stamp"])))
+    for r in batches:
+        assert r["topic"].endswith(f"/{r['sender']}/interest_acks"), r["topic"]
+        for e in r["body"]["acks"]:
+            acked.add((r["sender"], e["declarer"], tuple(e["stamp"])))
+    for declarer, stamp in firsts.items():
+        # a later declaration acknowledged stands for the first (declarations only grow)
+        by = {a for a, d, s in acked if d == declarer and s >= stamp}
+        assert by == robots - {declarer}, (declarer, sorted(by))
+    pairs = len({(a, d, s) for a, d, s in acked})
+    print(f"acknowledged {pairs}: {len(singles)} single, {len(batches)} batched")
+    assert batches, "no acknowledgements were batched"
+    assert len(singles) + len(batches) < pairs, (len(singles), len(batches), pairs)
+
+
 def test_tea_party_of_a_declaring_robot_and_one_that_does_not(tmp_path: Path) -> None:
     """A mixed team (a robot attached with its own settings): the PR2 declares its
     interest and the Baxter runs with ``declared_interest = false``. The Baxter
