@@ -1,15 +1,22 @@
-"""Mission identity, config key checks and outcome judging, without a broker."""
+"""Mission identity, config key checks, outcome judging and the queue's answer to a
+cancel, without a broker."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from teamtree.agents.capability.job_source import job_result
+from teamtree.agents.missions import wire as dw
+from teamtree.agents.missions.protocol import MissionRow
+from teamtree.agents.missions.queue import MissionQueue
 from teamtree.agents.runtime.config import parse_config
 from teamtree.agents.runtime.mission import (
     belongs,
@@ -25,9 +32,9 @@ from teamtree.agents.runtime.outcome import (
     render_result_block,
     result_body,
 )
-from teamtree.broker import ConfigError, ConnectError, Endpoint
+from teamtree.broker import ConfigError, ConnectError, Endpoint, Envelope, HlcStamp
 from teamtree.broker.reach import check_reachable
-from teamtree.broker.topics import validate_id
+from teamtree.broker.topics import build, parse, validate_id
 
 IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,20}", fullmatch=True)
 
@@ -161,3 +168,84 @@ def test_an_unreachable_broker_is_named_with_the_reason() -> None:
         port = s.getsockname()[1]
         with pytest.raises(ConnectError, match=rf"mqtt://127.0.0.1:{port}: .*refused"):
             check_reachable(Endpoint("127.0.0.1", port), timeout=2.0)
+
+
+def _queue_replies(rows: list[MissionRow], asked: list[str]) -> list[tuple[str, Any]]:
+    """The queue's replies to a cancel of each id of `asked`, its table holding `rows`."""
+    replies: list[tuple[str, Any]] = []
+
+    async def run() -> None:
+        queue = MissionQueue("queue", team="t1", endpoint=Endpoint("127.0.0.1", 1),
+                             config_path="x.toml", members=["pr2"])  # fmt: skip
+
+        async def reply(request: Envelope, kind: str, body: Any = None) -> None:
+            replies.append((kind, dw.decode_dispatch(kind, body)))
+
+        async def publish(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        queue.reply = reply  # type: ignore[method-assign]
+        queue.publish = publish  # type: ignore[method-assign]
+        queue._terminate = lambda procs: None  # type: ignore[method-assign]
+        for row in rows:
+            queue.rows[row.id] = row
+        topic = parse(build("t1", None, "missions"))
+        for hid, mission in enumerate(asked, 1):
+            ask = {"reply_to": "cli", "corr": f"c{hid}"}
+            env = Envelope(dw.CANCEL, "cli", hid, 1, HlcStamp(1, 0, "cli"), {"id": mission}, **ask)
+            await queue._on_cancel(env, topic)
+
+    asyncio.run(run())
+    return replies
+
+
+def test_a_cancel_of_a_mission_that_already_ended_is_refused_saying_how_it_ended() -> None:
+    """A cancel that comes after the mission succeeded, failed or was cancelled changes
+    nothing and says so with the mission's state (field ``state``); one of a running
+    mission cancels it; an unknown id is refused naming the id."""
+    rows = [
+        MissionRow("m-done", "tasktree", "done", summary="done in 4.2 s"),
+        MissionRow("m-failed", "tasktree", "failed", summary="failed in 3.0 s (pr2 exited 1)"),
+        MissionRow("m-gone", "tasktree", "cancelled", reason="cancelled by ops before it started"),
+        MissionRow("m-run", "tasktree", "running"),
+    ]
+    replies = _queue_replies(rows, ["m-done", "m-failed", "m-gone", "m-run", "m-none"])
+    done, failed, gone, running, unknown = (body for _, body in replies)
+    assert [k for k, _ in replies] == [dw.REJECTED] * 3 + [dw.CANCELLED, dw.REJECTED]
+    assert done == dw.Rejected(
+        "state", "mission 'm-done' already ended: done in 4.2 s; nothing to cancel"
+    )
+    assert failed.field == "state" and "already ended: failed in 3.0 s" in failed.error
+    assert gone.field == "state"
+    assert "already ended: cancelled (cancelled by ops before it started)" in gone.error
+    assert [r.state for r in rows] == ["done", "failed", "cancelled", "cancelling"]
+    assert running == dw.Cancelled("m-run", "cancelling")
+    assert unknown.field == "id"
+
+
+@pytest.mark.parametrize(
+    ("reply", "code", "said"),
+    [
+        ((dw.CANCELLED, {"id": "m1", "state": "cancelling"}), 0, "m1: cancelling"),
+        ((dw.REJECTED, {"field": "state", "error": "mission 'm1' already ended: done in 4 s"}),
+         1, "already ended: done in 4 s"),
+        ((dw.CANCELLED, {"id": "m1", "state": "done"}), 1, "already ended: done"),
+        ((dw.REJECTED, {"field": "id", "error": "no mission 'm1' (known: none)"}), 2, "no mission"),
+    ],
+)  # fmt: skip
+def test_teamtree_cancel_exits_0_only_when_it_cancelled(monkeypatch, capsys, reply, code, said):
+    """``teamtree cancel`` of a mission that already ended says so, with its state, and
+    exits 1 (also when an older queue answers ``mission.cancelled`` with the ended
+    state); an unknown id exits 2; a cancelled or cancelling mission exits 0."""
+    from teamtree.agents.cli import dispatch
+
+    kind, body = reply
+
+    async def ask(args: Any, kind_: str, body_: Any) -> Any:
+        assert kind_ == dw.CANCEL and body_ == {"id": "m1"}
+        return Envelope(kind, "queue", 1, 1, HlcStamp(1, 0, "queue"), body)
+
+    monkeypatch.setattr(dispatch, "_ask", ask)
+    assert asyncio.run(dispatch.run_cancel(argparse.Namespace(id="m1"))) == code
+    out = capsys.readouterr()
+    assert said in (out.out if code == 0 else out.err), out

@@ -2,8 +2,10 @@
 
 They speak the dispatch protocol (``teamtree.agents.missions.protocol``) to the
 team's ``mission_queue`` service. Exit codes: 0 done (``submit --wait``: the mission
-succeeded), 1 the broker, the queue or the mission failed, 2 a bad mission file
-(naming file, table and key) or a submission the queue rejected (naming the field).
+succeeded; ``cancel``: the mission is cancelled or cancelling), 1 the broker, the
+queue or the mission failed (``cancel``: the mission had already ended, which it says
+with its state), 2 a bad mission file (naming file, table and key) or a submission or
+cancel the queue rejected (naming the field: an unknown mission id).
 
 Against a broker with access control (``teamtree acl``) they log in as
 ``--username`` (default ``$TEAMTREE_USERNAME``) with ``--password`` or the password
@@ -228,7 +230,16 @@ async def run_cancel(args: argparse.Namespace) -> int:
     """The ``cancel`` handler."""
     reply = await _ask(args, CANCEL, to_wire(CancelRequest(args.id)))
     if reply.kind != CANCELLED:
+        body = _answer(reply)
+        if isinstance(body, Rejected) and body.field == "state":
+            # the mission is known but over: no bad argument, a cancel that came too late
+            print(f"teamtree cancel: {body.error}", file=sys.stderr, flush=True)
+            return 1
         return _rejected(reply, "cancel")
     cancelled: Cancelled = _answer(reply)
+    if cancelled.state in ENDED and cancelled.state != "cancelled":  # an older queue's word
+        print(f"teamtree cancel: mission {args.id!r} already ended: {cancelled.state}; "
+              "nothing to cancel", file=sys.stderr, flush=True)  # fmt: skip
+        return 1
     print(f"{args.id}: {cancelled.state}", flush=True)
     return 0

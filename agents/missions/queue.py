@@ -8,7 +8,9 @@ scoped at the broker like a ``teamtree run``. The team's services (world, driver
 recorder) keep running between missions. A mission is done when every agent started
 for it exits 0 (a task-tree robot exits 0 only when the root is done), failed when one
 does not, and cancelled by ``mission.cancel``: its agents get SIGTERM, go OFFLINE, and
-their drivers cancel the behaviour in progress.
+their drivers cancel the behaviour in progress. A cancel of a mission that already
+ended changes nothing and is refused (``mission.rejected``, field ``state``) saying how
+it ended.
 
 Requests come on the requester's own ``<login>/missions`` topic (or, from older
 clients, on ``_/missions``): the topic names the login, and when the queue itself logs
@@ -110,6 +112,8 @@ MAX_QUEUED = 64
 #: ended missions the table keeps (the oldest are forgotten first): the table is one
 #: retained message, and every row takes room in it
 MAX_ENDED_ROWS = 64
+#: the states of a mission that is over (a cancel of one is refused, saying which)
+ENDED = ("done", "failed", "cancelled")
 #: characters of a row's reason and summary (a failing agent's last words, a result)
 MAX_REASON = 300
 #: seconds a mission's agent has to stop after SIGTERM before it is killed
@@ -322,6 +326,12 @@ class MissionQueue(Agent):
             error = f"no mission {request.id!r} (known: {known})"
             await self.reply(env, REJECTED, to_wire(Rejected("id", error)))
             return
+        if row.state in ENDED:  # nothing to cancel: say how it ended, change nothing
+            said = row.summary or (f"{row.state} ({row.reason})" if row.reason else row.state)
+            error = f"mission {row.id!r} already ended: {said}; nothing to cancel"
+            self.log.info("mission.cancel_refused", id=row.id, state=row.state)
+            await self.reply(env, REJECTED, to_wire(Rejected("state", error)))
+            return
         by = self._requester(env, topic)
         if row.state in ("queued", "running"):
             row.cancelled_by = by
@@ -364,7 +374,7 @@ class MissionQueue(Agent):
         self.board.feed(env.kind, env.sender, env.body, env.ts)
 
     async def _publish_table(self) -> None:
-        ended = [m for m, r in self.rows.items() if r.state in ("done", "failed", "cancelled")]
+        ended = [m for m, r in self.rows.items() if r.state in ENDED]
         for mission in ended[: max(0, len(ended) - MAX_ENDED_ROWS)]:  # the oldest first
             del self.rows[mission]
         await self.publish(TABLE_CHANNEL, TABLE, self._table(), retain=True)

@@ -42,7 +42,7 @@ from teamtree.broker.envelope import Envelope, decode
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic, parse, validate_id
 
-__all__ = ["MonitorState", "TeamObserver", "render_text"]
+__all__ = ["MonitorState", "TeamObserver", "now_words", "render_text"]
 
 CONNECT_WAIT_S = 15.0
 """How long an observer (monitor, record, attach) waits for its first connect to a
@@ -74,13 +74,33 @@ class AgentRow:
     id: str
     kind: str | None = None
     presence: str = Presence.UNKNOWN.value
-    node: str | None = None  #: the node it is working on now
-    status: str = "idle"
+    working: tuple[str, ...] = ()  #: the leaves it works on now, by its own word
+    status: str = "idle"  #: what it did last, in words (never its work now: ``working``)
     done: list[str] = field(default_factory=list)
     last_seen_ms: int = 0
     messages: int = 0
     works_tree: bool = False  #: it publishes node transitions or snapshots
     heartbeat: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def node(self) -> str | None:
+        """The (first) leaf it works on now."""
+        return self.working[0] if self.working else None
+
+
+def now_words(labels: list[str], presence: str, ended: bool, last: str) -> str:
+    """An agent's "now" column: ``working`` its leaves (`labels`) only while it is
+    ONLINE and the mission has not `ended`; otherwise those leaves are ``stopped``,
+    saying why (the mission ended, or its presence: OFFLINE, CONNECTION_BROKEN, ...).
+    With no leaf in hand, what it did `last`."""
+    if not labels:
+        return last
+    shown = ", ".join(labels)
+    if ended:
+        return f"stopped {shown} (the mission ended)"
+    if presence != Presence.ONLINE.value:
+        return f"stopped {shown} ({presence})"
+    return f"working {shown}"
 
 
 class MonitorState:
@@ -203,12 +223,13 @@ class MonitorState:
                 working = working_leaves(body.get("working"))
             except ValueError:
                 working = ()
-            row.node = working[0] if working else None
-            labels = ", ".join(self.label(n) for n in working)
-            row.status = f"working {labels}" if working else row.status
-            for node in body.get("done") or []:
-                if isinstance(node, str):
-                    self.done_nodes.setdefault(node, "?")
+            done = [n for n in body.get("done") or [] if isinstance(n, str)]
+            for node in row.working:  # what it no longer works on: done, else let go
+                if node not in working:
+                    row.status = f"{'done' if node in done else 'released'} {self.label(node)}"
+            row.working = working
+            for node in done:
+                self.done_nodes.setdefault(node, "?")
         elif kind == "node.claim_decided" and (lost := lost_claim(body)) is not None:
             self.conflicts.append(
                 {
@@ -235,15 +256,16 @@ class MonitorState:
         row = self.row(agent)
         row.works_tree = True
         if status == "working":
-            row.node, row.status = node, f"working {self.label(node)}"
-        elif status == "done":
+            row.working = (node,)
+            return
+        if status == "done":
             if node not in row.done:
                 row.done.append(node)
             self.done_nodes[node] = agent
-            if row.node == node:
-                row.node, row.status = None, f"done {self.label(node)}"
-        elif status == "inactive" and row.node == node:
-            row.node, row.status = None, f"released {self.label(node)}"
+        if node in row.working:  # done, skipped or given back
+            row.working = tuple(n for n in row.working if n != node)
+            words = {"done": "done", "skipped": "skipped"}.get(str(status), "released")
+            row.status = f"{words} {self.label(node)}"
 
     def _request_reply(self, env: Envelope, topic: Topic) -> None:
         if env.corr is None:
@@ -299,15 +321,18 @@ class MonitorState:
             if request["replies"] == 0 and deadline is not None and deadline < now:
                 self._expire(corr)
         total = len(self.leaves)
+        status = self.board.view(self.mission_filter)
+        ended = bool(status and status["ended"])
         agents = {}
         for agent_id in sorted(self.agents):
             row = self.agents[agent_id]
+            labels = [self.label(n) for n in row.working]
             agents[agent_id] = {
                 "kind": row.kind,
                 "presence": row.presence,
                 "node": row.node,
                 "node_label": self.label(row.node) or None,
-                "status": row.status,
+                "status": now_words(labels, row.presence, ended, row.status),
                 "done": list(row.done),
                 "progress": (
                     {"done": len(row.done), "of": total} if total and row.works_tree else None
@@ -332,7 +357,7 @@ class MonitorState:
             "time_ms": now,
             "connected": self.connected is not False,
             "link_since_ms": self.link_since_ms,
-            "status": self.board.view(self.mission_filter),
+            "status": status,
             "statuses": self.board.views(),
             "mission": {
                 **self.mission,

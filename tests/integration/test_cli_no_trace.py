@@ -77,12 +77,14 @@ def test_twenty_calls_leave_no_member_and_env_finds_the_team(tmp_path: Path, mos
             assert cli("missions", *flags, cwd=tmp_path).returncode == 0
             calls += 1
         # the last one waits behind the others (they share pr2), so it is still to be
-        # cancelled when its cancel comes; the first may have finished by then
+        # cancelled when its cancel comes; the first may have ended by then, and then
+        # its cancel says so and exits 1
         for n, mission in enumerate(reversed(ids)):
             as_name = ["--as", "ada"] if n == 0 else []
             out = cli("cancel", mission, *flags, *as_name, cwd=tmp_path)
             calls += 1
-            assert out.returncode == 0, out.stdout + out.stderr
+            too_late = out.returncode == 1 and "already ended" in out.stderr
+            assert out.returncode == 0 or (too_late and n > 0), out.stdout + out.stderr
         while calls < 20:
             assert cli("missions", *flags, cwd=tmp_path).returncode == 0
             calls += 1

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
-from teamtree.agents.observers.monitor import MonitorState
+from teamtree.agents.observers.monitor import MonitorState, now_words
 from teamtree.agents.observers.web.expectations import KittingExpectations, spot_label
 from teamtree.agents.observers.web.floor import FloorMap
 from teamtree.agents.observers.web.history import MAX_SPANS, UNNAMED, MissionHistory
@@ -436,13 +436,14 @@ class WebState:
         """The whole page as JSON-ready data."""
         snap = self.monitor.snapshot()
         now = snap["time_ms"] if now_ms is None else now_ms
+        ended = bool(snap["status"] and snap["status"]["ended"])
         for agent_id, row in snap["agents"].items():
             row["since_ms"] = self.since.get(agent_id)
             row["factsheet"] = self.factsheets.get(agent_id, {})
             node = self.humans.current.get(agent_id)
             if node is not None and row.get("node") is None:
                 row["node"], row["node_label"] = node, self._label(node)
-                row["status"] = f"working {self._label(node)}"
+                row["status"] = now_words([self._label(node)], row["presence"], ended, "")
             if (row.get("kind") or row["factsheet"].get("kind")) == "human":
                 row["done"] = sorted(n for n, a in self.done_by.items() if a == agent_id)
         nodes = self.node_states()
