@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.agents.humans.terminal import TerminalHuman
+from teamtree.agents.observers.web.person import WebHuman
 from teamtree.agents.treeprotocol.dialog_wire import (
     BODIES,
     AskWire,
@@ -174,6 +175,33 @@ def test_the_terminal_human_drops_a_malformed_question_and_answers_the_next() ->
     assert human.questions == []
     assert lines[0].startswith("question pr2 n3 PLACE(cup)")
     assert lines[-1] == "robot pr2 continues with PLACE(cup) (answer answered)"
+
+
+def _ask(sender: str, dialog_id: str, hid: int) -> Incoming:
+    body = {**ASK, "dialog_id": dialog_id, "robot": sender}
+    env = Envelope("dialog.ask", sender, hid, 1, HlcStamp(1, 0, sender), body, to="alice")
+    return Incoming(build("t1", None, "dialog"), encode(env), False, 0)
+
+
+def test_the_web_person_answers_the_question_tapped_when_two_are_open() -> None:
+    """The person's page answers the question whose button was tapped, also while two
+    robots ask at once (a bare answer would be refused and both questions time out)."""
+
+    async def run() -> WebHuman:
+        human = WebHuman("alice", team="t1", endpoint=Endpoint("127.0.0.1", 1), use_world=False)
+        await human.setup()
+        await human._receive(_ask("pr2", "d-pr2", 1))
+        await human._receive(_ask("baxter", "d-baxter", 2))
+        await human.answer("d-baxter", keep=False)
+        assert [q[1].dialog_id for q in human.questions] == ["d-pr2"]
+        await human.answer("d-pr2", keep=True)
+        return human
+
+    human = asyncio.run(run())
+    said = [line["text"] for line in human.lines]
+    assert human.questions == []
+    assert not [t for t in said if t.startswith("error")], said
+    assert any("baxter" in t and "answered" in t for t in said), said
 
 
 def test_the_terminal_human_asks_which_question_when_two_are_open() -> None:

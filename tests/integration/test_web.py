@@ -279,7 +279,8 @@ async def test_a_person_in_the_browser_takes_alices_place(
             assert "pr2 asks" in question["text"]
             assert "s left to answer" in question["text"], "a visible countdown"
             screenshot(driver, "human-question.png", full=False)
-            assert click(driver, ".question button.no")
+            # the cup's own button: the Baxter may be asking about the burger beside it
+            assert click(driver, f'.question[data-dialog="{question["dialog"]}"] button.no')
             await eventually(
                 lambda: any(d["node"] == CUP for d in watcher.dialogs),
                 10,

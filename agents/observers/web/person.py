@@ -246,9 +246,11 @@ class WebHuman(TerminalHuman):
         if not match:
             self._line(f"error the question {dialog_id} is closed")
             return
+        env = match[0][0]
         self.questions.remove(match[0])
-        self.questions.insert(0, match[0])
-        await self.handle("yes" if keep else "no")
+        self.questions.insert(0, match[0])  # the first of its robot's, if it asked two
+        # named: with two robots asking at once a bare answer is refused (terminal.py)
+        await self.handle(f"{'yes' if keep else 'no'} {env.sender}")
         if not keep and self.target == match[0][1].node and not self.holding:
             self.target = None
         await self._look()
