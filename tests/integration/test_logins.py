@@ -244,7 +244,14 @@ async def test_dispatch_logs_in_and_records_the_broker_user(tmp_path: Path) -> N
             done = _dispatch(tmp_path, url, "submit", str(mission), user="ops")
             assert done.returncode == 0, done.stderr + (tmp_path / "team.log").read_text()
             first = done.stdout.strip()
-            done = _dispatch(tmp_path, url, "submit", str(mission), user="ops")
+            # the mission to cancel cannot end before its cancel, however slow the
+            # machine: the PR2 alone, and it cannot grasp the orange
+            endless = tmp_path / "endless.toml"
+            endless.write_text(
+                '[mission]\nkind = "tasktree"\ntimeout_s = 150\nmembers = ["pr2"]\n'
+                'tree = "THEN(tea_pot, sugar, orange)"\n'
+            )
+            done = _dispatch(tmp_path, url, "submit", str(endless), user="ops")
             assert done.returncode == 0, done.stderr
             second = done.stdout.strip()
             refused = _dispatch(tmp_path, url, "cancel", second, user="alice")
