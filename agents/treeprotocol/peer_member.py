@@ -15,6 +15,15 @@ claims and declarations pass a token bucket first (``claim_limits``), sized far
 above what the peer rule lets an honest member send; the rest are dropped and counted
 as ``rate_limited`` (logged once per sender and interval, as every drop).
 
+Declarations and their acknowledgements count only from agents of this kind, read
+from the sender's presence. A member that joins a running team receives a running
+peer's retained presence together with the declaration that peer addressed to it on
+seeing it come online, and the declaration's urgent lane passes the presence: so one
+from a roster member whose presence has not been read yet is held (the latest per
+member and message kind) and taken when its presence comes, with its kind checked
+then. Dropped, the declaration would stay unacknowledged, and the running peer could
+claim nothing until its next timed resend (I1 of ``interest.py``).
+
 They also tell their controller about the team the same way: the peers are the
 ONLINE agents of the same kind (``peer_rule_peers``); a peer's presence change is a
 ``PresenceChanged``; losing the broker is ``ConnectionChanged(False)``; regaining it is
@@ -26,7 +35,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from teamtree.agents.runtime.agent import Agent, AgentState
+from teamtree.agents.runtime.agent import Agent, AgentState, Handler
 from teamtree.agents.runtime.rate_limit import SenderBuckets
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.treeprotocol.peer_wire import (
@@ -75,6 +84,9 @@ class PeerRuleMember(Agent):
     roster: frozenset[str] | None = None
     _potential_leaves: tuple[str, ...] = ()
     _limits: dict[str, SenderBuckets] | None = None
+    _held: dict[tuple[str, str], tuple[Envelope, Topic, Handler]] | None = None
+    """Declarations and acknowledgements from roster members whose presence was not
+    read yet, per (member, what): the latest, taken when its presence comes."""
 
     def in_roster(self, agent_id: str) -> bool:
         """Whether `agent_id` may speak for the tree (always, without a roster)."""
@@ -95,11 +107,21 @@ class PeerRuleMember(Agent):
 
     async def on_presence(self, agent_id: str, old: Presence, new: Presence) -> None:
         member = self.team_view.get(agent_id)
-        if member is None or member.kind != self.kind or agent_id == self.id:
+        peer = member is not None and member.kind == self.kind and agent_id != self.id
+        if peer and self.in_roster(agent_id):
+            await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
+        await self._take_held(agent_id)
+
+    async def _take_held(self, agent_id: str) -> None:
+        """Handle what `agent_id` declared or acknowledged before its presence was
+        read (``_held``), now that its kind is known: after the presence change, so a
+        peer that comes online acknowledges anew before its held word counts."""
+        held = self._held
+        if not held:
             return
-        if not self.in_roster(agent_id):
-            return
-        await self.feed(PresenceChanged(agent_id, new is Presence.ONLINE))
+        for key in [k for k in held if k[0] == agent_id]:
+            env, topic, handler = held.pop(key)
+            await handler(env, topic)
 
     async def on_connection_lost(self) -> None:
         if self.controller is not None and self.state is AgentState.RUNNING:
@@ -212,28 +234,36 @@ class PeerRuleMember(Agent):
             senders=members,
         )
 
-    def _peer_of_my_kind(self, env: Envelope, topic: Topic, what: str) -> bool:
-        """Whether `env` comes from an agent of this kind (presence and factsheet come
-        first). A declaration makes its sender a peer whose acknowledgement every claim
-        waits for (interest.py, I3), so another member of the roster must not send one."""
+    def _peer_of_my_kind(self, env: Envelope, topic: Topic, what: str, handler: Handler) -> bool:
+        """Whether `env` comes from an agent of this kind, as its presence or factsheet
+        says. A declaration makes its sender a peer whose acknowledgement every claim
+        waits for (interest.py, I3), so another member of the roster must not send one.
+        From a roster member whose presence was not read yet, `env` is held for
+        `handler` until it is (``_take_held``); from anyone else, dropped."""
         member = self.team_view.get(env.sender)
         if member is not None and member.kind == self.kind:
             return True
+        if member is None and self.roster is not None and self.in_roster(env.sender):
+            if self._held is None:
+                self._held = {}
+            self._held[(env.sender, what)] = (env, topic, handler)  # one per member and what
+            self.stats["held_for_presence"] += 1
+            return False
         self._drop("not_peer", str(topic), env.sender, f"{what} from an agent not of this kind")
         return False
 
     async def _on_peer_interest(self, env: Envelope, topic: Topic) -> None:
-        if self._peer_of_my_kind(env, topic, "interest"):
+        if self._peer_of_my_kind(env, topic, "interest", self._on_peer_interest):
             await self._decoded(env, topic, "interest", interest_from_wire, "agent")
 
     async def _on_peer_interest_ack(self, env: Envelope, topic: Topic) -> None:
         what = "interest acknowledgement"
-        if self._peer_of_my_kind(env, topic, what):
+        if self._peer_of_my_kind(env, topic, what, self._on_peer_interest_ack):
             await self._decoded(env, topic, what, interest_ack_from_wire, "agent")
 
     async def _on_peer_interest_acks(self, env: Envelope, topic: Topic) -> None:
         what = "interest acknowledgements"
-        if self._peer_of_my_kind(env, topic, what):
+        if self._peer_of_my_kind(env, topic, what, self._on_peer_interest_acks):
             me = self.id
             decode = lambda body: interest_acks_from_wire(body, me)  # noqa: E731
             await self._decoded(env, topic, what, decode, "agent")
