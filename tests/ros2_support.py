@@ -109,6 +109,7 @@ def ros2_agents(
     *,
     stations: dict[str, tuple[int, tuple[float, float]]] | None = None,
     extra: str = "",
+    robot_extra: str = "",
 ) -> str:
     """TOML for one ROS 2 robot (kind robot) and its ros2_driver, which maps PLACE and
     MOVE to the robot node's action (goal ``order`` = the target's ``id``)."""
@@ -126,7 +127,7 @@ kind = "robot"
 profile = "pr2"
 metric = "distance"
 start_timeout_s = 3.0
-
+{robot_extra}
 [[agents]]
 id = "{robot}-driver"
 kind = "ros2_driver"

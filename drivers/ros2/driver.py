@@ -32,7 +32,8 @@ action server wherever those interfaces are installed:
 Observations: the pose topic's position is the robot's ``arm`` and ``base`` (or the
 config's ``arm``), the battery and diagnostics topics' latest values ride along, and
 the config's stations and objects are the objects (an object a behaviour placed shows
-at its goal).
+at its goal). Objects carry no ``goal``: the driver does not perceive the world, only
+what its own robot did, so a teammate's done is believed for them.
 """
 
 from __future__ import annotations
@@ -521,9 +522,9 @@ class Ros2DriverAgent(DriverAgent):
                     "position": list(at or (place.x, place.y, place.z)),
                 }
                 if not place.is_station:
+                    # no ``goal``: the driver sees only what its own robot did, so the
+                    # robot takes a teammate's word for an object placed elsewhere
                     view["at_goal"] = at is not None
-                    if place.goal is not None:
-                        view["goal"] = list(place.goal)
                 objects[place.name] = view
         run = self.current
         return {

@@ -6,7 +6,7 @@ is the id of the object to handle), publishes its odometry (``nav_msgs/Odometry`
 (``sensor_msgs/BatteryState``) and diagnostics (``diagnostic_msgs/DiagnosticArray``),
 and keeps its own record of what it did in a JSON file (rewritten on every change, so
 it survives a SIGKILL): ``executions`` (goals it started, per object), ``done``,
-``canceled``, ``aborted``, ``rejected``.
+``canceled``, ``aborted``, ``rejected``, and ``log``: [time, event, object] rows.
 
 Usage: ``python robot_node.py '<json options>'`` with keys ``ns``, ``domain_id``,
 ``objects`` {id: [name, [x, y]]}, ``state`` (file), ``reject`` and ``abort`` (names),
@@ -41,11 +41,14 @@ def main() -> None:
     reject, abort = set(opts.get("reject", [])), set(opts.get("abort", []))
     duration = float(opts.get("duration_s", 0.5))
     durations = opts.get("durations", {})
-    record = {"executions": {}, "done": [], "canceled": [], "aborted": [], "rejected": []}
+    record = {"executions": {}, "done": [], "canceled": [], "aborted": [], "rejected": [],
+              "log": []}  # fmt: skip
     lock = threading.Lock()
     pose = list(opts.get("start", [0.0, 0.0]))
 
-    def save() -> None:
+    def save(event: str | None = None, name: str | None = None) -> None:
+        if event is not None:
+            record["log"].append([time.time(), event, name])
         tmp = opts["state"] + ".tmp"
         with open(tmp, "w") as f:
             json.dump(record, f)
@@ -60,7 +63,7 @@ def main() -> None:
         if name in reject or goal.order not in objects:
             with lock:
                 record["rejected"].append(name)
-                save()
+                save("rejected", name)
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -68,7 +71,7 @@ def main() -> None:
         name, (x, y) = objects[handle.request.order]
         with lock:
             record["executions"][name] = record["executions"].get(name, 0) + 1
-            save()
+            save("executes", name)
         print(f"EXEC {name}", flush=True)
         result = Fibonacci.Result()
         steps = max(1, int(float(durations.get(name, duration)) / 0.05))
@@ -78,7 +81,7 @@ def main() -> None:
                 handle.canceled()
                 with lock:
                     record["canceled"].append(name)
-                    save()
+                    save("canceled", name)
                 print(f"CANCELED {name}", flush=True)
                 return result
             f = (i + 1) / steps
@@ -92,14 +95,14 @@ def main() -> None:
             result.sequence = [-handle.request.order, 99]
             with lock:
                 record["aborted"].append(name)
-                save()
+                save("aborted", name)
             print(f"ABORTED {name}", flush=True)
             return result
         handle.succeed()
         result.sequence = [handle.request.order]
         with lock:
             record["done"].append(name)
-            save()
+            save("done", name)
         print(f"DONE {name}", flush=True)
         return result
 
