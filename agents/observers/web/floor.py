@@ -267,11 +267,13 @@ def _list(value: Any) -> list[Any]:
 def _object(o: dict[str, Any], at: list[float]) -> dict[str, Any]:
     dims = o.get("dims") if isinstance(o.get("dims"), list | tuple) else []
     sizes = [d for d in (_num(d) for d in dims[:3]) if d is not None]
+    position = o.get("position") if isinstance(o.get("position"), list | tuple) else []
     return {
         "x": at[0],
         "y": at[1],
+        "z": _num(position[2]) if len(position) > 2 else None,  # a 3-D view's height
         "shape": _str(o.get("shape")) or "box",
-        "size": sizes[:2],
+        "size": sizes,  # the first two draw the plan; a box's third is its height
         "goal": _xy(o.get("goal")),
         "at_goal": o.get("at_goal") is True,
         "held_by": _str(o.get("held_by")),
