@@ -9,6 +9,7 @@ Usage: python bridge_client.py '{"ns": "/teamtree"}' (ROS_DOMAIN_ID from the env
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import sys
@@ -59,7 +60,9 @@ def main() -> None:
                              lambda m: say({"topic": "mission", "data": json.loads(m.data)}), local)  # fmt: skip
     node.create_subscription(String, f"{ns}/submit_result",
                              lambda m: say({"topic": "result", "data": json.loads(m.data)}), local)  # fmt: skip
-    submit = node.create_publisher(String, f"{ns}/submit", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+    submit = node.create_publisher(
+        String, f"{ns}/submit", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    )
     lines: queue.Queue[str] = queue.Queue()
 
     def read_stdin() -> None:
@@ -75,10 +78,8 @@ def main() -> None:
     node.create_timer(0.1, send)
     say({"topic": "ready"})
     print("READY", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
 
 
 if __name__ == "__main__":
