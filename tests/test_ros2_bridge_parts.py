@@ -155,3 +155,20 @@ def test_the_bridge_and_its_command_import_without_rclpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.integration
+async def test_without_rclpy_the_command_says_how_to_get_it(mosquitto) -> None:
+    """Where rclpy does not import, ``teamtree ros2-bridge`` exits 2 saying how to
+    install it (``None`` in ``sys.modules`` makes Python's import fail as when it is
+    not installed)."""
+    code = (
+        "import sys; sys.modules['rclpy'] = None; "
+        "from teamtree.agents.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "ros2-bridge", "--broker", mosquitto.url, "--team", "t1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "pip install 'teamtree[ros2]'" in out.stderr and "[ros2-bridge]" in out.stderr
