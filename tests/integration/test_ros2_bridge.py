@@ -208,6 +208,19 @@ async def test_the_team_in_ros2_and_missions_from_it(
             timeout=300, interval=0.2, what=f"mission {mission} to end, on the bridge's mission topic",
         )  # fmt: skip
         assert mission_state(client, mission) == "succeeded", said()
+        # the scene follows: cup and sugar (ids by sorted name) turn green at their goals
+        ids = {name: i for i, name in enumerate(sorted(OBJECTS))}
+
+        def green(event: dict[str, Any], name: str) -> bool:
+            (obj,) = [m for m in adds(event, "objects") if m["id"] == ids[name]]
+            return obj["rgba"][1] > obj["rgba"][0]
+
+        await eventually(
+            lambda: client.latest("markers", lambda e: len(adds(e, "objects")) == 7
+                                  and green(e, "cup") and green(e, "sugar")),
+            timeout=60, interval=0.1, what="cup and sugar drawn at their goals",
+        )  # fmt: skip
+        assert not green(client.latest("markers"), "tea_pot")
         listed = subprocess.run(
             teamtree_cmd("missions", "--json", "--broker", mosquitto.url, "--team", TEAM, "--timeout", "20"),
             capture_output=True, text=True, timeout=90, cwd=tmp_path,

@@ -42,7 +42,8 @@ def main() -> None:
         say({"topic": "markers", "markers": [
             {"frame": m.header.frame_id, "ns": m.ns, "id": m.id, "action": ACTIONS.get(m.action),
              "type": TYPES.get(m.type), "text": m.text,
-             "xyz": [m.pose.position.x, m.pose.position.y, m.pose.position.z]}
+             "xyz": [m.pose.position.x, m.pose.position.y, m.pose.position.z],
+             "rgba": [m.color.r, m.color.g, m.color.b, m.color.a]}
             for m in msg.markers
         ]})  # fmt: skip
 
