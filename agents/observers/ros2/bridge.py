@@ -45,6 +45,8 @@ log = structlog.get_logger("teamtree.ros2_bridge")
 
 #: seconds between two publications of the scene, the statuses and the missions
 PERIOD_S = 1.0
+#: seconds the ROS 2 node may take to start (DDS discovery set-up on a loaded machine)
+NODE_START_S = 30.0
 
 
 class Ros2Bridge:
@@ -95,10 +97,12 @@ class Ros2Bridge:
         self._loop = asyncio.get_running_loop()
         self._failed = self._loop.create_future()
         await self.observer.__aenter__()
-        await asyncio.to_thread(self.node.start)
-        if self._failed.done():
+        started = await asyncio.to_thread(self.node.start, NODE_START_S)
+        if self._failed.done() or not started:
+            why = self._failed.result() if self._failed.done() else f"not in {NODE_START_S:g} s"
+            await asyncio.to_thread(self.node.stop)
             await self.observer.__aexit__(None, None, None)
-            raise TeamtreeError(f"the bridge's ROS 2 node did not start: {self._failed.result()}")
+            raise TeamtreeError(f"the bridge's ROS 2 node did not start: {why}")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -120,7 +124,14 @@ class Ros2Bridge:
                 raise TeamtreeError(f"the bridge's ROS 2 node failed: {self._failed.result()}")
 
     def publish(self) -> None:
-        """Hand the node the scene, the statuses and the missions, as they are now."""
+        """Hand the node the scene, the statuses and the missions, as they are now. A
+        picture that cannot be drawn is logged and skipped: the bridge goes on."""
+        try:
+            self._publish()
+        except Exception as exc:
+            log.error("ros2_bridge.unpublished", error=repr(exc), exc_info=True)
+
+    def _publish(self) -> None:
         snap = self.state.snapshot()
         snap["connected"] = self.observer.connection.connected.is_set()
         heartbeats = {a: row.heartbeat for a, row in self.state.monitor.agents.items()}

@@ -84,11 +84,12 @@ class BridgeNode:
 
     # -- the asyncio side's calls (thread-safe) ----------------------------------------
 
-    def start(self, timeout_s: float = 30.0) -> None:
-        """Start the node's thread; returns once it spins (or emitted ``failed``)."""
+    def start(self, timeout_s: float = 30.0) -> bool:
+        """Start the node's thread; returns once it spins or emitted ``failed`` (True),
+        or False when it did neither within `timeout_s` seconds."""
         self._thread = threading.Thread(target=self._run, name=f"ros2-{self.name}", daemon=True)
         self._thread.start()
-        self._started.wait(timeout_s)
+        return self._started.wait(timeout_s)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn(*args)` in the node's thread, soon."""
