@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, eventually, teamtree_cmd
-from tests.ros2_support import own_domain, require_rclpy
+from tests.ros2_support import RobotNode, own_domain, require_rclpy, ros2_agents
 
 pytestmark = [pytest.mark.integration, pytest.mark.ros2, pytest.mark.slow]
 
@@ -76,9 +76,9 @@ class Client:
         self._reader.cancel()
 
 
-def start_bridge(url: str, log: Path) -> subprocess.Popen[bytes]:
+def start_bridge(url: str, log: Path, team: str = TEAM) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        teamtree_cmd("ros2-bridge", "--broker", url, "--team", TEAM, "--frame", FRAME,
+        teamtree_cmd("ros2-bridge", "--broker", url, "--team", team, "--frame", FRAME,
                      "--namespace", NS, "--period", "0.5", "--log-format", "json"),
         stdout=log.open("ab"), stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -105,6 +105,15 @@ def mission_state(client: Client, mission: str, since: int = 0) -> str | None:
     return event["data"]["missions"][mission]["state"] if event else None
 
 
+async def start_client(log: Path) -> Client:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(CLIENT), json.dumps({"ns": NS}),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=log.open("w"), limit=1 << 22,
+    )  # fmt: skip
+    return Client(proc)
+
+
 @pytest.mark.timeout(900)
 async def test_the_team_in_ros2_and_missions_from_it(
     mosquitto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -116,12 +125,7 @@ async def test_the_team_in_ros2_and_missions_from_it(
         stdout=logs["team"].open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
     )  # fmt: skip
     bridge = start_bridge(mosquitto.url, logs["bridge"])
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(CLIENT), json.dumps({"ns": NS}),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=logs["client"].open("w"), limit=1 << 22,
-    )  # fmt: skip
-    client = Client(proc)
+    client = await start_client(logs["client"])
     bridges = [bridge]
 
     def said() -> str:
@@ -257,3 +261,81 @@ async def test_the_team_in_ros2_and_missions_from_it(
         for b in bridges:
             stop(b)
         stop(team)
+
+
+@pytest.mark.timeout(600)
+async def test_a_ros2_robot_of_the_team_in_the_same_domain(
+    mosquitto, team: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole loop in one ROS 2 domain: a ROS 2 tool sends a mission through the
+    bridge, the team's ``ros2_driver`` has the ROS 2 robot node do it, and the bridge
+    shows that robot (where its odometry puts it, its battery in its driver's health)."""
+    domain = own_domain(monkeypatch)
+    objects, stations = {"plate": (1, (1.5, 0.5))}, {"dock": (2, (2.0, 2.0))}
+    config = tmp_path / "team.toml"
+    config.write_text(
+        f'[team]\nname = "{team}"\n\n[runtime]\ntick_hz = 20\nheartbeat_s = 0.5\n'
+        '\n[mission]\nkind = "none"\n'
+        + ros2_agents("r1", "/r1", domain, objects, stations=stations, robot_extra='role = "on_call"')
+        + '\n[[agents]]\nid = "queue"\nkind = "mission_queue"\nrole = "service"\n'
+    )  # fmt: skip
+    logs = {name: tmp_path / f"{name}.log" for name in ("team", "bridge", "client")}
+    robot = RobotNode("/r1", domain, {**objects, **stations}, tmp_path).start()
+    team_proc = subprocess.Popen(
+        teamtree_cmd("run", str(config), "--broker", mosquitto.url),
+        stdout=logs["team"].open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
+    )  # fmt: skip
+    bridge = start_bridge(mosquitto.url, logs["bridge"], team)
+    client = await start_client(logs["client"])
+
+    def said() -> str:
+        return "\n".join(f"--- {n}\n{p.read_text()[-2500:]}" for n, p in logs.items() if p.exists())
+
+    def robot_at(event: dict[str, Any], x: float, y: float) -> bool:
+        robots = adds(event, "robots")
+        return len(robots) == 1 and robots[0]["xyz"][:2] == pytest.approx([x, y], abs=1e-3)
+
+    try:
+        scene = await eventually(
+            # the driver's plate and dock come once it has its robot's servers on the graph
+            lambda: client.latest("markers", lambda e: robot_at(e, 0.0, 0.0)
+                                  and len(adds(e, "objects")) == 2),
+            timeout=180, interval=0.1, what="the ROS 2 robot's marker, plate and dock",
+        )  # fmt: skip
+        assert {m["frame"] for m in scene["markers"]} == {FRAME}
+        assert {m["text"].split(":")[0] for m in adds(scene, "labels")} == {"r1", "plate", "dock"}
+        driver = f"teamtree/{team}/r1-driver"
+        health = await eventually(
+            lambda: client.latest("diagnostics", lambda e: any(
+                s["name"] == driver and s["values"].get("robot.battery") for s in e["statuses"])),
+            timeout=120, interval=0.1, what="the driver's status with its robot's battery",
+        )  # fmt: skip
+        (status,) = [s for s in health["statuses"] if s["name"] == driver]
+        assert status["level"] == 0 and float(status["values"]["robot.battery"]) == pytest.approx(
+            80.0
+        )
+        assert status["values"]["robot.connection"] == "ONLINE"
+
+        client.send(json.dumps({"mission": {"kind": "tasktree", "tree": "THEN(plate, MOVE(dock))",
+                                            "timeout_s": 150}, "request_id": "ros"}))  # fmt: skip
+        answer = await eventually(
+            lambda: client.result(lambda d: d["request_id"] == "ros"),
+            timeout=60, interval=0.1, what="the answer to the mission",
+        )  # fmt: skip
+        assert answer["accepted"] is True, answer
+        await eventually(
+            lambda: mission_state(client, answer["id"]) in ("succeeded", "failed", "timed_out", "cancelled"),
+            timeout=300, interval=0.2, what="the mission to end",
+        )  # fmt: skip
+        assert mission_state(client, answer["id"]) == "succeeded", said()
+        await eventually(
+            lambda: client.latest("markers", lambda e: robot_at(e, 2.0, 2.0)),
+            timeout=60, interval=0.1, what="the robot's marker at the dock",
+        )  # fmt: skip
+        own = robot.own_state()
+        assert own["executions"] == {"plate": 1, "dock": 1} and own["done"] == ["plate", "dock"]
+    finally:
+        await client.close()
+        stop(bridge)
+        stop(team_proc)
+        robot.stop()
