@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need and run them: mosquitto, Node/npm, chromium and
 # chromium-driver, rabbitmq-server (Debian packages, when root and missing), the virtual VDA 5050 AGV
-# (npm ci), the project with its test and vda5050 extras, then pytest. Used by README
+# (npm ci), the project with its test and vda5050 extras (and, on CPython 3.11, the ros2
+# extra), then pytest. Used by README
 # and .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,6 +84,15 @@ if command -v systemctl >/dev/null 2>&1; then systemctl stop mosquitto >/dev/nul
 
 echo "== installing teamtree with its test extras"
 python3 -m pip install -q --disable-pip-version-check -e ".[test,vda5050]"
+# The ros2 tests (marker `ros2`) run real ROS 2 nodes: ROS 2 Jazzy's wheels (the ros2
+# extra, and test_msgs for the test robot's action) exist for CPython 3.11 only.
+if python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  echo "== installing the ros2 extra (ROS 2 Jazzy wheels) and ros-jazzy-test-msgs"
+  python3 -m pip install -q --disable-pip-version-check -e ".[test,vda5050,ros2]" \
+    ros-jazzy-test-msgs || echo "== could not install the ROS 2 wheels: ros2 tests will skip" >&2
+else
+  echo "== python3 is $(python3 -V 2>&1 | cut -d' ' -f2), the ROS 2 Jazzy wheels need 3.11: ros2 tests will skip" >&2
+fi
 
 # The whole suite (no arguments) runs as two pytest processes side by side, so CI stays
 # well under its time limit on 2 cores: the container and cluster suites (minutes of

@@ -24,6 +24,7 @@ from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.tasktree.params import RobotParams
 from teamtree.agents.world.params import WorldParams
 from teamtree.broker import ConfigError
+from teamtree.drivers.ros2.params import Ros2Params
 from teamtree.drivers.sim_params import SimDriverParams
 from teamtree.drivers.vda5050.params import Vda5050Params
 from tests.test_typed_wire import _fields, _may_accept
@@ -46,6 +47,7 @@ PARAMS: dict[type[msgspec.Struct], dict[str, Any]] = {
     JobSourceParams: {},
     SimDriverParams: {"robot": "r", "agent": "a"},
     Vda5050Params: {"agent": "a", "manufacturer": "m", "serial_number": "s"},
+    Ros2Params: {"agent": "a", "behaviours": {}},
 }
 
 PATH = Path("team.toml")

@@ -42,9 +42,7 @@ from teamtree.agents.missions.protocol import (
     SUBMIT,
     TABLE,
     SubmissionError,
-    check_members_listed,
-    split_members,
-    tree_objects,
+    check_alone,
 )
 from teamtree.agents.missions.wire import (
     Accepted,
@@ -58,8 +56,8 @@ from teamtree.agents.missions.wire import (
     decode_dispatch,
     to_wire,
 )
-from teamtree.agents.runtime.config import parse_mission, read_toml
-from teamtree.broker import ConfigError, RequestError, SpecificationError, TeamtreeError
+from teamtree.agents.runtime.config import read_toml
+from teamtree.broker import ConfigError, RequestError, TeamtreeError
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 ENDED = ("done", "failed", "cancelled")
@@ -110,18 +108,10 @@ def read_mission_file(path: str) -> dict[str, Any]:
             path=path,
             key=extra[0] if extra else "mission",
         )
-    table, members = split_members(data["mission"])  # who may work it: the queue knows
-    spec = parse_mission(table, Path(path))  # the same checks as a team config's
-    try:  # what can be told without the team: a list's repeats, the tree's shape and size
-        if isinstance(members, list):
-            check_members_listed(members)
-        tree_objects(spec)
+    try:
+        check_alone(data["mission"])  # what can be told without the team
     except SubmissionError as exc:
         raise ConfigError(str(exc).split("] ", 1)[-1], path=path, key=exc.field) from None
-    except SpecificationError as exc:
-        raise ConfigError(
-            str(exc).removeprefix("mission.tree: "), path=path, key="mission.tree"
-        ) from None
     return data["mission"]
 
 

@@ -22,7 +22,7 @@ from teamtree.broker.reach import wait_reachable
 BROKER_COMMANDS = frozenset(
     {
         "run", "agent", "attach", "human", "disturb", "tree", "record", "monitor",
-        "submit", "missions", "cancel",
+        "submit", "missions", "cancel", "ros2-bridge",
     }
 )  # fmt: skip
 WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
@@ -30,7 +30,7 @@ WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
 
 #: commands that find their team and broker with ``find_team``
 FOUND_COMMANDS = frozenset(
-    {"human", "disturb", "record", "monitor", "submit", "missions", "cancel"}
+    {"human", "disturb", "record", "monitor", "submit", "missions", "cancel", "ros2-bridge"}
 )
 
 

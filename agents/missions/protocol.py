@@ -207,6 +207,29 @@ def tree_objects(spec: MissionSpec) -> frozenset[str]:
     return frozenset(o for o in found if isinstance(o, str))
 
 
+def check_alone(table: Any) -> MissionSpec:
+    """A submitted ``[mission]`` table checked as far as it can be without the team:
+    its keys and values as a config's ``[mission]``, a ``members`` list naming each
+    member once, the tree's shape and size. SubmissionError naming the field otherwise.
+
+    ``teamtree submit`` checks a mission file with it and the ROS 2 bridge a mission
+    from ROS 2, before either asks the queue (which checks the rest against the team)."""
+    if not isinstance(table, dict):
+        raise SubmissionError("mission", "is not a table; give {kind, tree, ...}")
+    rest, members = split_members(table)
+    try:
+        spec = parse_mission(rest, Path("<submitted>"))
+    except ConfigError as exc:
+        raise SubmissionError(exc.key or "mission", str(exc).split("] ", 1)[-1]) from None
+    if isinstance(members, list):
+        check_members_listed(members)
+    try:
+        tree_objects(spec)
+    except SpecificationError as exc:
+        raise SubmissionError("mission.tree", str(exc).removeprefix("mission.tree: ")) from None
+    return spec
+
+
 def check_submission(
     body: Any,
     objects: set[str] | None,

@@ -4,9 +4,9 @@ Three floor plans, each drawn when its messages are heard:
 
 - ``table``: the simulated world's retained ``world.state`` (tea party, multitask):
   every robot's base, heading, gripper and what it holds; every person's hand and
-  what it holds; every object with its goal and whether it is there. A VDA 5050
-  driver's ``observation`` adds its AGV (reported position, heading, battery and
-  connection) and the stations and loads it reports to the same plan.
+  what it holds; every object with its goal and whether it is there. A VDA 5050 or
+  ROS 2 driver's ``observation`` adds its robot (reported position, heading, battery
+  and connection) and the stations and loads or objects it reports to the same plan.
 - ``graph``: an LTL team's topological map (the hospital of seed 003: the only map
   the LTL planner plans on), its corridors reported blocked (``ltl.map``) and each
   robot on the region and operating mode its last step (``ltl.step``, ``ltl.done``)
@@ -30,6 +30,8 @@ __all__ = ["FloorMap"]
 
 #: notes kept (oldest dropped)
 MAX_NOTES = 6
+#: driver kinds whose observations put a real robot (and its stations, objects) on the plan
+ROBOT_DRIVERS = ("vda5050_driver", "ros2_driver")
 #: AGVs and objects from VDA 5050 observations kept on the plan
 MAX_AGVS = 50
 AGV_NOTE = (
@@ -81,7 +83,7 @@ class FloorMap:
             return
         if kind == "world.state":
             self._world(body)
-        elif kind == "observation" and sender_kind == "vda5050_driver":
+        elif kind == "observation" and sender_kind in ROBOT_DRIVERS:
             self._agv(sender, body)
         elif kind == "factsheet":
             self._factsheet(sender, body)
@@ -265,11 +267,13 @@ def _list(value: Any) -> list[Any]:
 def _object(o: dict[str, Any], at: list[float]) -> dict[str, Any]:
     dims = o.get("dims") if isinstance(o.get("dims"), list | tuple) else []
     sizes = [d for d in (_num(d) for d in dims[:3]) if d is not None]
+    position = o.get("position") if isinstance(o.get("position"), list | tuple) else []
     return {
         "x": at[0],
         "y": at[1],
+        "z": _num(position[2]) if len(position) > 2 else None,  # a 3-D view's height
         "shape": _str(o.get("shape")) or "box",
-        "size": sizes[:2],
+        "size": sizes,  # the first two draw the plan; a box's third is its height
         "goal": _xy(o.get("goal")),
         "at_goal": o.get("at_goal") is True,
         "held_by": _str(o.get("held_by")),

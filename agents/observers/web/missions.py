@@ -10,7 +10,8 @@ request goes on its own ``<login>/missions``, so the queue records the login; it
 reaches the queue only when that user may write there (a read-only observer may not;
 the queue takes submissions and cancels only from operators when the config names
 them), otherwise the page says so. Without one the requester is an id of the view's
-own (``web-<hex>``) and the request goes on the team channel ``_/missions``.
+own (``web-<hex>``, or the name another observer such as the ROS 2 bridge gives) and
+the request goes on the team channel ``_/missions``.
 """
 
 from __future__ import annotations
@@ -102,9 +103,12 @@ class MissionDesk:
         *,
         timeout_s: float = REPLY_TIMEOUT_S,
         user: str | None = None,
+        requester: str | None = None,
     ):
         self.team = team
-        self.requester = user or f"web-{uuid.uuid4().hex[:8]}"
+        #: who asks: the login, else `requester` (another observer's own name), else an
+        #: id of the web view's own
+        self.requester = user or requester or f"web-{uuid.uuid4().hex[:8]}"
         self._publish = publish
         self._queues = queues
         self.timeout_s = timeout_s
