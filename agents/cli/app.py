@@ -390,6 +390,7 @@ EXTRA_COMMANDS = [
     "teamtree.agents.cli.kinds",
     "teamtree.agents.cli.web",
     "teamtree.agents.cli.dispatch",
+    "teamtree.agents.cli.echo",
 ]
 
 COMMANDS = {

@@ -1,6 +1,7 @@
 """Observers: read a team from the broker without joining it (monitor, recorder, timeline,
 the people's work; the web view is the ``web`` subpackage)."""
 
+from teamtree.agents.observers.echo_filter import EchoFilter
 from teamtree.agents.observers.event_words import event_words
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent, human_rows
 from teamtree.agents.observers.mission_labels import (
@@ -24,8 +25,12 @@ from teamtree.agents.observers.timeline import (
     pick_mission,
     timeline_figure,
 )
+from teamtree.agents.observers.wire_json import jsonable, message_record, record_json
+from teamtree.agents.observers.wire_kinds import KNOWN_KINDS, body_type, kinds_matching
 
 __all__ = [
+    "KNOWN_KINDS",
+    "EchoFilter",
     "HumanWork",
     "MissionEnd",
     "MonitorState",
@@ -35,10 +40,14 @@ __all__ = [
     "TimelineFigure",
     "WorkEvent",
     "behaviour_summary",
+    "body_type",
     "draw_timeline",
     "event_words",
     "human_rows",
+    "jsonable",
+    "kinds_matching",
     "load_records",
+    "message_record",
     "mission_end",
     "mission_labels",
     "mission_records",
@@ -48,6 +57,7 @@ __all__ = [
     "os_error_phrase",
     "pick_mission",
     "plain_label",
+    "record_json",
     "render_text",
     "timeline_figure",
     "tree_labels",
