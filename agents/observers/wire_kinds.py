@@ -64,10 +64,8 @@ def _types() -> dict[str, Any]:
     Imported on first use: an echo or a recorder that never needs a schema pays none."""
     from teamtree.agents.allocation import kitting_wire
     from teamtree.agents.allocation.wire import (
-        AllocationResult,
         ErrorReply,
         Request,
-        ScheduleResult,
     )
     from teamtree.agents.capability.favor_wire import LEASE_BODIES, RequestWire
     from teamtree.agents.capability.job_wire import JOB_REPORTS, JobAssign
@@ -87,10 +85,10 @@ def _types() -> dict[str, Any]:
         InterestAcksWire,
         InterestAckWire,
         InterestWire,
-        LeafTransitionWire,
         PotentialsWire,
         ReplyWire,
         SnapshotWire,
+        TransitionWire,
     )
     from teamtree.agents.world.wire import MoveObject
 
@@ -104,7 +102,7 @@ def _types() -> dict[str, Any]:
         "mission.tree": MissionTreeBody,
         "node.claim": ClaimWire,
         "node.claim_reply": ReplyWire,
-        "node.transition": LeafTransitionWire,  # a plain robot's lacks only its options
+        "node.transition": TransitionWire,  # a multitask robot's adds keys of its own
         "node.snapshot": SnapshotWire,
         "node.potentials": PotentialsWire,
         "node.interest": InterestWire,
@@ -117,7 +115,7 @@ def _types() -> dict[str, Any]:
         "allocation.solve": Request,
         "allocation.allocate": Request,
         "allocation.schedule": Request,
-        "allocation.result": (AllocationResult, ScheduleResult),
+        # allocation.result: a solve's reply is a plain map (allocation, schedule, ...)
         "allocation.error": ErrorReply,
         "favor.request": RequestWire,
         "job.assign": JobAssign,
