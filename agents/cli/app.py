@@ -395,6 +395,7 @@ EXTRA_COMMANDS = [
     "teamtree.agents.cli.dispatch",
     "teamtree.agents.cli.echo",
     "teamtree.agents.cli.recordings",
+    "teamtree.agents.cli.live",
 ]
 
 COMMANDS = {

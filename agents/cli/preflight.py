@@ -22,7 +22,7 @@ from teamtree.broker.reach import wait_reachable
 BROKER_COMMANDS = frozenset(
     {
         "run", "agent", "attach", "human", "disturb", "tree", "record", "monitor",
-        "submit", "missions", "cancel", "echo",
+        "submit", "missions", "cancel", "echo", "foxglove",
     }
 )  # fmt: skip
 WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
@@ -30,8 +30,11 @@ WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
 
 #: commands that find their team and broker with ``find_team``
 FOUND_COMMANDS = frozenset(
-    {"human", "disturb", "record", "monitor", "submit", "missions", "cancel", "echo"}
-)
+    {
+        "human", "disturb", "record", "monitor", "submit", "missions", "cancel", "echo",
+        "foxglove",
+    }
+)  # fmt: skip
 
 
 def broker_of(args: argparse.Namespace) -> Endpoint | None:
