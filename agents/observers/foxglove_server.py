@@ -38,7 +38,7 @@ from teamtree.agents.observers.live_view import (
     scene_update,
     tree_message,
 )
-from teamtree.agents.observers.monitor import TeamObserver
+from teamtree.agents.observers.monitor import MonitorState, TeamObserver
 from teamtree.agents.observers.record_channels import (
     LOG_CHANNEL,
     LOG_SCHEMA,
@@ -88,10 +88,14 @@ class LiveServer:
     _channels: dict[tuple[str, str], foxglove.Channel] = field(default_factory=dict)
     _views: dict[str, foxglove.Channel] = field(default_factory=dict)
     _latest: dict[str, str] = field(default_factory=dict)
+    #: the latest ``world.state`` body and its time (what ``/scene`` draws)
+    _world: tuple[Any, int] | None = None
     #: each agent's presence as last told on /log (agents re-assert theirs: told once)
     _presence: dict[str, Any] = field(default_factory=dict)
     _server: Any = None
     observer: TeamObserver | None = None
+    #: the team as the observer sees it (``run`` sets it; fed before ``on_message``)
+    state: MonitorState | None = None
 
     def start(self) -> int:
         """Start the WebSocket server; returns the port it listens on. Raises
@@ -132,14 +136,31 @@ class LiveServer:
             self._channels[key] = found
         return found
 
-    def _view(self, topic: str, text: str, *, again: bool = False) -> None:
-        """Send `text` on view `topic` when it changed (`again`: also when it did not)."""
-        if not again and self._latest.get(topic) == text:
+    def _view(self, topic: str, make: Any, *, again: bool = False) -> None:
+        """Send view `topic` (its JSON text from `make()`) when it changed, or `again`
+        also when it did not. Nothing is made while no viewer subscribes to it: the
+        next refresh makes it for the first viewer."""
+        channel = self._views[topic]
+        if not channel.has_sinks():
+            self._latest.pop(topic, None)
+            return
+        text = make()
+        if text is None or (not again and self._latest.get(topic) == text):
             return
         self._latest[topic] = text
-        channel = self._views[topic]
-        if channel.has_sinks():
-            channel.log(text, log_time=time.time_ns())
+        channel.log(text, log_time=time.time_ns())
+
+    def _scene(self) -> str | None:
+        if self._world is None:
+            return None
+        scene = scene_update(*self._world)
+        return None if scene is None else record_json(scene)
+
+    def _tree(self) -> str | None:
+        return None if self.state is None else record_json(tree_message(self.state))
+
+    def _team(self) -> str | None:
+        return None if self.state is None else record_json(self.state.snapshot())
 
     def on_message(self, env: Envelope, topic: Topic, message: Incoming) -> None:
         """One message of the team: on its channel, and into the views it changes."""
@@ -149,23 +170,24 @@ class LiveServer:
         if channel.has_sinks():
             record = message_record(env, topic, retained=bool(message.retain))
             channel.log(record_json(record), log_time=now)
-        state = self.observer.state if self.observer is not None else None
         if env.kind == "world.state":
-            scene = scene_update(env.body, env.ts)
-            if scene is not None:
-                self._view(SCENE_CHANNEL, record_json(scene))
-        if state is None:
+            self._world = (env.body, env.ts)
+            self._view(SCENE_CHANNEL, self._scene)
+        if self.state is None:
             return
         if env.kind in _TREE_KINDS:
-            self._view(TREE_CHANNEL, record_json(tree_message(state)))
+            self._view(TREE_CHANNEL, self._tree)
         if env.kind == "presence" and isinstance(env.body, dict):
             said = env.body.get("state")
             if self._presence.get(env.sender) == said:
                 return
             self._presence[env.sender] = said
-        line = log_line(env, state)
-        if line is not None and not message.retain:
-            self._views[LOG_CHANNEL].log(record_json(line), log_time=now)
+        logs = self._views[LOG_CHANNEL]
+        if message.retain or not logs.has_sinks():  # events, for whoever watches now
+            return
+        line = log_line(env, self.state)
+        if line is not None:
+            logs.log(record_json(line), log_time=now)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Watch the team and serve it until `stop` is set. Raises ConnectError when
@@ -175,6 +197,7 @@ class LiveServer:
             **self.observer_args, sys_topics=False, on_message=self.on_message,
             client_prefix="foxglove",
         )  # fmt: skip
+        self.state = self.observer.state
         async with self.observer:
             await self.observer.wait_connected()
             while not stop.is_set():
@@ -184,10 +207,6 @@ class LiveServer:
 
     def _refresh(self) -> None:
         """Send the views again, for viewers that connected since they last changed."""
-        assert self.observer is not None
-        state = self.observer.state
-        self._view(TREE_CHANNEL, record_json(tree_message(state)), again=True)
-        self._view(TEAM_CHANNEL, record_json(state.snapshot()), again=True)
-        scene = self._latest.get(SCENE_CHANNEL)
-        if scene is not None:
-            self._view(SCENE_CHANNEL, scene, again=True)
+        self._view(TREE_CHANNEL, self._tree, again=True)
+        self._view(TEAM_CHANNEL, self._team, again=True)
+        self._view(SCENE_CHANNEL, self._scene, again=True)
