@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -40,7 +39,7 @@ from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
 from teamtree.agents.observers.record_channels import warm_schemas
 from teamtree.agents.observers.record_file import RecordFile
-from teamtree.agents.observers.wire_json import message_record
+from teamtree.agents.observers.wire_json import message_record, record_json
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials, observer_credentials
 from teamtree.agents.runtime.current_run import read_current_run
@@ -252,7 +251,7 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 snap = observer.state.snapshot()
                 size = _terminal_size()
                 text = render_text(snap, width=size[0]) if size else render_text(snap)
-                print(json.dumps(snap, default=str) if args.json else text, flush=True)
+                print(record_json(snap) if args.json else text, flush=True)
                 missing = [a for a in args.require or [] if a not in snap["online"]]
                 if missing:
                     print(f"teamtree monitor: not online: {', '.join(missing)}", file=sys.stderr)
@@ -277,7 +276,7 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 while not stop.is_set():
                     snap = observer.state.snapshot()
                     if args.json:
-                        print(json.dumps(snap, default=str), flush=True)
+                        print(record_json(snap), flush=True)
                     elif screen:
                         _redraw(snap)
                     else:

@@ -5,7 +5,8 @@ A record is ``{"topic", "kind", "sender", "ts", "hlc", "body", ...}`` with the
 envelope's optional fields (``corr``, ``reply_to``, ``to``, ...) when set. msgpack
 carries values JSON lacks; they become JSON this way, always valid (RFC 8259):
 bytes as hex text, a non-finite float (NaN, infinity) as null, a map key that is not a
-string as its text, a timestamp as ISO 8601 text.
+string as its text, a timestamp as ISO 8601 text (and, in a view such as the monitor's
+that is not a message, a set as a list, anything else as its text).
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def _hex(value: Any) -> Any:
         return bytes(value).hex()
     if isinstance(value, datetime.datetime | datetime.date):
         return value.isoformat()
-    raise TypeError(f"a {type(value).__name__} has no JSON form")
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return str(value)
 
 
 def jsonable(value: Any) -> Any:
@@ -72,6 +75,8 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if value is None or isinstance(value, str | int | bool):
         return value
+    if isinstance(value, set | frozenset):
+        return [jsonable(v) for v in sorted(value, key=str)]
     return _hex(value)
 
 

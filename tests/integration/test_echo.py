@@ -76,6 +76,9 @@ async def test_echo_prints_every_kind_of_a_tea_party_as_json(mosquitto, tmp_path
         key = (rec["topic"], rec["kind"], rec["ts"], json.dumps(rec["body"]))
         assert key in echoed_keys, rec
     assert f"dropped a malformed message on {garbage}" in err.read_text()
+    # an observer, not a member: nothing of echo's in the team
+    config_ids = {"pr2", "baxter", "world", "pr2-driver", "baxter-driver", "recorder", "run"}
+    assert {r["sender"] for r in recorded} <= config_ids
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -211,3 +212,40 @@ def test_a_recording_cut_short_reads_up_to_its_end(tmp_path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])  # a chunk cut in two: the chunks before it
     kept = load_records(path)
     assert 0 < len(kept) < len(records) and kept == records[: len(kept)]
+
+
+def test_a_resumed_mission_records_on_in_a_new_mcap_file_beside_the_first(
+    tmp_path: Path, mosquitto
+) -> None:
+    """An MCAP file cannot be appended to: the resumed mission's recording goes on in
+    ``<stem>.resumed-<ms>.mcap``, and the first file stays whole."""
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    text = re.sub(r"^tree = .*$", 'tree = "AND(cup, sandwich)"', text, count=1, flags=re.M)
+    text = text.replace('path = "runs/tea_party_s1.jsonl"', 'path = "runs/tea.mcap"')
+    config = tmp_path / "tea.toml"
+    config.write_text(text)
+
+    def run(*args: str) -> str:
+        out = subprocess.run(teamtree_cmd("run", str(config), "--broker", mosquitto.url, *args),
+                             capture_output=True, text=True, timeout=240, cwd=tmp_path)  # fmt: skip
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+        return out.stdout
+
+    found = re.search(r"(?:starting|resuming) mission (\S+)", run())
+    assert found
+    mission = found[1]
+    first = tmp_path / "runs" / f"tea.{mission}.mcap"
+    before = load_records(first)
+    assert {r["body"]["node"] for r in before if r["kind"] == "node.transition"} >= {
+        "root/0",
+        "root/1",
+    }
+    run("--resume", mission)
+    assert load_records(first) == before
+    resumed = sorted((tmp_path / "runs").glob(f"tea.{mission}.resumed-*.mcap"))
+    assert len(resumed) == 1, sorted((tmp_path / "runs").iterdir())
+    again = load_records(resumed[0])
+    assert again and not [
+        r for r in again if r["kind"] == "node.transition" and r["body"].get("status") == "working"
+    ], "resuming a finished mission re-ran behaviours"
+    assert (tmp_path / "runs" / "tea.mcap").resolve() == resumed[0].resolve()
