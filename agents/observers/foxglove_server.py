@@ -122,8 +122,9 @@ class LiveServer:
         if server is not None:
             server.stop()
 
-    def _channel(self, topic: Topic, kind: str) -> foxglove.Channel:
-        key = (str(topic), kind)
+    def _channel(self, name: str, topic: Topic, kind: str) -> foxglove.Channel:
+        """The channel of `kind` messages on `topic` (`name`: its text, the key)."""
+        key = (name, kind)
         found = self._channels.get(key)
         if found is None:
             found = foxglove.Channel(
@@ -131,7 +132,7 @@ class LiveServer:
                 schema=_schema(schema_name(kind), record_schema_bytes(kind)),
                 message_encoding="json",
                 context=self._context,
-                metadata={"mqtt_topic": str(topic), "kind": kind},
+                metadata={"mqtt_topic": name, "kind": kind},
             )
             self._channels[key] = found
         return found
@@ -166,9 +167,9 @@ class LiveServer:
         """One message of the team: on its channel, and into the views it changes."""
         self.served += 1
         now = time.time_ns()
-        channel = self._channel(topic, env.kind)
-        if channel.has_sinks():
-            record = message_record(env, topic, retained=bool(message.retain))
+        channel = self._channel(message.topic, topic, env.kind)
+        if channel.has_sinks():  # the topic as received: its text is not built again
+            record = message_record(env, message.topic, retained=bool(message.retain))
             channel.log(record_json(record), log_time=now)
         if env.kind == "world.state":
             self._world = (env.body, env.ts)
