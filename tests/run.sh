@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what the tests need and run them: mosquitto, Node/npm, chromium and
 # chromium-driver, rabbitmq-server (Debian packages, when root and missing), the virtual VDA 5050 AGV
-# (npm ci), the project with its test and vda5050 extras (and, on CPython 3.11, the ros2
-# extra), then pytest. Used by README
+# and the MCAP and Foxglove test clients (npm ci), the project with its test and vda5050
+# extras (and, on CPython 3.11, the ros2 extra), then pytest. Used by README
 # and .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,10 @@ fi
 if command -v npm >/dev/null 2>&1; then
   echo "== installing the virtual VDA 5050 AGV (npm ci in tests/vda5050)"
   (cd tests/vda5050 && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  # The recording and live-view tests read MCAP with @mcap/core and watch the live
+  # Foxglove server with @foxglove/ws-protocol's client.
+  echo "== installing the third-party MCAP and Foxglove clients (npm ci in tests/foxglove)"
+  (cd tests/foxglove && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 # The web view's browser tests drive Debian's headless chromium (never a downloaded one).
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then

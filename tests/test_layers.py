@@ -90,7 +90,17 @@ ROOMS = {
     "ltl": {"runtime"},
     "missions": {"runtime"},
     "world": {"runtime"},
-    "observers": {"runtime", "treeprotocol", "missions", "humans"},
+    # observers read every room's messages: the wire types give their bodies' schemas
+    "observers": {
+        "runtime",
+        "treeprotocol",
+        "missions",
+        "humans",
+        "allocation",
+        "capability",
+        "ltl",
+        "world",
+    },
     "cli": {
         "runtime",
         "treeprotocol",

@@ -196,11 +196,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "timeline",
         help="draw per-robot timing diagrams from a recorded run",
         description="Draw one panel per robot, one row per behaviour, coloured inactive / "
-        "active / working / done, from a recorder's .jsonl file (or a directory of them), "
+        "active / working / done, from a recorder's .mcap or .jsonl file (or a directory "
+        "of them), "
         "for one mission; a failed, timed-out or cancelled mission is marked in red where "
         "it ended and in the title.",
     )
-    timeline.add_argument("run", help="a recorder .jsonl file, or a directory holding one")
+    timeline.add_argument(
+        "run", help="a recorder's .mcap or .jsonl file, or a directory holding one"
+    )
     timeline.add_argument("-o", "--output", default="timeline.png", help="PNG to write")
     timeline.add_argument("--title", default="", help="figure title")
     timeline.add_argument(
@@ -391,6 +394,9 @@ EXTRA_COMMANDS = [
     "teamtree.agents.cli.web",
     "teamtree.agents.cli.dispatch",
     "teamtree.agents.cli.ros2_bridge",
+    "teamtree.agents.cli.echo",
+    "teamtree.agents.cli.recordings",
+    "teamtree.agents.cli.live",
 ]
 
 COMMANDS = {

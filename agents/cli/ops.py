@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -35,9 +34,12 @@ from teamtree.agents.cli.services_wait import (
     services_to_await,
     wait_for_services,
 )
+from teamtree.agents.observers.mcap_record import McapRecordFile
 from teamtree.agents.observers.mission import MissionProgress
 from teamtree.agents.observers.monitor import TeamObserver, render_text
+from teamtree.agents.observers.record_channels import warm_schemas
 from teamtree.agents.observers.record_file import RecordFile
+from teamtree.agents.observers.wire_json import message_record, record_json
 from teamtree.agents.runtime.config import load_config
 from teamtree.agents.runtime.credentials import agent_credentials, observer_credentials
 from teamtree.agents.runtime.current_run import read_current_run
@@ -118,12 +120,16 @@ def register(subparsers: Any) -> dict[str, Handler]:
 
     rec = subparsers.add_parser(
         "record",
-        help="record a team's traffic to a JSON-lines file (for teamtree timeline)",
-        description="Write every valid message of the team to FILE, one JSON object per "
-        "line (the recorder service's format), until Ctrl-C or --duration.",
+        help="record a team's traffic to an MCAP or JSON-lines file (for Foxglove, "
+        "teamtree timeline)",
+        description="Write every valid message of the team to FILE (the recorder "
+        "service's formats): MCAP when FILE ends in .mcap (Foxglove, Lichtblick and the "
+        "mcap tools open it), else one JSON object per line; until Ctrl-C or --duration.",
     )
     _observer_flags(rec, login="record")
-    rec.add_argument("-o", "--output", required=True, help="the .jsonl file to write")
+    rec.add_argument(
+        "-o", "--output", required=True, help="the file to write: RUN.mcap or RUN.jsonl"
+    )
     rec.add_argument("--duration", type=_seconds, help="stop after this many seconds")
     rec.add_argument(
         "--until-done", action="store_true",
@@ -245,7 +251,7 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 snap = observer.state.snapshot()
                 size = _terminal_size()
                 text = render_text(snap, width=size[0]) if size else render_text(snap)
-                print(json.dumps(snap, default=str) if args.json else text, flush=True)
+                print(record_json(snap) if args.json else text, flush=True)
                 missing = [a for a in args.require or [] if a not in snap["online"]]
                 if missing:
                     print(f"teamtree monitor: not online: {', '.join(missing)}", file=sys.stderr)
@@ -270,7 +276,7 @@ async def run_monitor(args: argparse.Namespace) -> int:
                 while not stop.is_set():
                     snap = observer.state.snapshot()
                     if args.json:
-                        print(json.dumps(snap, default=str), flush=True)
+                        print(record_json(snap), flush=True)
                     elif screen:
                         _redraw(snap)
                     else:
@@ -313,12 +319,6 @@ def _redraw(snap: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return value.hex()
-    return str(value)
-
-
 async def run_record(args: argparse.Namespace) -> int:
     """The ``record`` handler: the recorder service's line format, from a passive client.
     A file that cannot be written (a full disk) is said once; the lines written stay,
@@ -328,7 +328,14 @@ async def run_record(args: argparse.Namespace) -> int:
     count = 0
     progress = MissionProgress()
     finished = asyncio.Event()
-    out = RecordFile(path)
+    resolve_team(args)  # the team, for the MCAP file's metadata
+    if path.suffix == ".mcap":
+        await asyncio.to_thread(warm_schemas)  # before it listens: no first message waits
+        out: RecordFile | McapRecordFile = McapRecordFile(
+            path, metadata={"team": args.team or "", "recorder": "teamtree record"}
+        )
+    else:
+        out = RecordFile(path)
     try:
 
         def write(env: Envelope, topic: Topic, message: Incoming) -> None:
@@ -336,18 +343,14 @@ async def run_record(args: argparse.Namespace) -> int:
             progress.feed(env, retained=message.retain)
             if args.until_done and progress.complete:
                 finished.set()
-            record = {
-                "topic": str(topic),
-                "kind": env.kind,
-                "sender": env.sender,
-                "ts": env.ts,
-                "hlc": list(env.hlc),
-                "body": env.body,
-                "recorded_ms": time.time_ns() // 1_000_000,
-                "retained": bool(message.retain),  # left at the broker earlier
-            }
+            record = message_record(
+                env,
+                topic,
+                recorded_ms=time.time_ns() // 1_000_000,
+                retained=bool(message.retain),  # left at the broker earlier
+            )
             count += 1
-            if out.writing and not out.write(json.dumps(record, default=_jsonable)):
+            if out.writing and not out.write_record(record):
                 print(
                     f"teamtree record: cannot write {path}: {out.failure}; "
                     f"{out.written} message(s) written, recording no more",

@@ -22,7 +22,7 @@ from teamtree.broker.reach import wait_reachable
 BROKER_COMMANDS = frozenset(
     {
         "run", "agent", "attach", "human", "disturb", "tree", "record", "monitor",
-        "submit", "missions", "cancel", "ros2-bridge",
+        "submit", "missions", "cancel", "ros2-bridge", "echo", "foxglove",
     }
 )  # fmt: skip
 WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
@@ -30,14 +30,17 @@ WAIT_ENV = "TEAMTREE_BROKER_WAIT_S"
 
 #: commands that find their team and broker with ``find_team``
 FOUND_COMMANDS = frozenset(
-    {"human", "disturb", "record", "monitor", "submit", "missions", "cancel", "ros2-bridge"}
-)
+    {
+        "human", "disturb", "record", "monitor", "submit", "missions", "cancel", "echo",
+        "foxglove", "ros2-bridge",
+    }
+)  # fmt: skip
 
 
 def broker_of(args: argparse.Namespace) -> Endpoint | None:
     """The broker `args.command` will use, or None when it starts its own (or needs none)."""
     command = args.command
-    if command not in BROKER_COMMANDS:
+    if command not in BROKER_COMMANDS or getattr(args, "list_kinds", False):
         return None
     if command in FOUND_COMMANDS or (
         command == "tree" and (getattr(args, "live", False) or args.broker is not None)

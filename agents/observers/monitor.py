@@ -537,11 +537,14 @@ class TeamObserver:
         tls_context: Any = None,
         mission_id: str | None = None,
         resync: bool = True,
+        on_malformed: Callable[[Incoming, WireError], None] | None = None,
     ):
         self.team = validate_id(team, "team")
         self.endpoint = endpoint
         self.state = MonitorState(self.team, mission_id=mission_id)
         self._hook = on_message
+        #: told of each message dropped as malformed (what ``teamtree echo`` reports)
+        self._on_malformed = on_malformed
         self.connection = Connection(
             endpoint,
             client_id=f"teamtree-{self.team}-{client_prefix}-{uuid.uuid4().hex[:8]}",
@@ -614,8 +617,10 @@ class TeamObserver:
         try:
             topic = parse(message.topic)
             env = decode(message.payload, topic=message.topic)
-        except WireError:
+        except WireError as exc:
             self.state.drop("malformed")
+            if self._on_malformed is not None:
+                self._on_malformed(message, exc)
             return
         if topic.team != self.team:
             self.state.drop("team")

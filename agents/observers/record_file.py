@@ -13,6 +13,9 @@ import contextlib
 import errno
 import os
 from pathlib import Path
+from typing import Any
+
+from teamtree.agents.observers.wire_json import record_json
 
 
 def os_error_phrase(exc: OSError) -> str:
@@ -61,6 +64,10 @@ class RecordFile:
         self.size += size
         self.written += 1
         return True
+
+    def write_record(self, record: dict[str, Any]) -> bool:
+        """Append a message record (``wire_json.message_record``) as one JSON line."""
+        return self.write(record_json(record))
 
     def _fail(self, exc: OSError) -> None:
         self.error = exc

@@ -1,8 +1,11 @@
 """The recorder service: writes every message of the team, from the broker alone, to a
-JSON-lines file, and logs a summary of who did which behaviour when it stops.
+JSON-lines or MCAP file, and logs a summary of who did which behaviour when it stops.
 
-One line per message: ``{"topic", "kind", "sender", "ts", "hlc", "body"}``; bytes in a
-body are written as hex. ``teamtree timeline FILE`` draws the timing diagrams from it.
+A path ending in ``.mcap`` is written as MCAP (``mcap_record``: a channel per kind and
+topic with its JSON Schema, the summary as log lines), which Foxglove and Lichtblick
+open; any other as JSON lines, one per message: ``{"topic", "kind", "sender", "ts",
+"hlc", "body", ...}`` (``wire_json``; bytes in a body as hex). ``teamtree timeline
+FILE`` draws the timing diagrams from either.
 
 An observer, not a participant: when its file cannot be written (a full disk, an I/O
 error) it logs one error line naming the file and the OS error, keeps the lines it
@@ -13,7 +16,7 @@ its result.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,8 +24,11 @@ from typing import Annotated, Any
 import msgspec
 
 from teamtree.agents.observers.human_work import human_rows
+from teamtree.agents.observers.mcap_record import McapRecordFile
 from teamtree.agents.observers.mission_labels import mission_labels
+from teamtree.agents.observers.record_channels import warm_schemas
 from teamtree.agents.observers.record_file import RecordFile, os_error_phrase
+from teamtree.agents.observers.wire_json import message_record
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.mission_status import MissionBoard
@@ -31,12 +37,6 @@ from teamtree.agents.runtime.recording import RECORDING_FIELD, RecordingState
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return value.hex()
-    raise TypeError(f"cannot record a {type(value).__name__}")
 
 
 def behaviour_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -90,7 +90,8 @@ class RecorderParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The recorder's ``[[agents]]`` keys."""
 
     path: Annotated[
-        str | None, msgspec.Meta(description="a file path for the JSON-lines record")
+        str | None,
+        msgspec.Meta(description="the record's file: MCAP when it ends in .mcap, else JSON lines"),
     ] = None
 
 
@@ -115,7 +116,7 @@ class RecorderAgent(Agent):
             self.path = configured.with_name(
                 f"{configured.stem}.{self.mission_id}{configured.suffix or '.jsonl'}"
             )
-        self._file: RecordFile | None = None
+        self._file: RecordFile | McapRecordFile | None = None
         #: the recording as the factsheet reports it (failed: the file is written no more)
         self.recording = RecordingState("writing", str(self.path))
         #: messages seen after the recording failed (not in the file)
@@ -138,9 +139,13 @@ class RecorderAgent(Agent):
         }
 
     async def setup(self) -> None:
+        if self.path.suffix == ".mcap":  # before it listens: no first message waits
+            await asyncio.to_thread(warm_schemas)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = RecordFile(self.path, append=self.latest is not None)
+            self._file = self._open()
+            if self._file.error is not None:
+                raise self._file.error
         except OSError as exc:  # stays up: its factsheet reports it when online
             self._fail(0, exc)
         else:
@@ -148,6 +153,24 @@ class RecorderAgent(Agent):
         if self.latest is not None and self._file is not None:
             self._link_latest(self.latest)
         self.on_any(self._record)
+
+    def _open(self) -> RecordFile | McapRecordFile:
+        """The record file: MCAP by its suffix, else JSON lines (appended to when the
+        mission is resumed; an MCAP file cannot be, so a resumed mission's goes on in a
+        new file beside the first)."""
+        if self.path.suffix != ".mcap":
+            return RecordFile(self.path, append=self.latest is not None)
+        if self.latest is not None and self.path.exists():
+            self.path = self.path.with_name(f"{self.path.stem}.resumed-{wall_ms()}.mcap")
+            self.recording = RecordingState("writing", str(self.path))
+        metadata = {"team": self.team, "mission": self.mission_id or "", "recorder": self.id}
+        return McapRecordFile(self.path, metadata=metadata)
+
+    def _say(self, event: str, **fields: Any) -> None:
+        """Log a summary line, and write it into an MCAP record's log."""
+        self.log.info(event, **fields)
+        if isinstance(self._file, McapRecordFile) and self._file.writing:
+            self._file.write_log("info", event, fields)
 
     def _link_latest(self, link: Path) -> None:
         """Point `link` at this mission's file; an old plain file there is kept aside."""
@@ -161,33 +184,18 @@ class RecorderAgent(Agent):
             self.log.warning("recorder.no_link", link=str(link), error=str(exc))
 
     async def _record(self, env: Envelope, topic: Topic) -> None:
-        record = {
-            "topic": str(topic),
-            "kind": env.kind,
-            "sender": env.sender,
-            "ts": env.ts,
-            "hlc": list(env.hlc),
-            "body": env.body,
-            "recorded_ms": time.time_ns() // 1_000_000,
-        }
+        record = message_record(env, topic, recorded_ms=time.time_ns() // 1_000_000)
         self.board.feed(env.kind, env.sender, env.body, env.ts)
         if env.kind == "mission.tree":
             found = mission_labels(env.body)
             if found is not None:
                 self._labels = found[0]
-        try:
-            line = json.dumps(record, default=_jsonable)
-        except (TypeError, ValueError) as exc:
-            self.log.warning(
-                "recorder.unrecordable", kind=env.kind, sender=env.sender, error=str(exc)
-            )
-            return
         self.recorded += 1
         if _summarised(env) and len(self.records) < SUMMARY_MAX:
             self.records.append(record)  # what the summary reads; the file has everything
         if self._file is None or not self._file.writing:
             self.missed += 1
-        elif not self._file.write(line):
+        elif not self._file.write_record(record):
             self.missed += 1
             assert self._file.error is not None
             self._fail(self._file.written, self._file.error)
@@ -213,14 +221,14 @@ class RecorderAgent(Agent):
 
     async def on_stop(self) -> None:
         for mission, view in self.board.views().items():  # how each mission went
-            self.log.info(
+            self._say(
                 "summary.mission", mission=mission, kind=view["kind"], status=view["headline"]
             )
         rows = behaviour_summary(self.records) + human_rows(self.records)
         rows.sort(key=lambda r: r["start_ms"])
         t0 = min((r["start_ms"] for r in rows), default=0)
         for index, row in enumerate(rows, 1):
-            self.log.info(
+            self._say(
                 "summary.behaviour",
                 n=index,
                 agent=row["agent"],
@@ -240,7 +248,7 @@ class RecorderAgent(Agent):
                 error=self.recording.error,
             )
         else:
-            self.log.info("recorder.saved", path=str(self.path), messages=self.recorded)
+            self._say("recorder.saved", path=str(self.path), messages=self.recorded)
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.agents.observers.human_work import human_rows
+from teamtree.agents.observers.mcap_record import is_mcap, read_mcap_records
 from teamtree.agents.observers.mission_labels import mission_labels
 from teamtree.agents.runtime.mission import mission_of
 from teamtree.agents.runtime.mission_status import STATUS_KIND, MissionBoard
@@ -48,17 +49,25 @@ COLOURS = {
 
 
 def load_records(path: str | Path) -> list[dict[str, Any]]:
-    """Read a recorder's JSON-lines file. Raises ConfigError when it is not one."""
+    """Read a recorder's file, MCAP or JSON lines (a directory: its newest by name).
+    Raises ConfigError when it is not one, naming the file and what is wrong."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(path.glob("*.jsonl"))
+        files = sorted([*path.glob("*.jsonl"), *path.glob("*.mcap")])
         if not files:
-            raise ConfigError("no .jsonl record in this directory", path=str(path))
+            raise ConfigError("no .jsonl or .mcap record in this directory", path=str(path))
         path = files[-1]
+    if is_mcap(path):
+        return read_mcap_records(path)
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
         raise ConfigError(f"cannot read the record: {exc.strerror}", path=str(path)) from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            "not a recording: neither MCAP nor JSON lines (a recorder writes .mcap or .jsonl)",
+            path=str(path),
+        ) from None
     records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -134,14 +134,18 @@ async def test_monitor_once_json_against_a_live_team(mosquitto, tmp_path: Path) 
 
 
 @pytest.mark.integration
-async def test_record_writes_what_the_timeline_reads(mosquitto, tmp_path: Path) -> None:
-    out_file = tmp_path / "rec.jsonl"
+@pytest.mark.parametrize("suffix", ["jsonl", "mcap"])
+async def test_record_writes_what_the_timeline_reads(
+    mosquitto, tmp_path: Path, suffix: str
+) -> None:
+    out_file = tmp_path / f"rec.{suffix}"
     recorder = subprocess.Popen(
         ops_cmd("record", "--broker", mosquitto.url, "--team", "tea-party-s1", "-o", str(out_file)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        await asyncio.sleep(2.0)
+        first = await asyncio.to_thread(recorder.stdout.readline)  # connected: it listens
+        assert first.startswith("recording team"), first + recorder.stderr.read()
         run = await asyncio.to_thread(
             subprocess.run,
             teamtree_cmd("run", str(REPO / "configs" / "tea_party_s1.toml"), "--broker",
@@ -156,6 +160,14 @@ async def test_record_writes_what_the_timeline_reads(mosquitto, tmp_path: Path) 
     from teamtree.agents.observers.timeline import load_records, node_intervals
 
     records = load_records(out_file)
+    if suffix == "mcap":  # a third-party reader sees the same messages, each on its channel
+        from mcap.reader import make_reader
+
+        with out_file.open("rb") as f:
+            read = [
+                json.loads(m.data) for _, _, m in make_reader(f).iter_messages(log_time_order=False)
+            ]
+        assert read == records and all(r["retained"] in (True, False) for r in read)
     spans, labels = node_intervals(records)
     assert set(spans) == {"pr2", "baxter"} and len(labels) == 7
     timeline = subprocess.run(
