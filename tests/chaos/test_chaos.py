@@ -23,7 +23,7 @@ from tests.chaos.harness import (
     send_forged,
     survivor_config,
 )
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 from tests.ops_support import ops_cmd
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -50,7 +50,7 @@ async def test_robot_and_driver_frozen_past_keepalive(run, mosquitto, team, tmp_
     # (3 s, renewed each second) lapses, so the world must stop it
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, time_factor=1.0)
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             await eventually(lambda: party.body_running("pr2"), 90, what="pr2's body to move")
             party.signal(("pr2", "pr2-driver"), signal.SIGSTOP)
@@ -67,7 +67,7 @@ async def test_forged_messages_without_access_control(run, mosquitto, team, tmp_
     """Attacks 3-7 of issue 14 at the start of the mission and again mid-way."""
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
                              what="a robot to start a behaviour")  # fmt: skip
@@ -86,7 +86,7 @@ async def test_forged_messages_without_access_control(run, mosquitto, team, tmp_
 async def test_broker_killed_and_restarted(gap_s, run, mosquitto, team, tmp_path) -> None:
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
     try:
-        async with asyncio.timeout(300), party.observer:
+        async with asyncio.timeout(scaled(300)), party.observer:
             party.start()
             await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
                              what="a robot to start a behaviour")  # fmt: skip
@@ -103,7 +103,7 @@ async def test_broker_killed_and_restarted(gap_s, run, mosquitto, team, tmp_path
 async def test_world_killed_and_restarted(run, mosquitto, team, tmp_path) -> None:
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
     try:
-        async with asyncio.timeout(300), party.observer:
+        async with asyncio.timeout(scaled(300)), party.observer:
             party.start()
             await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
                              what="a robot to start a behaviour")  # fmt: skip
@@ -131,7 +131,7 @@ async def test_world_killed_after_a_place_restores_it(
     monkeypatch.setenv(MISSION_ENV, f"m-restore-{run}")  # every process's mission
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
     try:
-        async with asyncio.timeout(300), party.observer:
+        async with asyncio.timeout(scaled(300)), party.observer:
             party.start()
             await eventually(lambda: _at_goal(party.world_state), 120,
                              what="an object placed")  # fmt: skip
@@ -163,7 +163,7 @@ async def test_robot_and_driver_killed_the_survivor_finishes(
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, config=config)
     scenario = "robot + driver kill -9, the other finishes alone"
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             await eventually(lambda: party.working("baxter"), 90, what="baxter to start")
             party.procs.kill("baxter")
@@ -218,7 +218,7 @@ async def test_forged_messages_with_access_control(run, secured, team, tmp_path,
         observer_id="monitor", credentials=monitor,
     )  # fmt: skip
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
                              what="a robot to start a behaviour")  # fmt: skip

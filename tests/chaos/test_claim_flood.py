@@ -19,7 +19,7 @@ from teamtree.agents.treeprotocol.peer_member import claim_limits
 from teamtree.broker.topics import build
 from teamtree.planners.tasktree import parse_tree
 from tests.chaos.harness import ROBOTS, RUNS, TREE, TeaParty, _env, record
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -99,7 +99,7 @@ async def test_a_claim_flood_is_answered_within_each_senders_bucket(
     counter = ReplyCounter(mosquitto.endpoint, team)
     counting = asyncio.create_task(counter.run())
     try:
-        async with asyncio.timeout(300), party.observer:
+        async with asyncio.timeout(scaled(300)), party.observer:
             await asyncio.wait_for(counter.ready.wait(), 30)
             party.start()
             await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,

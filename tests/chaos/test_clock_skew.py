@@ -22,7 +22,7 @@ import pytest
 from teamtree.broker.hlc import CLOCK_OFFSET_ENV
 from teamtree.hardware.sim_client import SimClient
 from tests.chaos.harness import RUNS, Outcome, TeaParty, record, survivor_config
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -100,7 +100,7 @@ async def test_a_robot_an_hour_ahead_that_worked_an_object_and_died_leaves_it_to
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, config=config)
     ahead = {"baxter": HOUR_S, "baxter-driver": HOUR_S}
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             _start(
                 party, monkeypatch, ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"), ahead
             )
@@ -135,7 +135,7 @@ async def test_a_robot_an_hour_behind_still_executes(
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, config=config)
     behind = {"pr2": -HOUR_S, "pr2-driver": -HOUR_S}
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             _start(
                 party,
                 monkeypatch,
@@ -205,7 +205,7 @@ async def test_a_team_cycling_on_refused_executes_fails_after_the_stall_timeout(
     config = _stalling_config(tmp_path / "stall.toml", team)
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team, config=config)
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             _start(party, monkeypatch, ("world", "pr2-driver"), {})
             await _jam_the_body(party, "pr2", "sugar")
             _start(party, monkeypatch, ("pr2",), {})

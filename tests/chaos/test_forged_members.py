@@ -36,7 +36,7 @@ from tests.chaos.harness import (
     send_raw,
     survivor_config,
 )
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -109,7 +109,7 @@ async def _judge(party: TeaParty, scenario: str, timeout: float = 150.0) -> Outc
 async def test_forged_done_in_members_names_is_not_believed(run, mosquitto, team, tmp_path):
     party = TeaParty.make(tmp_path, mosquitto.url, mosquitto.endpoint, team)
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             await eventually(lambda: party.working("pr2"), 90, what="pr2 to start a behaviour")
             await send_raw(mosquitto.endpoint, team, _forged_done(team))
@@ -148,7 +148,7 @@ async def test_objects_put_back_after_placement_are_done_again(run, mosquitto, t
                 put_back.append(name)
 
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             attacker = asyncio.create_task(undo())
             try:
@@ -199,7 +199,7 @@ async def test_a_forged_release_does_not_put_two_bodies_on_one_object(
             await asyncio.sleep(0.02)
 
     try:
-        async with asyncio.timeout(240), party.observer:
+        async with asyncio.timeout(scaled(240)), party.observer:
             party.start()
             attacker = asyncio.create_task(release())
             try:

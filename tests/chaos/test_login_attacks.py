@@ -170,7 +170,7 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
     )  # fmt: skip
     scenario = f"{kind} login ({user}) {what}, ACL on, client ids bound"
     try:
-        async with asyncio.timeout(300), party.observer:
+        async with asyncio.timeout(scaled(300)), party.observer:
             party.start()
             await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
                              what="a robot to start a behaviour")  # fmt: skip

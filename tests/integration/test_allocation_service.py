@@ -102,7 +102,7 @@ async def test_service_answers_like_an_in_process_solve(
     broker: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     procs = start(tmp_path, broker, team, agent_procs, "alloc")
-    async with asyncio.timeout(40), client(broker, team) as me:
+    async with asyncio.timeout(scaled(40)), client(broker, team) as me:
         await eventually(lambda: "alloc" in me.team_view.online("allocator"), 25, what="online")
         for kind, body in [(SOLVE, KITTING), (SOLVE, GENERAL), (ALLOCATE, GENERAL),
                            (ALLOCATE, KITTING), (SCHEDULE, SCHEDULE_ONLY)]:  # fmt: skip
@@ -161,7 +161,7 @@ async def test_replicas_share_the_load_and_a_killed_one_loses_no_request(
     mosquitto: BrokerUnderTest, team: str, tmp_path: Path, agent_procs: list
 ) -> None:
     procs = start(tmp_path, mosquitto, team, agent_procs, "alloc-a", "alloc-b", shared=True)
-    async with asyncio.timeout(120), client(mosquitto, team) as me:
+    async with asyncio.timeout(scaled(120)), client(mosquitto, team) as me:
         await eventually(
             lambda: {"alloc-a", "alloc-b"} <= me.team_view.online("allocator"), 25, what="online"
         )
@@ -256,7 +256,7 @@ async def test_standalone_allocator_command(mosquitto: BrokerUnderTest, team: st
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        async with asyncio.timeout(30), client(mosquitto, team) as me:
+        async with asyncio.timeout(scaled(30)), client(mosquitto, team) as me:
             await eventually(lambda: "solo" in me.team_view.online("allocator"), 25, what="up")
             reply = await request_allocation(me, SOLVE, GENERAL, timeout=10)
             assert reply.sender == "solo" and reply.kind == "allocation.result"

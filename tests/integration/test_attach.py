@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents.observers.monitor import TeamObserver
-from tests.conftest import REPO, AgentProcs, eventually
+from tests.conftest import REPO, AgentProcs, eventually, scaled
 from tests.ops_support import ops_cmd
 
 pytestmark = pytest.mark.integration
@@ -98,7 +98,10 @@ async def test_a_third_robot_attached_mid_mission_takes_work(
             violations.append(env.body["violations"])
 
     attach = None
-    async with asyncio.timeout(150), TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs:
+    async with (
+        asyncio.timeout(scaled(150)),
+        TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs,
+    ):
         await obs.wait_connected()
         for agent_id in ("world", "pr2-driver", "baxter-driver", "robot3-driver", "pr2", "baxter"):
             procs.start(agent_id)

@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
-from tests.conftest import AgentProcs, eventually, write_config
+from tests.conftest import AgentProcs, eventually, scaled, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ async def test_restart_mosquitto_loses_nothing(mosquitto, team, tmp_path, agent_
         seen[env.sender].add(env.body["n"])
 
     observer.on_agents("counter", on_counter, kind="counter")
-    async with asyncio.timeout(120), observer:
+    async with asyncio.timeout(scaled(120)), observer:
         await observer.wait_connected(10)
         await asyncio.sleep(0.3)  # the counter subscription is spawned on enter
         for agent_id in ("c1", "c2", "c3"):
@@ -92,7 +92,7 @@ async def test_pipelined_burst_across_a_restart_keeps_every_message_in_order(
             first_seen.append(n)
 
     observer.on_agent("burst", "burst", on_n, kind="n")
-    async with asyncio.timeout(120), observer, burst:
+    async with asyncio.timeout(scaled(120)), observer, burst:  # minutes when loaded
         await observer.wait_connected(10)
         await burst.wait_connected(10)
         await asyncio.sleep(0.3)

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ async def test_hooks_follow_the_broker_going_and_coming_back(mosquitto, team) ->
     agent = Recording(
         "hooked", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
     )
-    async with asyncio.timeout(90), agent:
+    async with asyncio.timeout(scaled(90)), agent:
         await agent.wait_connected(10)
         await eventually(lambda: agent.calls == ["connected"], 5, what="first connect")
         for outage in (1, 2):

@@ -21,7 +21,7 @@ from teamtree.agents import Agent, RuntimeSettings, build_agent, load_config
 from teamtree.agents.capability.factory import FactoryRobot, JobOrder, JobSource
 from teamtree.agents.runtime.kinds import apply_overrides
 from teamtree.broker import find_mosquitto
-from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd, write_config
+from tests.conftest import REPO, AgentProcs, eventually, scaled, teamtree_cmd, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -191,7 +191,7 @@ async def test_member_selection_survives_message_loss(mosquitto, team) -> None:
     ]
     source = next(a for a in agents if isinstance(a, JobSource))
     source.summary_path = None
-    async with asyncio.timeout(60), contextlib.AsyncExitStack() as stack:
+    async with asyncio.timeout(scaled(60)), contextlib.AsyncExitStack() as stack:
         for agent in agents:
             await stack.enter_async_context(agent)
         await source.main()
@@ -263,7 +263,7 @@ async def test_a_killed_helper_is_replaced(mosquitto, team, tmp_path, agent_proc
     watcher = ReportWatcher(
         "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
     )
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await watcher.wait_connected(10)
         for agent_id in ("m1", "o1", "o1b", "b1", "jobs"):
             procs.start(agent_id)
@@ -302,7 +302,7 @@ async def test_a_helper_low_on_battery_is_replaced(mosquitto, team) -> None:
         orders=[JobOrder("j1", "job1", "m1", work_s=2.5)],
         **common,
     )
-    async with asyncio.timeout(40), m1, o1, o1b, source:
+    async with asyncio.timeout(scaled(40)), m1, o1, o1b, source:
         await source.main()
         await eventually(lambda: o1.led == "idle" and o1b.led == "idle" and m1.led == "idle", 5)
     (job,) = source.results.values()

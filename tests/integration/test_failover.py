@@ -16,7 +16,7 @@ from teamtree.agents import Agent, RuntimeSettings
 from teamtree.agents.runtime.resync import ROUNDS
 from teamtree.broker import MosquittoBroker, find_mosquitto
 from teamtree.broker.endpoint import parse_endpoint
-from tests.conftest import eventually
+from tests.conftest import eventually, scaled
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ async def test_an_agent_moves_to_the_next_broker_of_its_list(team) -> None:
         agent.connection.nodes.index = 0  # start on the first, whatever the hash says
         agent.connection.endpoint = agent.connection.nodes.current
         watcher = Reader("watcher", team=team, endpoint=second.endpoint)
-        async with asyncio.timeout(60), watcher, agent:
+        async with asyncio.timeout(scaled(60)), watcher, agent:
             await agent.wait_connected(10)
             assert agent.connection.endpoint.url == first.endpoint.url
             assert agent.clustered  # a list means cluster mode unless told otherwise
@@ -76,7 +76,7 @@ async def test_resync_answers_a_joiner_with_the_teams_retained_state(mosquitto, 
     forced = RuntimeSettings(cluster=True, resync_wait_s=1.0)
     keeper = Keeper("keeper", team=team, endpoint=mosquitto.endpoint, runtime=forced)
     reader = Reader("reader", team=team, endpoint=mosquitto.endpoint, runtime=forced)
-    async with asyncio.timeout(60), keeper:
+    async with asyncio.timeout(scaled(60)), keeper:
         await keeper.wait_synced(10)
         await eventually(lambda: "state" in str(keeper.connection.retained), 5, what="kept")
         async with reader:

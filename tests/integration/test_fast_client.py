@@ -19,6 +19,7 @@ from paho.mqtt.client import MQTT_ERR_PROTOCOL
 
 from teamtree.broker.connection import Connection, Incoming, Outgoing
 from teamtree.broker.fast_client import RECV_SIZE, FastClient
+from tests.conftest import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,7 @@ async def test_a_burst_that_fills_the_send_buffer_arrives_whole_and_in_order(mos
         pass
 
     writer = Connection(mosquitto.endpoint, client_id="fast-writer", on_message=ignore)
-    async with asyncio.timeout(120):
+    async with asyncio.timeout(scaled(120)):
         tasks = [asyncio.create_task(reader.run()), asyncio.create_task(writer.run())]
         await reader.subscribe("fast/burst")
         await reader.connected.wait()
@@ -136,7 +137,7 @@ async def test_a_critical_message_leaves_within_the_publish_call(mosquitto) -> N
         urgent_channels={"claims", "state"},
         critical_channels={"claims"},
     )
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         tasks = [asyncio.create_task(reader.run()), asyncio.create_task(writer.run())]
         await reader.subscribe("teamtree/v1/t/#")
         await reader.connected.wait()
@@ -187,7 +188,7 @@ async def test_one_subscribe_call_takes_many_filters(mosquitto) -> None:
 
     conn = Connection(mosquitto.endpoint, client_id="many-filters", on_message=on_message)
     filters = [f"many/{i}" for i in range(100)] + ["many/end"]
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         task = asyncio.create_task(conn.run())
         await conn.connected.wait()
         await conn.subscribe(*filters)
@@ -233,7 +234,7 @@ async def test_messages_of_any_size_arrive_whole_over_the_read_buffer(mosquitto)
     ]
     payloads = [rng.randbytes(n) for n in sizes]
     endpoint = mosquitto.endpoint
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(scaled(60)):
         async with (
             FastClient(endpoint.host, endpoint.port, identifier="sizes") as reader,
             FastClient(endpoint.host, endpoint.port, identifier="sizes-writer") as writer,
@@ -250,7 +251,7 @@ async def test_a_lost_connection_wakes_a_reader_waiting_for_a_message(mosquitto)
     """``next_message`` waiting on an empty queue raises ``MqttError`` when the
     connection breaks, as aiomqtt's message iterator does."""
     endpoint = mosquitto.endpoint
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         async with FastClient(endpoint.host, endpoint.port, identifier="woken") as client:
             waiting = asyncio.create_task(client.next_message())
             await asyncio.sleep(0.1)
@@ -269,7 +270,7 @@ async def test_pipelined_publishes_are_tracked_without_a_task_each(mosquitto) ->
         pass
 
     conn = Connection(mosquitto.endpoint, client_id="tracked", on_message=ignore)
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         task = asyncio.create_task(conn.run())
         await conn.connected.wait()
         before = len(asyncio.all_tasks())
@@ -288,7 +289,7 @@ async def test_after_a_lost_connection_the_reader_gets_an_error_not_a_message(mo
     raises ``MqttError`` (it once handed over the queue's wake-up marker, and the
     connection died of it: nothing was received again)."""
     endpoint = mosquitto.endpoint
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         async with FastClient(endpoint.host, endpoint.port, identifier="lost") as client:
             client._client._sock.shutdown(socket.SHUT_RDWR)  # the connection breaks
             while not client._disconnected.done():
@@ -313,7 +314,7 @@ async def test_received_messages_keep_topic_payload_qos_and_retain(mosquitto) ->
         payload = rng.choice((b"", rng.randbytes(rng.randrange(1, 300))))
         sent.append((f"fast/fields/{i}/{name}", payload, rng.choice((0, 1, 2))))
     endpoint = mosquitto.endpoint
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(scaled(60)):
         async with FastClient(endpoint.host, endpoint.port, identifier="fields-writer") as writer:
             await writer.publish("fast/kept/é", b"kept", qos=1, retain=True)
         async with (

@@ -21,7 +21,7 @@ import pytest
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.agents.cli.disturb import register, send_disturbance
 from teamtree.planners.ltl import FORMULAS, TSState, check_trace
-from tests.conftest import REPO, AgentProcs, eventually
+from tests.conftest import REPO, AgentProcs, eventually, scaled
 
 pytestmark = pytest.mark.integration
 
@@ -145,7 +145,7 @@ async def test_plans_reach_robots_and_the_trace_satisfies_study1(
 ) -> None:
     """On both brokers: mosquitto and the embedded one (amqtt)."""
     procs, watcher = await start(tmp_path, broker, team, agent_procs, "study1")
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await launch(procs, watcher, "study1")
         codes = await all_exited(procs)
     verdict = assert_satisfied(watcher, procs, codes, "study1")
@@ -166,7 +166,7 @@ async def test_each_disturbance_still_completes_the_mission(
     robot, kind, after, expect, mosquitto, team, tmp_path, agent_procs
 ) -> None:
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await launch(procs, watcher, "study1")
         await after_steps(watcher, robot, after)
         answer = await send_disturbance(mosquitto.endpoint, team, robot, kind)
@@ -190,7 +190,7 @@ async def test_blocked_edge_without_local_plan_goes_global(
     delivery alone (Alg. 2 finds nothing), so the team is replanned (R4 -> global)
     and DR delivers both."""
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await launch(procs, watcher, "study1")
         await eventually(lambda: watcher.bodies("ltl.plan_received", "A1"), 20, what="A1 plan")
         answer = await send_disturbance(
@@ -211,7 +211,7 @@ async def test_a_blocked_corridor_is_blocked_for_every_robot(
     deletes it from every robot's map and publishes ``ltl.map``, so DR, which was never
     disturbed, asks for R4 itself and detours too. After the block nobody crosses it."""
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await launch(procs, watcher, "study1")
         for robot in ("A1", "DR"):
             await eventually(
@@ -242,7 +242,7 @@ async def test_critical_failure_during_training_hands_it_to_a1(
     """The paper's scenario: Wassi fails while training from c7 to c6; the global
     reallocation gives the rest of the training to A1 (study 2)."""
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study2")
-    async with asyncio.timeout(80), watcher:
+    async with asyncio.timeout(scaled(80)), watcher:
         await launch(procs, watcher, "study2")
         await eventually(
             lambda: any(s["state"] == ["c7", "training"] for s in watcher.steps("Wassi")),
@@ -263,7 +263,7 @@ async def test_two_critical_failures_end_in_a_clear_report(
 ) -> None:
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
     loop = asyncio.get_running_loop()
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await launch(procs, watcher, "study1")
         await after_steps(watcher, "DR", 1)
         assert (await send_disturbance(mosquitto.endpoint, team, "DR", "critical"))["accepted"]
@@ -291,7 +291,7 @@ async def test_disturb_command_refuses_a_fall_of_a_wheeled_robot(
     parser = argparse.ArgumentParser(prog="teamtree")
     handlers = register(parser.add_subparsers(dest="command"))
     procs, watcher = await start(tmp_path, mosquitto, team, agent_procs, "study1")
-    async with asyncio.timeout(60), watcher:
+    async with asyncio.timeout(scaled(60)), watcher:
         await launch(procs, watcher, "study1")
         await eventually(lambda: watcher.bodies("ltl.plan_received", "DR"), 20, what="DR plan")
         base = ["--team", team, "--broker", mosquitto.url]

@@ -55,7 +55,7 @@ async def test_hostile_traffic_is_dropped_counted_and_logged(
             beats.append(env.body)
 
     observer.on_agents("heartbeat", on_beat)
-    async with asyncio.timeout(90), observer:
+    async with asyncio.timeout(scaled(90)), observer:
         procs.start("target")
         await eventually(lambda: "target" in observer.team_view.online(), 30, what="target ONLINE")
         messages = [m for hid in range(5) for m in garbage(rng, team, hid)]

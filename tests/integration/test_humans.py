@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
-from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
+from tests.conftest import REPO, AgentProcs, eventually, scaled, teamtree_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -212,7 +212,7 @@ async def test_terminal_human_end_to_end(mosquitto, team, tmp_path, agent_procs)
     try:
         # Each step below has its own bound; this one only keeps a hung run from waiting
         # forever (the steps' bounds add up to 195 s; the old 90 s could cut a slow run).
-        async with asyncio.timeout(200), watcher:
+        async with asyncio.timeout(scaled(200)), watcher:
             await watcher.wait_connected(10)
             for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
                 procs.start(agent_id)

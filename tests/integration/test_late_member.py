@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents.observers.monitor import TeamObserver
-from tests.conftest import AgentProcs, eventually
+from tests.conftest import AgentProcs, eventually, scaled
 
 pytestmark = pytest.mark.integration
 
@@ -123,7 +123,10 @@ async def test_a_member_started_after_the_mission_began_works_with_its_teammate(
         elif env.kind == "world.state":
             violations.append(env.body["violations"])
 
-    async with asyncio.timeout(240), TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs:
+    async with (
+        asyncio.timeout(scaled(240)),
+        TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs,
+    ):
         await obs.wait_connected()
         for agent_id in ("world", "r1-driver", "r2-driver", "r1"):
             procs.start(agent_id)

@@ -16,6 +16,7 @@ import pytest
 
 from teamtree.broker.connection import Connection, Incoming, Outgoing
 from teamtree.broker.endpoint import parse_endpoint
+from tests.conftest import scaled
 from tests.relay_support import TcpRelay, pump
 
 pytestmark = pytest.mark.integration
@@ -64,7 +65,7 @@ async def test_a_session_that_loses_acknowledgements_is_replaced_and_nothing_is_
         )
         tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
         try:
-            async with asyncio.timeout(30):
+            async with asyncio.timeout(scaled(30)):
                 await reader.connected.wait()
                 await writer.connected.wait()
                 relay.lose()  # this session's acknowledgements never come
@@ -76,7 +77,7 @@ async def test_a_session_that_loses_acknowledgements_is_replaced_and_nothing_is_
             assert writer.connects >= 2, "the writer kept the session that lost its acks"
             firsts = list(dict.fromkeys(got))
             assert firsts == list(range(40)), firsts
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(scaled(10)):
                 while writer.outbox_size or writer.inflight:
                     await asyncio.sleep(0.05)
         finally:
@@ -115,7 +116,7 @@ async def test_a_connection_closed_while_its_acknowledgements_are_lost_sends_the
         )
         tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
         try:
-            async with asyncio.timeout(30):
+            async with asyncio.timeout(scaled(30)):
                 await reader.connected.wait()
                 await writer.connected.wait()
                 relay.lose()
@@ -163,7 +164,7 @@ async def test_a_stop_shorter_than_the_publish_timeout_still_replaces_the_silent
         )
         tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
         try:
-            async with asyncio.timeout(60):
+            async with asyncio.timeout(scaled(60)):
                 await reader.connected.wait()
                 await writer.connected.wait()
                 relay.lose()
@@ -226,7 +227,7 @@ async def test_a_stop_whose_last_words_never_reach_the_broker_leaves_by_the_will
         )
         tasks = [asyncio.create_task(c.run()) for c in (reader, writer)]
         try:
-            async with asyncio.timeout(60):
+            async with asyncio.timeout(scaled(60)):
                 await reader.connected.wait()
                 await writer.connected.wait()
                 relay.lose()

@@ -24,7 +24,7 @@ from teamtree.broker.envelope import decode
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import build
 from tests.chaos.harness import party_config
-from tests.conftest import AgentProcs, eventually, teamtree_cmd
+from tests.conftest import AgentProcs, eventually, scaled, teamtree_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ async def test_a_driver_waits_out_loud_for_its_own_missions_world_and_then_drive
     agent_procs.append(procs)
     watcher = Agent("watcher", team=team, endpoint=mosquitto.endpoint, mission_id="mission-b",
                     runtime=RuntimeSettings())  # fmt: skip
-    async with asyncio.timeout(120), watcher:
+    async with asyncio.timeout(scaled(120)), watcher:
         monkeypatch.setenv("TEAMTREE_MISSION", "mission-a")
         procs.start("world")  # mission A's world, live
         await eventually(lambda: "world" in _online_any(procs, "world"), 30, what="world A up")
@@ -102,7 +102,7 @@ def _online_any(procs: AgentProcs, agent_id: str) -> set[str]:
 async def retained_presence(host: str, port: int, topic: str) -> dict[str, Any]:
     async with aiomqtt.Client(host, port, identifier=f"peek-{wall_ms()}") as client:
         await client.subscribe(topic, qos=1)
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(scaled(5)):
             async for message in client.messages:
                 return decode(bytes(message.payload)).body  # type: ignore[arg-type]
     raise AssertionError("no retained presence")
@@ -119,7 +119,7 @@ async def test_an_agent_says_its_own_presence_again_over_a_replayed_one(
     pr2 = Agent("pr2", team=team, endpoint=mosquitto.endpoint, mission_id="m-b", runtime=runtime)
     peer = Agent("baxter", team=team, endpoint=mosquitto.endpoint, mission_id="m-b",
                  runtime=runtime)  # fmt: skip
-    async with asyncio.timeout(30), pr2, peer:
+    async with asyncio.timeout(scaled(30)), pr2, peer:
         await eventually(lambda: (m := peer.team_view.get("pr2")) and m.online, 10, what="pr2")
         sessions: set[str | None] = set()
         topic = build(team, "pr2", "connection")
@@ -190,7 +190,7 @@ async def test_kept_state_of_an_older_session_is_refused_per_sender_and_topic(
         got.append((env.sender, env.body.get("n")))
 
     reader.on_team("result", on_result)
-    async with asyncio.timeout(30), reader, early, late:
+    async with asyncio.timeout(scaled(30)), reader, early, late:
         await reader.wait_connected(10)
         await early.wait_connected(10)
         await late.wait_connected(10)

@@ -13,7 +13,7 @@ from teamtree.agents.observers.monitor import MonitorState, render_text
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import HybridLogicalClock
 from teamtree.broker.topics import parse
-from tests.conftest import REPO, teamtree_cmd
+from tests.conftest import REPO, scaled, teamtree_cmd
 from tests.ops_support import ops_cmd
 
 TREE = {
@@ -92,7 +92,7 @@ async def test_monitor_once_json_against_a_live_team(mosquitto, tmp_path: Path) 
     )  # fmt: skip
     seen_node = None
     try:
-        async with asyncio.timeout(120):
+        async with asyncio.timeout(scaled(120)):
             while seen_node is None:
                 out = await asyncio.to_thread(
                     subprocess.run,

@@ -20,7 +20,7 @@ from teamtree.agents.multitask.robot import MultitaskRobot, multitask_problem
 from teamtree.agents.runtime.kinds import apply_overrides, validate_kinds
 from teamtree.broker import ConfigError
 from teamtree.planners.multitask import simulate
-from tests.conftest import REPO, teamtree_cmd
+from tests.conftest import REPO, scaled, teamtree_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ def test_experiment_2_lookahead_takes_fewer_steps_than_greedy(tmp_path: Path) ->
 async def test_the_agent_executes_what_the_simulator_predicts(mosquitto, team, n) -> None:
     config = load_config(CONFIGS / f"pr2_multitask_e{n}.toml")
     problem = multitask_problem(config)
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         for planner in ("greedy", "lookahead", "sequential"):
             robot = MultitaskRobot(
                 "pr2",

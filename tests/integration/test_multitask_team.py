@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents.observers.monitor import TeamObserver
-from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
+from tests.conftest import REPO, AgentProcs, eventually, scaled, teamtree_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -132,7 +132,10 @@ async def test_a_killed_robots_units_are_finished_by_its_peer(
                 return unit
         return None
 
-    async with asyncio.timeout(120), TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs:
+    async with (
+        asyncio.timeout(scaled(120)),
+        TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs,
+    ):
         await obs.wait_connected()
         procs.start("pr2a")
         procs.start("pr2b")
@@ -165,7 +168,10 @@ async def test_a_broker_restart_mid_run_loses_no_unit_and_runs_none_twice(
         if env.kind == "unit.transition":
             units.append(env.body)
 
-    async with asyncio.timeout(120), TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs:
+    async with (
+        asyncio.timeout(scaled(120)),
+        TeamObserver(mosquitto.endpoint, team, on_message=hook) as obs,
+    ):
         await obs.wait_connected()
         procs.start("pr2a")
         procs.start("pr2b")

@@ -39,7 +39,7 @@ async def test_presence_kill_and_restart(broker, team, tmp_path, agent_procs) ->
         endpoint=broker.endpoint,
         runtime=RuntimeSettings(keepalive_s=KEEPALIVE),
     )
-    async with asyncio.timeout(90), observer:
+    async with asyncio.timeout(scaled(90)), observer:
         for agent_id in ("a1", "a2", "a3"):
             procs.start(agent_id)
         await eventually(

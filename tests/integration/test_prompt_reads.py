@@ -13,6 +13,7 @@ import pytest
 
 from teamtree.broker import fast_client, prompt_reads
 from teamtree.broker.connection import Connection, Incoming, Outgoing
+from tests.conftest import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +53,7 @@ async def test_a_message_for_another_agent_is_read_before_the_loop_turns(
     )
     tasks = [asyncio.create_task(c.run()) for c in (a_reader, b_reader, writer)]
     try:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(scaled(30)):
             await a_reader.subscribe("prompt/a")
             await b_reader.subscribe(B_TOPIC)
             for c in (a_reader, b_reader, writer):

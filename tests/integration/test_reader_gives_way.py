@@ -11,6 +11,7 @@ import pytest
 
 from teamtree.broker import inbound
 from teamtree.broker.connection import Connection, Incoming, Outgoing
+from tests.conftest import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -58,12 +59,12 @@ async def test_queued_transitions_wait_for_another_agents_claim_one_by_one(
     gate = inbound.urgent_gate()
 
     async def until(what: str, predicate) -> None:  # type: ignore[no-untyped-def]
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(scaled(10)):
             while not predicate():
                 await asyncio.sleep(0.005)
 
     try:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(scaled(30)):
             await a.subscribe(OBSERVATION, STATE)
             await b.subscribe(PREP, CLAIM)
             for c in (a, b, writer):

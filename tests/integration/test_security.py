@@ -95,7 +95,7 @@ async def test_an_agent_cannot_publish_another_agents_state(secured, team) -> No
         **creds(files, "monitor"),
     )  # fmt: skip
     pr2 = Agent("pr2", team=team, endpoint=broker.endpoint, **creds(files, "pr2"))
-    async with asyncio.timeout(30), observer, pr2:
+    async with asyncio.timeout(scaled(30)), observer, pr2:
         await observer.wait_connected()
         await pr2.wait_connected(10)
         base = f"teamtree/v1/{team}"
@@ -124,7 +124,7 @@ async def test_an_observer_can_read_but_not_write(secured, team) -> None:
     watcher = TeamObserver(broker.endpoint, team, on_message=lambda e, t, m: seen.append(e.kind),
                            **creds(files, "pr2"))  # fmt: skip
     monitor_creds = creds(files, "monitor")
-    async with asyncio.timeout(30), watcher:
+    async with asyncio.timeout(scaled(30)), watcher:
         await watcher.wait_connected()
         async with aiomqtt.Client(
             broker.endpoint.host, broker.endpoint.port, **monitor_creds
@@ -168,7 +168,7 @@ async def test_agent_processes_authenticate_from_their_credentials(
     agent_procs.append(procs)
     bad = procs.start("baxter")  # no credentials
     try:
-        async with asyncio.timeout(30), observer:
+        async with asyncio.timeout(scaled(30)), observer:
             await observer.wait_connected()
             await eventually(lambda: "pr2" in observer.state.snapshot()["online"], 15, what="pr2")
             await asyncio.sleep(1.0)
@@ -287,7 +287,7 @@ async def test_tls_listener_with_a_private_ca(tmp_path: Path, team: str) -> None
             endpoint, team, username="pr2", password=users[0].password,
             tls_context=client_context(tls),
         )  # fmt: skip
-        async with asyncio.timeout(20), observer:
+        async with asyncio.timeout(scaled(20)), observer:
             await observer.wait_connected(10)
         untrusted = client_context(TlsSettings())  # system CAs do not know the test CA
         with pytest.raises(aiomqtt.MqttError):

@@ -16,7 +16,7 @@ import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.planners.tasktree import conflict_set, parse_tree
-from tests.conftest import REPO, AgentProcs, eventually, run_recorded, write_config
+from tests.conftest import REPO, AgentProcs, eventually, run_recorded, scaled, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -396,7 +396,7 @@ async def test_moving_objects_changes_the_next_allocation(
         "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2),
         move_on=("root/0", swap) if moved else None,
     )  # fmt: skip
-    async with asyncio.timeout(90), watcher:
+    async with asyncio.timeout(scaled(90)), watcher:
         await watcher.wait_connected(10)
         for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
             procs.start(agent_id)
@@ -453,7 +453,7 @@ async def test_a_robot_killed_while_working_hands_its_node_over(
     watcher = Watcher(
         "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
     )
-    async with asyncio.timeout(120), watcher:
+    async with asyncio.timeout(scaled(120)), watcher:
         await watcher.wait_connected(10)
         for agent_id in ("world", "pr2-driver", "baxter-driver", "pr2", "baxter"):
             procs.start(agent_id)

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
+from tests.conftest import scaled
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,7 @@ async def test_agents_started_together_tick_at_their_own_points_of_the_period(
     agents = [
         Ticking(f"t{k}", team=team, endpoint=mosquitto.endpoint, runtime=runtime) for k in range(6)
     ]
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         for agent in agents:
             await agent.__aenter__()
         try:

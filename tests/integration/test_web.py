@@ -16,7 +16,7 @@ import time
 import pytest
 
 from teamtree.agents import RuntimeSettings
-from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
+from tests.conftest import REPO, AgentProcs, eventually, scaled, teamtree_cmd
 from tests.integration.test_humans import BURGER, CUP, SUGAR, TEA, Watcher, team_config
 from tests.integration.test_security import secured  # noqa: F401  (a fixture)
 from tests.web_support import (
@@ -264,7 +264,7 @@ async def test_a_person_in_the_browser_takes_alices_place(
         "watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
     )
     with chromium(width=520, height=900) as driver:
-        async with asyncio.timeout(150), watcher:
+        async with asyncio.timeout(scaled(150)), watcher:
             await watcher.wait_connected(10)
             await alice_joins(driver, web, procs)
             await until(lambda: "your hand alice moves" in css(driver, "#log")[0]["text"], 40,
@@ -365,7 +365,7 @@ async def test_the_server_refuses_what_it_should_without_a_browser(
         bob = Agent(
             "bob", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings(keepalive_s=2)
         )
-        async with asyncio.timeout(60), bob:
+        async with asyncio.timeout(scaled(60)), bob:
             await bob.wait_connected(10)
             base = web.url.replace("http://", "ws://")
             await eventually(
@@ -453,7 +453,7 @@ async def test_with_access_control_the_view_reads_as_its_user(
     bad = WebProcess(broker.endpoint.url, team, tmp_path / "bad", "--username", "monitor",
                      "--password", "wrong")  # fmt: skip
     try:
-        async with asyncio.timeout(60), pr2:
+        async with asyncio.timeout(scaled(60)), pr2:
             await pr2.wait_connected(10)
             good.wait_ready()
 

@@ -61,7 +61,7 @@ async def test_the_kitting_persons_page_shows_what_the_cobot_expects(
     try:
         web.wait_ready()
         with chromium(width=520, height=1000) as driver:
-            async with asyncio.timeout(150), watcher:
+            async with asyncio.timeout(scaled(150)), watcher:
                 await watcher.wait_connected(10)
                 driver.get(web.url + "human/human")
                 await until(lambda: css(driver, "#link.on"), 15, "the page's socket")

@@ -16,6 +16,7 @@ import urllib.request
 import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
+from tests.conftest import scaled
 from tests.integration.test_security import (
     creds,
     secured,  # noqa: F401  (a fixture)
@@ -55,7 +56,7 @@ async def test_the_page_asks_who_you_are_and_shows_what_you_may_read(
                 runtime=RuntimeSettings(keepalive_s=2), **creds(files, "pr2"))  # fmt: skip
     web = WebProcess(broker.endpoint.url, team, tmp_path)
     try:
-        async with asyncio.timeout(90), pr2:
+        async with asyncio.timeout(scaled(90)), pr2:
             await pr2.wait_connected(10)
             web.wait_ready()
             assert "refuses anonymous clients" in web.log.read_text()

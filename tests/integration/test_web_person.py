@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import AgentProcs
+from tests.conftest import AgentProcs, scaled
 from tests.integration.test_humans import team_config
 from tests.integration.test_web import (  # web: a fixture
     alice_joins,
@@ -119,7 +119,7 @@ async def test_a_person_on_a_phone_is_offered_only_taps_the_world_accepts(
     api = web.url + "api/human/alice"
     with chromium(*PHONE) as driver:
         phone(driver)
-        async with asyncio.timeout(200):
+        async with asyncio.timeout(scaled(200)):
             await alice_joins(driver, web, procs)
             nodes = [t["node"] for t in css(driver, ".task[data-node]")]
             driver.execute_script(MARK)
@@ -188,7 +188,7 @@ async def test_a_refused_tap_is_said_once_in_plain_words(
         server.wait_ready()
         with chromium(*PHONE) as driver:
             phone(driver)
-            async with asyncio.timeout(120):
+            async with asyncio.timeout(scaled(120)):
                 driver.get(server.url + "human/alice")
                 await until(lambda: css(driver, 'button[data-action="join"]:not([disabled])'),
                             40, "the join button", driver=driver)  # fmt: skip

@@ -14,7 +14,7 @@ from teamtree.agents import Agent, RuntimeSettings, build_agent, load_config
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.hardware import CommandStatus
-from tests.conftest import AgentProcs, eventually, write_config
+from tests.conftest import AgentProcs, eventually, scaled, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +120,7 @@ async def test_world_and_driver_processes(mosquitto, team, tmp_path, agent_procs
     procs = AgentProcs(config, mosquitto.url, team, tmp_path)
     agent_procs.append(procs)
     robot = fake("pr2", team, mosquitto)
-    async with asyncio.timeout(25), robot:
+    async with asyncio.timeout(scaled(25)), robot:
         procs.start("pr2-driver")  # before the world: it waits for the world's factsheet
         procs.start("world")
         world = await eventually(lambda: robot.team_view.get("world"), 15, what="world presence")
@@ -207,7 +207,7 @@ async def start_in_process(config: Path, team: str, broker: Any, *ids: str) -> l
 async def test_pause_resume_cancel_agent_loss_and_violations(mosquitto, team, tmp_path) -> None:
     config = write_config(tmp_path / "team.toml", team, AGENTS.format(time_factor=5.0))
     services: list[Agent] = []
-    async with asyncio.timeout(25):
+    async with asyncio.timeout(scaled(25)):
         try:
             services = await start_in_process(
                 config, team, mosquitto, "world", "pr2-driver", "baxter-driver"
@@ -284,7 +284,7 @@ async def test_driver_follows_a_restarted_world(mosquitto, team, tmp_path, agent
     procs = AgentProcs(config, mosquitto.url, team, tmp_path)
     agent_procs.append(procs)
     robot = fake("pr2", team, mosquitto)
-    async with asyncio.timeout(25), robot:
+    async with asyncio.timeout(scaled(25)), robot:
         procs.start("world")
         procs.start("pr2-driver")
         await eventually(lambda: "pr2-driver" in robot.observations, 15, what="observations")

@@ -59,7 +59,7 @@ async def test_the_world_answers_hostile_requests_and_keeps_serving(
     agent_procs.append(procs)
     procs.start("world")
     watcher = Agent("watcher", team=team, endpoint=mosquitto.endpoint, runtime=RuntimeSettings())
-    async with asyncio.timeout(30), watcher:
+    async with asyncio.timeout(scaled(30)), watcher:
         world = await eventually(lambda: watcher.team_view.get("world"), 15, what="world")
         address = await eventually(lambda: world.factsheet.get("zmq"), 15, what="zmq address")
         ctx = zmq.asyncio.Context()

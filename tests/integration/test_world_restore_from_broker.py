@@ -20,7 +20,7 @@ from teamtree.broker.endpoint import parse_endpoint
 from teamtree.broker.envelope import decode
 from teamtree.broker.topics import build
 from tests.chaos.harness import _env
-from tests.conftest import write_config
+from tests.conftest import scaled, write_config
 from tests.integration.test_world_driver import AGENTS
 
 pytestmark = pytest.mark.integration
@@ -65,7 +65,7 @@ async def _placed_then_stopped(config: Any, team: str, broker: Any, mission: str
 
 async def test_a_restarted_world_restores_its_mission_state(mosquitto, team, tmp_path) -> None:
     config = load_config(write_config(tmp_path / "t.toml", team, AGENTS.format(time_factor=5.0)))
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         await _placed_then_stopped(config, team, mosquitto, "m1")
         with structlog.testing.capture_logs() as logs:
             world = await _world(config, team, mosquitto, "m1")
@@ -93,7 +93,7 @@ async def test_a_restarted_world_restores_its_mission_state(mosquitto, team, tmp
 
 async def test_a_new_mission_starts_from_the_config(mosquitto, team, tmp_path) -> None:
     config = load_config(write_config(tmp_path / "t.toml", team, AGENTS.format(time_factor=5.0)))
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         await _placed_then_stopped(config, team, mosquitto, "m1")
         for mission, why in (("m2", "of mission 'm1', not 'm2'"), (None, None)):
             with structlog.testing.capture_logs() as logs:
@@ -134,7 +134,7 @@ async def test_a_foreign_or_malformed_state_is_ignored(
     async with aiomqtt.Client(endpoint.host, endpoint.port) as client:
         topic = build(team, "world", "state")
         await client.publish(topic, bodies[payload], qos=1, retain=True)
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         with structlog.testing.capture_logs() as logs:
             world = await _world(config, team, mosquitto, "m1")
         try:
@@ -170,7 +170,7 @@ async def test_the_probe_ends_the_wait_whether_or_not_a_state_is_kept(
     if kept:
         async with aiomqtt.Client(broker.endpoint.host, broker.endpoint.port) as client:
             await client.publish(topic, b"kept", qos=1, retain=True)
-    async with asyncio.timeout(30):  # far below the 60 s bound: the probe ended it
+    async with asyncio.timeout(scaled(30)):  # far below the 60 s bound: the probe ended it
         message = await read_retained(
             broker.endpoint, topic, client_id=f"{team}-probe", wait_s=60.0, probe=probe
         )
