@@ -99,9 +99,10 @@ else
 fi
 
 # The whole suite (no arguments) runs as two pytest processes side by side, so CI stays
-# well under its time limit on 2 cores: the container and cluster suites (minutes of
-# image builds, podman and RabbitMQ start-up, mostly waiting) in the background, and
-# everything else in the foreground; the background's output follows the foreground's.
+# under its time limit on 2 cores: the container and cluster suites (minutes of image
+# builds, podman and RabbitMQ start-up, mostly waiting) in the background, and
+# everything else in the foreground in three workers (TEAMTREE_TEST_WORKERS); the
+# background's output follows the foreground's.
 # With arguments, one pytest process runs exactly what they select.
 run_pytest() { python3 -m pytest -q -p no:cacheprovider "$@"; }
 
@@ -113,8 +114,11 @@ if [ "$#" = "0" ] && [ "${TEAMTREE_SPLIT_SUITES:-1}" = "1" ]; then
   slow=$!
   fast_log="$(mktemp "${TMPDIR:-/tmp}/teamtree-tests.XXXXXX")"
   echo "== running the other tests"
-  # The slowest tests are listed after the results, to keep CI's time in view.
-  run_pytest -m "not containers and not cluster" --durations=40 2>&1 | tee "$fast_log"
+  # In three workers (pytest-xdist): the tests mostly wait on agents and brokers, and
+  # their deadlines stretch with the machine's load (tests/conftest.py, slowness). The
+  # slowest tests are listed after the results, to keep CI's time in view.
+  run_pytest -m "not containers and not cluster" -n "${TEAMTREE_TEST_WORKERS:-3}" \
+    --durations=40 2>&1 | tee "$fast_log"
   code=${PIPESTATUS[0]}
   echo "== waiting for the container and cluster suites"
   wait "$slow"
