@@ -124,6 +124,9 @@ class Connection:
         self._critical_channels = critical_channels
         self._coalesced_before = 0
         self._inbound: CoalescingQueue | None = None
+        self._unhandled: CoalescingQueue | None = None  # the last session's backlog
+        self.handed_after_drop = 0
+        """Messages a session received but handed over only after it ended."""
         self.client_id = client_id
         self._on_message = on_message
         self._on_connect = on_connect
@@ -190,6 +193,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         while self.state is ConnectionState.CONNECTING:
             try:
+                await self._handle_unhandled()
                 await self._session()
             except RECONNECTABLE as exc:
                 if self.state is ConnectionState.CONNECTED:
@@ -267,6 +271,7 @@ class Connection:
             try:
                 await self._serve(client)
             except RECONNECTABLE:
+                self._unhandled = client.inbound
                 raise
             except Exception:
                 self._abandon(client)
@@ -307,6 +312,18 @@ class Connection:
                     await self._on_message(first)
                     await client.take_turn()
             await self._on_message(message)
+
+    async def _handle_unhandled(self) -> None:
+        """Hand over what the last session received but had not handed over when it
+        ended: its QoS 1 messages were acknowledged on receipt, so the broker will not
+        send them again, and a busy agent's backlog would be lost with the session.
+        Handled in order, before anything the next session receives."""
+        queue, self._unhandled = self._unhandled, None
+        while queue is not None and not queue.empty():
+            message = queue.get_nowait()
+            if isinstance(message, Incoming):  # not a client's wake-up marker
+                self.handed_after_drop += 1
+                await self._on_message(message)
 
     @staticmethod
     def _abandon(client: FastClient, reason: str = "abandoned after an unexpected error") -> None:
