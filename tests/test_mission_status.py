@@ -51,6 +51,20 @@ def test_an_ended_mission_never_runs_again_and_failure_outranks_success() -> Non
     assert merge(shown, later) is shown  # the first ending's reason stays
 
 
+def test_a_leaf_finished_as_the_team_stopped_counts_after_the_verdict() -> None:
+    """The run's time-out (no counts) came after the robots' 1 of 7; then a robot that
+    finished a second leaf as it stopped says 2 of 7: the ended mission shows 2 (as its
+    tree does), and a stale progress message after that does not take it back."""
+    progress = MissionStatus("tasktree", "running", done=1, total=7, unit="leaves")
+    verdict = MissionStatus("tasktree", "timed_out", "the mission timed out")
+    shown = merge(merge(None, progress), verdict)
+    assert (shown.state, shown.done, shown.total) == ("timed_out", 1, 7)
+    last_word = MissionStatus("tasktree", "running", done=2, total=7, unit="leaves")
+    shown = merge(shown, last_word)
+    assert (shown.state, shown.reason, shown.done) == ("timed_out", "the mission timed out", 2)
+    assert merge(shown, progress) is shown
+
+
 @settings(max_examples=300, deadline=None, print_blob=True)
 @given(st.lists(st.sampled_from(STATES), min_size=1, max_size=12))
 def test_merge_never_leaves_an_ending(states: list[str]) -> None:

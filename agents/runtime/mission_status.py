@@ -115,7 +115,9 @@ def merge(old: MissionStatus | None, new: MissionStatus) -> MissionStatus:
     time-out or cancel outranks a success); at equal weight the newer word wins while
     the mission runs, the first once it has ended (the first failure's reason). The
     figures are the publisher's that knows them: an ender that does not count keeps
-    the counts seen so far."""
+    the counts seen so far, and a later count of the same work may raise what is
+    shown as done, never lower it (a robot that finished a leaf as the team stopped
+    says so after the run's verdict; a stale progress message says less)."""
     if old is None:
         return new
     if _RANK[new.state] < _RANK[old.state] or (old.ended and _RANK[new.state] == _RANK[old.state]):
@@ -131,6 +133,8 @@ def merge(old: MissionStatus | None, new: MissionStatus) -> MissionStatus:
             unit=other.unit,
             detail=shown.detail or other.detail,
         )
+    if shown is old and new.total == old.total and new.done > old.done:
+        return msgspec.structs.replace(shown, done=new.done)
     return shown
 
 
