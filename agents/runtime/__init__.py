@@ -108,6 +108,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "TokenBucket",
     ),
     "resync": ("Resync",),
+    "ros_thread": ("RosNodeThread",),
     "run_output": (
         "PresenceLines",
         "fit_line",

@@ -23,14 +23,11 @@ rclpy is imported only here, when the thread starts, so teamtree imports without
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable
 from typing import Any
 
+from teamtree.agents.runtime.ros_thread import Emit, RosNodeThread
 from teamtree.drivers.ros2.interfaces import InterfaceError, describe, fill, resolve, to_plain
 from teamtree.drivers.ros2.params import BehaviourSpec, TopicRef
-
-Emit = Callable[[str, Any], None]
 
 #: action_msgs/msg/GoalStatus codes
 STATUS_NAMES = {
@@ -64,7 +61,7 @@ def find_pose(msg: Any) -> Any | None:
     return None
 
 
-class RosSide:
+class RosSide(RosNodeThread):
     """One rclpy node with the action clients, service clients, publishers and
     subscriptions of one robot's config, in its own thread (see module docstring)."""
 
@@ -80,38 +77,19 @@ class RosSide:
         diagnostics: TopicRef | None = None,
         check_period_s: float = 0.5,
     ):
+        super().__init__(thread_name=f"ros2-{node_name}", emit=emit)
         self.node_name = node_name
         self.domain_id = domain_id
         self.behaviours = behaviours
-        self.emit = emit
         self.pose, self.battery, self.diagnostics = pose, battery, diagnostics
         self.check_period_s = check_period_s
-        self._thread: threading.Thread | None = None
-        self._executor: Any = None
-        self._context: Any = None
-        self._node: Any = None
         self._clients: dict[str, Any] = {}  # behaviour -> ActionClient / service client
         self._publishers: dict[str, Any] = {}
         self._types: dict[str, Any] = {}
         self._handles: dict[str, Any] = {}  # ref -> accepted goal handle
         self._cancel_wanted: set[str] = set()
-        self._started = threading.Event()
 
     # -- the asyncio side's calls (thread-safe) ----------------------------------------
-
-    def start(self, timeout_s: float = 30.0) -> None:
-        """Start the node's thread; returns once it spins (or raised ``failed``)."""
-        self._thread = threading.Thread(
-            target=self._run, name=f"ros2-{self.node_name}", daemon=True
-        )
-        self._thread.start()
-        self._started.wait(timeout_s)
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn(*args)` in the node's thread, soon."""
-        executor = self._executor
-        if executor is not None:
-            executor.create_task(fn, *args)
 
     def send_goal(self, ref: str, behaviour: str, values: dict[str, Any]) -> None:
         self.call(self._send_goal, ref, behaviour, values)
@@ -125,35 +103,7 @@ class RosSide:
     def publish(self, ref: str, behaviour: str, values: dict[str, Any]) -> None:
         self.call(self._publish, ref, behaviour, values)
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Cancel nothing, stop spinning, destroy the node and the context."""
-        executor, context = self._executor, self._context
-        if executor is not None:
-            executor.shutdown(timeout_sec=timeout_s)
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        if context is not None:
-            import rclpy
-
-            if context.ok():
-                rclpy.shutdown(context=context)
-
     # -- the node's thread ----------------------------------------------------------------
-
-    def _run(self) -> None:
-        try:
-            self._build()
-        except Exception as exc:  # a node that cannot start: say why, once
-            self.emit("failed", f"{type(exc).__name__}: {exc}")
-            self._started.set()
-            return
-        self.emit("ready", None)
-        self._started.set()
-        try:
-            self._executor.spin()
-        except Exception as exc:
-            if self._context is not None and self._context.ok():
-                self.emit("failed", f"executor stopped: {exc!r}")
 
     def _build(self) -> None:
         import rclpy

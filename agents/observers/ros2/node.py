@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BridgeNode", "BridgeTopics", "node_name"]
+from teamtree.agents.runtime.ros_thread import Emit, RosNodeThread
 
-Emit = Callable[[str, Any], None]
+__all__ = ["BridgeNode", "BridgeTopics", "node_name"]
 
 #: answers kept for a subscriber that comes late
 RESULTS_KEPT = 10
@@ -64,38 +62,20 @@ def node_name(team: str) -> str:
     return "teamtree_bridge_" + re.sub(r"[^A-Za-z0-9_]", "_", team)
 
 
-class BridgeNode:
+class BridgeNode(RosNodeThread):
     """The bridge's rclpy node in its own thread (see the module docstring)."""
 
     def __init__(
         self, *, name: str, topics: BridgeTopics, emit: Emit, domain_id: int | None = None
     ):
+        super().__init__(thread_name=f"ros2-{name}", emit=emit)
         self.name = name
         self.topics = topics
-        self.emit = emit
         self.domain_id = domain_id
-        self._thread: threading.Thread | None = None
-        self._executor: Any = None
-        self._context: Any = None
-        self._node: Any = None
         self._pub: dict[str, Any] = {}
         self._msgs: Any = None  # the message modules, once imported
-        self._started = threading.Event()
 
     # -- the asyncio side's calls (thread-safe) ----------------------------------------
-
-    def start(self, timeout_s: float = 30.0) -> bool:
-        """Start the node's thread; returns once it spins or emitted ``failed`` (True),
-        or False when it did neither within `timeout_s` seconds."""
-        self._thread = threading.Thread(target=self._run, name=f"ros2-{self.name}", daemon=True)
-        self._thread.start()
-        return self._started.wait(timeout_s)
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn(*args)` in the node's thread, soon."""
-        executor = self._executor
-        if executor is not None:
-            executor.create_task(fn, *args)
 
     def publish_scene(
         self, markers: list[dict[str, Any]], statuses: list[dict[str, Any]], mission: str
@@ -107,35 +87,7 @@ class BridgeNode:
         """Publish `text` on the result topic."""
         self.call(self._answer, text)
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop spinning, destroy the node and the context."""
-        executor, context = self._executor, self._context
-        if executor is not None:
-            executor.shutdown(timeout_sec=timeout_s)
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        if context is not None:
-            import rclpy
-
-            if context.ok():
-                rclpy.shutdown(context=context)
-
     # -- the node's thread ----------------------------------------------------------------
-
-    def _run(self) -> None:
-        try:
-            self._build()
-        except Exception as exc:  # a node that cannot start: say why, once
-            self.emit("failed", f"{type(exc).__name__}: {exc}")
-            self._started.set()
-            return
-        self.emit("ready", None)
-        self._started.set()
-        try:
-            self._executor.spin()
-        except Exception as exc:
-            if self._context is not None and self._context.ok():
-                self.emit("failed", f"executor stopped: {exc!r}")
 
     def _build(self) -> None:
         import diagnostic_msgs.msg
