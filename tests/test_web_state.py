@@ -226,3 +226,23 @@ def test_ltl_plans_are_marked_off_step_by_step_and_schedules_kept() -> None:
     snap = state.snapshot()
     assert snap["first_schedule"]["rows"]["human"] == [{"task": "t1", "start": 5.0, "finish": 9.0}]
     assert snap["schedule"]["rows"] == {"robot": [{"task": "t1", "start": 5.0, "finish": 9.0}]}
+
+
+def test_the_header_counts_every_leaf_done_when_each_robot_knew_only_its_own() -> None:
+    """Each robot says 1 of 4 done (its own leaf: they stopped before hearing of each
+    other's), then the run says the mission timed out: the page's status counts the 2
+    leaves its tree shows done, as the tree does."""
+    state = WebState(TEAM)
+    feed(state, "pr2", "mission", "mission.tree", {**MISSION, "mission": "m1"}, 1000)
+    for robot, leaf, ts in (("pr2", BURGER, 2000), ("baxter", CUP, 2100)):
+        feed(state, robot, "state", "node.transition", {"node": leaf, "status": "working"}, ts)
+        feed(state, robot, "state", "node.transition", {"node": leaf, "status": "done"}, ts + 500)
+        running = {"kind": "tasktree", "state": "running", "done": 1, "total": 4,
+                   "unit": "leaves", "mission": "m1"}  # fmt: skip
+        feed(state, robot, "mission_status", "mission.status", running, ts + 500)
+    verdict = {"kind": "tasktree", "state": "timed_out", "reason": "after 6 s", "mission": "m1"}
+    feed(state, "run", "mission_status", "mission.status", verdict, 3000)
+    snap = state.snapshot()
+    assert snap["status"]["state"] == "timed_out"
+    assert (snap["status"]["done"], snap["status"]["total"]) == (2, 4), snap["status"]
+    assert snap["mission"]["done"] == 2

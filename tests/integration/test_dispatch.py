@@ -19,7 +19,7 @@ import pytest
 
 from teamtree.agents import Agent, RuntimeSettings
 from teamtree.agents.missions.protocol import CANCEL, CHANNEL, LIST, REJECTED, SUBMIT
-from tests.conftest import REPO, teamtree_cmd
+from tests.conftest import REPO, slowness, teamtree_cmd
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -62,8 +62,13 @@ async def until(client: Agent, ids: list[str], states: set[str], within: float =
 
 @pytest.mark.timeout(900)  # five missions; minutes on a loaded machine
 async def test_a_running_team_takes_missions_and_cancels_one(tmp_path: Path, mosquitto) -> None:
+    # the world slower on a loaded machine, where each `teamtree submit` takes seconds:
+    # the first one-robot mission must still run when the second is submitted
+    config = tmp_path / "tea_party_queue.toml"
+    text = (REPO / "configs" / "tea_party_queue.toml").read_text()
+    config.write_text(text.replace("time_factor = 8.0", f"time_factor = {8.0 / slowness():.3f}"))
     team = subprocess.Popen(
-        teamtree_cmd("run", str(REPO / "configs" / "tea_party_queue.toml"), "--broker", mosquitto.url),
+        teamtree_cmd("run", str(config), "--broker", mosquitto.url),
         stdout=(tmp_path / "team.log").open("w"), stderr=subprocess.STDOUT, cwd=tmp_path,
     )  # fmt: skip
     client = Agent("test-client", team=TEAM, endpoint=mosquitto.endpoint,

@@ -459,6 +459,16 @@ class WebState:
             [n for n in leaves if nodes[n]["state"] in ("done", "skipped")]
         )
         snap["mission"]["leaves"] = len(leaves)
+        status = snap["status"]
+        if (
+            status
+            and status.get("kind") == "tasktree"
+            and status.get("mission") == self.tree_mission
+            and status.get("total") == len(leaves)
+        ):
+            # each robot counts the leaves it knows done; a team stopped before they
+            # heard of each other's last ones leaves every count short of the tree's
+            status["done"] = max(status.get("done") or 0, snap["mission"]["done"])
         snap["mission"]["complete"] = bool(root and nodes[root]["state"] == "done")
         snap["mission"]["done_by"] = {n: a for n, a in self.done_by.items() if n in leaves}
         snap["tree"] = {"root": root, "nodes": nodes}
