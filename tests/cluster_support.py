@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import scaled
+
 SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 CTL = Path("/usr/lib/rabbitmq/bin/rabbitmqctl")
 COOKIE = "teamtreeclustertestcookie"
@@ -154,7 +156,7 @@ class RabbitCluster:
     def wait_node(self, index: int, timeout: float = 180.0) -> None:
         """Wait until node `index` accepts MQTT connections; raises RuntimeError."""
         node = self.nodes[index]
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while not _port_open(node.mqtt_port):
             if not node.running:
                 raise RuntimeError(f"rabbitmq node {node.name} exited; see {node.folder}")
@@ -176,7 +178,7 @@ class RabbitCluster:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         # the script's children (beam.smp, the disk monitor) share its process group
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while time.monotonic() < deadline:
             try:
                 os.killpg(process.pid, 0)
@@ -195,13 +197,13 @@ class RabbitCluster:
             env=self._env(node),
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
         return result.stdout
 
     def wait_clustered(self, timeout: float = 120.0) -> None:
         """Wait until every running node is seen running by the cluster."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             out = self.running_nodes()
             if all(node.name in out for node in self.nodes if node.running):
@@ -213,7 +215,7 @@ class RabbitCluster:
     def wait_sessions(self, timeout: float = 120.0) -> None:
         """Wait until every running node accepts an MQTT session (CONNACK 0). Only once
         the nodes are clustered: probed while it boots, a node did not come up at all."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         for node in self.nodes:
             while node.running and not _mqtt_accepts(node.mqtt_port):
                 if time.monotonic() > deadline:
@@ -228,7 +230,7 @@ class RabbitCluster:
         subprocess.run(
             [str(CTL), "-n", node.name, "set_policy", "--apply-to", "queues", "mqtt-sessions",
              "^mqtt-subscription-", '{"ha-mode":"all","ha-sync-mode":"automatic"}'],
-            env=self._env(node), capture_output=True, text=True, timeout=60, check=True,
+            env=self._env(node), capture_output=True, text=True, timeout=scaled(60), check=True,
         )  # fmt: skip
 
     def close(self) -> None:
