@@ -12,6 +12,7 @@ it cannot start or its executor stops.
 
 from __future__ import annotations
 
+import abc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,7 @@ __all__ = ["Emit", "RosNodeThread"]
 Emit = Callable[[str, Any], None]
 
 
-class RosNodeThread:
+class RosNodeThread(abc.ABC):
     """The thread, executor and context of one rclpy node (see the module docstring)."""
 
     def __init__(self, *, thread_name: str, emit: Emit):
@@ -59,9 +60,9 @@ class RosNodeThread:
             if context.ok():
                 rclpy.shutdown(context=context)
 
+    @abc.abstractmethod
     def _build(self) -> None:
         """Create ``_context``, ``_node`` and ``_executor`` (in the node's thread)."""
-        raise NotImplementedError
 
     def _run(self) -> None:
         try:
