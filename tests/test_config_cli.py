@@ -88,6 +88,8 @@ def test_agent_without_broker_is_a_clear_error(tmp_path: Path) -> None:
         ["agent", "--config", "x.toml", "--id", "a/b"],
         ["agent", "--config", "x.toml", "--id", "a", "--broker", "localhost"],
         ["broker", "--port", "99999"],
+        ["broker", "--port", "0"],
+        ["web", "--port", "-1"],
         ["nosuchcommand"],
     ],
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from teamtree.agents import Agent, RuntimeSettings
-from teamtree.broker import Endpoint, free_port
-from tests.conftest import REPO, teamtree_cmd
+from teamtree.broker import Endpoint
+from tests.conftest import REPO, scaled, teamtree_cmd
 
 CHROMIUM = os.environ.get("TEAMTREE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("TEAMTREE_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -105,12 +106,13 @@ def screenshot(driver: Any, name: str, *, full: bool = True) -> Path:
 
 
 class WebProcess:
-    """``teamtree web`` as a child process on a free port."""
+    """``teamtree web`` as a child process on a port the system picks (``--port 0``,
+    so parallel tests never race for one); ``url`` and ``port`` are read from the line
+    it prints once it serves."""
 
     def __init__(self, broker_url: str, team: str, logdir: Path, *extra: str):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
         self.log = logdir / "web.log"
+        self._url: str | None = None
         self.proc = subprocess.Popen(
             teamtree_cmd(
                 "web",
@@ -119,7 +121,7 @@ class WebProcess:
                 "--team",
                 team,
                 "--port",
-                str(self.port),
+                "0",
                 "--log-level",
                 "info",
                 *extra,
@@ -129,17 +131,35 @@ class WebProcess:
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
 
+    @property
+    def url(self) -> str:
+        """The page's base URL (waits for the server to print it)."""
+        if self._url is None:
+            self.wait_ready()
+        assert self._url is not None
+        return self._url
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rstrip("/").rsplit(":", 1)[1])
+
+    def _printed_url(self) -> str | None:
+        match = re.search(r" at (http://\S+/) ", self.log.read_text(errors="replace"))
+        return match.group(1) if match else None
+
     def wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"teamtree web exited: {self.log.read_text()[-2000:]}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(self.url + "healthz", timeout=1) as reply,
-            ):
-                if reply.status == 200:
-                    return
+            self._url = self._url or self._printed_url()
+            if self._url is not None:
+                with (
+                    contextlib.suppress(OSError),
+                    urllib.request.urlopen(self._url + "healthz", timeout=1) as reply,
+                ):
+                    if reply.status == 200:
+                        return
             time.sleep(0.1)
         raise TimeoutError(f"teamtree web not ready: {self.log.read_text()[-2000:]}")
 
@@ -242,8 +262,8 @@ class CuttableRelay:
 
     def __init__(self, port: int) -> None:
         self.target = port
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
+        self.port = 0  # the system picks one when the relay listens
+        self.url = ""
         self._cut = False
         self._writers: set[Any] = set()
         self._loop = asyncio.new_event_loop()
@@ -279,7 +299,9 @@ class CuttableRelay:
             self._writers -= {writer, up_writer}
 
         async def serve() -> None:
-            self._server = await asyncio.start_server(client, "127.0.0.1", self.port)
+            self._server = await asyncio.start_server(client, "127.0.0.1", 0)
+            self.port = self._server.sockets[0].getsockname()[1]
+            self.url = f"http://127.0.0.1:{self.port}/"
             self._ready.set()
 
         self._loop.run_until_complete(serve())

@@ -92,6 +92,18 @@ def port(value: str) -> int:
     return int(value)
 
 
+def listen_port(value: str) -> int:
+    """A TCP port to listen on, 0-65535; 0 lets the system pick a free one."""
+    if value == "0":
+        return 0
+    try:
+        return port(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a TCP port (1-65535, or 0 for any free port)"
+        ) from None
+
+
 def setting(value: str) -> tuple[str, object]:
     """``KEY=VALUE``; the value is read as TOML (numbers, booleans, strings), else text."""
     key, sep, raw = value.partition("=")

@@ -12,8 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
-from teamtree.agents.cli.args import port as _port
+from teamtree.agents.cli.args import broker_flags, client_tls, listen_port, resolve_team
 from teamtree.agents.runtime.credentials import login_credentials, observer_credentials
 from teamtree.broker import ConnectError
 
@@ -34,7 +33,10 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "join it; a person's page joins as that person (kind human).",
     )
     broker_flags(p)
-    p.add_argument("--port", type=_port, default=8080, help="HTTP port (default 8080)")
+    p.add_argument(
+        "--port", type=listen_port, default=8080,
+        help="HTTP port (default 8080; 0 picks a free one, printed when the page is up)",
+    )  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument(
         "--username", help="broker user of the team view (default: the web user's, else "

@@ -492,8 +492,8 @@ class WebServer:
 
     async def serve(self, host: str = "127.0.0.1", port: int = 8080, ready: Any = None) -> None:
         """Serve the app with uvicorn until SIGINT / SIGTERM; `ready` (a callable) is
-        called with the URL once the socket listens. Raises OSError when the port is
-        taken."""
+        called with the URL once the socket listens (port 0: the port the system
+        picked). Raises OSError when the port is taken."""
         import uvicorn
 
         config = uvicorn.Config(self.app, host=host, port=port, log_level="warning", lifespan="off")
@@ -505,8 +505,16 @@ class WebServer:
             task.result()
             raise OSError(f"the web server did not start on {host}:{port} (is the port taken?)")
         if ready is not None:
-            ready(f"http://{host}:{port}/")
+            ready(f"http://{host}:{_bound_port(server, port)}/")
         await task
+
+
+def _bound_port(server: Any, asked: int) -> int:
+    """The port uvicorn listens on: `asked`, or the one the system picked for 0."""
+    for listener in getattr(server, "servers", []):
+        for sock in listener.sockets:
+            return int(sock.getsockname()[1])
+    return asked
 
 
 def _tap(text: str) -> dict[str, Any]:
