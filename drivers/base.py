@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,7 +174,29 @@ class DriverAgent(Agent):
         what else helps read it)."""
         self.log.info("driver.refused", op=op, command_id=command_id, reason=reason, **detail)
 
+    async def watch_leases(self, period_s: float) -> None:
+        """Stop the body's behaviour once its lease lapsed (the robot agent stopped
+        renewing: frozen or cut off), so the body never keeps acting after a teammate
+        took the node over. Drivers whose bodies take leases spawn it from ``serve``."""
+        while True:
+            await asyncio.sleep(period_s)
+            book = self.running
+            if book is not None and book.lapsed(wall_ms()) and await self.lease_lapsed(book):
+                self.log.warning("driver.lease_expired", command_id=book.command_id,
+                                 lease_ms=book.lease_ms)  # fmt: skip
+
+    async def lease_lapsed(self, book: RunningCommand) -> bool:
+        """Cancel the body's behaviour for `book`, whose lease lapsed; True when a
+        cancel went out now (False: it is cancelling already, or not the body's).
+        Drivers that spawn ``watch_leases`` supply it."""
+        raise NotImplementedError(f"{type(self).__name__} must define lease_lapsed()")
+
     # -- progress out --------------------------------------------------------------
+
+    async def report_run(self, kind: str, run: Any, reason: str = "") -> None:
+        """``report`` for `run` (anything with ``command_id`` and ``node``: a body's
+        record of its behaviour, or the command itself), stamped now."""
+        await self.report(kind, run.command_id, run.node, reason=reason or None, t=time.time())
 
     async def report(
         self,

@@ -46,30 +46,24 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from teamtree.agents.runtime.behaviour_wire import (
     OBSERVATION_CHANNEL,
     BehaviourCommand,
     ExecuteCommand,
     RenewCommand,
 )
-from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
-from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.broker import TeamtreeError, wall_ms
-from teamtree.drivers.base import DriverAgent
-from teamtree.drivers.ros2.interfaces import InterfaceError, check_fields, resolve
+from teamtree.drivers.base import DriverAgent, RunningCommand
+from teamtree.drivers.ros2.driver_config import driver_params
 from teamtree.drivers.ros2.lease_guard import GuardLink
 from teamtree.drivers.ros2.mapping import (
-    KNOWN_ROOTS,
     BehaviourError,
     Site,
     fill_placeholders,
     lookup_behaviour,
-    placeholders,
-    site_from_config,
 )
-from teamtree.drivers.ros2.params import BehaviourSpec, Ros2Params
+from teamtree.drivers.ros2.params import BehaviourSpec
 from teamtree.drivers.ros2.ros_side import RosSide
 
 #: diagnostic_msgs/DiagnosticStatus levels
@@ -91,46 +85,6 @@ class _Running:
     goal_id: str | None = None
     cancel_reason: str | None = None
     feedback: Any = None
-
-
-def _behaviour_specs(reader: Any, raw: dict[str, Any]) -> dict[str, BehaviourSpec]:
-    """Each ``behaviours`` entry as a BehaviourSpec whose interface type is installed
-    and whose goal names only fields of it; errors name ``behaviours.NAME.key``."""
-    out: dict[str, BehaviourSpec] = {}
-    for name, table in raw.items():
-        key = f"behaviours.{name}"
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise reader.error(key, "a behaviour's name is a word such as MOVE or PLACE")
-        try:
-            spec = msgspec.convert(table, BehaviourSpec)
-        except msgspec.ValidationError as exc:
-            raise reader.error(
-                key,
-                f'{exc}; expected a table like {{action = "/navigate_to_pose", '
-                'type = "nav2_msgs/action/NavigateToPose", goal = {pose = "{pose}"}}',
-            ) from None
-        given = [v for v in ("action", "service", "topic") if getattr(spec, v)]
-        if len(given) != 1:
-            raise reader.error(key, "give exactly one of action, service or topic")
-        via = spec.via
-        try:
-            cls = resolve(spec.type, "msg" if via == "topic" else via)
-            target = {"action": "Goal", "service": "Request"}.get(via)
-            check_fields(getattr(cls, target) if target else cls, spec.goal)
-        except InterfaceError as exc:
-            raise reader.error(f"{key}.type" if "field" not in str(exc) else f"{key}.goal",
-                               str(exc)) from None  # fmt: skip
-        for placeholder in placeholders(spec.goal):
-            if placeholder.split(".")[0] not in KNOWN_ROOTS:
-                raise reader.error(
-                    f"{key}.goal",
-                    f"unknown placeholder {{{placeholder}}}; known: "
-                    + ", ".join(f"{{{r}}}" for r in KNOWN_ROOTS),
-                )
-        if spec.success_field is not None and via != "service":
-            raise reader.error(f"{key}.success_field", "only a service has a response to read")
-        out[name.upper()] = spec
-    return out
 
 
 class Ros2DriverAgent(DriverAgent):
@@ -188,36 +142,8 @@ class Ros2DriverAgent(DriverAgent):
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the behaviours (their interface types must be installed), topics,
-        stations and objects."""
-        reader = spec_reader(spec, config)
-        drives = [
-            a.id
-            for a in config.agents
-            if a.id != spec.id and a.params.get("driver", f"{a.id}-driver") == spec.id
-        ]
-        defaults = {"agent": drives[0]} if len(drives) == 1 else {}
-        params = decode_params(spec, config, Ros2Params, **defaults)
-        behaviours = _behaviour_specs(reader, params.behaviours)
-        if not behaviours:
-            raise reader.error("behaviours", "maps no behaviour; give at least one")
-        for key in ("pose", "battery", "diagnostics"):
-            ref = getattr(params, key)
-            if ref is not None:
-                try:
-                    resolve(ref.type, "msg")
-                except InterfaceError as exc:
-                    raise reader.error(f"{key}.type", str(exc)) from None
-        try:
-            site = site_from_config(params.stations, params.objects, params.frame)
-        except ValueError as exc:
-            raise reader.error("stations" if "station" in str(exc) else "objects",
-                               str(exc)) from None  # fmt: skip
-        out = params_dict(params)
-        for key in ("stations", "objects"):
-            del out[key]
-        for key in ("pose", "battery", "diagnostics"):
-            out[key] = getattr(params, key)
-        return {**out, "behaviours": behaviours, "site": site}
+        stations and objects (``driver_config``)."""
+        return driver_params(spec, config)
 
     def factsheet(self) -> dict[str, Any]:
         return {
@@ -265,7 +191,7 @@ class Ros2DriverAgent(DriverAgent):
             self.guard = GuardLink(self.node_name, self.domain_id, self.log)
             await self.guard.start()
         self.spawn(self._observation_loop(), "observations")
-        self.spawn(self._lease_watch(), "lease_watch")
+        self.spawn(self.watch_leases(0.05), "lease_watch")
         while True:
             kind, data = await self._events.get()
             try:
@@ -340,7 +266,7 @@ class Ros2DriverAgent(DriverAgent):
                 self.abandoned[run.ref] = run.spec.name
                 assert self.ros is not None
                 self.ros.cancel_goal(run.ref)  # heard if the robot is only partitioned
-            await self._progress("failed", run, f"connection_broken: {why}")
+            await self.report_run("failed", run, f"connection_broken: {why}")
 
     # -- goal events ----------------------------------------------------------------------
 
@@ -360,11 +286,11 @@ class Ros2DriverAgent(DriverAgent):
             self.timings.append({"sent": run.sent_at, "accepted": time.monotonic()})
             if self.guard is not None and run.goal_id is not None and self.running is not None:
                 await self.guard.hold(ref, run.spec.name, run.goal_id, self.running.lease_ms)
-            await self._progress("started", run)
+            await self.report_run("started", run)
         elif kind == "rejected":
             self.current = None
             reason = f"ros2_rejected: {run.spec.name} rejected the goal for {run.behaviour}"
-            await self._progress("failed", run, reason)
+            await self.report_run("failed", run, reason)
         elif kind == "feedback":
             run.feedback = data[1]
             self.stats["feedback"] += 1
@@ -375,11 +301,11 @@ class Ros2DriverAgent(DriverAgent):
             await self._response(run, data[1], data[2])
         elif kind == "published":
             self.current = None
-            await self._progress("started", run)
+            await self.report_run("started", run)
             await self._ended_well(run)
         elif kind == "goal_error":
             self.current = None
-            await self._progress("failed", run, data[1])
+            await self.report_run("failed", run, data[1])
         elif kind == "cancel_answer" and data[1] in ("rejected", "unknown_goal_id"):
             self.log.warning("driver.cancel_refused", ref=ref, answer=data[1])
 
@@ -392,12 +318,12 @@ class Ros2DriverAgent(DriverAgent):
         if status == "succeeded":
             await self._ended_well(run)
         elif status == "canceled":
-            await self._progress(
+            await self.report_run(
                 "failed", run, f"{run.cancel_reason or 'cancelled'} (goal canceled)"
             )
         else:
             reason = f"ros2_{status}: {run.spec.name} {status} the goal: {text}"
-            await self._progress("failed", run, reason)
+            await self.report_run("failed", run, reason)
 
     async def _response(self, run: _Running, response: dict[str, Any], text: str) -> None:
         self.current = None
@@ -405,15 +331,12 @@ class Ros2DriverAgent(DriverAgent):
         if field is None or bool(response.get(field)):
             await self._ended_well(run)
         else:
-            await self._progress("failed", run, f"ros2_failed: {run.spec.name}: {text}")
+            await self.report_run("failed", run, f"ros2_failed: {run.spec.name}: {text}")
 
     async def _ended_well(self, run: _Running) -> None:
         self.site.finished(run.behaviour, run.params)
         self._observe_now.set()
-        await self._progress("finished", run)
-
-    async def _progress(self, kind: str, run: _Running | ExecuteCommand, reason: str = "") -> None:
-        await self.report(kind, run.command_id, run.node, reason=reason or None, t=time.time())
+        await self.report_run("finished", run)
 
     # -- commands ------------------------------------------------------------------------
 
@@ -444,17 +367,12 @@ class Ros2DriverAgent(DriverAgent):
         assert self.ros is not None
         self.ros.cancel_goal(run.ref)
 
-    async def _lease_watch(self, period_s: float = 0.05) -> None:
-        """Cancel the running goal when its lease lapsed (the robot stopped renewing)."""
-        while True:
-            await asyncio.sleep(period_s)
-            run, book = self.current, self.running
-            if run is None or book is None or book.command_id != run.command_id:
-                continue
-            if run.cancel_reason is None and book.lapsed(wall_ms()):
-                self.log.warning("driver.lease_expired", command_id=run.command_id,
-                                 lease_ms=book.lease_ms)  # fmt: skip
-                await self._cancel(run, "lease_expired")
+    async def lease_lapsed(self, book: RunningCommand) -> bool:
+        run = self.current
+        if run is None or run.command_id != book.command_id or run.cancel_reason is not None:
+            return False
+        await self._cancel(run, "lease_expired")
+        return True
 
     async def _wait_online(self) -> str:
         """ "" once the robot is ONLINE (waiting at most ``server_wait_s``), else why not."""
@@ -467,7 +385,7 @@ class Ros2DriverAgent(DriverAgent):
 
     async def _execute(self, body: ExecuteCommand) -> None:
         if self.current is not None:
-            await self._progress("failed", body, f"busy: running {self.current.command_id}")
+            await self.report_run("failed", body, f"busy: running {self.current.command_id}")
             return
         try:
             spec = lookup_behaviour(self.behaviours, body.behaviour)
@@ -475,15 +393,15 @@ class Ros2DriverAgent(DriverAgent):
                 spec.goal, self.site.context(body.behaviour.upper(), body.params)
             )
         except BehaviourError as exc:
-            await self._progress("failed", body, str(exc))
+            await self.report_run("failed", body, str(exc))
             return
         why = await self._wait_online()
         if why:
-            await self._progress("failed", body, f"ros2_unavailable: {why}")
+            await self.report_run("failed", body, f"ros2_unavailable: {why}")
             return
         lease_ms = self.lease_deadline_ms(body)
         if lease_ms is not None and lease_ms <= wall_ms():
-            await self._progress("failed", body, "lease_expired")  # it waited out its lease
+            await self.report_run("failed", body, "lease_expired")  # it waited out its lease
             return
         ref = f"{body.command_id}#{next(self._refs)}"
         run = _Running(body.command_id, body.node, body.behaviour.upper(), dict(body.params),

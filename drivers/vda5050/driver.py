@@ -69,7 +69,7 @@ from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import TeamtreeError, wall_ms
 from teamtree.broker.acl import agv_login_name
 from teamtree.broker.endpoint import parse_endpoint
-from teamtree.drivers.base import DriverAgent
+from teamtree.drivers.base import DriverAgent, RunningCommand
 from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
 from teamtree.drivers.vda5050.params import Vda5050Params
 from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable
@@ -248,14 +248,11 @@ class Vda5050DriverAgent(DriverAgent):
 
     # -- teamtree side -------------------------------------------------------------
 
-    async def _progress(self, kind: str, run: _Running | ExecuteCommand, reason: str = "") -> None:
-        await self.report(kind, run.command_id, run.node, reason=reason or None, t=time.time())
-
     # -- main loops ----------------------------------------------------------------
 
     async def serve(self) -> None:
         self.spawn(self._observation_loop(), "observations")
-        self.spawn(self._lease_watch(), "leases")
+        self.spawn(self.watch_leases(0.1), "leases")
         backoff = 0.2
         while True:
             try:
@@ -344,7 +341,7 @@ class Vda5050DriverAgent(DriverAgent):
         if run is not None:
             self.abandoned.add(run.order.order_id)
             text = why or f"AGV {self.address.serial_number} is {state}"
-            await self._progress("failed", run, f"connection_broken: {text}")
+            await self.report_run("failed", run, f"connection_broken: {text}")
 
     async def _on_state(self, state: dict[str, Any]) -> None:
         self.agv_state = state
@@ -371,7 +368,7 @@ class Vda5050DriverAgent(DriverAgent):
         if not run.started and verdict.status in (ACCEPTED, FINISHED):
             run.started = True
             self.timings.append({"sent": run.sent_at, "ack": time.monotonic()})
-            await self._progress("started", run)
+            await self.report_run("started", run)
         if verdict.status == ACCEPTED:
             await self._check_pause(run, state)
             return
@@ -381,19 +378,19 @@ class Vda5050DriverAgent(DriverAgent):
                 self.site.where[load] = station if action == DROP else "@agv"
             self.timings[-1]["done"] = time.monotonic()
             self._observe_now.set()
-            await self._progress("finished", run)
+            await self.report_run("finished", run)
         else:
             self.builder.forget()
-            await self._progress("failed", run, f"agv_{verdict.status}: {verdict.reason}")
+            await self.report_run("failed", run, f"agv_{verdict.status}: {verdict.reason}")
 
     async def _check_pause(self, run: _Running, state: dict[str, Any]) -> None:
         paused = bool(state.get("paused"))
         if run.pause == "pause" and paused:
             run.pause = None
-            await self._progress("paused", run)
+            await self.report_run("paused", run)
         elif run.pause == "resume" and not paused:
             run.pause = None
-            await self._progress("resumed", run)
+            await self.report_run("resumed", run)
 
     async def _check_cancel(self, run: _Running, state: dict[str, Any]) -> None:
         for action in state.get("actionStates") or []:
@@ -403,7 +400,7 @@ class Vda5050DriverAgent(DriverAgent):
                     self.current = None
                     self.builder.forget()
                     detail = action.get("resultDescription") or status.lower()
-                    await self._progress("failed", run, f"{run.cancel_reason} ({detail})")
+                    await self.report_run("failed", run, f"{run.cancel_reason} ({detail})")
                 return
 
     # -- commands ------------------------------------------------------------------
@@ -433,43 +430,38 @@ class Vda5050DriverAgent(DriverAgent):
             run.cancel_action = await self._instant("cancelOrder")
             if run.cancel_action is None:  # could not send: nothing more will come
                 self.current = None
-                await self._progress("failed", run, f"{reason} (AGV not reachable)")
+                await self.report_run("failed", run, f"{reason} (AGV not reachable)")
 
-    async def _lease_watch(self, period_s: float = 0.1) -> None:
-        """Cancel the running order when its lease lapsed (the robot stopped renewing)."""
-        while True:
-            await asyncio.sleep(period_s)
-            run, book = self.current, self.running
-            if run is None or book is None or book.command_id != run.command_id:
-                continue
-            if run.cancel_action is None and book.lapsed(wall_ms()):
-                self.log.warning("driver.lease_expired", command_id=run.command_id,
-                                 lease_ms=book.lease_ms)  # fmt: skip
-                await self._cancel(run, "lease_expired")
+    async def lease_lapsed(self, book: RunningCommand) -> bool:
+        run = self.current
+        if run is None or run.command_id != book.command_id or run.cancel_action is not None:
+            return False
+        await self._cancel(run, "lease_expired")
+        return True
 
     async def _execute(self, body: ExecuteCommand) -> None:
         if self.current is not None:
-            await self._progress("failed", body, f"busy: running {self.current.command_id}")
+            await self.report_run("failed", body, f"busy: running {self.current.command_id}")
             return
         if self.connection_state != "ONLINE" or self._client is None or self.agv_state is None:
             state = self.connection_state or "not heard from"
-            await self._progress("failed", body, f"agv_offline: AGV is {state}")
+            await self.report_run("failed", body, f"agv_offline: AGV is {state}")
             return
         lease_ms = self.lease_deadline_ms(body)
         if lease_ms is not None and lease_ms <= wall_ms():
-            await self._progress("failed", body, "lease_expired")  # it waited out its lease
+            await self.report_run("failed", body, "lease_expired")  # it waited out its lease
             return
         try:
             stops = self.site.stops(body.behaviour, body.params)
         except BehaviourError as exc:
-            await self._progress("failed", body, str(exc))
+            await self.report_run("failed", body, str(exc))
             return
         listed = self.capabilities()["actions"]
         for stop in stops:
             for kind, _ in stop.actions:
                 if self.agv_factsheet and kind not in listed:
                     reason = f"unsupported_action: {kind} is not in the AGV's factsheet"
-                    await self._progress("failed", body, reason)
+                    await self.report_run("failed", body, reason)
                     return
         state = self.agv_state
         last = self.builder.last
@@ -512,7 +504,7 @@ class Vda5050DriverAgent(DriverAgent):
         problem = await self._send("order", message)
         if problem:
             self.builder.forget()
-            await self._progress("failed", run, problem)
+            await self.report_run("failed", run, problem)
             return
         self.current = run
         self.accepted(body)
@@ -531,7 +523,7 @@ class Vda5050DriverAgent(DriverAgent):
             self.builder.forget()
             self.abandoned.add(run.order.order_id)
             reason = f"agv_no_answer: no state acknowledged order {run.order.order_id}"
-            await self._progress("failed", run, f"{reason} within {self.ack_timeout_s:g} s")
+            await self.report_run("failed", run, f"{reason} within {self.ack_timeout_s:g} s")
 
     async def _instant(self, kind: str, **params: Any) -> str | None:
         """Send one instant action; returns its actionId (None: not sent)."""
