@@ -145,7 +145,7 @@ async def run_ros2_bridge(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with bridge:
-        await bridge.observer.wait_connected()
+        await bridge.watch.observer.wait_connected()
         print(
             f"ros2-bridge: team {team} at {endpoint.url} -> ROS 2 "
             f"(domain {args.domain_id if args.domain_id is not None else 'from env'}), frame "

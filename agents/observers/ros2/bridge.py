@@ -1,12 +1,12 @@
 """The bridge from a team into ROS 2: an observer of the team on one side, an rclpy
 node on the other.
 
-On the team's side it is what the web view is: a passive ``TeamObserver`` (no
-presence, no Last Will, never a team member; its broker user needs read rights,
-and write rights on its own ``<login>/missions`` to submit) feeding the web view's
-picture of the team (``WebState``), and the web view's missions desk
-(``MissionDesk``) to hand missions to the team's mission queue, the path ``teamtree
-submit`` takes. Nothing in the team waits for it: when it dies, missions go on.
+On the team's side it reads the team as the web view does, through a ``TeamWatch``:
+a passive ``TeamObserver`` (no presence, no Last Will, never a team member; its
+broker user needs read rights, and write rights on its own ``<login>/missions`` to
+submit) feeding the web view's picture of the team (``WebState``), and the missions
+desk (``MissionDesk``) that hands missions to the team's mission queue, the path
+``teamtree submit`` takes. Nothing in the team waits for it: when it dies, missions go on.
 
 Every ``period_s`` it turns the picture into markers (``scene``), statuses
 (``health``) and the missions' JSON (``mission_state``) and hands them to the node
@@ -25,19 +25,15 @@ from typing import Any
 
 import structlog
 
-from teamtree.agents.observers.monitor import TeamObserver
 from teamtree.agents.observers.ros2.health import agent_statuses
 from teamtree.agents.observers.ros2.intake import RequestError, accepted, read_request, refused
 from teamtree.agents.observers.ros2.mission_state import mission_state_text
 from teamtree.agents.observers.ros2.node import BridgeNode, BridgeTopics, node_name
 from teamtree.agents.observers.ros2.scene import scene_markers
-from teamtree.agents.observers.web.missions import DeskError, MissionDesk
-from teamtree.agents.observers.web.state import WebState
+from teamtree.agents.observers.web.missions import DeskError
+from teamtree.agents.observers.web.watch import TeamWatch
 from teamtree.broker import TeamtreeError
-from teamtree.broker.connection import Incoming
 from teamtree.broker.endpoint import Endpoint
-from teamtree.broker.envelope import Envelope
-from teamtree.broker.topics import Topic
 
 __all__ = ["Ros2Bridge"]
 
@@ -68,24 +64,16 @@ class Ros2Bridge:
         self.team = team
         self.endpoint = endpoint
         self.period_s = period_s
-        self.state = WebState(team)
-        self.observer = TeamObserver(
+        self.watch = TeamWatch(
             endpoint,
             team,
             username=username,
             password=password,
             tls_context=tls_context,
-            on_message=self._on_message,
             client_prefix="ros2-bridge",
-        )
-        self.observer.state = self.state.monitor  # one view, fed once
-        self.desk = MissionDesk(
-            team,
-            lambda message: self.observer.connection.publish(message),
-            self.state.mission_queues,
-            user=username,
             requester=requester,
         )
+        self.state, self.desk = self.watch.state, self.watch.desk
         self.node = BridgeNode(
             name=node_name(team), topics=topics, emit=self._from_ros, domain_id=domain_id
         )
@@ -96,12 +84,12 @@ class Ros2Bridge:
     async def __aenter__(self) -> Ros2Bridge:
         self._loop = asyncio.get_running_loop()
         self._failed = self._loop.create_future()
-        await self.observer.__aenter__()
+        await self.watch.__aenter__()
         started = await asyncio.to_thread(self.node.start, NODE_START_S)
         if self._failed.done() or not started:
             why = self._failed.result() if self._failed.done() else f"not in {NODE_START_S:g} s"
             await asyncio.to_thread(self.node.stop)
-            await self.observer.__aexit__(None, None, None)
+            await self.watch.__aexit__(None, None, None)
             raise TeamtreeError(f"the bridge's ROS 2 node did not start: {why}")
         return self
 
@@ -109,7 +97,7 @@ class Ros2Bridge:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.to_thread(self.node.stop)
-        await self.observer.__aexit__(*exc)
+        await self.watch.__aexit__(*exc)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Publish every ``period_s`` until `stop` is set; TeamtreeError when the ROS 2
@@ -133,17 +121,13 @@ class Ros2Bridge:
 
     def _publish(self) -> None:
         snap = self.state.snapshot()
-        snap["connected"] = self.observer.connection.connected.is_set()
+        snap["connected"] = self.watch.connected
         heartbeats = {a: row.heartbeat for a, row in self.state.monitor.agents.items()}
         statuses = agent_statuses(snap, heartbeats, team=self.team, connected=snap["connected"],
                                   broker_url=self.endpoint.url)  # fmt: skip
         self.node.publish_scene(scene_markers(snap), statuses, mission_state_text(snap))
 
     # -- the team's side ----------------------------------------------------------------
-
-    def _on_message(self, env: Envelope, topic: Topic, message: Incoming) -> None:
-        self.state.interpret(env, topic)
-        self.desk.on_message(env, topic)
 
     # -- the ROS 2 side ---------------------------------------------------------------------
 

@@ -32,7 +32,8 @@ LOGIN_TIMEOUT_S = 5.0
 
 class TeamWatch:
     """``async with TeamWatch(...)`` connects; ``snapshot_text()`` is the team page's
-    JSON; ``desk`` submits and cancels missions as this user."""
+    JSON; ``desk`` submits and cancels missions as this user (as `requester` in the
+    queue's records when given). The ROS 2 bridge reads the team through one too."""
 
     def __init__(
         self,
@@ -43,6 +44,8 @@ class TeamWatch:
         password: str | None = None,
         tls_context: Any = None,
         signed_in: bool = False,
+        client_prefix: str = "web",
+        requester: str | None = None,
     ):
         self.username = username
         self.signed_in = signed_in  #: a browser's sign-in (the page names the user)
@@ -55,7 +58,7 @@ class TeamWatch:
             password=password,
             tls_context=tls_context,
             on_message=self._on_message,
-            client_prefix="web",
+            client_prefix=client_prefix,
         )
         self.observer.state = self.state.monitor  # one view, fed once
         self.desk = MissionDesk(
@@ -63,6 +66,7 @@ class TeamWatch:
             lambda message: self.observer.connection.publish(message),
             self.state.mission_queues,
             user=username,
+            requester=requester,
         )
         self._cache: tuple[tuple[int, int], str] | None = None
 
