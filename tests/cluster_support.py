@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import scaled
+from tests.progress_support import progress
 
 SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 CTL = Path("/usr/lib/rabbitmq/bin/rabbitmqctl")
@@ -212,10 +213,12 @@ class RabbitCluster:
                 raise RuntimeError(f"rabbitmq nodes did not cluster in {timeout} s: {out!r}")
             time.sleep(0.5)
 
-    def wait_sessions(self, timeout: float = 120.0) -> None:
-        """Wait until every running node accepts an MQTT session (CONNACK 0). Only once
+    def wait_sessions(self, timeout: float = 120.0, *, most: float | None = None) -> None:
+        """Wait until every running node accepts an MQTT session (CONNACK 0), for
+        `timeout` scaled by the machine's slowness but at most `most` seconds. Only once
         the nodes are clustered: probed while it boots, a node did not come up at all."""
-        deadline = time.monotonic() + scaled(timeout)
+        wait = scaled(timeout) if most is None else min(scaled(timeout), most)
+        deadline = time.monotonic() + wait
         for node in self.nodes:
             while node.running and not _mqtt_accepts(node.mqtt_port):
                 if time.monotonic() > deadline:
@@ -263,6 +266,7 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
         _configure(node, peers)
         cluster.nodes.append(node)
     started = time.monotonic()
+    progress("cluster", f"starting {size} RabbitMQ nodes under {folder}")
     cluster.epmd = subprocess.Popen(
         [shutil.which("epmd") or "epmd", "-port", str(cluster.epmd_port)],
         stdout=subprocess.DEVNULL,
@@ -273,7 +277,9 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
             cluster.start_node(index)
         for index in range(size):
             _wait_booted(cluster, index, peers, timeout)
+            progress("cluster", f"{cluster.nodes[index].name} booted ({_since(started)})")
         cluster.wait_clustered(timeout)
+        progress("cluster", f"the nodes are one cluster ({_since(started)})")
         for _ in range(2):
             taken = _ports_taken(cluster)
             if not taken:
@@ -288,11 +294,15 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
             if _ports_taken(cluster):
                 raise RuntimeError("rabbitmq nodes kept finding their ports taken")
         cluster.mirror_sessions()
+        progress("cluster", f"session queues mirrored ({_since(started)})")
         try:
-            cluster.wait_sessions(min(timeout, 60.0))
+            # a node that takes no session in a minute or two rarely takes one later
+            # (seen in CI beside two CPU hogs: none for 300 s); restarting it is quicker
+            cluster.wait_sessions(60.0, most=120.0)
         except RuntimeError:
             # seen once in four CI runs: a clustered node that never took an MQTT
             # session; restart such nodes once, then wait the full time
+            progress("cluster", f"a node takes no MQTT session; restarting it ({_since(started)})")
             for index, node in enumerate(cluster.nodes):
                 if not _mqtt_accepts(node.mqtt_port):
                     cluster.stop_node(index)
@@ -304,7 +314,12 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
         cluster.close()
         raise
     cluster.started_in_s = time.monotonic() - started
+    progress("cluster", f"every node takes MQTT sessions: up in {cluster.started_in_s:.0f} s")
     return cluster
+
+
+def _since(started: float) -> str:
+    return f"{time.monotonic() - started:.0f} s"
 
 
 def _configure(node: RabbitNode, peers: str) -> None:

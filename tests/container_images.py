@@ -31,13 +31,13 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.progress_support import progress as say
 
 CACHE = Path(os.environ.get("TEAMTREE_IMAGE_CACHE", "/var/cache/teamtree"))
 LOCAL_CAS = Path("/usr/local/share/ca-certificates")
@@ -84,18 +84,9 @@ class Images:
     teamtree: str
 
 
-#: where progress lines go; the container tests point it at pytest's terminal reporter
-#: so a CI log shows where the minutes go even with output captured
-REPORT: Callable[[str], None] | None = None
-
-
 def progress(message: str) -> None:
     """Build steps take minutes when cold: say what is happening."""
-    line = f"[containers {time.strftime('%H:%M:%S')}] {message}"
-    if REPORT is not None:
-        REPORT(line)
-    else:
-        print(line, file=sys.stderr, flush=True)
+    say("containers", message)
 
 
 def podman_problem() -> str | None:

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from tests import container_images
 from tests.compose_stack import TEAM, Stack, last_presence
 from tests.conftest import REPO
 from tests.container_images import (
@@ -41,6 +40,7 @@ from tests.mission_record import (
     placed_but_not_counted,
 )
 from tests.ops_support import ops_cmd
+from tests.progress_support import report_to_terminal
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
 
@@ -50,15 +50,7 @@ KILL_MISSION_S = 240  # the robots may start late on a loaded machine; takeover 
 
 @pytest.fixture(scope="module")
 def images(pytestconfig: pytest.Config) -> Images:
-    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    if reporter is not None and capture is not None:  # progress in the log, uncaptured
-
-        def report(line: str) -> None:
-            with capture.global_and_fixture_disabled():
-                reporter.write_line(line)
-
-        container_images.REPORT = report
+    report_to_terminal(pytestconfig)  # progress in the log, uncaptured
     problem = podman_problem()
     if problem:
         pytest.skip(f"podman cannot run containers here: {problem}")

@@ -27,7 +27,14 @@ from tests.cluster_support import RabbitCluster
 from tests.conftest import REPO, teamtree_cmd
 from tests.integration.test_tea_party import LEAVES, check_tea_party
 
-pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.slow]
+#: the first test carries the session's cluster start, minutes when cold beside other
+#: work (its stages are printed); each wait inside it has its own scaled deadline
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+]
 
 ONLINE = re.compile(r"^(?P<agent>\S+)\s+\|.*agent\.online.*broker=(?P<url>\S+) connects=(?P<n>\d+)")
 
