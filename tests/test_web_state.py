@@ -245,4 +245,25 @@ def test_the_header_counts_every_leaf_done_when_each_robot_knew_only_its_own() -
     snap = state.snapshot()
     assert snap["status"]["state"] == "timed_out"
     assert (snap["status"]["done"], snap["status"]["total"]) == (2, 4), snap["status"]
+    assert "2/4 leaves" in snap["status"]["headline"], snap["status"]
     assert snap["mission"]["done"] == 2
+
+
+def test_the_monitor_counts_as_the_page_and_forgets_another_missions_leaves() -> None:
+    """The terminal monitor's status line counts the leaves its tree shows done, as the
+    page does (``monitor --json`` is this snapshot); a new mission's tree starts again
+    at none done, although its leaves have the same ids."""
+    state = WebState(TEAM)
+    feed(state, "pr2", "mission", "mission.tree", {**MISSION, "mission": "m1"}, 1000)
+    for robot, leaf, ts in (("pr2", BURGER, 2000), ("baxter", CUP, 2100)):
+        feed(state, robot, "state", "node.transition", {"node": leaf, "status": "done"}, ts)
+        running = {"kind": "tasktree", "state": "running", "done": 1, "total": 4,
+                   "unit": "leaves", "mission": "m1"}  # fmt: skip
+        feed(state, robot, "mission_status", "mission.status", running, ts)
+    snap = state.monitor.snapshot()
+    assert snap["mission"]["done"] == 2
+    assert (snap["status"]["done"], snap["status"]["total"]) == (2, 4), snap["status"]
+    assert "2/4 leaves" in snap["status"]["headline"], snap["status"]
+    feed(state, "pr2", "mission", "mission.tree", {**MISSION, "mission": "m2"}, 5000)
+    snap = state.monitor.snapshot()
+    assert snap["mission"]["done"] == 0, snap["mission"]

@@ -28,7 +28,12 @@ from msgspec.structs import replace as replace_struct
 from teamtree.agents.observers.event_words import event_words
 from teamtree.agents.observers.mission_labels import tree_labels
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, mission_of
-from teamtree.agents.runtime.mission_status import STATUS_CHANNEL, STATUS_KIND, MissionBoard
+from teamtree.agents.runtime.mission_status import (
+    STATUS_CHANNEL,
+    STATUS_KIND,
+    MissionBoard,
+    at_least_tree_done,
+)
 from teamtree.agents.runtime.presence_wire import decode_heartbeat
 from teamtree.agents.runtime.sync_ask import SyncAsker
 from teamtree.agents.runtime.team_view import Presence, TeamView
@@ -127,6 +132,7 @@ class MonitorState:
         self.labels: dict[str, str] = {}
         self.leaves: list[str] = []
         self.done_nodes: dict[str, str] = {}  # node -> agent that finished it
+        self.tree_mission: str | None = None  # the mission the leaves belong to
         self.conflicts: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.dialogs: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.favors: deque[dict[str, Any]] = deque(maxlen=HISTORY)
@@ -212,8 +218,12 @@ class MonitorState:
         elif kind == "mission.tree":
             with contextlib.suppress(MissionWireError):  # a malformed one is not shown
                 mission = decode_mission_tree(body)
+                named = body.get("mission") if isinstance(body.get("mission"), str) else None
+                if named != self.tree_mission:  # another mission's leaves are not done
+                    self.done_nodes.clear()
                 self.mission = {"kind": mission.kind, "text": mission.text}
                 self.labels, self.leaves = tree_labels(msgspec.to_builtins(mission.tree))
+                self.tree_mission = named
         elif kind == "node.transition":
             self._transition(env.sender, body)
         elif kind == "node.snapshot":
@@ -321,7 +331,9 @@ class MonitorState:
             if request["replies"] == 0 and deadline is not None and deadline < now:
                 self._expire(corr)
         total = len(self.leaves)
+        done = len([n for n in self.done_nodes if n in self.leaves])
         status = self.board.view(self.mission_filter)
+        at_least_tree_done(status, self.tree_mission, total, done)
         ended = bool(status and status["ended"])
         agents = {}
         for agent_id in sorted(self.agents):
@@ -362,7 +374,7 @@ class MonitorState:
             "mission": {
                 **self.mission,
                 "leaves": total,
-                "done": len([n for n in self.done_nodes if n in self.leaves]),
+                "done": done,
                 "done_by": {n: a for n, a in self.done_nodes.items() if n in self.leaves},
             },
             "agents": agents,

@@ -37,6 +37,7 @@ __all__ = [
     "MissionStatus",
     "MissionStatusError",
     "StatusReporter",
+    "at_least_tree_done",
     "decode_status",
     "merge",
     "status_message",
@@ -95,6 +96,26 @@ class MissionStatus(Struct, frozen=True, omit_defaults=True):
             progress += f", {self.failed} failed"
         parts = [state + (f": {self.reason}" if self.reason else ""), progress, self.detail]
         return " · ".join(p for p in parts if p)
+
+
+def at_least_tree_done(
+    status: dict[str, Any] | None, mission: str | None, leaves: int, done: int
+) -> None:
+    """Raise a task-tree `status` view's ``done`` to the `done` leaves an observer saw
+    of `mission`'s tree of `leaves` leaves. Each robot counts the leaves it knows done;
+    a team stopped before hearing each other's last ones leaves every count short of
+    the tree's, and a screen must not show fewer done than its tree does."""
+    if (
+        status
+        and status.get("kind") == "tasktree"
+        and status.get("mission") == mission
+        and status.get("total") == leaves
+        and done > (status.get("done") or 0)
+    ):
+        status["done"] = done
+        fields = {f.name for f in msgspec.structs.fields(MissionStatus)}
+        raised = MissionStatus(**{k: v for k, v in status.items() if k in fields})
+        status["headline"] = raised.headline()
 
 
 def decode_status(body: Any) -> MissionStatus:

@@ -21,7 +21,7 @@ from teamtree.agents.observers.web.expectations import KittingExpectations, spot
 from teamtree.agents.observers.web.floor import FloorMap
 from teamtree.agents.observers.web.history import MAX_SPANS, UNNAMED, MissionHistory
 from teamtree.agents.runtime.mission import mission_of
-from teamtree.agents.runtime.mission_status import STATUS_KIND
+from teamtree.agents.runtime.mission_status import STATUS_KIND, at_least_tree_done
 from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
 from teamtree.agents.treeprotocol.decided_wire import lost_claim
 from teamtree.agents.treeprotocol.mission_wire import MissionWireError, tree_from_body
@@ -459,16 +459,7 @@ class WebState:
             [n for n in leaves if nodes[n]["state"] in ("done", "skipped")]
         )
         snap["mission"]["leaves"] = len(leaves)
-        status = snap["status"]
-        if (
-            status
-            and status.get("kind") == "tasktree"
-            and status.get("mission") == self.tree_mission
-            and status.get("total") == len(leaves)
-        ):
-            # each robot counts the leaves it knows done; a team stopped before they
-            # heard of each other's last ones leaves every count short of the tree's
-            status["done"] = max(status.get("done") or 0, snap["mission"]["done"])
+        at_least_tree_done(snap["status"], self.tree_mission, len(leaves), snap["mission"]["done"])
         snap["mission"]["complete"] = bool(root and nodes[root]["state"] == "done")
         snap["mission"]["done_by"] = {n: a for n, a in self.done_by.items() if n in leaves}
         snap["tree"] = {"root": root, "nodes": nodes}
