@@ -23,10 +23,16 @@ from collections.abc import Sequence
 # that ``run`` starts inherit it; a value the user set wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from teamtree.agents.cli.args import (
+    LOG_FORMATS,
+    LOG_LEVELS,
+    client_tls,
+    find_team,
+    wait_services_flag,
+)
 from teamtree.agents.cli.args import agent_id as _agent_id
 from teamtree.agents.cli.args import agent_ids as _agent_ids
 from teamtree.agents.cli.args import broker_url as _broker_url
-from teamtree.agents.cli.args import client_tls, find_team, wait_services_flag
 from teamtree.agents.cli.args import mission_id as _mission_id
 from teamtree.agents.cli.args import port as _port
 from teamtree.agents.cli.args import seconds as _positive
@@ -46,9 +52,6 @@ from teamtree.broker.tls import TlsSettings, client_context
 
 # An agent process starts with this module: what only other commands need (observers,
 # the task tree's planner, matplotlib, the web view, the study) is imported inside them.
-
-LOG_FORMATS = ("auto", "plain", "json")
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:

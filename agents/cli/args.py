@@ -104,6 +104,20 @@ def listen_port(value: str) -> int:
         ) from None
 
 
+#: the ``--log-format`` and ``--log-level`` choices every command offers
+LOG_FORMATS = ("auto", "plain", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def log_flags(p: argparse.ArgumentParser, level: str = "warning") -> None:
+    """Add ``--log-format`` (default auto) and ``--log-level`` (default `level`)."""
+    p.add_argument(
+        "--log-format", choices=LOG_FORMATS, default="auto",
+        help="log lines as key=value (plain) or JSON (default: auto)",
+    )  # fmt: skip
+    p.add_argument("--log-level", choices=LOG_LEVELS, default=level, help=f"default: {level}")
+
+
 def setting(value: str) -> tuple[str, object]:
     """``KEY=VALUE``; the value is read as TOML (numbers, booleans, strings), else text."""
     key, sep, raw = value.partition("=")

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, resolve_team
+from teamtree.agents.cli.args import broker_flags, log_flags, resolve_team
 from teamtree.agents.cli.args import client_tls as tls
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import seconds as _seconds
@@ -73,10 +73,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
             "--timeout", type=_seconds, default=5.0, help="seconds to wait for the queue"
         )
         add_login_flags(p)
-        p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-        p.add_argument(
-            "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
-        )
+        log_flags(p)
 
     sub = subparsers.add_parser(
         "submit", help="give a running team a mission",

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
+from teamtree.agents.cli.args import broker_flags, client_tls, log_flags, resolve_team
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.light_client import LightClient
 from teamtree.agents.cli.login import add_login_flags, client_login, unreachable_hint
@@ -105,10 +105,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
     )
     p.add_argument("--timeout", type=_seconds, default=5.0, help="seconds to wait (default 5)")
     add_login_flags(p)  # under access control only operators may disturb
-    p.add_argument(
-        "--log-format", choices=("auto", "plain", "json"), default="auto", help="default: auto"
-    )
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    log_flags(p)
     return {"disturb": run_disturb}
 
 

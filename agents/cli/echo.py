@@ -21,7 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
+from teamtree.agents.cli.args import broker_flags, client_tls, log_flags, resolve_team
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.observers.echo_filter import EchoFilter
@@ -107,10 +107,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "--user", type=_ident, default=None,
         help="broker user whose credentials to use (default: echo, else monitor)",
     )  # fmt: skip
-    echo.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    echo.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
-    )
+    log_flags(echo)
     return {"echo": run_echo}
 
 

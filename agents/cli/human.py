@@ -13,7 +13,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, resolve_team
+from teamtree.agents.cli.args import broker_flags, log_flags, resolve_team
 from teamtree.agents.humans.terminal import TerminalHuman, stdin_reader
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.agents.runtime.credentials import agent_credentials
@@ -55,10 +55,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
     p.add_argument(
         "--stay", action="store_true", help="keep running after the task is done (until quit)"
     )
-    p.add_argument(
-        "--log-format", choices=("auto", "plain", "json"), default="auto", help="default: auto"
-    )
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    log_flags(p)
     return {"human": run_human}
 
 

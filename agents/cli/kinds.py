@@ -10,6 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from teamtree.agents.cli.args import log_flags
 from teamtree.agents.runtime.kinds import AGENT_KINDS
 from teamtree.agents.runtime.registry import ENTRY_POINT_GROUP
 
@@ -27,10 +28,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "with the package that registers each. --check also imports each kind's class.",
     )
     p.add_argument("--check", action="store_true", help="import every kind's class")
-    p.add_argument(
-        "--log-format", choices=("auto", "plain", "json"), default="auto", help="default: auto"
-    )
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    log_flags(p)
     return {"kinds": _kinds}
 
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
+from teamtree.agents.cli.args import broker_flags, client_tls, log_flags, resolve_team
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.runtime.credentials import agent_credentials, observer_credentials
 from teamtree.broker import ConnectError
@@ -66,10 +66,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         "--user", type=_ident, default=None,
         help="broker user whose credentials to use (default: foxglove, else monitor)",
     )  # fmt: skip
-    live.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    live.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
-    )
+    log_flags(live)
     return {"foxglove": run_foxglove}
 
 

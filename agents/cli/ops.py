@@ -23,7 +23,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team, wait_services_flag
+from teamtree.agents.cli.args import (
+    broker_flags,
+    client_tls,
+    log_flags,
+    resolve_team,
+    wait_services_flag,
+)
 from teamtree.agents.cli.args import broker_url as _url
 from teamtree.agents.cli.args import ident as _ident
 from teamtree.agents.cli.args import port as _port
@@ -67,8 +73,7 @@ _SETTLE_S = 2.0  # record --until-done: seconds kept recording after the last le
 
 
 def _logging_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    log_flags(p)
 
 
 def _observer_flags(p: argparse.ArgumentParser, *, login: str = "monitor") -> None:
@@ -159,8 +164,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         help="override KEY on the agent when its kind allows it (repeatable)",
     )  # fmt: skip
     wait_services_flag(att)
-    att.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    att.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    log_flags(att, "info")
 
     acl = subparsers.add_parser(
         "acl",

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from teamtree.agents.cli.args import log_flags
 from teamtree.agents.observers.mcap_record import McapRecordFile
 from teamtree.agents.observers.record_file import RecordFile
 from teamtree.agents.observers.timeline import load_records
@@ -37,10 +38,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
     )
     convert.add_argument("run", help="a recording: RUN.jsonl or RUN.mcap")
     convert.add_argument("-o", "--output", required=True, help="the file to write: .mcap or .jsonl")
-    convert.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    convert.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="warning"
-    )
+    log_flags(convert)
     return {"convert": run_convert}
 
 

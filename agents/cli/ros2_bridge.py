@@ -28,7 +28,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, resolve_team
+from teamtree.agents.cli.args import broker_flags, client_tls, log_flags, resolve_team
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.login import add_login_flags, client_login
 from teamtree.broker import ConfigError
@@ -101,8 +101,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         help="seconds between two publications (default 1)",
     )  # fmt: skip
     add_login_flags(p)
-    p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    log_flags(p, "info")
     return {"ros2-bridge": run_ros2_bridge}
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from teamtree.agents.allocation.allocator import AllocatorAgent
+from teamtree.agents.cli.args import log_flags
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.broker import ConfigError, TopicError
@@ -141,11 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # t
         help="directory for runs.csv, tables.csv and study.png (default: runs/study_kitting)",
     )  # fmt: skip
     k.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    k.add_argument(
-        "--log-format", choices=("auto", "plain", "json"), default="auto",
-        help="log lines as key=value (plain) or JSON",
-    )  # fmt: skip
-    k.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    log_flags(k)
     _register_allocator(subparsers)
     return {"study": _study, "allocator": _allocator}
 
@@ -183,11 +180,7 @@ def _register_allocator(subparsers: argparse._SubParsersAction) -> None:  # type
     a.add_argument("--group", type=_ident("share group"), default="allocators")
     a.add_argument("--workers", type=_count(1), default=1, help="solver threads (default: 1)")
     a.add_argument("--keepalive", type=_count(1), default=5, help="MQTT keepalive (s)")
-    a.add_argument(
-        "--log-format", choices=("auto", "plain", "json"), default="auto",
-        help="log lines as key=value (plain) or JSON",
-    )  # fmt: skip
-    a.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    log_flags(a, "info")
 
 
 async def _allocator(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from teamtree.agents.cli.args import broker_flags, client_tls, listen_port, resolve_team
+from teamtree.agents.cli.args import broker_flags, client_tls, listen_port, log_flags, resolve_team
 from teamtree.agents.runtime.credentials import login_credentials, observer_credentials
 from teamtree.broker import ConnectError
 
@@ -59,8 +59,7 @@ def register(subparsers: Any) -> dict[str, Handler]:
         help="mission files (*.toml with a [mission] table) the team page offers to submit "
         "(default: ./configs/missions when it exists)",
     )  # fmt: skip
-    p.add_argument("--log-format", choices=("auto", "plain", "json"), default="auto")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    log_flags(p)
     return {"web": run_web}
 
 
