@@ -32,12 +32,25 @@ from teamtree.agents.runtime.behaviour_wire import (
     decode_command,
     to_wire,
 )
+from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
 from teamtree.hardware.lease_clocks import LeaseClocks
+
+
+def driven_agent(spec: AgentSpec, config: TeamConfig) -> dict[str, str]:
+    """``{"agent": ID}`` for the one robot agent of `config` whose ``driver`` (default
+    ``<ID>-driver``) is the driver entry `spec`: the default of a driver's ``agent``
+    key. Empty when no agent or several name it (the key must then be given)."""
+    drives = [
+        a.id
+        for a in config.agents
+        if a.id != spec.id and a.params.get("driver", f"{a.id}-driver") == spec.id
+    ]
+    return {"agent": drives[0]} if len(drives) == 1 else {}
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ import msgspec
 
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
+from teamtree.drivers.base import driven_agent
 from teamtree.drivers.ros2.interfaces import InterfaceError, check_fields, resolve
 from teamtree.drivers.ros2.mapping import KNOWN_ROOTS, placeholders, site_from_config
 from teamtree.drivers.ros2.params import BehaviourSpec, Ros2Params
@@ -23,12 +24,7 @@ def driver_params(spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
     """The driver's keyword arguments from its entry `spec` of `config`; raises the
     config's error naming the key."""
     reader = spec_reader(spec, config)
-    drives = [
-        a.id
-        for a in config.agents
-        if a.id != spec.id and a.params.get("driver", f"{a.id}-driver") == spec.id
-    ]
-    defaults = {"agent": drives[0]} if len(drives) == 1 else {}
+    defaults = driven_agent(spec, config)
     params = decode_params(spec, config, Ros2Params, **defaults)
     behaviours = behaviour_specs(reader, params.behaviours)
     if not behaviours:

@@ -69,7 +69,7 @@ from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import TeamtreeError, wall_ms
 from teamtree.broker.acl import agv_login_name
 from teamtree.broker.endpoint import parse_endpoint
-from teamtree.drivers.base import DriverAgent, RunningCommand
+from teamtree.drivers.base import DriverAgent, RunningCommand, driven_agent
 from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
 from teamtree.drivers.vda5050.params import Vda5050Params
 from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable
@@ -177,12 +177,7 @@ class Vda5050DriverAgent(DriverAgent):
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
         """Validate the AGV's identity, its broker, stations and loads."""
         reader = spec_reader(spec, config)
-        drives = [
-            a.id
-            for a in config.agents
-            if a.id != spec.id and a.params.get("driver", f"{a.id}-driver") == spec.id
-        ]
-        defaults = {"agent": drives[0]} if len(drives) == 1 else {}
+        defaults = driven_agent(spec, config)
         params = decode_params(spec, config, Vda5050Params, **defaults)
         if params.agv_broker is not None:
             try:
