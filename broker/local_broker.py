@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -32,8 +33,37 @@ def find_mosquitto() -> str | None:
     return shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
 
 
+#: how many ports below the system's ephemeral range ``free_port`` picks from
+LISTEN_SPAN = 12000
+_ports = random.Random()  # its own generator: a test seeding ``random`` cannot repeat picks
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands to outgoing connections (Linux's
+    ``ip_local_port_range``; 32768-60999 where it cannot be read)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now on `host`."""
+    """A TCP port that is free right now on `host`, for a listener started next.
+
+    Picked at random below the ephemeral range: a port from inside it (what binding
+    port 0 gives) can be taken by any client's outgoing connection between this check
+    and the listener's bind, and on a busy machine one was (a broker or a web page
+    failing with "address already in use"). Falls back to a port the system picks."""
+    low = ephemeral_range()[0]
+    candidates = range(max(1024, low - LISTEN_SPAN), low)
+    for port in _ports.sample(candidates, min(64, len(candidates))):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])

@@ -14,7 +14,6 @@ cluster per session.
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import socket
@@ -23,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from teamtree.broker import free_port
 from tests.conftest import scaled
 from tests.progress_support import progress
 
@@ -39,27 +39,6 @@ def rabbitmq_missing() -> str | None:
     if shutil.which("epmd") is None:
         return f"epmd (Erlang) is not installed: {INSTALL_HINT}"
     return None
-
-
-#: ports for the nodes, below Linux's ephemeral range (32768-60999): a port the kernel
-#: hands out for port 0 can be taken by any client connection of the tests running
-#: beside the cluster between our check and the node's listen. Seen in CI: a node's
-#: AMQP listener failed with eaddrinuse, and the node took no agent's session.
-NODE_PORTS = range(20000, 32000)
-
-
-def _free_port() -> int:
-    """A port free now, from NODE_PORTS (random; then any free one)."""
-    for port in random.sample(NODE_PORTS, 64):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _port_open(port: int) -> bool:
@@ -255,7 +234,7 @@ def start_cluster(folder: Path, size: int = 3, timeout: float = 180.0) -> Rabbit
     cookie.write_text(COOKIE)
     cookie.chmod(0o400)
     (folder / "enabled_plugins").write_text("[rabbitmq_mqtt].\n")
-    cluster = RabbitCluster(folder, _free_port())
+    cluster = RabbitCluster(folder, free_port())
     names = [f"tt{i + 1}@localhost" for i in range(size)]
     peers = "".join(
         f"cluster_formation.classic_config.nodes.{i + 1} = {name}\n" for i, name in enumerate(names)
@@ -324,7 +303,7 @@ def _since(started: float) -> str:
 
 def _configure(node: RabbitNode, peers: str) -> None:
     """Pick free ports for `node` and write its rabbitmq.conf."""
-    node.mqtt_port, node.amqp_port, node.dist_port = _free_port(), _free_port(), _free_port()
+    node.mqtt_port, node.amqp_port, node.dist_port = free_port(), free_port(), free_port()
     (node.folder / "rabbitmq.conf").write_text(
         f"listeners.tcp.default = 127.0.0.1:{node.amqp_port}\n"
         f"mqtt.listeners.tcp.default = 127.0.0.1:{node.mqtt_port}\n"
