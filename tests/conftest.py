@@ -70,6 +70,21 @@ def run_recorded(config: Path, record: str, cwd: Path, *args: str) -> tuple[str,
     return out.stdout, [json.loads(line) for line in lines]
 
 
+TEA_PARTY_IDS = frozenset(
+    {"pr2", "baxter", "world", "pr2-driver", "baxter-driver", "recorder", "run"}
+)
+
+
+def assert_observer_kept_out(recorded: list[dict], prefix: str, team: str) -> None:
+    """An observer (client ids ``<prefix>-…``) is no member of a recorded tea party: it
+    sent nothing on the team's wire but its re-sync requests (which a run starting
+    during its rounds records), and every other sender is one of the config's agents."""
+    sent = {(r["topic"], r["kind"]) for r in recorded if r["sender"].startswith(f"{prefix}-")}
+    assert sent <= {(f"teamtree/v1/{team}/sync", "sync.request")}, sent
+    members = {r["sender"] for r in recorded if not r["sender"].startswith(f"{prefix}-")}
+    assert members <= TEA_PARTY_IDS, members - TEA_PARTY_IDS
+
+
 async def start_broker(kind: str) -> BrokerUnderTest:
     if kind == "mosquitto":
         if find_mosquitto() is None:

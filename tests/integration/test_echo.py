@@ -12,7 +12,7 @@ from pathlib import Path
 import paho.mqtt.publish as mqtt_publish
 import pytest
 
-from tests.conftest import REPO, eventually, teamtree_cmd
+from tests.conftest import REPO, assert_observer_kept_out, eventually, teamtree_cmd
 
 pytestmark = pytest.mark.integration
 
@@ -76,9 +76,7 @@ async def test_echo_prints_every_kind_of_a_tea_party_as_json(mosquitto, tmp_path
         key = (rec["topic"], rec["kind"], rec["ts"], json.dumps(rec["body"]))
         assert key in echoed_keys, rec
     assert f"dropped a malformed message on {garbage}" in err.read_text()
-    # an observer, not a member: nothing of echo's in the team
-    config_ids = {"pr2", "baxter", "world", "pr2-driver", "baxter-driver", "recorder", "run"}
-    assert {r["sender"] for r in recorded} <= config_ids
+    assert_observer_kept_out(recorded, "echo", TEAM)
 
 
 @pytest.mark.parametrize(

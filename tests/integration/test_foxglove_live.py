@@ -18,7 +18,7 @@ import pytest
 
 from teamtree.agents.observers.live_view import SCENE_SCHEMA, TREE_SCHEMA
 from teamtree.agents.observers.record_channels import LOG_SCHEMA
-from tests.conftest import REPO, eventually, teamtree_cmd
+from tests.conftest import REPO, assert_observer_kept_out, eventually, teamtree_cmd
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -139,9 +139,7 @@ async def test_viewers_watch_a_tea_party_live(mosquitto, tmp_path: Path) -> None
         for line in (tmp_path / "runs" / "tea_party_s1.jsonl").read_text().splitlines()
     ]
     assert not [r for r in recorded if r["sender"] == "viewer" or r["kind"] == "mission.cancel"]
-    # an observer, not a member: nothing of the server's in the team
-    config_ids = {"pr2", "baxter", "world", "pr2-driver", "baxter-driver", "recorder", "run"}
-    assert {r["sender"] for r in recorded} <= config_ids
+    assert_observer_kept_out(recorded, "foxglove", TEAM)
 
 
 def test_without_foxglove_sdk_the_command_says_how_to_install_it(mosquitto) -> None:
