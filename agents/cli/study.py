@@ -1,4 +1,5 @@
-"""``teamtree study kitting`` (seed 001's simulation study, §VI, Tables III and IV) and
+"""``teamtree study kitting`` (seed 001's simulation study, §VI, Tables III and IV),
+``teamtree study hospital`` (seed 003's adversarial study, ``study_hospital``) and
 ``teamtree allocator`` (the allocation service on its own, without a config).
 
 The study runs the P_follow × P_error grid, the adaptive planner against non-adaptive
@@ -24,6 +25,7 @@ from typing import TextIO
 from teamtree.agents.allocation.allocator import AllocatorAgent
 from teamtree.agents.cli.args import log_flags
 from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.cli.study_hospital import register_hospital, run_hospital_study
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.broker import ConfigError, TopicError
 from teamtree.broker.endpoint import parse_endpoint
@@ -81,7 +83,8 @@ def _count(lo: int) -> Callable[[str], int]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # type: ignore[type-arg]
-    """Add ``study`` (with its ``kitting`` study) to the CLI; returns {command: handler}."""
+    """Add ``study`` (its ``kitting`` and ``hospital`` studies) to the CLI; returns
+    {command: handler}."""
     study = subparsers.add_parser(
         "study",
         help="reproduce a paper's simulation study",
@@ -143,6 +146,7 @@ def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # t
     )  # fmt: skip
     k.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     log_flags(k)
+    register_hospital(which, _count)
     _register_allocator(subparsers)
     return {"study": _study, "allocator": _allocator}
 
@@ -301,6 +305,8 @@ def plot(rows: Sequence[TableRow], path: Path, runs: int) -> None:
 
 
 async def _study(args: argparse.Namespace) -> int:
+    if args.study == "hospital":
+        return await run_hospital_study(args)
     cases = study_cases(
         p_follow=args.p_follow,
         p_error=args.p_error,

@@ -2,9 +2,18 @@
 automaton by progression (built once per specification and alphabet, `AUTOMATA`),
 transition systems, product and team automata, offline allocation, local and global
 reallocation (the searches on one Dijkstra, ``shortest``; the team search on a copy of
-its loop over int-numbered team states), and a joint-trace checker. Pure.
+its loop over int-numbered team states), a joint-trace checker, and the paper's
+adversarial study (``adversarial``, Table I). Pure.
 """
 
+from teamtree.planners.ltl.adversarial import (
+    PAPER_TABLE_I,
+    StudyRow,
+    TrialResult,
+    Trigger,
+    run_trial,
+    study_rows,
+)
 from teamtree.planners.ltl.automaton import AUTOMATA, Automaton, AutomatonCache, Progression
 from teamtree.planners.ltl.hospital import (
     FORMULAS,
@@ -51,6 +60,7 @@ __all__ = [
     "AUTOMATA",
     "FORMULAS",
     "HOSPITAL_MAP",
+    "PAPER_TABLE_I",
     "ROBOT_TYPES",
     "Automaton",
     "AutomatonCache",
@@ -67,12 +77,15 @@ __all__ = [
     "RegionMap",
     "RobotModel",
     "RobotPlan",
+    "StudyRow",
     "TSState",
     "TeamAutomaton",
     "TeamPlan",
     "TraceVerdict",
     "Transition",
     "TransitionSystem",
+    "TrialResult",
+    "Trigger",
     "apply_change",
     "block_edge",
     "check_trace",
@@ -88,6 +101,8 @@ __all__ = [
     "reallocate_global",
     "reallocate_state_change",
     "replicated_team",
+    "run_trial",
     "search_team",
     "shortest_path",
+    "study_rows",
 ]

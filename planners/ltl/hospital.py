@@ -1,9 +1,14 @@
 """The hospital scenario of seed 003 as data (from the authors' configuration, see
 docs/scenarios.md): map, robots DR / A1 / Wassi, and the study 1, study 2 and φ1 formulas.
 
-φ1 (Scenario 1): the paper's text is garbled around its last conjuncts; we read it as
-study 2's shape with the training along c1 → c7 → c6 and the return to p4 nested last
-("complete a walk training … and then send the patient back to p4").
+φ1 (Scenario 1) cannot be taken as printed: its last conjunct closes five parentheses
+where it opens three, ``◇(c1 ∧ Training ∧ ◇(c7 ∧ Training ∧ ◇(c6 ∧ Training)))))``, so
+two nested operands are lost. ``scenario1`` reads it as study 2's shape, with the
+training along c1 → c7 → c6 and the return to p4 nested last, as the scenario's
+sentence orders them ("complete a walk training … and then send the patient back to
+p4"). ``scenario1_flat`` drops the two extra parentheses instead, leaving ``◇(p4 ∧
+Standby)`` a conjunct of its own: then nothing orders the return after the training,
+and the optimal plan takes the patient to p4 first and trains afterwards.
 """
 
 from __future__ import annotations
@@ -130,12 +135,19 @@ FORMULAS: dict[str, str] = {
         "<>(c1 && training && <>(c7 && training && <>(c6 && training && <>(p4 && standby)))) "
         "&& []((!p4 && X p4) -> training)"
     ),
+    "scenario1_flat": (
+        "<>(p3 && standby) && []((!p3 && X p3) -> loaded) && "
+        "<>(p6 && standby) && []((!p6 && X p6) -> loaded) && "
+        "<>(p4 && standby) && []((!p4 && X p4) -> training) && "
+        "<>(c1 && training && <>(c7 && training && <>(c6 && training)))"
+    ),
 }
 
 TEAMS: dict[str, tuple[str, ...]] = {
     "study1": ("DR", "A1"),
     "study2": ("DR", "A1", "Wassi"),
     "scenario1": ("DR", "A1", "Wassi"),
+    "scenario1_flat": ("DR", "A1", "Wassi"),
 }
 
 
