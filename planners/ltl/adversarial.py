@@ -165,8 +165,16 @@ def _starts(rng: random.Random, types: Sequence[str], formula: str) -> dict[str,
 class _Trial:
     """One trial's simulation (see the module docstring)."""
 
-    def __init__(self, rng: random.Random, mission: Mission, plan: TeamPlan, clock):
+    def __init__(
+        self,
+        rng: random.Random,
+        mission: Mission,
+        plan: TeamPlan,
+        clock: Callable[[], float],
+        recovery_s: float,
+    ):
         self.rng, self.mission, self.team_plan, self.clock = rng, mission, plan, clock
+        self.recovery_s = recovery_s
         self.robots = {
             n: _Robot(n, mission.robots[n].kind == "quadruped", plan[n]) for n in plan.plans
         }
@@ -177,7 +185,6 @@ class _Trial:
         self.triggers: list[Trigger] = []
         self.not_fired = 0
         self.outcome: str | None = None  #: the reason a global reallocation gave up
-        self.recovery_s = 5.0
 
     # -- stepping ----------------------------------------------------------------------
 
@@ -400,8 +407,7 @@ def run_trial(
         if unknown:
             raise SpecificationError(f"unknown disturbance kinds {unknown}; known: {list(KINDS)}")
         times = list(script)
-    sim = _Trial(rng, mission, plan, clock)
-    sim.recovery_s = recovery_s
+    sim = _Trial(rng, mission, plan, clock, recovery_s)
     sim.run(times)
     ok, reason = sim.verdict()
     return TrialResult(
