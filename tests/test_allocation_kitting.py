@@ -11,11 +11,13 @@ from teamtree.broker import SpecificationError
 from teamtree.planners.allocation import (
     HUMAN,
     ROBOT,
+    BeliefPoint,
     CobotConfig,
     HumanAction,
     InProgress,
     KittingScenario,
     RobotAction,
+    RunRecord,
     SimulatedHuman,
     SolveOptions,
     SubtaskState,
@@ -28,6 +30,7 @@ from teamtree.planners.allocation import (
     plan,
     preds_done,
     run_study,
+    series_rows,
     simulate_episode,
     study_tables,
 )
@@ -172,6 +175,47 @@ def test_short_seeded_episode_completes_with_correct_pattern(adaptive: bool) -> 
     assert wrong_in_trace == res.wrong_human_actions
     assert res.robot_to_human == sum(1 for e in res.trace if e.action == "R2")
     assert res.human_to_robot == sum(1 for e in res.trace if e.action == "H2")
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_an_episode_s_series_follows_its_beliefs_and_assignments(adaptive: bool) -> None:
+    sc = KittingScenario.default()
+    cfg = FAST if adaptive else CobotConfig(adaptive=False, fixed_p_error=0.35,
+                                            schedule_options=FAST.schedule_options)  # fmt: skip
+    res = simulate_episode(sc, SimulatedHuman(0.3, 0.8), cfg, seed=5)
+    series = res.series
+    assert series[0].time == 0.0
+    assert [p.time for p in series] == sorted(p.time for p in series)
+    assert [p.robot_to_human for p in series] == sorted(p.robot_to_human for p in series)
+    last = series[-1]
+    assert (last.alpha_f, last.alpha_e, last.robot_to_human) == pytest.approx(
+        (res.alpha_f, res.alpha_e, res.robot_to_human)
+    )
+    assigned = [e.time for e in res.trace if e.action == "R2"]  # C_r^h steps when R2 starts
+    for k, t in enumerate(assigned, 1):
+        assert max(p.robot_to_human for p in series if p.time <= t) >= k
+    if adaptive:  # the beliefs moved, and each move is a point
+        assert len({(p.alpha_f, p.alpha_e) for p in series}) > 2
+    else:
+        assert {(p.alpha_f, p.alpha_e) for p in series} == {(1.0, 0.35)}
+
+
+def _record(pf: float, makespan: float, *points: BeliefPoint) -> RunRecord:
+    return RunRecord(pf, 0.1, "adaptive", 0, 0, 0, 0, makespan, 0, 0, True, 0, points)
+
+
+def test_series_rows_average_step_functions_on_a_time_grid() -> None:
+    a = _record(0.9, 20.0, BeliefPoint(0, 0.8, 0.1, 0), BeliefPoint(12, 0.6, 0.3, 2))
+    b = _record(0.9, 35.0, BeliefPoint(0, 0.8, 0.1, 1), BeliefPoint(5, 1.0, 0.1, 3))
+    rows = series_rows([a, b], step_s=10.0)
+    assert [r.time for r in rows] == [0.0, 10.0, 20.0, 30.0]  # to the longer run's end
+    means = [(r.alpha_f, r.alpha_e, r.robot_to_human) for r in rows]
+    assert means[0] == pytest.approx((0.8, 0.1, 0.5))
+    assert means[1] == pytest.approx((0.9, 0.1, 1.5))  # a still at its start, b moved at 5
+    assert means[2] == pytest.approx((0.8, 0.2, 2.5))  # a moved at 12
+    assert means[3] == means[2]  # a ended at 20 s and holds its last value
+    with pytest.raises(ValueError, match="step_s"):
+        series_rows([a], step_s=0)
 
 
 def test_small_study_grid_returns_rows() -> None:

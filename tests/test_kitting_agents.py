@@ -294,6 +294,12 @@ def test_study_cli_tiny_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert [r["planner"] for r in rows] == ["adaptive", "fixed(alpha_e=0)"]
     assert len(list(csv.DictReader((out / "tables.csv").open()))) == 2
     assert (out / "study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "series" not in rows[0]  # the series have their own file
+    series = list(csv.DictReader((out / "series.csv").open()))
+    assert {r["planner"] for r in series} == {"adaptive", "fixed(alpha_e=0)"}
+    assert series[0]["time"] == "0.0"
+    for figure in ("beliefs.png", "assigned.png"):  # Figs. 16 and 17
+        assert (out / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_study_cli_rejects_bad_flags() -> None:

@@ -26,6 +26,7 @@ from teamtree.agents.allocation.allocator import AllocatorAgent
 from teamtree.agents.cli.args import log_flags
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.study_hospital import register_hospital, run_hospital_study
+from teamtree.agents.cli.study_series import plot_assigned, plot_beliefs
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.broker import ConfigError, TopicError
 from teamtree.broker.endpoint import parse_endpoint
@@ -43,6 +44,7 @@ from teamtree.planners.allocation import (
     TableRow,
     format_table,
     run_case,
+    series_rows,
     side_by_side,
     study_cases,
     study_tables,
@@ -97,7 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # t
         description="Simulate the kitting study of seed 001 (§VI): every P_follow x P_error "
         "cell, the adaptive planner and non-adaptive ones that assume the human follows, "
         "N runs each; print tables like III and IV plus makespan and final beliefs; write "
-        "runs.csv, tables.csv and study.png to --out.",
+        "runs.csv, tables.csv, study.png, series.csv and Figs. 16 and 17 (beliefs.png, "
+        "assigned.png) to --out.",
     )
     k.add_argument(
         "--runs", type=_count(1), default=PAPER_RUNS,
@@ -262,15 +265,16 @@ def run_cases(
 
 
 def write_csv(path: Path, rows: Sequence[object]) -> None:
-    """Dataclass rows as CSV with a header."""
+    """Dataclass rows as CSV with a header (fields marked ``metadata={"csv": False}``
+    left out)."""
     if not rows:
         return
-    names = [f.name for f in fields(rows[0])]  # type: ignore[arg-type]
+    names = [f.name for f in fields(rows[0]) if f.metadata.get("csv", True)]  # type: ignore[arg-type]
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=names)
         writer.writeheader()
         for row in rows:
-            writer.writerow(asdict(row))  # type: ignore[call-overload]
+            writer.writerow({k: v for k, v in asdict(row).items() if k in names})  # type: ignore[call-overload]
 
 
 def plot(rows: Sequence[TableRow], path: Path, runs: int) -> None:
@@ -336,7 +340,14 @@ async def _study(args: argparse.Namespace) -> int:
     write_csv(args.out / "runs.csv", records)
     write_csv(args.out / "tables.csv", rows)
     plot(rows, args.out / "study.png", args.runs)
-    print(f"wrote {args.out / 'runs.csv'}, {args.out / 'tables.csv'}, {args.out / 'study.png'}")
+    series = series_rows(records)
+    write_csv(args.out / "series.csv", series)
+    written = ["runs.csv", "tables.csv", "study.png", "series.csv"]
+    if any(r.planner == "adaptive" for r in series):
+        plot_beliefs(series, args.out / "beliefs.png", args.runs)
+        plot_assigned(series, args.out / "assigned.png", args.runs)
+        written += ["beliefs.png (Fig. 16)", "assigned.png (Fig. 17)"]
+    print(f"wrote {', '.join(written)} to {args.out}")
     return 0 if not failed else 1
 
 

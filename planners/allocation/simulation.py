@@ -45,6 +45,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from teamtree.broker import PlanningError
 from teamtree.planners.allocation.allocation import Allocation
@@ -123,6 +124,16 @@ class Event:
     correct: bool = True
 
 
+class BeliefPoint(NamedTuple):
+    """The cobot's view at ``time``: E[α_f], E[α_e] and the subtasks it has assigned to
+    the human so far (C_r^h); a point at the start and after every change of either."""
+
+    time: float
+    alpha_f: float
+    alpha_e: float
+    robot_to_human: int
+
+
 @dataclass(frozen=True)
 class EpisodeResult:
     """Per-run metrics of §VI, the final board and the trace."""
@@ -138,6 +149,7 @@ class EpisodeResult:
     plans: int
     solve_time: float
     trace: tuple[Event, ...]
+    series: tuple[BeliefPoint, ...] = ()  #: Figs. 16 and 17 of one episode
 
 
 @dataclass
@@ -190,6 +202,16 @@ def simulate_episode(
     solve_time = 0.0
     t = 0.0
 
+    series: list[BeliefPoint] = []
+
+    def mark(now: float) -> None:
+        snap = beliefs.snapshot()
+        point = BeliefPoint(now, snap["alpha_f"], snap["alpha_e"], r2h)
+        if not series or point[1:] != series[-1][1:]:
+            series.append(point)
+
+    mark(0.0)
+
     def done() -> bool:
         return all(s is _S.PLACED_CORRECTLY for s in states) and h_pending is None
 
@@ -213,6 +235,7 @@ def simulate_episode(
                     beliefs.observe_follow(p.evidence_follow)
                 if p.evidence_error is not None:
                     beliefs.observe_error(p.evidence_error)
+                mark(t)
                 version += 1
                 h_pending = None
                 if r_wait:  # the task changed: the waiting robot looks again
@@ -291,6 +314,7 @@ def simulate_episode(
         r_next = r_pending.end
         if r_pending.action is RobotAction.R2:
             r2h += 1
+            mark(t)
         trace.append(Event(t, ROBOT, r_pending.action.name, r_pending.task))
         version += 1  # the lock changed what the human can do; the plan stays valid
         planned_version = version
@@ -301,7 +325,7 @@ def simulate_episode(
     pattern_ok = all(s is _S.PLACED_CORRECTLY for s in states)
     return EpisodeResult(
         wrong, r2h, h2r, t, snap["alpha_f"], snap["alpha_e"], pattern_ok, tuple(states),
-        plans, solve_time, tuple(trace),
+        plans, solve_time, tuple(trace), tuple(series),
     )  # fmt: skip
 
 

@@ -9,12 +9,14 @@ where 1 means "follows"; the paper writes α_f = 0 for it) with a fixed α_e (0 
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from teamtree.planners.allocation.kitting import KittingScenario
 from teamtree.planners.allocation.simulation import (
+    BeliefPoint,
     CobotConfig,
     EpisodeResult,
     SimulatedHuman,
@@ -53,10 +55,14 @@ class RunRecord:
     alpha_e: float
     pattern_correct: bool
     solve_time: float
+    #: the cobot's beliefs and C_r^h over the episode (not a CSV column: ``series_rows``)
+    series: tuple[BeliefPoint, ...] = field(default=(), compare=False, metadata={"csv": False})
 
     def as_dict(self) -> dict[str, object]:
-        """Plain values, e.g. for a CSV row."""
-        return asdict(self)
+        """Plain values, e.g. for a CSV row (without the series)."""
+        out = asdict(self)
+        out.pop("series")
+        return out
 
 
 def planners(
@@ -124,6 +130,7 @@ def run_case(
         res.alpha_e,
         res.pattern_correct,
         res.solve_time,
+        res.series,
     )
 
 
@@ -186,6 +193,57 @@ def study_tables(records: Sequence[RunRecord]) -> list[TableRow]:
     for (pf, pe, name), recs in groups.items():
         means = {m: statistics.fmean(float(getattr(r, m)) for r in recs) for m in METRICS}
         rows.append(TableRow(pf, pe, name, len(recs), **means))
+    return rows
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    """Figs. 16 and 17 at one time: the means over the runs of a cell and planner of
+    E[α_f], E[α_e] and C_r^h (each run holding its last value after it ended)."""
+
+    p_follow: float
+    p_error: float
+    planner: str
+    time: float
+    alpha_f: float
+    alpha_e: float
+    robot_to_human: float
+
+
+def _value_at(series: Sequence[BeliefPoint], t: float) -> BeliefPoint:
+    """The last point at or before `t` (the series is a step function)."""
+    k = bisect.bisect_right([p.time for p in series], t) - 1
+    return series[max(k, 0)]
+
+
+def series_rows(records: Sequence[RunRecord], step_s: float = 10.0) -> list[SeriesRow]:
+    """Figs. 16 and 17 of the study: per cell and planner, the mean over its runs of the
+    cobot's beliefs and of the subtasks it assigned to the human, every ``step_s``
+    seconds from 0 to the longest run's makespan. The paper does not say what its x
+    axis is; time within the episode is this reading's."""
+    if step_s <= 0:
+        raise ValueError(f"step_s must be > 0, not {step_s}")
+    groups: dict[tuple[float, float, str], list[RunRecord]] = {}
+    for rec in records:
+        if rec.series:
+            groups.setdefault((rec.p_follow, rec.p_error, rec.planner), []).append(rec)
+    rows = []
+    for (pf, pe, name), recs in groups.items():
+        end = max(r.makespan for r in recs)
+        for i in range(int(end // step_s) + 1):
+            t = i * step_s
+            points = [_value_at(r.series, t) for r in recs]
+            rows.append(
+                SeriesRow(
+                    pf,
+                    pe,
+                    name,
+                    t,
+                    statistics.fmean(p.alpha_f for p in points),
+                    statistics.fmean(p.alpha_e for p in points),
+                    statistics.fmean(p.robot_to_human for p in points),
+                )
+            )
     return rows
 
 
