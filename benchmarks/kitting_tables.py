@@ -18,7 +18,7 @@ from teamtree.planners.allocation import RunRecord, side_by_side
 
 def load(path: Path) -> list[RunRecord]:
     """The records of a study's runs.csv."""
-    types = {f.name: f.type for f in fields(RunRecord)}
+    types = {f.name: f.type for f in fields(RunRecord) if f.metadata.get("csv", True)}
     out = []
     with path.open(newline="") as fh:
         for row in csv.DictReader(fh):

@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import csv
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,12 @@ def test_study_cli_tiny_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert series[0]["time"] == "0.0"
     for figure in ("beliefs.png", "assigned.png"):  # Figs. 16 and 17
         assert (out / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = subprocess.run(  # the tables again from the CSV alone
+        [sys.executable, str(REPO / "benchmarks" / "kitting_tables.py"), str(out / "runs.csv")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "adaptive" in again.stdout
 
 
 def test_study_cli_rejects_bad_flags() -> None:
