@@ -160,11 +160,16 @@ def test_human_in_progress_delays_successors() -> None:
     assert p.schedule.start["t1"] >= 4.0 - 1e-6
 
 
+def _episode_config(adaptive: bool) -> CobotConfig:
+    """FAST, or a non-adaptive planner (α_e fixed at 0.35) with FAST's schedule options."""
+    if adaptive:
+        return FAST
+    return CobotConfig(adaptive=False, fixed_p_error=0.35, schedule_options=FAST.schedule_options)
+
+
 @pytest.mark.parametrize("adaptive", [True, False])
 def test_short_seeded_episode_completes_with_correct_pattern(adaptive: bool) -> None:
-    sc = KittingScenario.default()
-    cfg = FAST if adaptive else CobotConfig(adaptive=False, fixed_p_error=0.35,
-                                            schedule_options=FAST.schedule_options)  # fmt: skip
+    sc, cfg = KittingScenario.default(), _episode_config(adaptive)
     res = simulate_episode(sc, SimulatedHuman(0.5, 0.4), cfg, seed=7)
     assert res.pattern_correct
     assert all(s is S.PLACED_CORRECTLY for s in res.final_states)
@@ -179,9 +184,7 @@ def test_short_seeded_episode_completes_with_correct_pattern(adaptive: bool) -> 
 
 @pytest.mark.parametrize("adaptive", [True, False])
 def test_an_episode_s_series_follows_its_beliefs_and_assignments(adaptive: bool) -> None:
-    sc = KittingScenario.default()
-    cfg = FAST if adaptive else CobotConfig(adaptive=False, fixed_p_error=0.35,
-                                            schedule_options=FAST.schedule_options)  # fmt: skip
+    sc, cfg = KittingScenario.default(), _episode_config(adaptive)
     res = simulate_episode(sc, SimulatedHuman(0.3, 0.8), cfg, seed=5)
     series = res.series
     assert series[0].time == 0.0
