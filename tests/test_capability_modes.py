@@ -139,6 +139,40 @@ def test_job4_solo_subcontract_assembly(method):
     assert s.mode in (WorkingMode.ASSEMBLY, WorkingMode.SUBCONTRACT)
 
 
+R24 = {r.robot_id: r for r in factory_robots(24)}
+
+
+@pytest.mark.parametrize(
+    ("job", "agent", "team", "with_two_ls"),
+    [
+        ("job3b", "l1", ("l1", "m1"), "l1+l2"),
+        ("job3b", "l2", ("l2", "m1"), "l1+l2"),
+        ("job5", "l1", ("l1", "m1", "o1"), "l1+l2+o1"),
+        ("job5", "l2", ("l2", "m1", "o1"), "l1+l2+o1"),
+    ],
+)
+def test_method2_with_two_ls_in_reach_takes_l_plus_m(job, agent, team, with_two_ls):
+    """§VII.E's L + M (3(b)) and L + M1 + O1 (job 5) with Table II's mix twice, both Ls
+    idle. L and M have the same component counts (Table III), so eq. 20 scores the tower
+    with the other L exactly as the one with an M (q̂ = [2, 4, 1] or [3, 4, 1], θ̂ 240);
+    eq. 18 leaves the tie open and the planner takes the helpers with the fewest assembly
+    ports (the smallest A_P, eq. 19): an M rather than the other, 3-port L."""
+    s = decide_mode(R24[agent], JOBS[job], [r for r in R24.values() if r.robot_id != agent], 2)
+    assert s.mode == WorkingMode.ASSEMBLY and s.team is not None and s.team.ids == team
+    assert s.scores == pytest.approx(
+        {"+".join(team): 1000 / (1 + 10**0.5), with_two_ls: 1000 / (1 + 10**0.5)}
+    )
+    assert s.scores[with_two_ls] == s.scores["+".join(team)]  # the tie eq. 20 leaves
+
+
+def test_method2_substitute_tie_goes_to_the_robot_with_fewer_ports():
+    """O3 (a gripper only) cannot do job 2 and has no port to spare: it subcontracts.
+    L1 and M1 both have q̂ = [1, 2, 1] (θ̂ 500); M1, with 2 ports to L1's 3, takes it."""
+    s = decide_mode(R["o3"], JOBS["job2"], [R["l1"], R["m1"]], 2)
+    assert s.mode == WorkingMode.SUBCONTRACT and s.helpers == ("m1",)
+    assert s.scores == pytest.approx({"l1": 500.0, "m1": 500.0})
+
+
 def test_job5_l_assembles_with_m_and_o1():
     """§VII.E, Fig. 18(b): L + M1 + O1; O1's type-3 eye, M1's gripper, L's wheels."""
     s = decide_mode(R["l1"], JOBS["job5"], others("l1"), 2)

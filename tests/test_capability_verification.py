@@ -5,6 +5,7 @@ import numpy as np
 from teamtree.hardware import StrengthCapability, factory_robots, type_capability
 from teamtree.planners.capability import (
     JOBS,
+    best,
     condense,
     theta,
     theta_hat,
@@ -67,3 +68,10 @@ def test_capability_all_is_sorted_and_complete():
 
     assert cap.__all__ == sorted(cap.__all__, key=key)
     assert all(hasattr(cap, n) for n in cap.__all__)
+
+
+def test_best_is_eq_18_argmax_with_ties_to_the_tiebreak_then_the_key():
+    scores = {"b": 240.0, "a": 240.0, "c": 100.0}
+    assert best(scores) == "a"
+    assert best(scores, {"a": 3, "b": 2, "c": 0}) == "b"
+    assert best({"x": 1.0, "y": 2.0}, {"y": 9}) == "y"  # the score comes first

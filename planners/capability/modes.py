@@ -25,6 +25,16 @@ Both matchers share one contract, used on both sides of a favor request:
   components), so with L1 idle in range M3 subcontracts job 3(a) to L1
   (θ̂ 500 > 309 for M3+S1). The paper reports M3+S1 for 3(a) under method 1 only
   (§VII.B.1) and gives no q̂^job; docs/favors.md has the details.
+- method 2 ties: θ̂ sees only component counts, and L and M robots have the same counts
+  (Table III), so towers that differ by an L for an M score the same (with two Ls in
+  reach, L+L and L+M for job 3(b)). Eq. 18 does not say how a tie ends; the solution
+  whose helpers have the fewest assembly ports wins, then the smallest label. For
+  towers of one size that is the smallest A_P (eq. 19), the paper's own figure per path
+  (Fig. 15), and it keeps the robots with most ports free for the community (§VIII.A:
+  the active approach "values the resource utilization of the whole community"): an L,
+  the only 3-port type and the base of the towers of jobs 3(c) and 5, is not taken
+  where an M does the same. So job 3(b) is L+M and job 5 L+M+O1 whenever an idle M is
+  in reach, however many Ls are.
 - an agent that can do the job alone never assembles; partnership takes one partner.
 """
 
@@ -274,23 +284,27 @@ class ActiveMatcher:
 
         Subcontract substitutes and assembled teams compete on θ̂ alone (§V.C), so an
         assemblable agent assembles only when a team scores above every capable
-        neighbour. Raises NoCapableAgentError when no solution exists.
+        neighbour. Solutions of equal θ̂ go to the one whose helpers have the fewest
+        assembly ports (see the module docstring). Raises NoCapableAgentError when no
+        solution exists.
         """
         t_job = job.types()
         q_job = t_job.q_hat
         capable = verify_type(t_job, type_capability(agent)).capable
         peers = [o.profile for o in offers if o.robot_id != agent.robot_id]
         scores: dict[str, float] = {}
+        ports: dict[str, float] = {}
         singles: dict[str, RobotProfile] = {}
         for p in peers:
             tc = type_capability(p)
             if verify_type(t_job, tc).capable:
                 scores[p.robot_id] = theta_hat(tc.q_hat, q_job)
+                ports[p.robot_id] = p.ports
                 singles[p.robot_id] = p
         if capable:
             if not scores:
                 return Selection(WorkingMode.SOLO, agent.robot_id, method=self.method)
-            pick = str(best(scores))
+            pick = str(best(scores, ports))
             return Selection(
                 WorkingMode.PARTNERSHIP, agent.robot_id, (pick,), scores=scores, method=self.method
             )
@@ -307,11 +321,12 @@ class ActiveMatcher:
                 label = "+".join(team.ids)
                 teams[label] = team
                 scores[label] = theta_hat(team.type_capability().q_hat, q_job)
+                ports[label] = sum(m.ports for m in team.members if m.robot_id != agent.robot_id)
         if not scores:
             raise NoCapableAgentError(
                 f"{agent.robot_id} cannot do {job.name}, alone, assembled or by subcontract"
             )
-        pick = str(best(scores))
+        pick = str(best(scores, ports))
         if pick in singles:
             return Selection(
                 WorkingMode.SUBCONTRACT, agent.robot_id, (pick,), scores=scores, method=self.method

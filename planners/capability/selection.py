@@ -27,11 +27,15 @@ def theta_hat(q_hat_i: np.ndarray, q_hat_job: np.ndarray) -> float:
     return 1000.0 / (1.0 + float(np.linalg.norm(diff)))
 
 
-def best(scores: Mapping[Hashable, float]) -> Hashable:
-    """argmax of eq. 18; ties go to the smallest key, so every robot agrees.
+def best(
+    scores: Mapping[Hashable, float], tiebreak: Mapping[Hashable, float] | None = None
+) -> Hashable:
+    """argmax of eq. 18. Eq. 18 does not say how ties end; they go to the smallest
+    ``tiebreak`` value (when given), then to the smallest key, so every robot agrees.
 
     Raises ValueError when ``scores`` is empty.
     """
     if not scores:
         raise ValueError("no candidate to select from")
-    return min(scores, key=lambda k: (-scores[k], str(k)))
+    second = tiebreak or {}
+    return min(scores, key=lambda k: (-scores[k], second.get(k, 0.0), str(k)))
