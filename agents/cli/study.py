@@ -1,5 +1,6 @@
 """``teamtree study kitting`` (seed 001's simulation study, §VI, Tables III and IV),
-``teamtree study hospital`` (seed 003's adversarial study, ``study_hospital``) and
+``teamtree study hospital`` (seed 003's adversarial study, ``study_hospital``),
+``teamtree study factory`` (seed 002's working modes, ``study_factory``) and
 ``teamtree allocator`` (the allocation service on its own, without a config).
 
 The study runs the P_follow × P_error grid, the adaptive planner against non-adaptive
@@ -12,20 +13,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import signal
-import sys
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TextIO
 
 from teamtree.agents.allocation.allocator import AllocatorAgent
 from teamtree.agents.cli.args import log_flags
 from teamtree.agents.cli.args import seconds as _seconds
+from teamtree.agents.cli.study_factory import register_factory, run_factory_study
 from teamtree.agents.cli.study_hospital import register_hospital, run_hospital_study
+from teamtree.agents.cli.study_output import Progress, write_csv
 from teamtree.agents.cli.study_series import plot_assigned, plot_beliefs
 from teamtree.agents.runtime.config import RuntimeSettings
 from teamtree.broker import ConfigError, TopicError
@@ -150,6 +148,7 @@ def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # t
     k.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     log_flags(k)
     register_hospital(which, _count)
+    register_factory(which, _count)
     _register_allocator(subparsers)
     return {"study": _study, "allocator": _allocator}
 
@@ -207,29 +206,6 @@ async def _allocator(args: argparse.Namespace) -> int:
         return await agent.run_until_stopped()
 
 
-class Progress:
-    """A one-line progress bar on a stream (stderr): done/total, rate and time left."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, width: int = 30):
-        self.total = total
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.started = time.monotonic()
-
-    def __call__(self, done: int, total: int | None = None) -> None:
-        total = total or self.total
-        elapsed = time.monotonic() - self.started
-        filled = int(self.width * done / max(1, total))
-        eta = elapsed / done * (total - done) if done else 0.0
-        self.stream.write(
-            f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} "
-            f"{100 * done / max(1, total):3.0f}%  {elapsed:5.0f} s elapsed, ~{eta:4.0f} s left"
-        )
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def cobot_config(args: argparse.Namespace) -> CobotConfig:
     """The planner settings the flags describe."""
     return CobotConfig(
@@ -262,19 +238,6 @@ def run_cases(
             if progress:
                 progress(n, len(cases))
     return [r for r in results if r is not None]
-
-
-def write_csv(path: Path, rows: Sequence[object]) -> None:
-    """Dataclass rows as CSV with a header (fields marked ``metadata={"csv": False}``
-    left out)."""
-    if not rows:
-        return
-    names = [f.name for f in fields(rows[0]) if f.metadata.get("csv", True)]  # type: ignore[arg-type]
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=names)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: v for k, v in asdict(row).items() if k in names})  # type: ignore[call-overload]
 
 
 def plot(rows: Sequence[TableRow], path: Path, runs: int) -> None:
@@ -311,6 +274,8 @@ def plot(rows: Sequence[TableRow], path: Path, runs: int) -> None:
 async def _study(args: argparse.Namespace) -> int:
     if args.study == "hospital":
         return await run_hospital_study(args)
+    if args.study == "factory":
+        return await run_factory_study(args)
     cases = study_cases(
         p_follow=args.p_follow,
         p_error=args.p_error,
@@ -351,4 +316,4 @@ async def _study(args: argparse.Namespace) -> int:
     return 0 if not failed else 1
 
 
-__all__ = ["Progress", "cobot_config", "register", "run_cases"]
+__all__ = ["Progress", "cobot_config", "register", "run_cases", "write_csv"]

@@ -1,5 +1,6 @@
 """Capability matching, seed 002 (Lee et al.): verification, member selection, working
-modes, assemble search, hardware control, knowledge graph, and the favor protocol.
+modes, assemble search, hardware control, knowledge graph, the favor protocol, and
+the working-mode study (Figs. 16 and 17).
 
 Pure: no I/O, no broker, no clock reads; agents feed facts in and act on the answers.
 """
@@ -51,6 +52,22 @@ from teamtree.planners.capability.knowledge_graph import (
     algebraic_connectivity,
     laplacian,
 )
+from teamtree.planners.capability.mode_study import (
+    FIG16_JOBS,
+    FIG17_JOBS,
+    MAX_PLACEMENTS,
+    PAPER_RUNS,
+    STUDY_MODES,
+    ModeRun,
+    ModeSummary,
+    ReachRow,
+    feasible_agents,
+    reach_rows,
+    run_mode,
+    select_in_mode,
+    study_runs,
+)
+from teamtree.planners.capability.mode_timing import FloorModel, JobTime, job_time
 from teamtree.planners.capability.modes import (
     ActiveMatcher,
     FavorQuery,
@@ -93,7 +110,12 @@ from teamtree.planners.capability.verification import (
 )
 
 __all__ = [
+    "FIG16_JOBS",
+    "FIG17_JOBS",
     "JOBS",
+    "MAX_PLACEMENTS",
+    "PAPER_RUNS",
+    "STUDY_MODES",
     "ActiveMatcher",
     "ControlGraph",
     "ControlRoute",
@@ -109,19 +131,24 @@ __all__ = [
     "FavorRevoke",
     "FavorSimulation",
     "Feasibility",
+    "FloorModel",
     "HelperLost",
     "HelperStatus",
     "JobSpec",
+    "JobTime",
     "KnowledgeGraph",
     "Lease",
     "LeaseState",
     "Matcher",
     "Message",
     "Method",
+    "ModeRun",
+    "ModeSummary",
     "Offer",
     "PassiveMatcher",
     "Peer",
     "Reach",
+    "ReachRow",
     "Relation",
     "RequesterState",
     "RoleChanged",
@@ -145,6 +172,7 @@ __all__ = [
     "condense",
     "decide_mode",
     "feasibility",
+    "feasible_agents",
     "grid_positions",
     "is_idle",
     "job_1",
@@ -152,10 +180,15 @@ __all__ = [
     "job_3",
     "job_4",
     "job_5",
+    "job_time",
     "laplacian",
     "make_matcher",
+    "reach_rows",
     "relu",
     "replay",
+    "run_mode",
+    "select_in_mode",
+    "study_runs",
     "theta",
     "theta_hat",
     "verify_strength",
