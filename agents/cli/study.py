@@ -316,4 +316,4 @@ async def _study(args: argparse.Namespace) -> int:
     return 0 if not failed else 1
 
 
-__all__ = ["Progress", "cobot_config", "register", "run_cases", "write_csv"]
+__all__ = ["cobot_config", "register", "run_cases"]

@@ -15,7 +15,8 @@ __all__ = ["Progress", "write_csv"]
 
 
 class Progress:
-    """A one-line progress bar on a stream (stderr): done/total, rate and time left."""
+    """A one-line progress bar on a stream (stderr): done/total, percent,
+    time elapsed and time left."""
 
     def __init__(self, total: int, stream: TextIO | None = None, width: int = 30):
         self.total = total

@@ -116,7 +116,8 @@ def job_time(
     decision = 0.0 if selection.mode == WorkingMode.SOLO else model.decision_s
     gather = 0.0
     if selection.mode == WorkingMode.ASSEMBLY:
-        assert selection.team is not None
+        if selection.team is None:
+            raise ValueError("an assembly selection without a team")
         ground = selection.team.ground
         speed = model.speed(ground)
         if speed <= 0:
