@@ -105,15 +105,39 @@ async def publish_as(
     messages,
     client_id: str,
     turn: asyncio.Lock | None = None,
-):
-    """Publish `messages` over a connection of its own. The broker binds client ids to
-    logins: two connections of one login at a time evict each other (one then waits
-    on its publish for good), so one attacker's connections take `turn`s."""
+) -> bool:
+    """Publish `messages` over a connection of its own; whether the broker took them
+    all (connected, every publish acknowledged, disconnected) within the bound.
+
+    The broker binds client ids to logins: two connections of one login at a time evict
+    each other, so one attacker's connections take `turn`s. A connection that hangs
+    (an acknowledgement or the disconnect's end that never comes) is left behind once
+    the bound is over, and its turn given back, so neither the attacker nor the test
+    waits on it for good."""
     ep = broker.endpoint
-    client = aiomqtt.Client(ep.host, ep.port, identifier=client_id, **creds)
-    async with turn or contextlib.nullcontext(), asyncio.timeout(scaled(30)), client:
-        for topic, payload, retain in messages:
-            await client.publish(topic, payload, qos=1, retain=retain)
+
+    async def session() -> None:
+        async with aiomqtt.Client(ep.host, ep.port, identifier=client_id, **creds) as client:
+            for topic, payload, retain in messages:
+                await client.publish(topic, payload, qos=1, retain=retain)
+
+    lock = turn or asyncio.Lock()
+    try:
+        await asyncio.wait_for(lock.acquire(), scaled(30))
+    except TimeoutError:
+        return False
+    task = asyncio.create_task(session())
+    try:
+        done, _ = await asyncio.wait({task}, timeout=scaled(30))
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        lock.release()
+    if not done:
+        task.cancel()  # not awaited: a disconnect that never ends stays behind
+        return False
+    return not task.cancelled() and task.exception() is None
 
 
 def _at_goal(state: dict[str, Any] | None) -> list[str]:
@@ -142,6 +166,7 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
         observer_id="run", credentials=login("run"),
     )  # fmt: skip
     evictions = 0
+    delivered = 0  # the main attack's connections the broker took in full
 
     user = ATTACKERS[kind]
     turn = asyncio.Lock()
@@ -156,9 +181,10 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
             placed = [n for n in _at_goal(party.world_state) if n not in undone]
             if kind == "operator":
                 placed = placed[:1]
-            if placed:
-                await publish_as(broker, login(user), put_back(team, user, starts, placed),
-                                 f"teamtree-{team}-{user}", turn)  # fmt: skip
+            if placed and await publish_as(
+                broker, login(user), put_back(team, user, starts, placed),
+                f"teamtree-{team}-{user}", turn,
+            ):  # fmt: skip
                 undone |= set(placed)
             await asyncio.sleep(0.3)
 
@@ -178,11 +204,13 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
             for round_ in range(3):
                 if kind == "observer":  # the read-only login takes each robot's client id
                     for robot in ROBOTS:
-                        await publish_as(broker, login(user), [], f"teamtree-{team}-{robot}", turn)
+                        delivered += await publish_as(
+                            broker, login(user), [], f"teamtree-{team}-{robot}", turn
+                        )
                         evictions += 1
                 else:
-                    await publish_as(broker, login(user), forged_in_pr2s_name(team),
-                                     f"teamtree-{team}-{user}-{round_}", turn)  # fmt: skip
+                    delivered += await publish_as(broker, login(user), forged_in_pr2s_name(team),
+                                                  f"teamtree-{team}-{user}-{round_}", turn)  # fmt: skip
                 await asyncio.sleep(2.0)
             codes = await party.wait_robots(150)
             attacker.cancel()
@@ -193,6 +221,7 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
             for robot in ROBOTS:
                 assert "Traceback" not in party.procs.log(robot), party.procs.log(robot)[-3000:]
             record(scenario, outcome)
+            assert delivered > 0, f"no connection of the {kind} login's attack got through"
             assert outcome.duplicates == 0, outcome.detail + party.logs()
             assert outcome.false_completions == 0, outcome.detail + party.logs()
             assert outcome.completed, outcome.detail + party.logs()
