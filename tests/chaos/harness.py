@@ -142,6 +142,11 @@ class TeaParty:
         for agent_id in (*SERVICES, *ROBOTS):
             self.procs.start(agent_id)
 
+    def started(self) -> bool:
+        """Whether a robot has said it works on a leaf (it may have finished it since:
+        a loaded test process can read a leaf's start and end in one go)."""
+        return any(body.get("status") == "working" for _, body in self.transitions)
+
     def working(self, robot: str) -> str | None:
         """The leaf `robot` last said it works on, if it has not left it since."""
         current: str | None = None

@@ -55,7 +55,9 @@ persons = ["alice"]
 async def bound(tmp_path: Path, team: str):
     """mosquitto with `teamtree acl`'s users for the party plus spare logins of each
     kind, client ids bound to logins."""
-    config = party_config(tmp_path / "party.toml", team)
+    # at half the usual pace (a mission of about 20 s): the attack's rounds, 7 s or
+    # more beside other work, land while the robots still work
+    config = party_config(tmp_path / "party.toml", team, time_factor=1.0)
     config.write_text(config.read_text() + SPARES)
     files = tmp_path / "broker"
     async with bound_broker(config, files) as broker:
@@ -196,10 +198,10 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
     )  # fmt: skip
     scenario = f"{kind} login ({user}) {what}, ACL on, client ids bound"
     try:
-        async with asyncio.timeout(scaled(300)), party.observer:
+        # under pytest's 300 s timeout, so that a run that hangs fails with the logs
+        async with asyncio.timeout(min(scaled(300), 270)), party.observer:
             party.start()
-            await eventually(lambda: party.working("pr2") or party.working("baxter"), 90,
-                             what="a robot to start a behaviour")  # fmt: skip
+            await eventually(party.started, 90, what="a robot to start a behaviour")
             attacker = asyncio.create_task(attack_placed())
             for round_ in range(3):
                 if kind == "observer":  # the read-only login takes each robot's client id
@@ -230,6 +232,8 @@ async def test_a_login_attacks_a_tea_party(kind, run, bound, team, tmp_path, mon
                 assert any('"node.undone"' in party.procs.log(r) for r in ROBOTS), party.logs()
             reconnects = {r: _reconnects(party.procs.log(r)) for r in ROBOTS}
             assert reconnects == dict.fromkeys(ROBOTS, 0), reconnects
+    except TimeoutError:
+        pytest.fail(f"{scenario}: no end within the test's bound\n{party.logs()}")
     finally:
         party.stop()
 
