@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -30,6 +31,15 @@ os.environ.setdefault("TEAMTREE_WAIT_SERVICES_S", "0")
 def teamtree_cmd(*args: str) -> list[str]:
     """The teamtree CLI run with this interpreter."""
     return [sys.executable, "-m", "teamtree.agents", *args]
+
+
+def study_cli() -> tuple[argparse.ArgumentParser, dict]:
+    """The parser and handlers of ``teamtree study`` and ``allocator``, in-process."""
+    from teamtree.agents.cli.study import register
+
+    parser = argparse.ArgumentParser(prog="teamtree")
+    handlers = register(parser.add_subparsers(dest="command", required=True))
+    return parser, handlers
 
 
 @dataclass

@@ -4,7 +4,6 @@ statements, its seeding, and ``teamtree study factory``."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import statistics
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from teamtree.agents.cli.study import register
 from teamtree.broker import InfeasibleError
 from teamtree.hardware import factory_robots, find_tower, make_robot
 from teamtree.planners.capability import (
@@ -28,10 +26,10 @@ from teamtree.planners.capability import (
     select_in_mode,
     study_runs,
 )
+from tests.conftest import study_cli
 
 ROBOTS = factory_robots()
 BY_ID = {r.robot_id: r for r in ROBOTS}
-
 
 # -- the job's time ----------------------------------------------------------------------
 
@@ -200,16 +198,10 @@ def test_fig17_jobs_without_assembly_are_out_of_reach() -> None:
 # -- the CLI -----------------------------------------------------------------------------
 
 
-def _cli() -> tuple[argparse.ArgumentParser, dict]:
-    parser = argparse.ArgumentParser(prog="teamtree")
-    handlers = register(parser.add_subparsers(dest="command", required=True))
-    return parser, handlers
-
-
 def test_study_factory_prints_the_tables_and_writes_the_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser, handlers = _cli()
+    parser, handlers = study_cli()
     out = tmp_path / "factory"
     args = parser.parse_args(
         ["study", "factory", "--runs", "2", "--jobs", "job1,job4", "--seed", "3",
@@ -247,7 +239,7 @@ def test_study_factory_prints_the_tables_and_writes_the_files(
     ],
 )
 def test_study_factory_refuses_bad_flags(bad: list[str], says: str, capsys) -> None:
-    parser, _ = _cli()
+    parser, _ = study_cli()
     with pytest.raises(SystemExit):
         parser.parse_args(["study", "factory", *bad])
     assert says in capsys.readouterr().err
@@ -256,7 +248,7 @@ def test_study_factory_refuses_bad_flags(bad: list[str], says: str, capsys) -> N
 def test_study_factory_says_when_the_range_leaves_no_team(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser, handlers = _cli()
+    parser, handlers = study_cli()
     args = parser.parse_args(
         ["study", "factory", "--runs", "1", "--jobs", "job3a", "--comm-range", "0.01",
          "--no-progress", "--out", str(tmp_path)]

@@ -4,7 +4,6 @@ a whole kitting run as processes over mosquitto (judged from what was published)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import subprocess
@@ -17,7 +16,6 @@ import pytest
 from teamtree.agents import Agent, RuntimeSettings, parse_config
 from teamtree.agents.allocation.allocator import SOLVE, error_body, solve_request
 from teamtree.agents.allocation.kitting import Board, CobotAgent, KittingHumanAgent
-from teamtree.agents.cli.study import register
 from teamtree.agents.runtime.kinds import build_agent, validate_kinds
 from teamtree.broker import ConfigError, Endpoint
 from teamtree.planners.allocation import (
@@ -29,7 +27,7 @@ from teamtree.planners.allocation import (
     RobotAction,
     SubtaskState,
 )
-from tests.conftest import REPO, AgentProcs, BrokerUnderTest, eventually, teamtree_cmd
+from tests.conftest import REPO, AgentProcs, BrokerUnderTest, eventually, study_cli, teamtree_cmd
 
 TEAM_TOML = """
 [team]
@@ -279,8 +277,7 @@ async def test_kitting_run_completes_with_the_correct_pattern(
 
 
 def test_study_cli_tiny_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    parser = argparse.ArgumentParser(prog="teamtree")
-    handlers = register(parser.add_subparsers(dest="command", required=True))
+    parser, handlers = study_cli()
     out = tmp_path / "study"
     args = parser.parse_args(
         ["study", "kitting", "--runs", "1", "--p-follow", "0.9", "--p-error", "0.1",
@@ -310,8 +307,7 @@ def test_study_cli_tiny_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_study_cli_rejects_bad_flags() -> None:
-    parser = argparse.ArgumentParser(prog="teamtree")
-    register(parser.add_subparsers(dest="command", required=True))
+    parser, _ = study_cli()
     for bad in (["--runs", "0"], ["--p-follow", "1.5"], ["--schedule-time-limit", "-1"]):
         with pytest.raises(SystemExit):
             parser.parse_args(["study", "kitting", *bad])

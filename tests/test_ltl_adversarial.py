@@ -4,7 +4,6 @@ invariants, and the command."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import time
@@ -14,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
-from teamtree.agents.cli.study import register
 from teamtree.broker import SpecificationError
 from teamtree.planners.ltl import TSState
 from teamtree.planners.ltl.adversarial import KINDS, run_trial, study_rows
+from tests.conftest import study_cli
 
 PAPER_STARTS = {"DR": "x2", "A1": "s1", "Wassi": "p2"}  # the authors' configuration
 
@@ -138,16 +137,10 @@ def test_the_table_counts_what_the_trials_triggered() -> None:
     assert rows["R1"].paper_triggered == 18 and rows["R2"].paper_global_s == 3.31
 
 
-def _cli() -> tuple[argparse.ArgumentParser, dict]:
-    parser = argparse.ArgumentParser(prog="teamtree")
-    handlers = register(parser.add_subparsers(dest="command", required=True))
-    return parser, handlers
-
-
 def test_study_hospital_prints_table_i_and_writes_the_csvs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser, handlers = _cli()
+    parser, handlers = study_cli()
     out = tmp_path / "hospital"
     args = parser.parse_args(
         ["study", "hospital", "--trials", "3", "--seed", "7", "--out", str(out)]
@@ -166,7 +159,7 @@ def test_study_hospital_prints_table_i_and_writes_the_csvs(
 
 @pytest.mark.parametrize("bad", [["--trials", "0"], ["--disturbances", "-1"], ["--seed", "x"]])
 def test_study_hospital_refuses_bad_flags(bad: list[str], capsys) -> None:
-    parser, _ = _cli()
+    parser, _ = study_cli()
     with pytest.raises(SystemExit):
         parser.parse_args(["study", "hospital", *bad])
     assert "whole number" in capsys.readouterr().err
