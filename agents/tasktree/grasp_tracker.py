@@ -21,6 +21,7 @@ from teamtree.broker.lazy import lazy_module, preload
 from teamtree.planners.tasktree import (
     ActivationMetric,
     GraspScorer,
+    MeshGraspScorer,
     ShapePrimitive,
     distance_scores,
 )
@@ -44,14 +45,25 @@ a mission's first claims make."""
 class GraspTracker:
     """Scores of the leaves of `world`'s tree under `metric`; grasp scores below
     `min_grasp` count as 0 (seed 000's tables round to whole numbers, and an off-centre
-    chord of a too-wide sphere scores a fraction of 1); `seed` seeds the sampler."""
+    chord of a too-wide sphere scores a fraction of 1); `seed` seeds the sampler;
+    `scorer` is ``"primitive"`` (``GraspScorer``) or ``"mesh"`` (``MeshGraspScorer``,
+    which samples its candidates once per object model and ignores the generator)."""
 
-    def __init__(self, world: WorldView, metric: ActivationMetric, min_grasp: float, seed: int):
+    def __init__(
+        self,
+        world: WorldView,
+        metric: ActivationMetric,
+        min_grasp: float,
+        seed: int,
+        scorer: str = "primitive",
+    ):
         self.world = world
         self.metric = metric
         self.min_grasp = min_grasp
         self.seed = seed
-        self.scorer = GraspScorer()
+        self.scorer: GraspScorer | MeshGraspScorer = (
+            MeshGraspScorer() if scorer == "mesh" else GraspScorer()
+        )
         self.scores: dict[str, dict[str, float]] = {}  # leaf -> potential, grasp, distance
         self.cache: dict[tuple[Any, ...], float] = {}
         # started leaves whose grasp is still to score: the object's name and its shape
@@ -92,7 +104,11 @@ class GraspTracker:
         assert self.world.arm is not None
         key = self.key(name, shape)
         if key not in self.cache:
-            self.cache[key] = self.scorer.score(shape, self.world.arm, self.rng(key)).score
+            scorer, arm = self.scorer, self.world.arm
+            if isinstance(scorer, MeshGraspScorer):
+                self.cache[key] = scorer.score(shape, arm, name=name).score
+            else:
+                self.cache[key] = scorer.score(shape, arm, self.rng(key)).score
         grasp = self.cache[key]
         return 0.0 if grasp < self.min_grasp else grasp  # tables round; a chord is no grasp
 

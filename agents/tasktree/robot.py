@@ -127,7 +127,9 @@ class RobotAgent(PeerRuleMember):
         self.executed: list[dict[str, Any]] = []
         self.metric = ActivationMetric.named(params.metric, w_d=params.w_d, w_g=params.w_g)
         self.world = WorldView(tree, self.id, params.profile)
-        self.grasps = GraspTracker(self.world, self.metric, params.min_grasp, params.seed)
+        self.grasps = GraspTracker(
+            self.world, self.metric, params.min_grasp, params.seed, params.grasp_scorer
+        )
         self.link = DriverLink(
             self, params.driver, params.lease(), self.world, params.service_timeout_s
         )

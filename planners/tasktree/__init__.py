@@ -7,7 +7,8 @@ declared interest, so a claim asks only the peers that may claim what it conflic
 (``interest``), behaviours that ended unheard (``body_watch``), whether the team makes
 progress (``stall``), whether finished leaves meet the tree (``outcome``), nodes started
 more than once, by why, from their published transitions (``starts``), activation
-metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a text
+metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``, grasps
+sampled on object meshes in ``grasp_mesh``), a text
 renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
 mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
 theory of mind: intent from hand tracks and simulated human controllers
@@ -33,6 +34,12 @@ _HOMES = {
         "PeerPotentials",
         "PublishPotentials",
         "greedy_choice",
+    ),
+    "grasp_mesh": (
+        "MeshGraspScorer",
+        "ObjectModel",
+        "grasp_candidates",
+        "object_model",
     ),
     "grasp_pose": (
         "bearing_factor",

@@ -30,6 +30,7 @@ from teamtree.broker import SpecificationError
 from teamtree.hardware.geometry import ShapePrimitive
 from teamtree.hardware.profiles import arm_model, can_place, profile
 from teamtree.hardware.world import World
+from teamtree.planners.tasktree.grasp_mesh import MeshGraspScorer
 from teamtree.planners.tasktree.metrics import (
     ActivationMetric,
     GraspScorer,
@@ -64,6 +65,8 @@ class TrialMember:
     w_g: float = 0.001
     seed: int = 0
     min_grasp: float = 1.0
+    grasp_scorer: str = "primitive"
+    """``"primitive"`` (``GraspScorer``) or ``"mesh"`` (``MeshGraspScorer``)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ class _Robot:
         self.metric = ActivationMetric.named(member.metric, w_d=member.w_d, w_g=member.w_g)
         self.ctl = ctl
         self.rng = np.random.default_rng(member.seed)
-        self.scorer = GraspScorer()
+        self.scorer: GraspScorer | MeshGraspScorer = (
+            MeshGraspScorer() if member.grasp_scorer == "mesh" else GraspScorer()
+        )
         self.grasps = grasps
         self.scores: dict[str, tuple[float, float]] = {}  # leaf -> (potential, grasp)
         self.command = 0
@@ -251,7 +256,10 @@ class _Trial:
                     grasp = float(fixed)
                 else:
                     if key not in r.grasps:
-                        r.grasps[key] = r.scorer.score(shape, arm, r.rng).score
+                        if isinstance(r.scorer, MeshGraspScorer):
+                            r.grasps[key] = r.scorer.score(shape, arm, name=name).score
+                        else:
+                            r.grasps[key] = r.scorer.score(shape, arm, r.rng).score
                     grasp = r.grasps[key]
                 grasp = 0.0 if grasp < r.member.min_grasp else grasp
             pot = r.metric.from_distance_score(
