@@ -19,7 +19,10 @@ grasp, then zero it if it is out of reach or outside the gripper's allowed orien
    the hand (two fingers ``finger_depth`` long, opened to the gripper's width, and a
    palm) is pushed in as deep as it goes without any cloud point inside a finger or the
    palm. What survives is a candidate, with a quality in [0, 1] (friction margin times
-   width clearance) and the lowest point of its fingers. Deterministic for ``seed``.
+   width clearance), the lowest point of its fingers and its ``share``: the fraction
+   of the object's cloud within the fingers' depth (GPD rates a grasp from the points
+   inside the hand; a top-down hand over a 16 cm pot holds its top few centimetres).
+   Deterministic for ``seed``.
 3. **Per robot and pose** (``score``, vectorised numpy over the candidates): the
    candidates are turned by the object's yaw and moved to its position; kept are those
    whose orientation fits the arm (the orientation filter of ``metrics``, on every
@@ -28,8 +31,9 @@ grasp, then zero it if it is out of reach or outside the gripper's allowed orien
    horizontal part within ``approach_cone_deg`` of the bearing from the shoulder) and
    whose wrist is within reach (the reach filter; a mobile base adds its travel).
 
-The score is ``100 · min(1, Σ quality · reach weight / full_count)``: the surviving
-count, weighted by quality and by the wrist's reach factor (``grasp_pose.reach_factor``:
+The score is ``100 · min(1, Σ quality · share^share_power · reach weight /
+full_count)``: the surviving count, weighted by quality, by the share of the object
+held (square root by default) and by the wrist's reach factor (``grasp_pose.reach_factor``:
 grasps near the edge of the arm's workspace count less). ``full_count`` is one constant
 for every robot and object: the weighted count at which an object is as graspable as a
 score can say. A count rather than the best candidate's rating because a rating from
@@ -37,8 +41,10 @@ geometry alone saturates (most antipodal pairs on a box are perfect), while how 
 ways a hand can take an object from where the arm stands is what changes with the
 gripper, the orientation constraint and the pose. Candidates are sampled at a fixed
 density per surface area (``points_per_m2``), so a bigger object offers more grasps.
-The constant is calibrated on the tea-party configs against Tables 1 and 2
-(docs/tea_party.md) and says nothing beyond them.
+``full_count`` (300) and ``share_power`` (0.5) were chosen on the tea-party configs
+against Tables 1 and 2 (docs/tea_party.md): a higher power orders more objects as the
+paper does but sinks the Baxter's tea pot below its burger in scenario 2, which the
+paper's outcome there needs the other way round.
 
 Readings chosen where the paper is silent: a table top at the object's base; closed
 solids (the cup is not hollow, so no finger goes inside it); fingers 2 cm wide, a
@@ -236,7 +242,6 @@ class CandidateSet:
     quality: np.ndarray
     lowest: np.ndarray
     palm: np.ndarray
-    lever: np.ndarray
     share: np.ndarray
     pairs: int
 
@@ -392,10 +397,7 @@ def grasp_candidates(
         - (half_w + t) * np.abs(cc[:, 2])
         - 0.01 * np.abs(b[:, 2])
     )
-    # how far the object's centre of mass lies from the line the fingers close on
-    com = np.asarray(mesh.center_mass, dtype=float)
-    lever = np.linalg.norm(np.cross(com - g, cc), axis=1)
-    return CandidateSet(g, a, cc, w, q, lowest, palm, lever, share, pairs)
+    return CandidateSet(g, a, cc, w, q, lowest, palm, share, pairs)
 
 
 @dataclass(frozen=True)
@@ -418,7 +420,6 @@ class MeshGraspScorer:
     ``score`` is not used (the candidates are sampled once per model)."""
 
     full_count: float = 300.0
-    lever_length: float = 0.0
     share_power: float = 0.5
     approach_cone_deg: float = 60.0
     table_clearance: float = 0.005
@@ -448,7 +449,7 @@ class MeshGraspScorer:
 
     def _filtered(self, model: ObjectModel, arm: ArmModel) -> _Filtered:
         key = (model, arm.gripper_max_width, arm.finger_depth, arm.finger_thickness,
-               str(arm.orientation), arm.tolerance_deg, self.table_clearance, self.lever_length, self.share_power,
+               str(arm.orientation), arm.tolerance_deg, self.table_clearance, self.share_power,
                self.friction, self.n_approaches, self.seed)  # fmt: skip
         cached = _FILTERED.get(key)
         if cached is not None:
@@ -456,10 +457,7 @@ class MeshGraspScorer:
         cs = self.candidates(model, arm)
         keep = _orientation_mask(cs.approach, cs.closing, arm)
         keep &= cs.lowest >= model.bottom + self.table_clearance
-        quality = cs.quality
-        if self.lever_length > 0:
-            quality = quality * np.maximum(0.0, 1.0 - cs.lever / self.lever_length)
-        quality = quality * cs.share**self.share_power
+        quality = cs.quality * cs.share**self.share_power
         out = _Filtered(cs.position[keep], cs.approach[keep], cs.closing[keep],
                         cs.width[keep], quality[keep], cs.palm[keep])  # fmt: skip
         if len(_FILTERED) > 256:
