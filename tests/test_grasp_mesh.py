@@ -119,3 +119,18 @@ def test_with_mesh_scores_the_burger_goes_to_the_pr2_in_scenario_2() -> None:
     knob and handle from above) to the far burger, and the PR2 takes the burger."""
     r = tables.trial(2, "distance+grasp", "mesh")
     assert r.placer("burger") == "pr2" and r.placer("tea_pot") == "baxter", tables.describe(r)
+
+
+def test_a_robot_chooses_the_mesh_scorer_in_its_config() -> None:
+    import msgspec
+
+    from teamtree.agents.tasktree.grasp_tracker import GraspTracker
+    from teamtree.agents.tasktree.params import RobotParams
+    from teamtree.planners.tasktree import ActivationMetric, GraspScorer
+
+    params = msgspec.convert({"profile": "pr2", "driver": "d", "grasp_scorer": "mesh"}, RobotParams)
+    tracker = GraspTracker(None, ActivationMetric(), 1.0, 0, params.grasp_scorer)  # type: ignore[arg-type]
+    assert isinstance(tracker.scorer, MeshGraspScorer)
+    assert isinstance(GraspTracker(None, ActivationMetric(), 1.0, 0).scorer, GraspScorer)  # type: ignore[arg-type]
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"profile": "pr2", "driver": "d", "grasp_scorer": "gpd"}, RobotParams)
