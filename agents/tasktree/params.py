@@ -22,8 +22,10 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     to whole numbers, and an off-centre chord of a too-wide sphere scores a fraction
     of 1), ``grasp_scorer`` ("primitive": ``GraspScorer`` on the object's shape
     primitive; "mesh": ``MeshGraspScorer``, surviving antipodal grasps on the object's
-    mesh model), ``humans`` (extra human teammates' ids, e.g. ones at a terminal; every
-    ``human`` agent of the config is one already), ``dialog_timeout_s`` (how long a
+    mesh model, built once per model and hand in a worker thread: under
+    distance+grasp the robot claims no leaf before its grasp is scored), ``humans``
+    (extra human teammates' ids, e.g. ones at a terminal; every ``human`` agent of
+    the config is one already), ``dialog_timeout_s`` (how long a
     question waits for its answer; then the robot yields), ``service_timeout_s`` (how
     long the robot waits for a lost driver or world to come back before it ends its
     mission with an error, exit code 2), ``stall_timeout_s`` (how long the team may go

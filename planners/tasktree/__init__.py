@@ -8,7 +8,8 @@ declared interest, so a claim asks only the peers that may claim what it conflic
 progress (``stall``), whether finished leaves meet the tree (``outcome``), nodes started
 more than once, by why, from their published transitions (``starts``), activation
 metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``, grasps
-sampled on object meshes in ``grasp_mesh``), a text
+sampled on object meshes in ``grasp_mesh``, one calling convention for both scorers
+in ``grasp_scoring``), a text
 renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
 mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
 theory of mind: intent from hand tracks and simulated human controllers
@@ -40,6 +41,11 @@ _HOMES = {
         "ObjectModel",
         "grasp_candidates",
         "object_model",
+    ),
+    "grasp_scoring": (
+        "GRASP_SCORERS",
+        "GraspScoring",
+        "grasp_scorer",
     ),
     "grasp_pose": (
         "bearing_factor",

@@ -50,7 +50,9 @@ Readings chosen where the paper is silent: a table top at the object's base; clo
 solids (the cup is not hollow, so no finger goes inside it); fingers 2 cm wide, a
 palm 4 cm wide and 2 cm thick; the approach cone of a sideways arm; whole-object point
 clouds (no occlusion). ``score`` takes under a millisecond per pose once the model's
-candidates exist (``bench_grasp_tables.py`` prints both times).
+candidates exist (``bench_grasp_tables.py`` prints both times); building them takes
+seconds, which is why ``unbuilt`` and ``build`` expose that step to callers that must
+not block (``grasp_scoring.GraspScoring``).
 """
 
 from __future__ import annotations
@@ -417,7 +419,10 @@ class MeshGraspScorer:
     """Grasp score 0-100 from the antipodal candidates of an object's mesh model that
     survive one arm's gripper, orientation, table, approach and reach filters at the
     object's pose (module docstring). Deterministic for ``seed``; a generator passed to
-    ``score`` is not used (the candidates are sampled once per model)."""
+    ``score`` is not used (the candidates are sampled once per model). The first score
+    of a model and hand builds its candidates (seconds); ``unbuilt`` tells whether one
+    is due and ``build`` does it, so an agent runs it off its event loop
+    (``GraspScoring``, agents/tasktree/grasp_tracker.py)."""
 
     full_count: float = 300.0
     share_power: float = 0.5
@@ -447,10 +452,29 @@ class MeshGraspScorer:
             seed=self.seed,
         )
 
+    def _filtered_key(self, model: ObjectModel, arm: ArmModel) -> tuple[Any, ...]:
+        return (model, arm.gripper_max_width, arm.finger_depth, arm.finger_thickness,
+                str(arm.orientation), arm.tolerance_deg, self.table_clearance,
+                self.share_power, self.friction, self.n_approaches, self.seed)  # fmt: skip
+
+    def unbuilt(
+        self, shape: ShapePrimitive, arm: ArmModel, name: str | None = None
+    ) -> tuple[Any, ...] | None:
+        """None once object `name`'s candidates for `arm`'s hand and orientation are
+        built (``score`` then takes under a millisecond); else the key of that build,
+        the same for every pose (``GraspScoring``)."""
+        key = self._filtered_key(self.model(name, shape), arm)
+        return None if key in _FILTERED else key
+
+    def build(self, shape: ShapePrimitive, arm: ArmModel, name: str | None = None) -> None:
+        """Build object `name`'s candidates for `arm` (seconds: step 2 of the module
+        docstring) and their pose-independent filters. Pure computation on module
+        caches whose entries are set whole, so it may run in a worker thread while
+        another thread scores objects already built (``GraspScoring``)."""
+        self._filtered(self.model(name, shape), arm)
+
     def _filtered(self, model: ObjectModel, arm: ArmModel) -> _Filtered:
-        key = (model, arm.gripper_max_width, arm.finger_depth, arm.finger_thickness,
-               str(arm.orientation), arm.tolerance_deg, self.table_clearance, self.share_power,
-               self.friction, self.n_approaches, self.seed)  # fmt: skip
+        key = self._filtered_key(model, arm)
         cached = _FILTERED.get(key)
         if cached is not None:
             return cached
@@ -460,8 +484,8 @@ class MeshGraspScorer:
         quality = cs.quality * cs.share**self.share_power
         out = _Filtered(cs.position[keep], cs.approach[keep], cs.closing[keep],
                         cs.width[keep], quality[keep], cs.palm[keep])  # fmt: skip
-        if len(_FILTERED) > 256:
-            _FILTERED.clear()
+        if len(_FILTERED) > 256:  # the oldest goes: the others stay built
+            _FILTERED.pop(next(iter(_FILTERED), None), None)
         _FILTERED[key] = out
         return out
 
