@@ -8,12 +8,11 @@ declared interest, so a claim asks only the peers that may claim what it conflic
 progress (``stall``), whether finished leaves meet the tree (``outcome``), nodes started
 more than once, by why, from their published transitions (``starts``), activation
 metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``, grasps
-sampled on object meshes in ``grasp_mesh``, one calling convention for both scorers
-in ``grasp_scoring``), a text
-renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
-mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
-theory of mind: intent from hand tracks and simulated human controllers
-(``theory_of_mind``, §2.3).
+sampled on object meshes in ``grasp_mesh`` from the models in ``grasp_models``, one
+calling convention for both scorers in ``grasp_scoring``), a text renderer (``render``),
+a discrete-event simulation of a team (``peer_sim``), a PLACE mission in the simulated
+world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent from
+hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
 the PLACE trials (and the simulated world with them) or the renderer's helpers it
@@ -38,8 +37,12 @@ _HOMES = {
     ),
     "grasp_mesh": (
         "MeshGraspScorer",
-        "ObjectModel",
         "grasp_candidates",
+    ),
+    "grasp_models": (
+        "MODEL_NAMES",
+        "ObjectModel",
+        "Part",
         "object_model",
     ),
     "grasp_scoring": (
