@@ -7,8 +7,13 @@ the world's observations, and scores them with ``GraspScorer`` (seeded: the medi
 
 - per robot x object x scenario: the paper's score, teamtree's (median, own seed);
 - per object x scenario: which robot grasps it better in the paper and here;
-- agreement counts: zeros (score 0 in both), orderings (same better robot), and the
-  same counts for the shape-only scorer (``GraspScorer(pose_aware=False)``) as baseline;
+- agreement counts: zeros (score 0 in both), orderings (same better robot), values
+  within 20 % of the paper's, and the same counts for the shape-only scorer
+  (``GraspScorer(pose_aware=False)``) as baseline;
+- the mesh scorer (``MeshGraspScorer``: surviving antipodal grasps on object meshes)
+  beside the paper's and the primitive scorer's tables, its agreement counts, its
+  times (candidates once per model, then per pose) and its distance+grasp outcomes at
+  the start-up offsets (distance-only outcomes do not depend on the scorer);
 - per scenario x metric, the outcome in the simulated world in one process
   (``planners.tasktree.place_trial``: the same world, potentials and peer rule as the
   agents, no broker), who placed what and which OR branch, next to the paper's §4
@@ -31,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -39,6 +45,7 @@ import numpy as np
 from teamtree.hardware.profiles import arm_model
 from teamtree.planners.tasktree import (
     GraspScorer,
+    MeshGraspScorer,
     ShapePrimitive,
     TrialMember,
     TrialResult,
@@ -91,14 +98,16 @@ PINNED = {
 }  # fmt: skip
 
 
-def trial(scenario: int, metric: str, **kwargs) -> TrialResult:
+def trial(scenario: int, metric: str, scorer: str | None = None, **kwargs) -> TrialResult:
     """One scenario config run by ``run_place_trial`` under ``metric`` (the robots'
-    own ``w_d``, ``w_g``, ``seed``; the world's ``time_factor``)."""
+    own ``w_d``, ``w_g``, ``seed``, ``grasp_scorer`` unless `scorer` names one; the
+    world's ``time_factor``)."""
     doc = tomllib.loads((REPO / "configs" / f"tea_party_s{scenario}.toml").read_text())
     world = next(a for a in doc["agents"] if a.get("kind") == "world")
     members = {
         a["id"]: TrialMember(metric, float(a.get("w_d", 1.0)), float(a.get("w_g", 0.001)),
-                             int(a.get("seed", 0)), float(a.get("min_grasp", 1.0)))
+                             int(a.get("seed", 0)), float(a.get("min_grasp", 1.0)),
+                             scorer or str(a.get("grasp_scorer", "primitive")))
         for a in doc["agents"]
         if a.get("kind") == "robot"
     }  # fmt: skip
@@ -125,14 +134,18 @@ def offsets(n: int) -> list[float]:
     return [0.0] if n <= 1 else [-0.2 + 0.4 * i / (n - 1) for i in range(n)]
 
 
-def sweep(scenario: int, metric: str, n: int, **kwargs) -> tuple[TrialResult, int]:
+def sweep(
+    scenario: int, metric: str, n: int, scorer: str | None = None, **kwargs
+) -> tuple[TrialResult, int]:
     """The trial at the default start, and in how many of ``n`` start-up offsets what
     §4 says holds (``kwargs`` go to ``run_place_trial``)."""
     runs = [
-        trial(scenario, metric, start={"pr2": max(0.0, -o), "baxter": max(0.0, o)}, **kwargs)
+        trial(scenario, metric, scorer,
+              start={"pr2": max(0.0, -o), "baxter": max(0.0, o)}, **kwargs)
         for o in offsets(n)
-    ]
-    return trial(scenario, metric, **kwargs), sum(PINNED[(scenario, metric)](r) for r in runs)
+    ]  # fmt: skip
+    first = trial(scenario, metric, scorer, **kwargs)
+    return first, sum(PINNED[(scenario, metric)](r) for r in runs)
 
 
 _BEHAVIOUR = re.compile(r"summary\.behaviour.*?agent=(\S+).*?node=(\S+)")
@@ -156,9 +169,10 @@ def run_outcome(scenario: int, metric: str) -> dict[str, list[str]]:
 
 
 def scenario_scores(
-    config: Path, seeds: int, scorer: GraspScorer | None = None
+    config: Path, seeds: int, scorer: GraspScorer | MeshGraspScorer | None = None
 ) -> dict[str, dict[str, tuple[float, float]]]:
-    """{robot: {object: (median over seeds, the robot's own seed)}} for one config."""
+    """{robot: {object: (median over seeds, the robot's own seed)}} for one config.
+    ``MeshGraspScorer`` samples once per model, so both figures are its one score."""
     doc = tomllib.loads(config.read_text())
     agents = {a["id"]: a for a in doc["agents"]}
     world = next(a for a in doc["agents"] if a.get("kind") == "world")
@@ -174,6 +188,10 @@ def scenario_scores(
             shape = ShapePrimitive(
                 obj["shape"], tuple(obj["dims"]), tuple(obj["position"]), obj.get("yaw", 0.0)
             )
+            if isinstance(scorer, MeshGraspScorer):
+                one = scorer.score(shape, arm, name=name).score
+                out[robot][name] = (one, one)
+                continue
             vals = [scorer.score(shape, arm, np.random.default_rng(s)).score for s in range(seeds)]
             own = scorer.score(shape, arm, np.random.default_rng(own_seed)).score
             out[robot][name] = (statistics.median(vals), own)
@@ -185,6 +203,17 @@ def better(a: float, b: float, tie: float = 1.0) -> str:
     if abs(a - b) < tie:
         return "="
     return "pr2" if a > b else "baxter"
+
+
+def within(scores: dict[int, dict[str, dict[str, tuple[float, float]]]], share: float = 0.2) -> int:
+    """Cells within ``share`` (20 %) of the paper's value (a zero: below 1)."""
+    return sum(
+        abs(scores[s][r][n][0] - PAPER[r][n][s - 1]) <= share * PAPER[r][n][s - 1]
+        or (PAPER[r][n][s - 1] == 0 and scores[s][r][n][0] < 1.0)
+        for s in (1, 2, 3)
+        for r in ROBOTS
+        for n in OBJECTS
+    )
 
 
 def agreement(scores: dict[int, dict[str, dict[str, tuple[float, float]]]]) -> tuple[int, int]:
@@ -202,6 +231,64 @@ def agreement(scores: dict[int, dict[str, dict[str, tuple[float, float]]]]) -> t
         for n in OBJECTS
     )
     return zeros, orders
+
+
+def mesh_tables(n_offsets: int) -> None:
+    """The mesh scorer's grasp tables beside the paper's and its outcomes at offsets,
+    with its times: the first score of each model and hand (candidates sampled), and a
+    score per pose once they are."""
+    scorer = MeshGraspScorer()
+    start = time.perf_counter()
+    mesh = {s: scenario_scores(REPO / "configs" / f"tea_party_s{s}.toml", 1, scorer)
+            for s in (1, 2, 3)}  # fmt: skip
+    first = time.perf_counter() - start
+    doc = tomllib.loads((REPO / "configs" / "tea_party_s2.toml").read_text())
+    world = next(a for a in doc["agents"] if a.get("kind") == "world")
+    spec = world["robots"]["baxter"]
+    arm = arm_model(spec["profile"], tuple(spec["base"]), yaw=float(spec["yaw"]))
+    pose_times = []
+    for name in OBJECTS:
+        obj = world["objects"][name]
+        shape = ShapePrimitive(obj["shape"], tuple(obj["dims"]), tuple(obj["position"]))
+        for _ in range(20):
+            t = time.perf_counter()
+            scorer.score(shape, arm, name=name)
+            pose_times.append(time.perf_counter() - t)
+    primitive = {s: scenario_scores(REPO / "configs" / f"tea_party_s{s}.toml", 5)
+                 for s in (1, 2, 3)}  # fmt: skip
+    print("\nmesh scorer (MeshGraspScorer): paper | primitive median | mesh, scenarios 1 / 2 / 3\n")
+    for robot in ROBOTS:
+        for name in OBJECTS:
+            row = "  ".join(
+                f"{PAPER[robot][name][s - 1]:>4} | {primitive[s][robot][name][0]:>5.1f} | "
+                f"{mesh[s][robot][name][0]:>5.1f}"
+                for s in (1, 2, 3)
+            )
+            print(f"{robot:<7} {name:<9} {row}")
+    zeros, orders = agreement(mesh)
+    print(f"mesh: zeros {zeros} of 42, better robot {orders} of 21, "
+          f"within 20 % {within(mesh)} of 42")  # fmt: skip
+    for name in OBJECTS:
+        marks = [
+            better(PAPER["pr2"][name][s - 1], PAPER["baxter"][name][s - 1])
+            == better(mesh[s]["pr2"][name][0], mesh[s]["baxter"][name][0])
+            for s in (1, 2, 3)
+        ]
+        if not all(marks):
+            print(
+                f"  better robot differs: {name} in "
+                + ", ".join(f"S{s}" for s, ok in zip((1, 2, 3), marks, strict=True) if not ok)
+            )
+    print(f"mesh: every model's candidates for both hands {first:.2f} s (once per "
+          f"process); a score per pose {1000 * statistics.median(pose_times):.2f} ms "
+          f"median, {1000 * max(pose_times):.2f} ms max")  # fmt: skip
+    print(f"\nmesh scorer outcomes: paper (§4) / teamtree, in {n_offsets} start-up offsets")
+    for s in (1, 2, 3):
+        metric = "distance+grasp"
+        first_run, held = sweep(s, metric, n_offsets, "mesh", grasp_cache={})
+        mark = "yes" if PINNED[(s, metric)](first_run) else "NO"
+        print(f"S{s} {metric:<15} paper:    {OUTCOMES[(s, metric)]}")
+        print(f"{'':>19} mesh:     {describe(first_run)}  [{mark}; {held} of {n_offsets}]")
 
 
 def main() -> None:
@@ -255,6 +342,9 @@ def main() -> None:
         f"baseline, the shape-only scorer (pose_aware=False) on the same configs: zeros "
         f"{b_zeros} of {cells}, better robot {b_orders} of {pairs}"
     )
+    print(f"within 20 % of the paper: primitive {within(scores)} of {cells}, "
+          f"shape-only {within(base)} of {cells}")  # fmt: skip
+    mesh_tables(args.offsets)
     print("\noutcomes in the simulated world (place_trial): paper (§4) / teamtree at")
     print(f"the default start, and in how many of {args.offsets} start-up offsets §4 holds")
     for s in (1, 2, 3):

@@ -20,8 +20,12 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     "potential"), ``seed``, ``start_timeout_s`` (how long to wait for the config's other
     robots), ``min_grasp`` (grasp scores below it count as 0: seed 000's tables round
     to whole numbers, and an off-centre chord of a too-wide sphere scores a fraction
-    of 1), ``humans`` (extra human teammates' ids, e.g. ones at a terminal; every
-    ``human`` agent of the config is one already), ``dialog_timeout_s`` (how long a
+    of 1), ``grasp_scorer`` ("primitive": ``GraspScorer`` on the object's shape
+    primitive; "mesh": ``MeshGraspScorer``, surviving antipodal grasps on the object's
+    mesh model, built once per model and hand in a worker thread: under
+    distance+grasp the robot claims no leaf before its grasp is scored), ``humans``
+    (extra human teammates' ids, e.g. ones at a terminal; every ``human`` agent of
+    the config is one already), ``dialog_timeout_s`` (how long a
     question waits for its answer; then the robot yields), ``service_timeout_s`` (how
     long the robot waits for a lost driver or world to come back before it ends its
     mission with an error, exit code 2), ``stall_timeout_s`` (how long the team may go
@@ -51,6 +55,9 @@ class RobotParams(Struct, frozen=True, forbid_unknown_fields=True):
     seed: Annotated[int, Meta(description="a whole number")] = 0
     start_timeout_s: Annotated[float, Meta(description="seconds")] = 10.0
     min_grasp: Annotated[float, Meta(description="a grasp score (0-100)")] = 1.0
+    grasp_scorer: Annotated[
+        Literal["primitive", "mesh"], Meta(description="'primitive' or 'mesh'")
+    ] = "primitive"
     humans: Annotated[
         list[Annotated[str, Meta(min_length=1)]], Meta(description="a list of human agent ids")
     ] = []

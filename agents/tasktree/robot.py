@@ -7,7 +7,10 @@ through the parts it holds, one concept each:
 
 - ``WorldView`` (world_view.py): the arm, the objects and which leaves the world
   shows done or undone, from the driver's observations;
-- ``GraspTracker`` (grasp_tracker.py): each leaf's potential and grasp score;
+- ``GraspTracker`` (grasp_tracker.py): each leaf's potential and grasp score; a
+  scorer's one-off build per object model (the mesh scorer's) runs in a worker thread,
+  and under ``distance+grasp`` the robot waits for the builds of the objects in view
+  before its first claims and claims no leaf whose grasp is not scored yet;
 - ``DriverLink`` (driver_link.py): the commands to the driver, their leases, the
   driver's progress and the failures nobody reports;
 - ``HumanTeammates`` (human_teammates.py): the human models and the dialogs;
@@ -127,7 +130,15 @@ class RobotAgent(PeerRuleMember):
         self.executed: list[dict[str, Any]] = []
         self.metric = ActivationMetric.named(params.metric, w_d=params.w_d, w_g=params.w_g)
         self.world = WorldView(tree, self.id, params.profile)
-        self.grasps = GraspTracker(self.world, self.metric, params.min_grasp, params.seed)
+        self.grasps = GraspTracker(
+            self.world,
+            self.metric,
+            params.min_grasp,
+            params.seed,
+            params.grasp_scorer,
+            spawn=lambda coro: self.spawn(coro, "grasp"),
+        )
+        self.grasps.on_built = self._on_grasps_built
         self.link = DriverLink(
             self, params.driver, params.lease(), self.world, params.service_timeout_s
         )
@@ -297,6 +308,16 @@ class RobotAgent(PeerRuleMember):
             await self.feed(event)
         await self.link.release_failures(observed=True)
         await self.link.check_body(obs)
+        self.grasps.warm()  # new objects' grasp builds start now, off the loop
+        await self._update_potentials(changed)
+        for human, update in updates:
+            await self.teammates.apply(human, update)
+        await self._publish_grasps()
+
+    async def _update_potentials(self, changed: set[str] | None) -> None:
+        """Recompute the potentials of the leaves of the `changed` objects (None: all)
+        and hand them to the controller, or mark them stale while it reads none."""
+        c = self.controller
         if not self.grasps.load_numpy().done() or (c is not None and not self._reads_potentials()):
             self._stale_potentials = True  # computed by feed() once it reads them again
         else:
@@ -304,11 +325,19 @@ class RobotAgent(PeerRuleMember):
             self._stale_potentials = False
             if potentials or changed is None:
                 await self.feed(PotentialsChanged(potentials))
-        for human, update in updates:
-            await self.teammates.apply(human, update)
+
+    async def _publish_grasps(self) -> None:
         grasps = self.grasps.grasps_to_publish()
         if grasps is not None:
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
+
+    async def _on_grasps_built(self) -> None:
+        """An object's grasp build ended: its leaves' grasps can be scored now, so the
+        potentials (under distance+grasp, 0 for them until now) are recomputed."""
+        if self.world.arm is None:
+            return
+        await self._update_potentials(None)
+        await self._publish_grasps()
 
     async def on_stop(self) -> None:
         if self.snapshots.owed:  # stopped within an interval: the last state, not stale
@@ -338,6 +367,11 @@ class RobotAgent(PeerRuleMember):
         while not set(self.expect_peers) <= self.peer_rule_peers() and loop.time() < deadline:
             await asyncio.sleep(0.05)
         await self.grasps.load_numpy()
+        if self.metric.use_grasp:  # the first claims weigh every object in view
+            self.grasps.warm()
+            if self.grasps.building:
+                self.log.info("grasp.building", builds=len(self.grasps.building))
+                await self.grasps.builds_done()
         peers = self.peer_rule_peers()
         missing = sorted(set(self.expect_peers) - peers)
         if missing:

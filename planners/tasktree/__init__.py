@@ -7,11 +7,12 @@ declared interest, so a claim asks only the peers that may claim what it conflic
 (``interest``), behaviours that ended unheard (``body_watch``), whether the team makes
 progress (``stall``), whether finished leaves meet the tree (``outcome``), nodes started
 more than once, by why, from their published transitions (``starts``), activation
-metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``), a text
-renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
-mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
-theory of mind: intent from hand tracks and simulated human controllers
-(``theory_of_mind``, §2.3).
+metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``, grasps
+sampled on object meshes in ``grasp_mesh`` from the models in ``grasp_models``, one
+calling convention for both scorers in ``grasp_scoring``), a text renderer (``render``),
+a discrete-event simulation of a team (``peer_sim``), a PLACE mission in the simulated
+world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent from
+hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
 the PLACE trials (and the simulated world with them) or the renderer's helpers it
@@ -33,6 +34,21 @@ _HOMES = {
         "PeerPotentials",
         "PublishPotentials",
         "greedy_choice",
+    ),
+    "grasp_mesh": (
+        "MeshGraspScorer",
+        "grasp_candidates",
+    ),
+    "grasp_models": (
+        "MODEL_NAMES",
+        "ObjectModel",
+        "Part",
+        "object_model",
+    ),
+    "grasp_scoring": (
+        "GRASP_SCORERS",
+        "GraspScoring",
+        "grasp_scorer",
     ),
     "grasp_pose": (
         "bearing_factor",

@@ -273,8 +273,15 @@ class GraspScorer(Struct, frozen=True):
             psi = uniform(2, -tol, tol)
         return a, psi, u[:, 3], u[:, 4]
 
-    def score(self, shape: ShapePrimitive, arm: ArmModel, rng: np.random.Generator) -> GraspResult:
-        """Best candidate → reachability filter → orientation filter (§2.4.2)."""
+    def score(
+        self,
+        shape: ShapePrimitive,
+        arm: ArmModel,
+        rng: np.random.Generator,
+        name: str | None = None,
+    ) -> GraspResult:
+        """Best candidate → reachability filter → orientation filter (§2.4.2); `name`
+        is not used (the primitive is the model), it is there for ``GraspScoring``."""
         cands = self.candidates(shape, arm, rng)
         if not cands:
             return GraspResult(0.0, None, "no candidate", 0)
@@ -286,6 +293,13 @@ class GraspScorer(Struct, frozen=True):
         if not orientation_ok(best.approach, best.closing, arm.orientation, arm.tolerance_deg):
             return GraspResult(0.0, best, "orientation", len(cands))
         return GraspResult(best.quality, best, "ok", len(cands))
+
+    def unbuilt(self, shape: ShapePrimitive, arm: ArmModel, name: str | None = None) -> None:
+        """Nothing to build: every score samples afresh (``GraspScoring``)."""
+        return None
+
+    def build(self, shape: ShapePrimitive, arm: ArmModel, name: str | None = None) -> None:
+        """Nothing to build (``GraspScoring``)."""
 
 
 def distance_score(

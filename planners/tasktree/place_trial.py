@@ -3,12 +3,12 @@
 What a ``teamtree run`` of a tea-party config does, without processes or a broker: the
 world (``hardware.World``) times every PLACE from distances and arm speeds, each robot
 runs a ``TaskController`` fed the potentials its agent would compute from the same
-observation (eq. 1 over the gripper and the objects, grasp scores from ``GraspScorer``
-seeded as the agent's, 0 for what it cannot reach), and the peer messages go through a
-broker that delays each hop by a fixed time. Simulated time only: a trial is
-deterministic for its inputs and takes well under a second (a few seconds when it
-scores grasps), so the paper's scenario outcomes can be tested and tabled without
-timing noise. Every robot reads one clock (simulated milliseconds, no skew), so the
+observation (eq. 1 over the gripper and the objects, grasp scores from the member's
+``grasp_scorer`` seeded as the agent's, 0 for what it cannot reach), and the peer
+messages go through a broker that delays each hop by a fixed time. Simulated time
+only: a trial is deterministic for its inputs and takes well under a second (a few
+seconds when it scores grasps), so the paper's scenario outcomes can be tested and
+tabled without timing noise. Every robot reads one clock (simulated milliseconds, no skew), so the
 claim stamps need no receive step.
 
 Timing as the agents run it: each robot ticks and observes every ``time_factor /
@@ -30,9 +30,9 @@ from teamtree.broker import SpecificationError
 from teamtree.hardware.geometry import ShapePrimitive
 from teamtree.hardware.profiles import arm_model, can_place, profile
 from teamtree.hardware.world import World
+from teamtree.planners.tasktree.grasp_scoring import grasp_scorer
 from teamtree.planners.tasktree.metrics import (
     ActivationMetric,
-    GraspScorer,
     distance_score,
 )
 from teamtree.planners.tasktree.peer import (
@@ -64,6 +64,8 @@ class TrialMember:
     w_g: float = 0.001
     seed: int = 0
     min_grasp: float = 1.0
+    grasp_scorer: str = "primitive"
+    """``"primitive"`` (``GraspScorer``) or ``"mesh"`` (``MeshGraspScorer``)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class _Robot:
         self.metric = ActivationMetric.named(member.metric, w_d=member.w_d, w_g=member.w_g)
         self.ctl = ctl
         self.rng = np.random.default_rng(member.seed)
-        self.scorer = GraspScorer()
+        self.scorer = grasp_scorer(member.grasp_scorer)
         self.grasps = grasps
         self.scores: dict[str, tuple[float, float]] = {}  # leaf -> (potential, grasp)
         self.command = 0
@@ -251,7 +253,7 @@ class _Trial:
                     grasp = float(fixed)
                 else:
                     if key not in r.grasps:
-                        r.grasps[key] = r.scorer.score(shape, arm, r.rng).score
+                        r.grasps[key] = r.scorer.score(shape, arm, r.rng, name=name).score
                     grasp = r.grasps[key]
                 grasp = 0.0 if grasp < r.member.min_grasp else grasp
             pot = r.metric.from_distance_score(

@@ -130,6 +130,23 @@ def test_tea_party_scenario_1(metric: str, tmp_path: Path) -> None:
     assert len(summary) == 6 and all("potential=" in line and "grasp=" in line for line in summary)
 
 
+def test_tea_party_with_the_mesh_scorer(tmp_path: Path) -> None:
+    """Both robots score grasps on object meshes under distance+grasp: the candidate
+    builds (seconds each) run off their event loops, so leases and presence hold, the
+    mission completes, and every start carries its grasp (none was claimed unscored)."""
+    text = (REPO / "configs" / "tea_party_s1.toml").read_text()
+    assert text.count('kind = "robot"\n') == 2, "configs/tea_party_s1.toml changed"
+    config = tmp_path / "tea_party_s1.toml"
+    config.write_text(text.replace('kind = "robot"\n', 'kind = "robot"\ngrasp_scorer = "mesh"\n'))
+    stdout, records = run_recorded(
+        config, "tea_party_s1.jsonl", tmp_path, "--metric", "distance+grasp"
+    )
+    assert "grasp.building" in stdout  # the robots waited for their builds to claim
+    spans = check_tea_party(records)
+    grasps = [span["body"]["grasp"] for node_spans in spans.values() for span in node_spans]
+    assert grasps and all(g is not None and g > 0 for g in grasps), spans
+
+
 @pytest.mark.parametrize("declared", [True, False])
 def test_tea_party_with_and_without_declared_interest(declared: bool, tmp_path: Path) -> None:
     """With declared interest (the default) both robots declare the leaves they may
