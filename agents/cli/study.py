@@ -1,6 +1,7 @@
 """``teamtree study kitting`` (seed 001's simulation study, §VI, Tables III and IV),
 ``teamtree study hospital`` (seed 003's adversarial study, ``study_hospital``),
-``teamtree study factory`` (seed 002's working modes, ``study_factory``) and
+``teamtree study factory`` (seed 002's working modes, ``study_factory``),
+``teamtree study kitting-offline`` (seed 001 §V.3, ``study_offline``) and
 ``teamtree allocator`` (the allocation service on its own, without a config).
 
 The study runs the P_follow × P_error grid, the adaptive planner against non-adaptive
@@ -23,6 +24,7 @@ from teamtree.agents.cli.args import log_flags
 from teamtree.agents.cli.args import seconds as _seconds
 from teamtree.agents.cli.study_factory import register_factory, run_factory_study
 from teamtree.agents.cli.study_hospital import register_hospital, run_hospital_study
+from teamtree.agents.cli.study_offline import register_offline, run_offline_study
 from teamtree.agents.cli.study_output import Progress, write_csv
 from teamtree.agents.cli.study_series import plot_assigned, plot_beliefs
 from teamtree.agents.runtime.config import RuntimeSettings
@@ -83,7 +85,7 @@ def _count(lo: int) -> Callable[[str], int]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # type: ignore[type-arg]
-    """Add ``study`` (its ``kitting`` and ``hospital`` studies) to the CLI; returns
+    """Add ``study`` (its kitting, hospital, factory and offline studies) to the CLI; returns
     {command: handler}."""
     study = subparsers.add_parser(
         "study",
@@ -149,6 +151,7 @@ def register(subparsers: argparse._SubParsersAction) -> dict[str, Handler]:  # t
     log_flags(k)
     register_hospital(which, _count)
     register_factory(which, _count)
+    register_offline(which, _count)
     _register_allocator(subparsers)
     return {"study": _study, "allocator": _allocator}
 
@@ -276,6 +279,8 @@ async def _study(args: argparse.Namespace) -> int:
         return await run_hospital_study(args)
     if args.study == "factory":
         return await run_factory_study(args)
+    if args.study == "kitting-offline":
+        return await run_offline_study(args)
     cases = study_cases(
         p_follow=args.p_follow,
         p_error=args.p_error,

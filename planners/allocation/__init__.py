@@ -2,7 +2,8 @@
 
 Solver-neutral MILPs with Gurobi and HiGHS backends (eqs. 1-9), the kitting scenario's
 forms (eqs. 10-23), beliefs over α_f and α_e (eqs. 24-29), and a seeded simulation of the
-paper's study (§VI). Pure: no I/O, no asyncio, no clocks.
+paper's study (§VI) and the allocation on time alone of §V.3 (``offline``). Pure: no
+I/O, no asyncio, no clocks.
 """
 
 from teamtree.planners.allocation.allocation import (
@@ -49,6 +50,17 @@ from teamtree.planners.allocation.model import (
     SolveResult,
     SolveStatus,
     Variable,
+)
+from teamtree.planners.allocation.offline import (
+    NEAR,
+    NORMAL_SPEED,
+    PAPER_OFFLINE,
+    SLOW_SPEED,
+    ColourTimes,
+    OfflineAllocation,
+    colour_summary,
+    offline_allocation,
+    random_pattern,
 )
 from teamtree.planners.allocation.paper_tables import (
     PAPER,
@@ -111,11 +123,15 @@ __all__ = [
     "DEFAULT_PATTERN",
     "GUROBI_SIZE_LIMIT",
     "HUMAN",
+    "NEAR",
+    "NORMAL_SPEED",
     "PAPER",
+    "PAPER_OFFLINE",
     "PAPER_RUNS",
     "P_ERROR_GRID",
     "P_FOLLOW_GRID",
     "ROBOT",
+    "SLOW_SPEED",
     "TRANSITIONS",
     "WORKSPACE_DURATIONS",
     "Allocation",
@@ -126,6 +142,7 @@ __all__ = [
     "Cell",
     "CobotConfig",
     "Colour",
+    "ColourTimes",
     "EpisodeResult",
     "ErrorEvidence",
     "Event",
@@ -139,6 +156,7 @@ __all__ = [
     "InProgress",
     "KittingScenario",
     "LinearModel",
+    "OfflineAllocation",
     "Plan",
     "RobotAction",
     "Row",
@@ -164,6 +182,7 @@ __all__ = [
     "build_allocation_model",
     "build_schedule_model",
     "check_schedule",
+    "colour_summary",
     "compare",
     "critical_path_length",
     "decide_human",
@@ -178,8 +197,10 @@ __all__ = [
     "list_schedule",
     "needs_correction",
     "next_state",
+    "offline_allocation",
     "plan",
     "preds_done",
+    "random_pattern",
     "robot_fallback",
     "robot_pick",
     "run_case",
