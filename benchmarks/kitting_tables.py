@@ -1,7 +1,8 @@
 """Seed 001 Tables III and IV next to a finished ``teamtree study kitting`` run.
 
 ``teamtree study kitting`` prints the same tables at its end; this re-prints them from
-the ``runs.csv`` it wrote, without re-running the 405 episodes:
+the ``runs.csv`` it wrote, without re-running the 405 episodes, followed by the sign
+of adaptive minus non-adaptive per cell, the paper's against teamtree's:
 
     python benchmarks/kitting_tables.py runs/study_kitting/runs.csv
 """
@@ -13,7 +14,7 @@ import csv
 from dataclasses import fields
 from pathlib import Path
 
-from teamtree.planners.allocation import RunRecord, side_by_side
+from teamtree.planners.allocation import RunRecord, format_directions, side_by_side
 
 
 def load(path: Path) -> list[RunRecord]:
@@ -44,6 +45,7 @@ def main() -> None:
     records = load(args.csv)
     for metric in ("wrong_human_actions", "robot_to_human"):
         print(side_by_side(records, metric), end="\n\n")
+    print(format_directions(records))
 
 
 if __name__ == "__main__":

@@ -286,6 +286,7 @@ def test_study_cli_tiny_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert asyncio.run(handlers[args.command](args)) == 0
     printed = capsys.readouterr()
     assert "Table III" in printed.out and "Table IV" in printed.out
+    assert "signs agree in" in printed.out  # adaptive − non-adaptive against the paper
     assert "2/2 runs ended with the correct pattern" in printed.out
     assert "2/2" in printed.err  # the progress bar
     rows = list(csv.DictReader((out / "runs.csv").open()))
@@ -304,6 +305,7 @@ def test_study_cli_tiny_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert "adaptive" in again.stdout
+    assert "Adaptive minus non-adaptive" in again.stdout and "signs agree in" in again.stdout
 
 
 def test_study_cli_rejects_bad_flags() -> None:

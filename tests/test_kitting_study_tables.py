@@ -18,6 +18,8 @@ from teamtree.planners.allocation import (
     SimulatedHuman,
     SolveOptions,
     compare,
+    directions,
+    format_directions,
     side_by_side,
     simulate_episode,
 )
@@ -58,6 +60,30 @@ def test_side_by_side_flags_a_cell_outside_the_spread() -> None:
     assert "1.07 |  5.50 ± 0.58*" in text and "Table III" in text
     with pytest.raises(ValueError, match="tabulates"):
         compare(recs, "makespan")
+
+
+def test_directions_compare_signs_and_say_when_a_difference_is_noise() -> None:
+    # P_follow 0.3, P_error 0.1: paper adaptive − fixed(0) = 1.0 − 1.07 < 0 (Table III)
+    recs = [_record(0.3, 0.1, "adaptive", s, w, 7) for s, w in enumerate([2, 3, 2, 3])]
+    recs += [_record(0.3, 0.1, "fixed(alpha_e=0)", s, w, 7) for s, w in enumerate([0, 1, 0, 1])]
+    # P_follow 0.3, P_error 0.4: paper 2.8 − 4.53 < 0; teamtree barely above 0
+    recs += [_record(0.3, 0.4, "adaptive", s, w, 9) for s, w in enumerate([3, 5, 3, 5])]
+    recs += [_record(0.3, 0.4, "fixed(alpha_e=0)", s, w, 9) for s, w in enumerate([4, 3, 4, 3])]
+    found = {(d.metric, d.p_error): d for d in directions(recs, "wrong_human_actions")}
+    assert set(found) == {("wrong_human_actions", 0.1), ("wrong_human_actions", 0.4)}
+    clear, noise = found["wrong_human_actions", 0.1], found["wrong_human_actions", 0.4]
+    assert clear.paper == pytest.approx(-0.07) and clear.ours == pytest.approx(2.0)
+    assert not clear.agrees and clear.significant  # 2 ± 0.58 against 0 ± 0.58, t ≈ 4.9
+    assert clear.t == pytest.approx(2.0 / (2 * 0.57735**2 / 4) ** 0.5, rel=1e-4)
+    assert not noise.agrees and not noise.significant
+    text = format_directions(recs)
+    assert "-0.07 / +2.00 (+4.9)!" in text and "x" in text
+    # Table IV of the same records: 7 - 7 and 9 - 9 where the paper has -2.13 and -1.67
+    assert "signs agree in 0 of 4; of the 4 that differ, 1 are significant" in text
+    # Table IV: equal means are a zero difference, which agrees only with a zero
+    same = [_record(0.9, 0.1, p, s, 0, 9) for p in ("adaptive", "fixed(alpha_e=0)") for s in (1, 2)]
+    (d,) = directions(same, "robot_to_human")[:1]
+    assert d.ours == 0 and d.t == 0 and d.paper == 0 and d.agrees
 
 
 def _runs(human: SimulatedHuman, cfg: CobotConfig) -> list:

@@ -42,6 +42,7 @@ from teamtree.planners.allocation import (
     SolveOptions,
     StudyCase,
     TableRow,
+    format_directions,
     format_table,
     run_case,
     series_rows,
@@ -305,6 +306,8 @@ async def _study(args: argparse.Namespace) -> int:
     for metric in ("wrong_human_actions", "robot_to_human"):  # next to the paper's
         print()
         print(side_by_side(records, metric))
+    print()
+    print(format_directions(records))
     failed = [r for r in records if not r.pattern_correct]
     print(f"\n{len(records) - len(failed)}/{len(records)} runs ended with the correct pattern")
     write_csv(args.out / "runs.csv", records)

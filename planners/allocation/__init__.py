@@ -65,7 +65,10 @@ from teamtree.planners.allocation.offline import (
 from teamtree.planners.allocation.paper_tables import (
     PAPER,
     Cell,
+    Direction,
     compare,
+    directions,
+    format_directions,
     side_by_side,
 )
 from teamtree.planners.allocation.planner import Plan, plan
@@ -143,6 +146,7 @@ __all__ = [
     "CobotConfig",
     "Colour",
     "ColourTimes",
+    "Direction",
     "EpisodeResult",
     "ErrorEvidence",
     "Event",
@@ -187,8 +191,10 @@ __all__ = [
     "critical_path_length",
     "decide_human",
     "default_pool",
+    "directions",
     "error_transition",
     "fits_gurobi_licence",
+    "format_directions",
     "format_table",
     "gurobi_available",
     "human_robot_costs",

@@ -7,7 +7,9 @@ for α_e = 0.35. The adaptive rows should be the same runs in both halves; they 
 except Table IV at P_follow 0.9, P_error 0.1 (9.86 beside α_e = 0, 8.86 beside 0.35):
 :data:`PAPER` keeps both as printed and :func:`side_by_side` compares teamtree's
 adaptive planner with each. The paper gives no spread; a cell is flagged when the
-paper's mean lies outside teamtree's mean ± one standard deviation. Pure: no I/O.
+paper's mean lies outside teamtree's mean ± one standard deviation. ``directions``
+compares the sign of adaptive − non-adaptive per cell, the paper's against teamtree's,
+with Welch's t on teamtree's runs. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -118,4 +120,85 @@ def side_by_side(records: Sequence[RunRecord], metric: str) -> str:
                     )  # fmt: skip
                     row += f"{text:>22}"
                 lines.append(row)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Adaptive minus non-adaptive in one cell, the paper's and teamtree's, with
+    Welch's t of teamtree's difference (its runs' spread; the paper gives none)."""
+
+    metric: str
+    alpha_e: float
+    p_follow: float
+    p_error: float
+    paper: float
+    ours: float
+    t: float
+
+    @property
+    def agrees(self) -> bool:
+        """Both differences have the same sign (zero counts as its own sign)."""
+        return _sign(self.paper) == _sign(self.ours)
+
+    @property
+    def significant(self) -> bool:
+        """|t| > 2.05: teamtree's difference is unlikely to be noise at 15 runs a side
+        (two-sided 5 %, about 28 degrees of freedom)."""
+        return abs(self.t) > 2.05
+
+
+def _sign(x: float) -> int:
+    return 0 if abs(x) < 1e-9 else (1 if x > 0 else -1)
+
+
+def directions(records: Sequence[RunRecord], metric: str) -> list[Direction]:
+    """For each α_e half and cell the records cover with both planners: the paper's
+    and teamtree's difference adaptive − non-adaptive."""
+    cells = {(c.alpha_e, c.p_follow, c.p_error, c.planner): c for c in compare(records, metric)}
+    out = []
+    for alpha_e in PAPER[metric]:
+        for pf in P_FOLLOW:
+            for pe in P_ERROR:
+                a = cells.get((alpha_e, pf, pe, "adaptive"))
+                f = cells.get((alpha_e, pf, pe, "fixed"))
+                if a is None or f is None:
+                    continue
+                diff = a.mean - f.mean
+                se = (a.sd**2 / a.runs + f.sd**2 / f.runs) ** 0.5
+                t = diff / se if se > 0 else (0.0 if diff == 0 else float("inf") * _sign(diff))
+                out.append(Direction(metric, alpha_e, pf, pe, a.paper - f.paper, diff, t))
+    return out
+
+
+def format_directions(records: Sequence[RunRecord]) -> str:
+    """Both tables' directions as text: per metric and α_e half a row per P_follow, each
+    cell ``paper / ours (t)``, ``x`` where the signs differ, ``!`` where that difference
+    is significant; then the counts."""
+    lines = ["Adaptive minus non-adaptive, paper / teamtree (Welch t); x: opposite signs, "
+             "!: and |t| > 2.05"]  # fmt: skip
+    rows = [d for metric in PAPER for d in directions(records, metric)]
+    for metric in PAPER:
+        for alpha_e in PAPER[metric]:
+            lines.append(f"{TITLES[metric]}, non-adaptive alpha_e = {alpha_e:g}")
+            for pf in P_FOLLOW:
+                row = f"  P_follow {pf:<4g}"
+                for pe in P_ERROR:
+                    d = next(
+                        (x for x in rows if (x.metric, x.alpha_e, x.p_follow, x.p_error)
+                         == (metric, alpha_e, pf, pe)),
+                        None,
+                    )  # fmt: skip
+                    mark = " " if d is None or d.agrees else ("!" if d.significant else "x")
+                    text = (
+                        "-" if d is None else f"{d.paper:+.2f} / {d.ours:+.2f} ({d.t:+.1f}){mark}"
+                    )
+                    row += f"{text:>26}"
+                lines.append(row)
+    differ = [d for d in rows if not d.agrees]
+    lines.append(
+        f"signs agree in {len(rows) - len(differ)} of {len(rows)}; of the "
+        f"{len(differ)} that differ, {sum(d.significant for d in differ)} are significant "
+        "on teamtree's side (the paper's adaptive rows are the same runs in both halves)"
+    )
     return "\n".join(lines)
