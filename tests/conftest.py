@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -26,6 +28,16 @@ BROKER_KINDS = ["mosquitto", "embedded"]
 # start members first on purpose); tests/integration/test_services_wait.py checks the
 # wait itself with an explicit --wait-services.
 os.environ.setdefault("TEAMTREE_WAIT_SERVICES_S", "0")
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` imported as a module (the folder is not a package), for
+    tests that check a benchmark's figures or reuse its trials."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def teamtree_cmd(*args: str) -> list[str]:

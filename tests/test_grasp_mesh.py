@@ -3,10 +3,8 @@ filtered by each arm's gripper, orientation, table, approach and reach at the po
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,14 +14,9 @@ from hypothesis import strategies as st
 from teamtree.hardware.profiles import arm_model
 from teamtree.planners.tasktree import MeshGraspScorer, ShapePrimitive, object_model
 from teamtree.planners.tasktree.grasp_mesh import grasp_candidates
+from tests.conftest import REPO, benchmark_module
 
-REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "bench_grasp_tables", REPO / "benchmarks" / "bench_grasp_tables.py"
-)
-assert _spec is not None and _spec.loader is not None
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
+tables = benchmark_module("bench_grasp_tables")
 
 SCORER = MeshGraspScorer()
 

@@ -10,18 +10,11 @@ pose), not on its shape alone. Digits are not pinned: they depend on the sampler
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "bench_grasp_tables", REPO / "benchmarks" / "bench_grasp_tables.py"
-)
-assert _spec is not None and _spec.loader is not None
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
+from tests.conftest import REPO, benchmark_module
+
+tables = benchmark_module("bench_grasp_tables")
 
 
 @pytest.fixture(scope="module")

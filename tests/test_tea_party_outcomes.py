@@ -10,21 +10,13 @@ failures, with the reason in ``DIFFERS`` and docs/tea_party.md.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from teamtree.broker import SpecificationError
 from teamtree.planners.tasktree import TrialMember, parse_tree, run_place_trial
+from tests.conftest import benchmark_module
 
-REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "bench_grasp_tables", REPO / "benchmarks" / "bench_grasp_tables.py"
-)
-assert _spec is not None and _spec.loader is not None
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
+tables = benchmark_module("bench_grasp_tables")
 
 pytestmark = pytest.mark.slow  # six trials, three of them scoring grasps: 5-30 s here
 
