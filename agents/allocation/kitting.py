@@ -57,7 +57,12 @@ from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.outcome import RESULT_CHANNEL, RESULT_KIND, result_body
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import ConfigError, PlanningError, RequestTimeoutError
+from teamtree.broker import (
+    ConfigError,
+    ConnectionLostError,
+    PlanningError,
+    RequestTimeoutError,
+)
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.allocation import (
@@ -699,6 +704,10 @@ class CobotAgent(Agent):
                     version = self.version
                     try:
                         schedule, planned_at = await self._plan()
+                    except ConnectionLostError as exc:  # the broker went, not the service
+                        self.log.warning("allocation.connection_lost", error=str(exc))
+                        await self.wait_connected()  # it reconnects on its own
+                        continue  # plan again
                     except RequestTimeoutError as exc:
                         if await self._service_back():
                             continue  # plan again: a restarted service answers

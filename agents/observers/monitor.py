@@ -55,6 +55,8 @@ broker that is reachable."""
 
 RATE_WINDOW_S = 10.0
 HISTORY = 20
+MISSIONS_KEPT = 8
+"""Missions whose finished leaves are kept (the shown one always is)."""
 #: $SYS figures shown in the text view (mosquitto's names, under ``$SYS/broker/``)
 SYS_SHOWN = (
     "version",
@@ -131,7 +133,10 @@ class MonitorState:
         self.mission: dict[str, Any] = {}
         self.labels: dict[str, str] = {}
         self.leaves: list[str] = []
-        self.done_nodes: dict[str, str] = {}  # node -> agent that finished it
+        #: mission (as its messages are stamped; None: no mission id) -> node -> the agent
+        #: that finished it. Kept per mission, so the order in which the broker hands
+        #: out kept state (snapshots before or after the tree) cannot lose or mix them.
+        self._done: dict[str | None, dict[str, str]] = {}
         self.tree_mission: str | None = None  # the mission the leaves belong to
         self.conflicts: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.dialogs: deque[dict[str, Any]] = deque(maxlen=HISTORY)
@@ -218,12 +223,9 @@ class MonitorState:
         elif kind == "mission.tree":
             with contextlib.suppress(MissionWireError):  # a malformed one is not shown
                 mission = decode_mission_tree(body)
-                named = body.get("mission") if isinstance(body.get("mission"), str) else None
-                if named != self.tree_mission:  # another mission's leaves are not done
-                    self.done_nodes.clear()
                 self.mission = {"kind": mission.kind, "text": mission.text}
                 self.labels, self.leaves = tree_labels(msgspec.to_builtins(mission.tree))
-                self.tree_mission = named
+                self.tree_mission = mission_of(body)
         elif kind == "node.transition":
             self._transition(env.sender, body)
         elif kind == "node.snapshot":
@@ -238,8 +240,9 @@ class MonitorState:
                 if node not in working:
                     row.status = f"{'done' if node in done else 'released'} {self.label(node)}"
             row.working = working
+            finished = self._finished(body)
             for node in done:
-                self.done_nodes.setdefault(node, "?")
+                finished.setdefault(node, "?")
         elif kind == "node.claim_decided" and (lost := lost_claim(body)) is not None:
             self.conflicts.append(
                 {
@@ -271,11 +274,30 @@ class MonitorState:
         if status == "done":
             if node not in row.done:
                 row.done.append(node)
-            self.done_nodes[node] = agent
+            self._finished(body)[node] = agent
         if node in row.working:  # done, skipped or given back
             row.working = tuple(n for n in row.working if n != node)
             words = {"done": "done", "skipped": "skipped"}.get(str(status), "released")
             row.status = f"{words} {self.label(node)}"
+
+    def _finished(self, body: dict[str, Any]) -> dict[str, str]:
+        """The finished leaves of the mission `body` is stamped with, or of the shown
+        tree's when it is unstamped (a bounded number of missions is kept: the shown
+        one and the newest others)."""
+        mission = mission_of(body) or self.tree_mission
+        if mission not in self._done:
+            self._done[mission] = {}
+            for old in [m for m in self._done if m not in (mission, self.tree_mission)]:
+                if len(self._done) <= MISSIONS_KEPT:
+                    break
+                del self._done[old]
+        return self._done[mission]
+
+    @property
+    def done_nodes(self) -> dict[str, str]:
+        """The leaves of the shown tree's mission finished so far -> who finished each
+        (``"?"`` when known from a snapshot only)."""
+        return self._done.get(self.tree_mission, {})
 
     def _request_reply(self, env: Envelope, topic: Topic) -> None:
         if env.corr is None:

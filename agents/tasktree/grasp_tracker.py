@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import time
 import zlib
 from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,7 @@ class GraspTracker:
         # failed (their objects score 0: no grasp, and no build again on every look)
         self.building: dict[Hashable, asyncio.Future[None]] = {}
         self.failed: dict[Hashable, BaseException] = {}
+        self.built_s: list[float] = []  #: the seconds each build that ended well took
         self._warmed: set[tuple[Any, ...]] = set()  # warm: objects' models looked at
         self._names: list[str] | None = None  # warm: the objects the leaves name
         self.scores: dict[str, dict[str, float]] = {}  # leaf -> potential, grasp, distance
@@ -187,8 +189,10 @@ class GraspTracker:
         """Await one build, then ``on_built``; under way (``building``) until both end."""
         try:
             failed: Exception | None = None
+            began = time.perf_counter()
             try:
                 await self.build(work)
+                self.built_s.append(time.perf_counter() - began)
             except Exception as exc:  # that object scores 0 rather than never
                 self.failed[unbuilt] = failed = exc
             if self.on_built is not None:

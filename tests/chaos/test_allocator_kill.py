@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
 from teamtree.agents import RuntimeSettings
+from teamtree.agents.allocation.wire import CHANNEL as ALLOCATION
+from teamtree.agents.allocation.wire import SOLVE
 from tests.chaos.harness import Outcome, record
-from tests.conftest import AgentProcs, BrokerUnderTest, eventually
+from tests.conftest import AgentProcs, BrokerUnderTest, eventually, scaled
 from tests.test_kitting_agents import Watcher, team_config
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -95,3 +98,71 @@ async def test_allocator_back_within_the_wait_the_episode_completes(
     record("allocator kill -9, back after 0.5 s", Outcome(ok, 0, 0, f"{codes}"))
     assert ok, procs.log("cobot")[-3000:] + procs.log("human")[-3000:]
     assert w.done["pattern_correct"], w.done
+
+
+class _RequestWatcher(Watcher):
+    """The kitting watcher, also following the allocation requests and their answers."""
+
+    def __init__(self, *args: object, **kwargs: object):
+        super().__init__(*args, **kwargs)
+        self.asked: set[str] = set()
+        self.answered: set[str] = set()
+
+    async def setup(self) -> None:
+        await super().setup()
+        self.on_team(ALLOCATION, self._on_request)
+        self.on_agents("reply", self._on_reply, any_recipient=True)
+
+    async def _on_request(self, env, topic) -> None:
+        if env.kind == SOLVE and env.corr:
+            self.asked.add(env.corr)
+
+    async def _on_reply(self, env, topic) -> None:
+        if env.corr:
+            self.answered.add(env.corr)
+
+    def pending(self) -> bool:
+        """Whether a plan request is unanswered."""
+        return bool(self.asked - self.answered)
+
+
+async def test_a_broker_restart_while_the_cobot_waits_for_a_plan_is_ridden_out(
+    mosquitto: BrokerUnderTest, team: str, tmp_path: Path
+) -> None:
+    """The broker goes while the cobot's plan request is unanswered (its allocator is
+    frozen): the request ends with the lost connection, and the cobot, once
+    reconnected, asks again and finishes the episode (it used to fail, exit code 1)."""
+    cobot = f"request_timeout = {scaled(60.0)}\nattempts = 1\nservice_timeout_s = 90"
+    config = team_config(
+        tmp_path / "kitting.toml", team, tf=10.0, cobot=cobot, human="service_timeout_s = 60.0"
+    )
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    runtime = RuntimeSettings(tick_hz=20, heartbeat_s=0.2, keepalive_s=1)
+    try:
+        async with _RequestWatcher(
+            "watcher", team=team, endpoint=mosquitto.endpoint, runtime=runtime
+        ) as w:
+            await w.wait_connected(10)
+            await asyncio.sleep(0.2)
+            for agent_id in ("allocator", "human", "cobot"):
+                procs.start(agent_id)
+            await eventually(lambda: w.events, 60, what="the first action after a plan")
+            allocator = procs.procs["allocator"]
+            allocator.send_signal(signal.SIGSTOP)
+            try:
+                await eventually(w.pending, 60, what="a plan request left unanswered")
+                await asyncio.sleep(0.5)  # an answer sent before the freeze comes meanwhile
+                await eventually(w.pending, 60, what="a plan request left unanswered")
+                await mosquitto.stop()
+                await mosquitto.start()
+            finally:
+                allocator.send_signal(signal.SIGCONT)
+            codes = {}
+            for agent_id in ("cobot", "human"):
+                codes[agent_id] = await asyncio.to_thread(procs.procs[agent_id].wait, 120)
+    finally:
+        procs.stop_all()
+    cobot_log = procs.log("cobot")
+    assert codes == {"cobot": 0, "human": 0}, cobot_log[-3000:] + procs.log("human")[-2000:]
+    assert "connection to the broker was lost" in cobot_log  # the request was cut
+    assert w.done is not None and w.done["pattern_correct"], w.done

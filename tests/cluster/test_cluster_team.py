@@ -200,7 +200,8 @@ silent until its publish watchdog replaces the session, up to ~10 s (5 s publish
 then a flush that waits as long), and a re-sync asked meanwhile made it re-publish into
 the same loss. A window shorter than that missed the member (1 s rounds: one run in
 four, in CI and here); two rounds of 6 s outlast it, and its answers arrive with the
-outbox the new session sends."""
+outbox the new session sends. The one-shot readers (``monitor --once``, ``tree``) listen
+as long (``--wait`` of two rounds): 6 s missed such a member once in CI."""
 
 
 class LateJoiner(Agent):
@@ -250,7 +251,7 @@ def start_readers(
     """``monitor --once --json``, ``tree --broker`` and ``record`` on one node,
     mid-mission."""
     common = ["--broker", url, "--team", team, "--mission", mission]
-    wait = str(READER_WAIT_S)
+    wait = str(2 * READER_WAIT_S)  # a member silent for ~10 s after the stop is heard
     record = ("record", "-o", str(cwd / "late.jsonl"), "--duration", str(2 * READER_WAIT_S + 2))
     return [
         subprocess.Popen(

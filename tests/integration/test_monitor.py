@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from teamtree.agents.observers.monitor import MonitorState, render_text
 from teamtree.broker.envelope import Envelope
@@ -78,6 +80,43 @@ def test_monitor_state_from_messages() -> None:
     assert "bx lost PLACE(cup)" in text and "clients/connected 7" in text
     assert "latency p50 42 ms" in text
     json.dumps(state.snapshot())  # JSON-ready
+
+
+def _kept_state(mission: str) -> list[tuple[str, str, str, dict, int]]:
+    """What a finished mission leaves at the broker: its tree, each robot's last
+    snapshot, and an earlier mission's snapshot from a robot no longer in the team."""
+    tree = {"kind": "tasktree", "tree": TREE, "text": "t", "mission": mission}
+    stamp = {"t_ms": 1, "counter": 0, "agent": "pr2"}
+    return [
+        ("_/mission", "pr2", "mission.tree", tree, 10),
+        ("pr2/state", "pr2", "node.snapshot",
+         {"agent": "pr2", "stamp": stamp, "done": ["root/0"], "mission": mission}, 11),
+        ("bx/state", "bx", "node.snapshot",
+         {"agent": "bx", "stamp": stamp, "done": ["root/1"], "mission": mission}, 12),
+        ("old/state", "old", "node.snapshot",
+         {"agent": "old", "stamp": stamp, "done": ["root/0", "root/1"], "mission": "m0"}, 5),
+    ]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, print_blob=True)
+@given(st.permutations(range(4)))
+def test_the_leaves_done_do_not_depend_on_the_order_kept_state_arrives(order) -> None:
+    """The broker hands out kept state in its own order: snapshots before the tree
+    must count, and another mission's snapshot must not."""
+    state = MonitorState("t")
+    kept = _kept_state("m1")
+    for i in order:
+        feed(state, *kept[i])
+    mission = state.snapshot()["mission"]
+    assert mission["leaves"] == 2 and mission["done"] == 2, order
+    assert set(mission["done_by"]) == {"root/0", "root/1"}
+    # a new mission's tree shows none done until its own transitions come
+    feed(state, "_/mission", "pr2", "mission.tree",
+         {"kind": "tasktree", "tree": TREE, "text": "t", "mission": "m2"}, 20)  # fmt: skip
+    assert state.snapshot()["mission"]["done"] == 0
+    done = {"node": "root/1", "agent": "bx", "status": "done", "mission": "m2"}
+    feed(state, "bx/state", "bx", "node.transition", done, 21)
+    assert state.snapshot()["mission"]["done_by"] == {"root/1": "bx"}
 
 
 @pytest.mark.integration
