@@ -11,6 +11,7 @@ anywhere, even inside the fixed header, are covered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 
 from hypothesis import given, settings
@@ -81,20 +82,24 @@ async def _read(data: bytes, cuts: list[int], *, frames: bool) -> tuple[list[Inc
     try:
         for cut in [*cuts, len(data)]:
             end = min(len(data), max(pos, cut))
-            if end > pos:
-                broker.sendall(data[pos:end])
-                pos = end
-            for _ in range(4):  # a turn may stop at READ_BATCH packets
-                client._read(paho)
-                await asyncio.sleep(0)  # paho's writes go out on the next turn
-            while True:
-                try:
-                    chunk = broker.recv(1 << 20)
-                except BlockingIOError:
+            pending = memoryview(data)[pos:end]
+            pos = max(pos, end)
+            while True:  # a chunk past the socket's buffer goes in pieces, read between
+                with contextlib.suppress(BlockingIOError):
+                    pending = pending[broker.send(pending) :]
+                for _ in range(4):  # a turn may stop at READ_BATCH packets
+                    client._read(paho)
+                    await asyncio.sleep(0)  # paho's writes go out on the next turn
+                while True:
+                    try:
+                        chunk = broker.recv(1 << 20)
+                    except BlockingIOError:
+                        break
+                    if not chunk:  # the client closed the connection (a protocol error)
+                        break
+                    sent += chunk
+                if not pending:
                     break
-                if not chunk:  # the client closed the connection (a protocol error)
-                    break
-                sent += chunk
         got = []
         while not client._queue.empty():
             got.append(client._queue.get_nowait())
