@@ -275,16 +275,24 @@ def collect(reader: subprocess.Popen) -> str:
     return stdout
 
 
-def check_readers(monitor: str, tree: str, record: Path, agents: list[str], joiner: str) -> None:
+def check_readers(
+    monitor: str, tree: str, record: Path, agents: list[str], joiner: str, left: dict[str, int]
+) -> None:
     """Mid-mission, the monitor knew every member (kind and presence; the late
-    ``joiner``, a member by design, may have come in while it looked) and the mission
+    ``joiner``, a member by design, may have come in while it looked; a member that
+    had left (`left`: when the run's recorder heard its OFFLINE) before the monitor
+    printed may show the Will that followed its goodbye, CONNECTION_BROKEN, where the
+    goodbye did not reach the monitor's node in time) and the mission
     tree (published once, when the mission started: known only from kept state),
     ``tree`` read both robots' snapshots, and ``record`` wrote the re-synced state (no
     retained message reaches it here) as kept, once, and every member's factsheet."""
     snap = json.loads(monitor)
     for agent in agents:
         row = snap["agents"].get(agent)
-        assert row is not None and row["presence"] in ("ONLINE", "OFFLINE"), (agent, row)
+        known = ["ONLINE", "OFFLINE"]
+        if left.get(agent, snap["time_ms"]) < snap["time_ms"]:
+            known.append("CONNECTION_BROKEN")
+        assert row is not None and row["presence"] in known, (agent, row, left)
         assert row["kind"], (agent, row)
     assert snap["mission"]["kind"] == "tasktree" and snap["mission"]["leaves"] == 7, snap
     assert not set(snap["agents"]) - set(agents) - {joiner}, snap["agents"].keys()
@@ -373,7 +381,11 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
     assert joiner.resync.last_heard >= set(agents), joiner.resync.last_heard
     # the CLI readers on that node (one URL: no cluster setting) saw the team through
     # their own re-sync, and never showed up as members
-    check_readers(monitor, tree, tmp_path / "late.jsonl", agents, "late-joiner")
+    left = {}
+    for r in records:
+        if r["kind"] == "presence" and r["body"].get("state") == "OFFLINE":
+            left.setdefault(r["sender"], r["ts"])
+    check_readers(monitor, tree, tmp_path / "late.jsonl", agents, "late-joiner", left)
     observers = {a for a in view.members if a not in agents}
     assert observers <= {"late-joiner"}, f"observers seen as members: {observers}"
     members = {r["sender"] for r in records if r["topic"].split("/")[4] in MEMBER_CHANNELS}
