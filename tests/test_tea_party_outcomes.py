@@ -53,6 +53,17 @@ def test_with_the_papers_scores_the_burger_goes_to_the_pr2_in_scenario_2() -> No
     assert r.placer("burger") == "pr2" and r.placer("tea_pot") == "baxter", tables.describe(r)
 
 
+@pytest.mark.parametrize("scenario", (1, 2, 3))
+def test_the_tea_pots_scores_alone_decide_the_grasp_outcomes(scenario) -> None:
+    """With only the tea pot's two rows of Tables 1 and 2 (both robots; every other
+    score teamtree's own) each distance+grasp cell is §4's at the default start, as
+    with the whole tables: the one gap between teamtree's scores and the paper's that
+    §4's grasp outcomes depend on is the tea pot's."""
+    pot = {r: {"tea_pot": float(tables.PAPER[r]["tea_pot"][scenario - 1])} for r in tables.ROBOTS}
+    r = tables.trial(scenario, "distance+grasp", grasp_table=pot)
+    assert tables.PINNED[(scenario, "distance+grasp")](r), tables.describe(r)
+
+
 def test_scenario_1_distance_only_starts_as_the_papers(results) -> None:
     """§4, S1 distance-only: the PR2 takes the sandwich, then the orange (both beyond
     its gripper), while the Baxter takes the cup, then the tea pot."""
