@@ -287,10 +287,9 @@ class MonitorState:
         mission = mission_of(body) or self.tree_mission
         if mission not in self._done:
             self._done[mission] = {}
-            for old in [m for m in self._done if m not in (mission, self.tree_mission)]:
-                if len(self._done) <= MISSIONS_KEPT:
-                    break
-                del self._done[old]
+            others = [m for m in self._done if m not in (mission, self.tree_mission)]
+            for old in others[: max(0, len(self._done) - MISSIONS_KEPT)]:
+                del self._done[old]  # the oldest first: dicts keep insertion order
         return self._done[mission]
 
     @property

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from teamtree.agents.observers.monitor import MonitorState, render_text
+from teamtree.agents.observers.monitor import MISSIONS_KEPT, MonitorState, render_text
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import HybridLogicalClock
 from teamtree.broker.topics import parse
@@ -117,6 +117,21 @@ def test_the_leaves_done_do_not_depend_on_the_order_kept_state_arrives(order) ->
     done = {"node": "root/1", "agent": "bx", "status": "done", "mission": "m2"}
     feed(state, "bx/state", "bx", "node.transition", done, 21)
     assert state.snapshot()["mission"]["done_by"] == {"root/1": "bx"}
+
+
+def test_finished_leaves_are_kept_for_a_bounded_number_of_missions() -> None:
+    """Snapshots of many other missions (robots of earlier runs) neither grow the
+    monitor's memory without bound nor drop the shown mission's finished leaves."""
+    state = MonitorState("t")
+    for topic, sender, kind, body, t in _kept_state("m1")[:2]:
+        feed(state, topic, sender, kind, body, t)
+    stamp = {"t_ms": 1, "counter": 0, "agent": "old"}
+    for i in range(3 * MISSIONS_KEPT):
+        body = {"agent": "old", "stamp": stamp, "done": ["root/1"], "mission": f"x{i}"}
+        feed(state, "old/state", "old", "node.snapshot", body, 30 + i)
+    assert len(state._done) == MISSIONS_KEPT
+    assert {f"x{i}" for i in range(2 * MISSIONS_KEPT + 1, 3 * MISSIONS_KEPT)} <= set(state._done)
+    assert state.snapshot()["mission"]["done_by"] == {"root/0": "?"}
 
 
 @pytest.mark.integration
