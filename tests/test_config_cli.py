@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from teamtree.agents import load_config, validate_kinds
+from teamtree.agents.cli.args import seconds, seconds_or_zero, wait_seconds
 from teamtree.broker import ConfigError
+from tests.conftest import scaled
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = """
@@ -26,7 +29,7 @@ kind = "hello"
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "teamtree.agents", *args],
-        capture_output=True, text=True, timeout=60, cwd=cwd,
+        capture_output=True, text=True, timeout=scaled(60), cwd=cwd,
     )  # fmt: skip
 
 
@@ -97,6 +100,26 @@ def test_bad_cli_gives_usage_never_a_traceback(args: list[str]) -> None:
     out = cli(*args)
     assert out.returncode == 2
     assert "usage:" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("kind", [seconds, seconds_or_zero, wait_seconds])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "soon"])
+def test_a_number_of_seconds_must_be_a_finite_number(kind, value: str) -> None:
+    """A NaN timeout never expires and an infinite one never ends: both are refused
+    with the value named, as a negative or a word is."""
+    with pytest.raises(argparse.ArgumentTypeError, match=repr(value)):
+        kind(value)
+
+
+def test_seconds_flags_take_what_they_name() -> None:
+    assert seconds("2.5") == 2.5 and seconds_or_zero("0") == 0.0 and wait_seconds("0") == 0.0
+    with pytest.raises(argparse.ArgumentTypeError, match="positive"):
+        seconds("0")
+
+
+def test_a_nan_timeout_is_a_usage_error() -> None:
+    out = cli("missions", "--timeout", "nan")
+    assert out.returncode == 2 and "'nan' must be positive and finite" in out.stderr
 
 
 def test_help_explains_every_subcommand() -> None:

@@ -4,6 +4,7 @@ usage error that says what is wrong (argparse prints it with the usage, exit 2).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tomllib
 from typing import Any
@@ -48,24 +49,33 @@ def broker_url(value: str) -> str:
     return value
 
 
-def seconds(value: str) -> float:
-    """A positive number of seconds."""
+def _number_of_seconds(value: str) -> float:
     try:
-        number = float(value)
+        return float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be positive")
+
+
+def seconds(value: str) -> float:
+    """A positive, finite number of seconds."""
+    number = _number_of_seconds(value)
+    if not 0 < number < math.inf:
+        raise argparse.ArgumentTypeError(f"{value!r} must be positive and finite")
+    return number
+
+
+def seconds_or_zero(value: str) -> float:
+    """A finite number of seconds, 0 or more."""
+    number = _number_of_seconds(value)
+    if not 0 <= number < math.inf:
+        raise argparse.ArgumentTypeError(f"{value!r}: seconds must be 0 or more")
     return number
 
 
 def wait_seconds(value: str) -> float:
     """A number of seconds to wait, 0 or more (0: do not wait)."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not number >= 0 or number == float("inf"):
+    number = _number_of_seconds(value)
+    if not 0 <= number < math.inf:
         raise argparse.ArgumentTypeError(f"{value!r} must be 0 (do not wait) or more seconds")
     return number
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from teamtree.agents.cli.args import log_flags
+from teamtree.agents.cli.args import log_flags, seconds_or_zero
 from teamtree.agents.cli.study_output import Progress, write_csv
 from teamtree.planners.allocation import (
     DEFAULT_PATTERN,
@@ -65,16 +65,6 @@ def _positive_list(value: str) -> tuple[float, ...]:
     return out
 
 
-def _seconds0(value: str) -> float:
-    try:
-        out = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 <= out < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r}: seconds must be 0 or more")
-    return out
-
-
 def register_offline(
     which: argparse._SubParsersAction,  # type: ignore[type-arg]
     count: Callable[[int], Callable[[str], int]],
@@ -104,7 +94,7 @@ def register_offline(
         "as the paper's B, C and D)",
     )  # fmt: skip
     o.add_argument(
-        "--handling", type=_seconds0, default=0.0, metavar="S",
+        "--handling", type=seconds_or_zero, default=0.0, metavar="S",
         help="seconds of each human subtask that do not depend on walking speed (default: 0)",
     )  # fmt: skip
     o.add_argument("--seed", type=count(0), default=0, help="base seed of the patterns")
