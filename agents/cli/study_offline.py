@@ -174,6 +174,13 @@ def format_offline(rows: Sequence[OfflineRow], speeds: Sequence[float]) -> str:
     return "\n".join(lines)
 
 
+def _matches_at_both(rows: Sequence[OfflineRow], factor: float) -> bool:
+    """Robot pace `factor` was run at both of the paper's speeds and gives the paper's
+    answer at each."""
+    paced = [r for r in rows if r.robot_factor == factor and r.speed in PAPER_OFFLINE]
+    return {r.speed for r in paced} >= set(PAPER_OFFLINE) and all(r.matches_paper for r in paced)
+
+
 async def run_offline_study(args: argparse.Namespace) -> int:
     """Run ``study kitting-offline``; 0 when it ran (whether or not a pace matches)."""
     n = len(args.robot_factor) * len(args.speeds) * args.patterns
@@ -194,12 +201,7 @@ async def run_offline_study(args: argparse.Namespace) -> int:
     )
     print("\nWhat the robot gets (robot x: its times against the authors' simulation's)")
     print(format_offline(rows, args.speeds))
-    both = [
-        f
-        for f in dict.fromkeys(r.robot_factor for r in rows)
-        if all(r.matches_paper for r in rows if r.robot_factor == f and r.speed in PAPER_OFFLINE)
-        and {r.speed for r in rows if r.robot_factor == f} >= set(PAPER_OFFLINE)
-    ]
+    both = [f for f in dict.fromkeys(r.robot_factor for r in rows) if _matches_at_both(rows, f)]
     if both:
         print(f"\nthe paper's answer at both speeds: robot x {', '.join(f'{f:g}' for f in both)}")
     else:
