@@ -70,10 +70,10 @@ def test_a_pending_build_leaves_the_grasp_unscored_and_the_loop_running() -> Non
         scorer = GatedScorer()
         metric = ActivationMetric.named("distance+grasp")
         tracker = GraspTracker(_world(), metric, 1.0, seed=7, scorer=scorer)
-        built: list[int] = []
+        built: list[float | None] = []
 
-        async def on_built() -> None:
-            built.append(1)
+        async def on_built(seconds: float | None) -> None:
+            built.append(seconds)
 
         tracker.on_built = on_built
         assert tracker.potentials() == {CUP: 0.0, TEA: 0.0}  # not scored: not claimed
@@ -87,11 +87,42 @@ def test_a_pending_build_leaves_the_grasp_unscored_and_the_loop_running() -> Non
         assert threading.get_ident() not in scorer.threads  # not on the loop's thread
         scorer.gate.set()
         await tracker.builds_done()
-        assert built == [1, 1] and not tracker.building
+        assert len(built) == 2 and all(s is not None and s >= 0 for s in built)
+        assert not tracker.building and built == tracker.built_s
         potentials = tracker.potentials()
         assert all(p > 0 for p in potentials.values()) and set(potentials) == {CUP, TEA}
         assert tracker.scores[CUP]["grasp"] == 50.0
         assert tracker.grasps_to_publish() == {CUP: 50.0, TEA: 50.0}
+
+    asyncio.run(run())
+
+
+class BrokenScorer(GatedScorer):
+    """A build that fails (a mesh library error, say), once the gate opens."""
+
+    def build(self, shape: ShapePrimitive, arm: ArmModel, name: str | None = None) -> None:
+        self.gate.wait()
+        raise RuntimeError(f"no model of {name}")
+
+
+def test_a_failed_build_is_reported_without_seconds_and_its_object_scores_0() -> None:
+    async def run() -> None:
+        scorer = BrokenScorer()
+        scorer.gate.set()
+        metric = ActivationMetric.named("distance+grasp")
+        tracker = GraspTracker(_world(), metric, 1.0, seed=7, scorer=scorer)
+        built: list[float | None] = []
+
+        async def on_built(seconds: float | None) -> None:
+            built.append(seconds)
+
+        tracker.on_built = on_built
+        assert tracker.potentials() == {CUP: 0.0, TEA: 0.0}  # builds started
+        tasks = list(tracker.building.values())
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert [type(r) for r in results] == [RuntimeError, RuntimeError]
+        assert built == [None, None] and tracker.built_s == [] and not tracker.building
+        assert tracker.potentials() == {CUP: 0.0, TEA: 0.0}  # no grasp: not claimed
 
     asyncio.run(run())
 

@@ -83,7 +83,8 @@ class GraspTracker:
 
     `build` runs a scorer's build off the event loop (``build_in_thread``; a test gives
     its own); `spawn` starts the task that awaits it (the robot's ``spawn``: cancelled
-    when the agent stops); ``on_built``, when set, is awaited after each build. With no
+    when the agent stops); ``on_built``, when set, is awaited after each build with the
+    seconds it took (None when it failed). With no
     running event loop (a script, a test) a build runs in place: there is no loop to
     stall."""
 
@@ -105,7 +106,7 @@ class GraspTracker:
         self.scorer: GraspScoring = grasp_scorer(scorer) if isinstance(scorer, str) else scorer
         self.build = build
         self.spawn = spawn
-        self.on_built: Callable[[], Awaitable[None]] | None = None
+        self.on_built: Callable[[float | None], Awaitable[None]] | None = None
         # builds under way (the scorer's key -> the task awaiting it) and those that
         # failed (their objects score 0: no grasp, and no build again on every look)
         self.building: dict[Hashable, asyncio.Future[None]] = {}
@@ -189,14 +190,16 @@ class GraspTracker:
         """Await one build, then ``on_built``; under way (``building``) until both end."""
         try:
             failed: Exception | None = None
+            took: float | None = None
             began = time.perf_counter()
             try:
                 await self.build(work)
-                self.built_s.append(time.perf_counter() - began)
+                took = time.perf_counter() - began
+                self.built_s.append(took)
             except Exception as exc:  # that object scores 0 rather than never
                 self.failed[unbuilt] = failed = exc
             if self.on_built is not None:
-                await self.on_built()
+                await self.on_built(took)
             if failed is not None:
                 raise failed  # for the agent's log (the robot spawns it as optional)
         finally:

@@ -149,7 +149,6 @@ class RobotAgent(PeerRuleMember):
         self._stale_potentials = False  # not computed while working: feed() does it after
         self._backlog: list[Any] = []  # events before the mission's start
         self._mission_done = asyncio.Event()
-        self._builds_said = 0  # grasp builds logged
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -332,13 +331,13 @@ class RobotAgent(PeerRuleMember):
         if grasps is not None:
             await self.publish("scores", "node.grasp_scores", {"grasp": grasps}, retain=True)
 
-    async def _on_grasps_built(self) -> None:
-        """An object's grasp build ended: its leaves' grasps can be scored now, so the
+    async def _on_grasps_built(self, seconds: float | None) -> None:
+        """An object's grasp build ended (`seconds`: how long it took; None when it
+        failed, which is logged apart): its leaves' grasps can be scored now, so the
         potentials (under distance+grasp, 0 for them until now) are recomputed."""
-        built = self.grasps.built_s
-        if len(built) > self._builds_said:  # this one ended well (a failure is logged)
-            self._builds_said = len(built)
-            self.log.info("grasp.built", builds=len(built), seconds=round(built[-1], 2))
+        if seconds is not None:
+            builds = len(self.grasps.built_s)
+            self.log.info("grasp.built", builds=builds, seconds=round(seconds, 2))
         if self.world.arm is None:
             return
         await self._update_potentials(None)
