@@ -87,7 +87,16 @@ async def test_a_broker_restart_reconnects_and_resends_the_outbox(mosquitto) -> 
         assert not await sender.publish(Outgoing("plain/restart", str(i).encode(), 1))
     await mosquitto.start()
     expected = [b"before", *(str(i).encode() for i in range(20))]
-    await eventually(lambda: got() == expected, 30, what="the outbox after the restart")
+
+    def first_arrivals() -> list[bytes]:
+        # QoS 1 is at least once: a message whose PUBACK was late or lost across the
+        # restart comes again (the broker redelivers, or the sender resends it)
+        return list(dict.fromkeys(got()))
+
+    try:
+        await eventually(lambda: first_arrivals() == expected, 30, what="the outbox")
+    except pytest.fail.Exception:
+        pytest.fail(f"the outbox after the restart: got {got()}, expected {expected} in order")
     assert sender.connects >= 2 and receiver.connects >= 2
     assert isinstance(sender._client, PlainClient)
     await sender.close()
