@@ -1,4 +1,4 @@
-"""Killing the allocation service mid-episode (issue 14): the kitting cobot waits for it
+"""Killing the allocation service mid-episode: the kitting cobot waits for it
 at most its ``service_timeout_s`` and resumes if it comes back; if it does not, the
 cobot ends with ``mission.failed`` naming it, and the human, whose cobot is then gone,
 ends too after its own ``service_timeout_s``: nobody waits forever."""
@@ -6,9 +6,11 @@ ends too after its own ``service_timeout_s``: nobody waits forever."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -38,35 +40,55 @@ def _failed(log: str) -> list[dict]:
     return out
 
 
+@contextlib.asynccontextmanager
+async def _kitting_team(
+    mosquitto: BrokerUnderTest,
+    team: str,
+    tmp_path: Path,
+    cobot: str,
+    human: str,
+    watcher: type[Watcher] = Watcher,
+) -> AsyncIterator[tuple[Watcher, AgentProcs]]:
+    """A kitting episode under way (allocator, human and cobot, each a process) with
+    its first plan acted on, and `watcher` following it; every agent is stopped after."""
+    config = team_config(tmp_path / "kitting.toml", team, tf=10.0, cobot=cobot, human=human)
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    runtime = RuntimeSettings(tick_hz=20, heartbeat_s=0.2, keepalive_s=1)
+    try:
+        async with watcher("watcher", team=team, endpoint=mosquitto.endpoint, runtime=runtime) as w:
+            await w.wait_connected(10)
+            await asyncio.sleep(0.2)
+            for agent_id in ("allocator", "human", "cobot"):
+                procs.start(agent_id)
+            await eventually(lambda: w.events, 60, what="the first action after a plan")
+            yield w, procs
+    finally:
+        procs.stop_all()
+
+
+async def _exit_codes(procs: AgentProcs, timeout: float) -> dict[str, int]:
+    """The cobot's and the human's exit codes, each awaited up to `timeout` seconds."""
+    codes = {}
+    for agent_id in ("cobot", "human"):
+        codes[agent_id] = await asyncio.to_thread(procs.procs[agent_id].wait, timeout)
+    return codes
+
+
 async def _episode(
     mosquitto: BrokerUnderTest, team: str, tmp_path: Path, gap_s: float | None, wait: float
 ):
     """Run a kitting episode and kill the allocator after its first plan; restart it
     after `gap_s` (None: never). Returns (watcher, procs, exit codes, seconds taken
     after the kill)."""
-    config = team_config(
-        tmp_path / "kitting.toml", team, tf=10.0, cobot=COBOT.format(wait=wait), human=HUMAN
-    )
-    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
-    runtime = RuntimeSettings(tick_hz=20, heartbeat_s=0.2, keepalive_s=1)
-    try:
-        async with Watcher("watcher", team=team, endpoint=mosquitto.endpoint, runtime=runtime) as w:
-            await w.wait_connected(10)
-            await asyncio.sleep(0.2)
-            for agent_id in ("allocator", "human", "cobot"):
-                procs.start(agent_id)
-            await eventually(lambda: w.events, 60, what="the first action after a plan")
-            procs.kill("allocator")
-            killed = time.monotonic()
-            if gap_s is not None:
-                await asyncio.sleep(gap_s)
-                procs.start("allocator")
-            codes = {}
-            for agent_id in ("cobot", "human"):
-                codes[agent_id] = await asyncio.to_thread(procs.procs[agent_id].wait, 90)
-            return w, procs, codes, time.monotonic() - killed
-    finally:
-        procs.stop_all()
+    cobot = COBOT.format(wait=wait)
+    async with _kitting_team(mosquitto, team, tmp_path, cobot, HUMAN) as (w, procs):
+        procs.kill("allocator")
+        killed = time.monotonic()
+        if gap_s is not None:
+            await asyncio.sleep(gap_s)
+            procs.start("allocator")
+        codes = await _exit_codes(procs, 90)
+        return w, procs, codes, time.monotonic() - killed
 
 
 async def test_allocator_killed_for_good_ends_the_episode_with_an_error(
@@ -133,35 +155,21 @@ async def test_a_broker_restart_while_the_cobot_waits_for_a_plan_is_ridden_out(
     frozen): the request ends with the lost connection, and the cobot, once
     reconnected, asks again and finishes the episode (it used to fail, exit code 1)."""
     cobot = f"request_timeout = {scaled(60.0)}\nattempts = 1\nservice_timeout_s = 90"
-    config = team_config(
-        tmp_path / "kitting.toml", team, tf=10.0, cobot=cobot, human="service_timeout_s = 60.0"
-    )
-    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
-    runtime = RuntimeSettings(tick_hz=20, heartbeat_s=0.2, keepalive_s=1)
-    try:
-        async with _RequestWatcher(
-            "watcher", team=team, endpoint=mosquitto.endpoint, runtime=runtime
-        ) as w:
-            await w.wait_connected(10)
-            await asyncio.sleep(0.2)
-            for agent_id in ("allocator", "human", "cobot"):
-                procs.start(agent_id)
-            await eventually(lambda: w.events, 60, what="the first action after a plan")
-            allocator = procs.procs["allocator"]
-            allocator.send_signal(signal.SIGSTOP)
-            try:
-                await eventually(w.pending, 60, what="a plan request left unanswered")
-                await asyncio.sleep(0.5)  # an answer sent before the freeze comes meanwhile
-                await eventually(w.pending, 60, what="a plan request left unanswered")
-                await mosquitto.stop()
-                await mosquitto.start()
-            finally:
-                allocator.send_signal(signal.SIGCONT)
-            codes = {}
-            for agent_id in ("cobot", "human"):
-                codes[agent_id] = await asyncio.to_thread(procs.procs[agent_id].wait, 120)
-    finally:
-        procs.stop_all()
+    human = "service_timeout_s = 60.0"
+    team_up = _kitting_team(mosquitto, team, tmp_path, cobot, human, _RequestWatcher)
+    async with team_up as (w, procs):
+        assert isinstance(w, _RequestWatcher)
+        allocator = procs.procs["allocator"]
+        allocator.send_signal(signal.SIGSTOP)
+        try:
+            await eventually(w.pending, 60, what="a plan request left unanswered")
+            await asyncio.sleep(0.5)  # an answer sent before the freeze comes meanwhile
+            await eventually(w.pending, 60, what="a plan request left unanswered")
+            await mosquitto.stop()
+            await mosquitto.start()
+        finally:
+            allocator.send_signal(signal.SIGCONT)
+        codes = await _exit_codes(procs, 120)
     cobot_log = procs.log("cobot")
     assert codes == {"cobot": 0, "human": 0}, cobot_log[-3000:] + procs.log("human")[-2000:]
     assert "connection to the broker was lost" in cobot_log  # the request was cut
