@@ -65,17 +65,24 @@ async def _loop_turns() -> None:
     await done.wait()
 
 
+def _tracked(scorer: GatedScorer) -> tuple[GraspTracker, list[float | None]]:
+    """A distance+grasp tracker on `scorer`, and the list its ``on_built`` fills with
+    each build's seconds (None for a failed build)."""
+    metric = ActivationMetric.named("distance+grasp")
+    tracker = GraspTracker(_world(), metric, 1.0, seed=7, scorer=scorer)
+    built: list[float | None] = []
+
+    async def on_built(seconds: float | None) -> None:
+        built.append(seconds)
+
+    tracker.on_built = on_built
+    return tracker, built
+
+
 def test_a_pending_build_leaves_the_grasp_unscored_and_the_loop_running() -> None:
     async def run() -> None:
         scorer = GatedScorer()
-        metric = ActivationMetric.named("distance+grasp")
-        tracker = GraspTracker(_world(), metric, 1.0, seed=7, scorer=scorer)
-        built: list[float | None] = []
-
-        async def on_built(seconds: float | None) -> None:
-            built.append(seconds)
-
-        tracker.on_built = on_built
+        tracker, built = _tracked(scorer)
         assert tracker.potentials() == {CUP: 0.0, TEA: 0.0}  # not scored: not claimed
         assert tracker.scores[CUP]["grasp"] is None and tracker.scores[TEA]["grasp"] is None
         assert set(tracker.building) == {("model", "cup"), ("model", "tea")}
@@ -109,14 +116,7 @@ def test_a_failed_build_is_reported_without_seconds_and_its_object_scores_0() ->
     async def run() -> None:
         scorer = BrokenScorer()
         scorer.gate.set()
-        metric = ActivationMetric.named("distance+grasp")
-        tracker = GraspTracker(_world(), metric, 1.0, seed=7, scorer=scorer)
-        built: list[float | None] = []
-
-        async def on_built(seconds: float | None) -> None:
-            built.append(seconds)
-
-        tracker.on_built = on_built
+        tracker, built = _tracked(scorer)
         assert tracker.potentials() == {CUP: 0.0, TEA: 0.0}  # builds started
         tasks = list(tracker.building.values())
         results = await asyncio.gather(*tasks, return_exceptions=True)
