@@ -4,7 +4,10 @@ For each team size x tree size: a world, one driver per robot and the robots run
 agents against mosquitto (or the embedded broker) at a high time factor; a flat
 ``AND`` of ``THEN(a, b)`` pairs of PLACE behaviours is executed. Prints mission time,
 protocol messages per behaviour, and claim latency (announcement to decision, p50/p99)
-next to the broker round trip measured in the same run.
+next to the broker round trip measured in the same run: during the mission, and before
+it with every member connected and idle (the ``idle rtt``; the claim's goals are
+multiples of it). ``--hogs N`` also makes every run beside N processes that spin a core
+each, alternating with the run without them, and prints the ratio of the medians.
 
 Where the agents run (``--procs N``):
 
@@ -42,6 +45,7 @@ the tap fell quiet (not mosquitto's).
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 500 --profile /tmp/prof
     python benchmarks/bench_tasktree.py --robots --startup 20 50   # start-up only
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 50 --repeat 8  # medians
+    python benchmarks/bench_tasktree.py --robots 8 32 --behaviours 50 --repeat 4 --hogs 2
 
 Figures measured with this script, and how they were reached (what was kept and what
 was tried and dropped): docs/results/2026-11-tasktree-claims.md.
@@ -63,10 +67,12 @@ import re
 import resource
 import signal
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +110,9 @@ PROGRESS_S = 5.0
 RTT_PROBE_S = 0.02
 """The prober's pause between two round trips: often enough that a mission of a second
 or two gives the round trip's p50 from dozens of pings, not a handful."""
+IDLE_PINGS = 50
+"""Round trips measured with every member connected and idle, before the mission
+starts: the broker's round trip without the team's traffic, the claims' baseline."""
 
 
 def team_config(
@@ -663,6 +672,7 @@ async def one_run(
                 await w.expect("ready", 120)
         while "world" not in prober.team_view.online():
             await asyncio.sleep(0.05)
+        idle_rtts = await _ping(prober, IDLE_PINGS)
         t0, cpu0 = time.monotonic(), cpu_seconds()
         if local is not None:
             mains: asyncio.Task[Any] = asyncio.create_task(local.run_members())
@@ -729,6 +739,7 @@ async def one_run(
             "stamped_p99": pct(tap.stamp_latencies, 0.99),
             "rtt_p50": pct(rtts, 0.5),
             "rtt_p99": pct(rtts, 0.99),
+            "idle_rtt_p50": pct(idle_rtts, 0.5),
             "procs": procs,
             "load": os.getloadavg()[0],
         }
@@ -749,6 +760,18 @@ async def one_run(
     row["breakdown"] = tap.breakdown()
     row["waves"] = tap.waves()
     return row
+
+
+async def _ping(prober: Agent, count: int) -> list[float]:
+    """``count`` round trips to the echo, one after another (ms; lost pings left out)."""
+    rtts: list[float] = []
+    for _ in range(count):
+        start = time.perf_counter()
+        with contextlib.suppress(Exception):
+            await prober.request("echo", "echo.ping", None, to="echo", timeout=2)
+            rtts.append((time.perf_counter() - start) * 1000)
+        await asyncio.sleep(RTT_PROBE_S)
+    return rtts
 
 
 async def _members_done(members: list[Worker]) -> tuple[dict[str, int], float]:
@@ -781,7 +804,9 @@ REPEATED = (
     ("claim p50", lambda r: r["claim_p50"]),
     ("claim p99", lambda r: r["claim_p99"]),
     ("rtt p50", lambda r: r["rtt_p50"]),
+    ("idle rtt p50", lambda r: r["idle_rtt_p50"]),
     ("claim/rtt", lambda r: r["claim_p50"] / max(r["rtt_p50"], 1e-9)),
+    ("claim/idle rtt", lambda r: r["claim_p50"] / max(r["idle_rtt_p50"], 1e-9)),
     ("claim p99/rtt", lambda r: r["claim_p99"] / max(r["rtt_p50"], 1e-9)),
     ("first claims p50", lambda r: r["waves"]["first_p50"]),
     ("later claims p50", lambda r: r["waves"]["rest_p50"]),
@@ -797,13 +822,14 @@ def print_repeats(rows: list[dict[str, Any]]) -> None:
     """Per size and scope: how many runs were ok, and the median (min-max) of each
     run's figures in ``REPEATED``. Figures of one run at 32 robots vary too much to
     compare two versions with (docs/results/ compares medians of runs)."""
-    sizes: dict[tuple[int, int, str], list[dict[str, Any]]] = {}
+    sizes: dict[tuple[int, int, str, int], list[dict[str, Any]]] = {}
     for r in rows:
-        sizes.setdefault((r["robots"], r["behaviours"], r["scope"]), []).append(r)
+        sizes.setdefault((r["robots"], r["behaviours"], r["scope"], r["hogs"]), []).append(r)
     print("\nmedian (min-max) over the runs of each size:")
-    for (robots, behaviours, scope), runs in sizes.items():
+    for (robots, behaviours, scope, hogs), runs in sizes.items():
         ok = sum(1 for r in runs if r["ok"])
-        print(f"  {robots} x {behaviours} {scope}: {len(runs)} runs, {ok} ok")
+        beside = f" beside {hogs} CPU hogs" if hogs else ""
+        print(f"  {robots} x {behaviours} {scope}{beside}: {len(runs)} runs, {ok} ok")
         for name, figure in REPEATED:
             values = sorted(v for v in map(figure, runs) if not math.isnan(v))
             if not values:
@@ -812,18 +838,43 @@ def print_repeats(rows: list[dict[str, Any]]) -> None:
                   f"({values[0]:.2f}-{values[-1]:.2f})")  # fmt: skip
 
 
+def print_hogs_ratio(rows: list[dict[str, Any]]) -> None:
+    """Per size and scope run both ways: the median of a figure beside the hogs over
+    its median without them, from runs of the same invocation."""
+    sizes: dict[tuple[int, int, str], dict[int, list[dict[str, Any]]]] = {}
+    for r in rows:
+        key = (r["robots"], r["behaviours"], r["scope"])
+        sizes.setdefault(key, {}).setdefault(r["hogs"], []).append(r)
+    figures = {name: figure for name, figure in REPEATED}
+    names = ("claim p50", "claim/idle rtt", "idle rtt p50", "mission s", "cpu s")
+    print("\nbeside CPU hogs / without (ratio of the medians, same invocation):")
+    for (robots, behaviours, scope), by_hogs in sizes.items():
+        if 0 not in by_hogs or len(by_hogs) < 2:
+            continue
+        hogs = max(by_hogs)
+        parts = []
+        for name in names:
+            quiet = [v for v in map(figures[name], by_hogs[0]) if not math.isnan(v)]
+            busy = [v for v in map(figures[name], by_hogs[hogs]) if not math.isnan(v)]
+            if quiet and busy and statistics.median(quiet) > 0:
+                parts.append(f"{name} {statistics.median(busy) / statistics.median(quiet):.2f}")
+        print(f"  {robots} x {behaviours} {scope}, {hogs} hogs: " + ", ".join(parts))
+
+
 def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> None:
     """The results, one row per run."""
     print()
     print(f"task trees over {broker}, time factor {time_factor:g}")
     print(f"{'robots':>6} {'behav':>6} {'scope':>8} {'procs':>5} {'ok':>3} {'mission s':>10} {'msgs/behav':>11} {'recv/behav':>11} "
           f"{'claim p50 ms':>13} {'claim p99 ms':>13} {'rtt p50 ms':>11} {'rtt p99 ms':>11} "
-          f"{'claim/rtt':>10} {'cpu s':>7} {'RSS MiB':>8} {'load':>5}")  # fmt: skip
+          f"{'claim/rtt':>10} {'idle rtt':>9} {'claim/idle':>11} {'hogs':>5} {'cpu s':>7} "
+          f"{'RSS MiB':>8} {'load':>5}")  # fmt: skip
     for r in rows:
         print(f"{r['robots']:>6} {r['behaviours']:>6} {r['scope']:>8} {r['procs']:>5} {'y' if r['ok'] else 'n':>3} "
               f"{r['mission_s']:>10.1f} {r['msgs_per_behaviour']:>11.1f} {r['recv_per_behaviour']:>11.1f} {r['claim_p50']:>13.2f} "
               f"{r['claim_p99']:>13.2f} {r['rtt_p50']:>11.2f} {r['rtt_p99']:>11.2f} "
-              f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['cpu_s']:>7.1f} "
+              f"{r['claim_p50'] / max(r['rtt_p50'], 1e-9):>9.1f}x {r['idle_rtt_p50']:>9.2f} "
+              f"{r['claim_p50'] / max(r['idle_rtt_p50'], 1e-9):>10.1f}x {r['hogs']:>5} {r['cpu_s']:>7.1f} "
               f"{r['rss_mib']:>8.0f} {r['load']:>5.1f}")  # fmt: skip
     for r in rows:
         if r.get("why"):
@@ -866,6 +917,31 @@ def print_table(rows: list[dict[str, Any]], broker: str, time_factor: float) -> 
             print(f"  {r['robots']} x {r['behaviours']} CPU s per worker: {each}")
 
 
+def _plan(args: argparse.Namespace) -> Iterator[tuple[int, int, str, int, int]]:
+    """The runs, in order: (robots, behaviours, scope, run, hogs). With ``--hogs N``
+    each run is made without hogs and beside them, the order swapped every other run
+    (ABBA), so a drift of the machine over the invocation falls on both sides."""
+    for robots, behaviours, scope in itertools.product(args.robots, args.behaviours, args.scope):
+        for run in range(1, args.repeat + 1):
+            order = [0, args.hogs] if args.hogs else [0]
+            if run % 2 == 0:
+                order.reverse()
+            for hogs in order:
+                yield robots, behaviours, scope, run, hogs
+
+
+@contextlib.contextmanager
+def cpu_hogs(count: int) -> Iterator[None]:
+    """``count`` processes that spin a core each until the block ends (0: none)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
 async def main_async(args: argparse.Namespace) -> None:
     if args.broker == "mosquitto" and find_mosquitto():
         broker: Any = MosquittoBroker(persistence=False)
@@ -886,36 +962,39 @@ async def main_async(args: argparse.Namespace) -> None:
         args.profile.mkdir(parents=True, exist_ok=True)
     rows = []
     try:
-        for robots in args.robots:
-            for behaviours in args.behaviours:
-                for scope, run in itertools.product(args.scope, range(1, args.repeat + 1)):
-                    procs = 1 if args.procs == 1 else min(args.procs, robots + 1)
-                    nth = f", run {run} of {args.repeat}" if args.repeat > 1 else ""
-                    print(f"running {robots} robots x {behaviours} behaviours ({scope}) in "
-                          f"{procs} process(es){nth} ...", flush=True)  # fmt: skip
-                    try:
-                        row = await one_run(
-                            broker.endpoint,
-                            robots,
-                            behaviours,
-                            time_factor=args.time_factor,
-                            procs=procs,
-                            timeout=args.timeout,
-                            profile_dir=args.profile,
-                            verbose=args.verbose,
-                            scope=scope,
-                        )
-                    except (TimeoutError, RuntimeError) as exc:
-                        print(f"  failed: {exc}", flush=True)
-                        continue
-                    rows.append(row)
-                    print(f"  done in {row['mission_s']:.1f} s", flush=True)
+        for robots, behaviours, scope, run, hogs in _plan(args):
+            procs = 1 if args.procs == 1 else min(args.procs, robots + 1)
+            nth = f", run {run} of {args.repeat}" if args.repeat > 1 else ""
+            beside = f" beside {hogs} CPU hogs" if hogs else ""
+            print(f"running {robots} robots x {behaviours} behaviours ({scope}) in "
+                  f"{procs} process(es){beside}{nth} ...", flush=True)  # fmt: skip
+            try:
+                with cpu_hogs(hogs):
+                    row = await one_run(
+                        broker.endpoint,
+                        robots,
+                        behaviours,
+                        time_factor=args.time_factor,
+                        procs=procs,
+                        timeout=args.timeout,
+                        profile_dir=args.profile,
+                        verbose=args.verbose,
+                        scope=scope,
+                    )
+            except (TimeoutError, RuntimeError) as exc:
+                print(f"  failed: {exc}", flush=True)
+                continue
+            row["hogs"] = hogs
+            rows.append(row)
+            print(f"  done in {row['mission_s']:.1f} s", flush=True)
     finally:
         await broker.close()
     if rows:
         print_table(rows, broker.kind.value, args.time_factor)
-    if args.repeat > 1 and rows:
+    if (args.repeat > 1 or args.hogs) and rows:
         print_repeats(rows)
+    if args.hogs and rows:
+        print_hogs_ratio(rows)
     if startup:
         print_startup(startup)
 
@@ -948,6 +1027,11 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None, help="write cProfile files here")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
+        "--hogs", type=int, default=0, metavar="N",
+        help="also make each run beside N processes that spin a core each, alternating "
+        "with the run without them, and print the ratio of the medians (e.g. --hogs 2)",
+    )  # fmt: skip
+    parser.add_argument(
         "--startup", type=int, nargs="*", default=[], metavar="N",
         help="also start N agent processes at once and N bare aiomqtt clients, and print "
         "the seconds until all are ONLINE (e.g. --startup 20 50; with --robots "
@@ -958,6 +1042,8 @@ def main() -> None:
         parser.error("--procs must be 1 or more")
     if args.repeat < 1:
         parser.error("--repeat must be 1 or more (the runs of each size)")
+    if args.hogs < 0:
+        parser.error("--hogs must be 0 or more (the CPU hogs beside every other run)")
     _configure_logging(args.verbose)
     run_main(main_async(args))
 
