@@ -442,3 +442,31 @@ def test_sixty_four_robots_share_five_hundred_behaviours(
         duration=(0.05, 0.2),
     )
     check_big_team(parse_tree(text), text, cfg)
+
+
+def test_messages_per_behaviour_grow_at_most_linearly_with_the_team() -> None:
+    """Declared interest's traffic: from 4 to 8 to 16 robots on 30 behaviours, the
+    messages published per behaviour grow no faster than the team (each doubling at
+    most doubles them, with a tenth to spare), and every message is counted under its
+    type. Deterministic for the seed (simulated time)."""
+    tree = parse_tree("AND(" + ", ".join(f"THEN(a{i}, b{i})" for i in range(15)) + ")")
+    per_behaviour = {}
+    for robots in (4, 8, 16):
+        cfg = SimConfig(
+            robots=tuple(f"r{i}" for i in range(robots)),
+            seed=3,
+            network=NetworkModel(max_delay=0.002, reorder=False),
+            avoid_contention=True,
+            declared_interest=True,
+            interest_prefetch=4,
+            ack_hold=0.1,
+            time_limit=600.0,
+        )
+        res = simulate(tree, cfg)
+        assert check_invariants(tree, res) == [] and res.completed, res.summary()
+        assert sum(res.kinds.values()) == res.published, (res.kinds, res.published)
+        assert res.kinds["InterestAck"] > 0 and res.kinds["Claim"] > 0, res.kinds
+        per_behaviour[robots] = res.published / len(tree.leaves)
+        print(f"{robots} robots: {per_behaviour[robots]:.1f} per behaviour {res.kinds}")
+    assert per_behaviour[8] <= 2.2 * per_behaviour[4], per_behaviour
+    assert per_behaviour[16] <= 2.2 * per_behaviour[8], per_behaviour

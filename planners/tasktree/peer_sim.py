@@ -33,6 +33,7 @@ violated guarantee of docs/protocol.md (safety, ordering, OR exclusivity, comple
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,6 +204,8 @@ class SimResult:
     crashed: tuple[str, ...]
     capacity: int = 1
     """The run's ``SimConfig.capacity`` (``check_invariants`` bounds each robot by it)."""
+    kinds: dict[str, int] = field(default_factory=dict)
+    """Messages published, per message type (``Claim``, ``InterestAck``, ...)."""
 
     def summary(self) -> str:
         """One line for assertion messages and benchmark output."""
@@ -246,6 +249,7 @@ class _Sim:
         self.last_link: dict[str, float] = {}
         self.executions: list[Execution] = []
         self.published = 0
+        self.kinds: Counter[str] = Counter()
         self.delivered = 0
         self.claims = 0
         self.claims_won = 0
@@ -339,6 +343,7 @@ class _Sim:
 
     def publish(self, sender: str, msg: Any, to: str | None = None) -> None:
         self.published += 1
+        self.kinds[type(msg).__name__] += 1
         arrive = self.t + self.delay()
         if not self.cfg.network.reorder:
             arrive = max(arrive, self.last_up.get(sender, 0.0) + 1e-9)
@@ -527,6 +532,7 @@ class _Sim:
             claim_latencies=self.latencies,
             crashed=tuple(self.crashed),
             capacity=self.cfg.capacity,
+            kinds=dict(self.kinds),
         )
 
     def crash(self, rid: str) -> None:
