@@ -21,9 +21,13 @@ from the size before it over the growth of the team (1.0: linear in robots; abov
 faster). Every run is checked (``check_invariants``): a run that breaks a guarantee or
 does not complete is reported and left out of the figures.
 
-The agents send the acknowledgements of the team's first declarations as one team
-message per robot (``node.interest_acks``); the simulation sends them one by one, so
-where robots outnumber the behaviours its ``InterestAck`` count is above the agents'.
+The agents send their acknowledgements of the team's first declarations as one team
+message per robot (``node.interest_acks``, while some online peer has not declared
+yet); the simulation sends each one by one. So each interest row also gives ``start
+batched``: the count with every acknowledgement of a robot's first declaration folded
+into one message per acknowledging robot, a bound below the agents' count as the raw
+one is a bound above it (an acknowledgement of a first declaration made after every
+peer declared goes alone in the agents too).
 
     python benchmarks/bench_peer_messages.py                       # 2 to 32 robots x 50
     python benchmarks/bench_peer_messages.py --robots 8 16 32 64 --seeds 3
@@ -39,13 +43,28 @@ import time
 from collections import Counter
 from typing import Any
 
-from teamtree.planners.tasktree import parse_tree
-from teamtree.planners.tasktree.peer_sim import (
-    NetworkModel,
-    SimConfig,
-    check_invariants,
-    simulate,
-)
+from teamtree.planners.tasktree import parse_tree, peer_sim
+from teamtree.planners.tasktree.interest import Interest, InterestAck
+from teamtree.planners.tasktree.peer_sim import NetworkModel, SimConfig, check_invariants
+
+
+class _StartCounts(peer_sim._Sim):
+    """The simulation, also counting the acknowledgements of each robot's first
+    declaration and the robots that sent them."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.first: dict[str, tuple[int, int, str]] = {}
+        self.first_acks = 0
+        self.first_ackers: set[str] = set()
+
+    def publish(self, sender: str, msg: Any, to: str | None = None) -> None:
+        if isinstance(msg, Interest):
+            self.first.setdefault(msg.agent, msg.stamp)
+        elif isinstance(msg, InterestAck) and self.first.get(msg.declarer) == msg.stamp:
+            self.first_acks += 1
+            self.first_ackers.add(sender)
+        super().publish(sender, msg, to)
 
 
 def tree_text(behaviours: int) -> str:
@@ -63,8 +82,9 @@ def variants(prefetches: list[int]) -> list[tuple[str, dict[str, Any]]]:
 
 def one(
     robots: int, behaviours: int, seed: int, rule: dict[str, Any], args: argparse.Namespace
-) -> tuple[float, Counter[str], str]:
-    """Messages per behaviour, per type, and what went wrong ("" for a good run)."""
+) -> tuple[float, float, Counter[str], str]:
+    """Messages per behaviour (as the simulation sends them, and start batched), per
+    type, and what went wrong ("" for a good run)."""
     tree = parse_tree(tree_text(behaviours))
     cfg = SimConfig(
         robots=tuple(f"r{i}" for i in range(robots)),
@@ -76,11 +96,13 @@ def one(
         time_limit=3600.0,
         **rule,
     )
-    res = simulate(tree, cfg)
+    sim = _StartCounts(tree, cfg)
+    res = sim.run()
     errors = check_invariants(tree, res)
     why = "; ".join(errors) if errors else ("" if res.completed else "did not complete")
     leaves = len(tree.leaves)
-    return res.published / leaves, Counter(res.kinds), why
+    batched = res.published - sim.first_acks + len(sim.first_ackers)
+    return res.published / leaves, batched / leaves, Counter(res.kinds), why
 
 
 def main() -> None:
@@ -106,17 +128,21 @@ def main() -> None:
         for name, rule in rules:
             started = time.monotonic()
             per: list[float] = []
+            batched: list[float] = []
             kinds: Counter[str] = Counter()
             for seed in range(args.seeds):
-                value, counts, why = one(robots, args.behaviours, seed, rule, args)
+                value, start, counts, why = one(robots, args.behaviours, seed, rule, args)
                 if why:
                     print(f"  {robots} robots, {name}, seed {seed}: NOT OK: {why}", flush=True)
                     continue
                 per.append(value)
+                batched.append(start)
                 kinds += counts
             if not per:
                 continue
             table[(robots, name)] = median = statistics.median(per)
+            if name != "all":
+                table[(robots, f"{name} batched")] = statistics.median(batched)
             n = len(per) * args.behaviours
             split = ", ".join(f"{k} {c / n:.1f}" for k, c in kinds.most_common())
             base = table.get((robots, "all"))
@@ -130,6 +156,16 @@ def main() -> None:
             print(f"{robots:4d} robots  {name:<13} msgs/behav {median:7.1f} "
                   f"({min(per):.1f}-{max(per):.1f}){ratio}{growth}  "
                   f"[{time.monotonic() - started:.0f} s]", flush=True)  # fmt: skip
+            if name != "all":
+                key = f"{name} batched"
+                growth = ""
+                if smaller and (smaller[-1], key) in table:
+                    prev = smaller[-1]
+                    grew = (table[(robots, key)] / table[(prev, key)]) / (robots / prev)
+                    growth = f"  growth from {prev}: {grew:.2f} of linear"
+                ratio = f"  x{table[(robots, key)] / base:.2f} of all" if base else ""
+                print(f"{'':4} {'':7} {'start batched':<13} msgs/behav "
+                      f"{table[(robots, key)]:7.1f}{ratio}{growth}", flush=True)  # fmt: skip
             print(f"      {split}", flush=True)
 
 
