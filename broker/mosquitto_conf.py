@@ -26,6 +26,9 @@ class MosquittoSettings:
     #: ``use_username_as_clientid``: the broker takes each login's username as its
     #: client id, so no login can take over (evict) another's session
     username_as_client_id: bool = False
+    #: ``connection_messages``: log each client's connect and disconnect, and each
+    #: session taken over ("Client X already connected, closing old connection")
+    connection_messages: bool = False
 
 
 def render_mosquitto_conf(settings: MosquittoSettings) -> str:
@@ -40,7 +43,11 @@ def render_mosquitto_conf(settings: MosquittoSettings) -> str:
         "log_dest stderr",
         "log_type error",
         "log_type warning",
-        "connection_messages false",
+        *(
+            ["log_type notice", "connection_messages true"]
+            if settings.connection_messages
+            else ["connection_messages false"]
+        ),
         "set_tcp_nodelay true",
         f"listener {settings.port} {settings.bind}",
         "protocol mqtt",

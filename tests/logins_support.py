@@ -25,7 +25,8 @@ def _acl(config: Path, out: Path) -> None:
 @contextlib.asynccontextmanager
 async def bound_broker(config: Path, out: Path) -> AsyncIterator[MosquittoBroker]:
     """mosquitto with `config`'s users and ACL written into `out`, client ids bound to
-    logins."""
+    logins; its log (``workdir / "mosquitto.log"``) says who connected and whose
+    session was taken over (``evicted``)."""
     if find_mosquitto() is None:
         pytest.skip("mosquitto is not installed")
     _acl(config, out)
@@ -35,6 +36,7 @@ async def bound_broker(config: Path, out: Path) -> AsyncIterator[MosquittoBroker
             password_file=out / "passwd",
             acl_file=out / "acl",
             username_as_client_id=True,
+            connection_messages=True,
         )
     )
     await broker.start()
@@ -42,3 +44,13 @@ async def bound_broker(config: Path, out: Path) -> AsyncIterator[MosquittoBroker
         yield broker
     finally:
         await broker.close()
+
+
+def evicted(broker: MosquittoBroker, *client_ids: str) -> int:
+    """How often the broker closed a session of one of `client_ids` for a new
+    connection with the same id (a takeover), from its log."""
+    log = broker.workdir / "mosquitto.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return sum(
+        text.count(f"Client {cid} already connected, closing old connection") for cid in client_ids
+    )

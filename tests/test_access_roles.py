@@ -130,6 +130,14 @@ def test_the_generated_conf_binds_client_ids_to_logins() -> None:
     assert "use_username_as_clientid" not in render_mosquitto_conf(MosquittoSettings())
 
 
+def test_the_generated_conf_logs_connections_only_when_asked() -> None:
+    """The login tests read takeovers from the broker's log; a team's broker stays quiet."""
+    loud = render_mosquitto_conf(MosquittoSettings(connection_messages=True)).splitlines()
+    assert "connection_messages true" in loud and "log_type notice" in loud
+    quiet = render_mosquitto_conf(MosquittoSettings()).splitlines()
+    assert "connection_messages false" in quiet and "log_type notice" not in quiet
+
+
 def _args(*argv: str) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     add_login_flags(p)
