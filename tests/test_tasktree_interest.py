@@ -178,21 +178,26 @@ class _CountingSim(peer_sim._Sim):
         super().at_broker(sender, msg, to)
 
 
+def _avoiding_team(robots: int, seed: int, network: NetworkModel, declared: bool) -> SimConfig:
+    """`robots` robots with contention avoidance, declaring interest (prefetch 4) or not."""
+    return SimConfig(
+        robots=tuple(f"r{i}" for i in range(robots)),
+        seed=seed,
+        network=network,
+        avoid_contention=True,
+        declared_interest=declared,
+        interest_prefetch=4,
+        time_limit=600.0,
+    )
+
+
 def test_a_claim_asks_a_few_peers_not_the_whole_team() -> None:
     """32 robots, 25 THEN pairs, contention avoidance: with declared interest a claim
     gets a handful of replies (31 without); every run keeps the guarantees."""
     tree = parse_tree("AND(" + ", ".join(f"THEN(l{2 * i}, l{2 * i + 1})" for i in range(25)) + ")")
     replies = {}
     for declared in (False, True):
-        cfg = SimConfig(
-            robots=tuple(f"r{i}" for i in range(32)),
-            seed=1,
-            network=NetworkModel(max_delay=0.02, reorder=True),
-            avoid_contention=True,
-            declared_interest=declared,
-            interest_prefetch=4,
-            time_limit=600.0,
-        )
+        cfg = _avoiding_team(32, 1, NetworkModel(max_delay=0.02, reorder=True), declared)
         sim = _CountingSim(tree, cfg)
         res = sim.run()
         assert check_invariants(tree, res) == [], res.summary()
@@ -452,16 +457,8 @@ def test_messages_per_behaviour_grow_at_most_linearly_with_the_team() -> None:
     tree = parse_tree("AND(" + ", ".join(f"THEN(a{i}, b{i})" for i in range(15)) + ")")
     per_behaviour = {}
     for robots in (4, 8, 16):
-        cfg = SimConfig(
-            robots=tuple(f"r{i}" for i in range(robots)),
-            seed=3,
-            network=NetworkModel(max_delay=0.002, reorder=False),
-            avoid_contention=True,
-            declared_interest=True,
-            interest_prefetch=4,
-            ack_hold=0.1,
-            time_limit=600.0,
-        )
+        network = NetworkModel(max_delay=0.002, reorder=False)
+        cfg = replace(_avoiding_team(robots, 3, network, True), ack_hold=0.1)
         res = simulate(tree, cfg)
         assert check_invariants(tree, res) == [] and res.completed, res.summary()
         assert sum(res.kinds.values()) == res.published, (res.kinds, res.published)
