@@ -683,10 +683,7 @@ async def one_run(
         rtts: list[float] = []
         next_progress = t0 + PROGRESS_S
         while not mains.done():
-            start = time.perf_counter()
-            with contextlib.suppress(Exception):
-                await prober.request("echo", "echo.ping", None, to="echo", timeout=2)
-                rtts.append((time.perf_counter() - start) * 1000)
+            await _ping_once(prober, rtts)
             await asyncio.wait({mains}, timeout=RTT_PROBE_S)
             now = time.monotonic()
             if now >= next_progress:
@@ -762,14 +759,19 @@ async def one_run(
     return row
 
 
+async def _ping_once(prober: Agent, rtts: list[float]) -> None:
+    """One round trip to the echo, appended to ``rtts`` in ms (a lost ping is left out)."""
+    start = time.perf_counter()
+    with contextlib.suppress(Exception):
+        await prober.request("echo", "echo.ping", None, to="echo", timeout=2)
+        rtts.append((time.perf_counter() - start) * 1000)
+
+
 async def _ping(prober: Agent, count: int) -> list[float]:
     """``count`` round trips to the echo, one after another (ms; lost pings left out)."""
     rtts: list[float] = []
     for _ in range(count):
-        start = time.perf_counter()
-        with contextlib.suppress(Exception):
-            await prober.request("echo", "echo.ping", None, to="echo", timeout=2)
-            rtts.append((time.perf_counter() - start) * 1000)
+        await _ping_once(prober, rtts)
         await asyncio.sleep(RTT_PROBE_S)
     return rtts
 
