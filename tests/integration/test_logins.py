@@ -27,7 +27,7 @@ from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import build
 from tests.chaos.harness import party_config
 from tests.conftest import REPO, AgentProcs, eventually, teamtree_cmd
-from tests.logins_support import bound_broker
+from tests.logins_support import bound_broker, evicted
 
 pytestmark = [pytest.mark.integration]
 
@@ -140,8 +140,8 @@ async def test_each_login_kind_writes_only_what_its_role_may(tmp_path: Path, tea
 
 async def test_the_monitor_login_cannot_evict_a_robot(tmp_path: Path, team: str) -> None:
     """The monitor's read-only login connects with pr2's client id: the broker takes
-    its username as its client id instead, so pr2 keeps its one session (no Will,
-    no reconnect) and still publishes."""
+    its username as its client id instead, so pr2's session is never taken over and
+    pr2 still publishes."""
     config = party_config(tmp_path / "party.toml", team)
     out = tmp_path / "broker"
     async with bound_broker(config, out) as broker:
@@ -162,13 +162,17 @@ async def test_the_monitor_login_cannot_evict_a_robot(tmp_path: Path, team: str)
                         await watch.until(build(team, "pr2", "probe"), n)
                 await pr2.publish("state", "x.alive", {"n": 2})
                 await watch.until(build(team, "pr2", "state"))
+                # an eviction is the broker closing pr2's session for another
+                # connection with its client id, read from the broker's log; a
+                # stall of a busy machine may also make pr2 reconnect (keepalive),
+                # which is no eviction
                 presence = [
                     b.get("body", {}).get("state")
                     for t, b in watch.bodies
                     if t == build(team, "pr2", "connection") and isinstance(b, dict)
                 ]
-                assert pr2.connection.connects == 1, presence
-                assert "CONNECTION_BROKEN" not in json.dumps(presence), presence
+                takeovers = evicted(broker, "pr2", f"teamtree-{team}-pr2")
+                assert takeovers == 0, (takeovers, pr2.connection.connects, presence)
         finally:
             watch.task.cancel()
 
