@@ -498,6 +498,8 @@ def _dump_state(agents: Sequence[Agent]) -> None:
             else sorted(q for q in c.peers_online if p.replies.get(q, -1) < p.need.get(q, 0))
         )
         av = c.avoider
+        book = c.interest
+        unacked = [] if book is None else book.unacknowledged(c.peers_online)
         acts = c.activations()
         mine = {leaf: round(acts.leaf_value(leaf), 3) for leaf in acts.selectable}
         print(
@@ -509,7 +511,9 @@ def _dump_state(agents: Sequence[Agent]) -> None:
             f"best={sorted(mine.items(), key=lambda kv: -kv[1])[:3]} "
             f"waited={None if av is None else (av._waited, av._patience)} "
             f"rivals={None if av is None else len(av.peers)} "
-            f"inbound={_inbound_size(agent)}",
+            f"inbound={_inbound_size(agent)} "
+            f"declared={None if book is None else len(book.leaves)} "
+            f"unacked={len(unacked)}{unacked[:4]}",
             flush=True,
         )
 
