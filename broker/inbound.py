@@ -3,11 +3,18 @@
 A handler that falls behind (a busy core, a big team) must not fall further behind on
 stale data: an observation is the world's state *now*, and a newer one on the same
 topic replaces it. So the queue keeps at most one message per *latest-only* topic
-(e.g. a driver's ``observation``): a newer message drops the queued one (counted, not
-handled) and joins the back of the line. It never takes the older one's place: a
-newer observation must not overtake what arrived between the two (a driver's
-"behaviour finished" followed by an observation of the idle body would otherwise reach
-the robot in the wrong order, and its body watch would call the behaviour lost).
+(e.g. a driver's ``observation``): a newer message replaces the queued one (counted,
+not handled). It takes the older one's place in the line unless its sender queued
+another message (of the normal lane) after the older one: then the older is dropped
+and the newer joins the back, as a newer observation must not overtake what its
+sender said between the two (a driver's "behaviour finished" followed by an
+observation of the idle body would otherwise reach the robot in the wrong order, and
+its body watch would call the behaviour lost). Other senders' messages have no order
+with it (the broker orders each sender's messages only), so the newer overtakes them.
+Always joining the back starved a busy agent: with more than one observation period
+of other senders' messages always ahead of it, each observation was replaced before
+it reached the front, and the agent never saw the world change again. A message
+whose topic names no sender (a team channel) counts as every sender's.
 Every other message (claims, replies, transitions, commands) is queued and delivered
 in order, never shed: the peer rule's messages are never dropped here.
 
@@ -44,7 +51,7 @@ from collections.abc import Container
 from typing import Any
 
 __all__ = ["CRITICAL", "NORMAL", "URGENT", "CoalescingQueue", "UrgentGate", "channel_of",
-           "give_way_to_critical", "on_channels", "urgent_gate"]  # fmt: skip
+           "give_way_to_critical", "on_channels", "sender_of", "urgent_gate"]  # fmt: skip
 
 URGENT_GATE_MAX_S = 0.05
 """How long one agent's queued urgent messages may hold the process's other agents
@@ -233,12 +240,28 @@ async def give_way_to_critical() -> None:
 
 
 class _Slot:
-    __slots__ = ("dead", "item", "topic")
+    """A place in the normal lane. For a latest-only topic: its `sender` and whether
+    that sender queued another normal message after it (`passed`: a newer message on
+    the topic must then go to the back, behind that one)."""
 
-    def __init__(self, topic: str | None, item: Any):
+    __slots__ = ("dead", "item", "passed", "sender", "topic")
+
+    def __init__(self, topic: str | None, item: Any, sender: str | None = None):
         self.topic = topic
         self.item = item
+        self.sender = sender
         self.dead = False
+        self.passed = False
+
+
+def sender_of(topic: str) -> str | None:
+    """The agent `topic` belongs to, its fourth level
+    (``teamtree/v1/<team>/<agent>/...``); None for a team channel (``_``) or a topic
+    too short to name one."""
+    parts = topic.split("/", 4)
+    if len(parts) < 5 or parts[3] == "_":
+        return None
+    return parts[3]
 
 
 class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
@@ -266,6 +289,8 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
     def _init(self, maxsize: int) -> None:
         self._queue: deque[_Slot] = deque()
         self._queued: dict[str, _Slot] = {}
+        # per sender, the latest-only slots it has waiting (see ``_Slot.passed``)
+        self._waiting: dict[str | None, list[_Slot]] = {}
         self._dead = 0  # replaced slots still in the deque (skipped, not counted)
         self._critical: deque[Any] = deque()
         self._urgent: deque[Any] = deque()
@@ -300,17 +325,50 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
             self._urgent.append(item)
             self._gate.filled(self, URGENT)
             return
-        if topic is not None and topic in self._latest:
-            older = self._queued.get(topic)
-            if older is not None:  # an older one still waits: drop it, queue the newer last
-                older.dead = True
-                older.item = None
-                self._dead += 1
-                self.coalesced += 1
-            slot = self._queued[topic] = _Slot(topic, item)
-        else:
-            slot = _Slot(None, item)
+        if topic is None:
+            self._pass(None)
+            self._queue.append(_Slot(None, item))
+            return
+        sender = sender_of(topic)
+        if topic not in self._latest:
+            self._pass(sender)
+            self._queue.append(_Slot(None, item))
+            return
+        older = self._queued.get(topic)
+        if older is not None:
+            self.coalesced += 1
+            if not older.passed:  # nothing of its sender since: the newer takes its place
+                older.item = item
+                return
+            older.dead = True  # the newer goes behind what its sender said since
+            older.item = None
+            self._dead += 1
+            self._unwait(older)
+        self._pass(sender)
+        slot = self._queued[topic] = _Slot(topic, item, sender)
+        self._waiting.setdefault(sender, []).append(slot)
         self._queue.append(slot)
+
+    def _pass(self, sender: str | None) -> None:
+        """A normal message of `sender` (None: of no one sender) was queued: the
+        latest-only slots it passes may no longer be overtaken by a newer message."""
+        waiting = self._waiting
+        if not waiting:
+            return
+        if sender is None:
+            for slots in waiting.values():
+                for slot in slots:
+                    slot.passed = True
+            return
+        for key in (sender, None):
+            for slot in waiting.get(key, ()):
+                slot.passed = True
+
+    def _unwait(self, slot: _Slot) -> None:
+        slots = self._waiting[slot.sender]
+        slots.remove(slot)
+        if not slots:
+            del self._waiting[slot.sender]
 
     def _get(self) -> Any:
         if self._critical:
@@ -332,6 +390,7 @@ class CoalescingQueue(asyncio.Queue):  # type: ignore[type-arg]
             slot = self._queue.popleft()
         if slot.topic is not None:
             del self._queued[slot.topic]
+            self._unwait(slot)
         return slot.item
 
     def urgent_waiting(self, above: int = NORMAL) -> bool:

@@ -72,6 +72,87 @@ def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops
     assert [order[id(m)] for m in got] == sorted(order[id(m)] for m in got)
 
 
+AGENT_TOPICS = ["teamtree/v1/t/d1/observation", "teamtree/v1/t/d1/progress",
+                "teamtree/v1/t/d2/observation", "teamtree/v1/t/d2/snapshot",
+                "teamtree/v1/t/d2/state", "teamtree/v1/t/_/mission"]  # fmt: skip
+AGENT_LATEST = frozenset(AGENT_TOPICS[i] for i in (0, 2, 3))
+
+
+def _sender(topic: str) -> str | None:
+    agent = topic.split("/")[3]
+    return None if agent == "_" else agent
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("put"), st.sampled_from(AGENT_TOPICS)),
+            st.tuples(st.just("get"), st.just("")),
+        ),
+        max_size=200,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_a_newer_observation_overtakes_only_other_senders_messages(ops) -> None:
+    q = CoalescingQueue(latest=AGENT_LATEST)
+    put: list[_Message] = []
+    got: list[_Message] = []
+    for n, (op, topic) in enumerate(ops):
+        if op == "put":
+            m = _Message(topic, n)
+            q.put_nowait(m)
+            put.append(m)
+        elif not q.empty():
+            got.append(q.get_nowait())
+    while not q.empty():
+        got.append(q.get_nowait())
+    others = [m for m in put if m.topic not in AGENT_LATEST]
+    assert [m for m in got if m.topic not in AGENT_LATEST] == others  # none shed, in order
+    for topic in AGENT_LATEST:
+        sent = [m.n for m in put if m.topic == topic]
+        seen = [m.n for m in got if m.topic == topic]
+        assert seen == sorted(set(seen))  # never an older one after a newer one
+        if sent:
+            assert seen[-1] == sent[-1]  # the newest is always delivered
+    assert len(got) + q.coalesced == len(put)
+    # nothing is handled before a message of the same sender (or of a team channel,
+    # which may be anyone's) that was queued before it
+    for i, early in enumerate(got):
+        for late in got[i + 1 :]:
+            a, b = _sender(early.topic), _sender(late.topic)
+            if a is None or b is None or a == b:
+                assert early.n < late.n, (early, late)
+
+
+def test_a_steady_stream_of_other_senders_messages_does_not_starve_an_observation() -> None:
+    """A busy agent always has other peers' messages ahead of the newest observation;
+    each newer observation keeps the place of the one it replaces, so it reaches the
+    front within one pass of what was queued before the first."""
+    obs, other = "teamtree/v1/t/drv/observation", "teamtree/v1/t/p{}/snapshot"
+    q = CoalescingQueue(latest=frozenset({obs}))
+    for n in range(5):
+        q.put_nowait(_Message(other.format(n), n))
+    handled: list[str] = []
+    for n in range(5, 40):
+        q.put_nowait(_Message(obs, n))  # the driver's next observation
+        q.put_nowait(_Message(other.format(n), n))  # another peer's message behind it
+        handled.append(q.get_nowait().topic)
+    assert obs in handled[:6], handled
+    assert handled.count(obs) >= 3  # and again on later passes, not once
+
+
+def test_an_observation_after_its_senders_other_message_goes_behind_it() -> None:
+    """The driver's "behaviour finished" queued after an observation: the next
+    observation may not take the older one's place (it would overtake the report)."""
+    obs, progress = "teamtree/v1/t/drv/observation", "teamtree/v1/t/drv/progress"
+    q = CoalescingQueue(latest=frozenset({obs}))
+    q.put_nowait(_Message(obs, 0))
+    q.put_nowait(_Message(progress, 1))
+    q.put_nowait(_Message(obs, 2))
+    assert [q.get_nowait().n for _ in range(2)] == [1, 2]
+    assert q.empty() and q.coalesced == 1
+
+
 URGENT = frozenset({"claims", "claim_reply", "state"})
 CRITICAL_CHANNELS = frozenset({"claims", "claim_reply"})  # urgent too: critical wins
 T = "teamtree/v1/t"
