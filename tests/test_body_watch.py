@@ -137,6 +137,7 @@ def test_a_team_that_stands_still_ends_with_an_error_naming_the_open_leaves() ->
             assert robot.exit_code == 0  # not yet: it may be a pause
             await asyncio.sleep(0.15)
             robot.stall.check()
+            robot.stall.check()  # the ticks until it stops say it no more
         return robot, logs
 
     robot, logs = asyncio.run(run())

@@ -45,13 +45,14 @@ class StallCheck:
         self.timeout_s = timeout_s
         self._watch = StallWatch(timeout_s)  # progress: leaves newly done
         self._attempts = 0  # len(host.executed) when the team last progressed
+        self.failed = False  # said once: the ticks until the robot stops say no more
 
     def check(self) -> None:
         """Look once (each tick): log ``mission.failed`` and stop with exit code 2
-        when the team has gone ``timeout_s`` without progress."""
+        when the team has gone ``timeout_s`` without progress; once."""
         host = self.host
         c = host.controller
-        if c is None or not self.timeout_s:
+        if c is None or not self.timeout_s or self.failed:
             return
         if c.mission_done or not c.connected:
             self._watch.reset()
@@ -77,4 +78,5 @@ class StallCheck:
             fix="bring back or add a member able to do them, or change the mission; "
             f"stall_timeout_s ({self.timeout_s:g} s) sets how long the team may wait",
         )
+        self.failed = True
         host.request_stop(2)
