@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -246,31 +247,52 @@ async def join_late(cluster: RabbitCluster, node: int, team: str, mission: str) 
 MEMBER_CHANNELS = ("connection", "factsheet", "heartbeat")
 
 
+_ON_CUE = (
+    "import importlib, json, sys\n"
+    "from teamtree.agents.cli.app import EXTRA_COMMANDS, main\n"
+    "for module in EXTRA_COMMANDS: importlib.import_module(module)\n"  # loaded before the cue
+    "sys.exit(main(json.loads(sys.stdin.readline())))\n"
+)
+"""A teamtree CLI that loads, then waits for its arguments (a JSON list) on stdin."""
+
+
+def load_readers(cwd: Path) -> list[subprocess.Popen]:
+    """Three CLI processes for ``start_readers``, loaded ahead of their cue: a Python
+    start and the CLI's imports took ~15 s beside two CPU hogs and a cluster, and a
+    tea party's last 16 s went by before the readers were in (they found no member)."""
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", _ON_CUE],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+
+
 def start_readers(
-    config: Path, url: str, team: str, mission: str, cwd: Path
-) -> list[subprocess.Popen]:
-    """``monitor --once --json``, ``tree --broker`` and ``record`` on one node,
-    mid-mission."""
+    readers: list[subprocess.Popen], config: Path, url: str, team: str, mission: str, cwd: Path
+) -> None:
+    """Cue the `readers` (``load_readers``): ``monitor --once --json``, ``tree
+    --broker`` and ``record`` on one node, mid-mission."""
     common = ["--broker", url, "--team", team, "--mission", mission]
     # a member silent for ~10 s after the stop is heard; on a busy machine its silence
     # lasts longer, and a longer window only gives every member more time to be heard
     window = scaled(2 * READER_WAIT_S)
     wait = f"{window:.1f}"
     record = ("record", "-o", str(cwd / "late.jsonl"), "--duration", f"{window + 2:.1f}")
-    return [
-        subprocess.Popen(
-            teamtree_cmd(*command, *common),
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for command in (
-            ("monitor", "--once", "--json", "--wait", wait),
-            ("tree", str(config), "--wait", wait),
-            record,
-        )
-    ]
+    commands = (
+        ("monitor", "--once", "--json", "--wait", wait),
+        ("tree", str(config), "--wait", wait),
+        record,
+    )
+    for reader, command in zip(readers, commands, strict=True):
+        assert reader.stdin is not None
+        reader.stdin.write(json.dumps([*command, *common]) + "\n")
+        reader.stdin.flush()
 
 
 def collect(reader: subprocess.Popen) -> str:
@@ -334,6 +356,7 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
     # met a holder's silence of its own, its lease renewals (QoS 0) dropped meanwhile,
     # and the body stopped (lease_expired), as leases are meant to
     config.write_text(text.replace("time_factor = 8.0", "time_factor = 1.0"))
+    readers = load_readers(tmp_path)
     proc, out = run_team(config, cluster, tmp_path)
     try:
         wait_for_line(out, r"^pr2 .*behaviour\.started", proc, 180)
@@ -350,14 +373,15 @@ def test_tea_party_survives_a_node_stop_and_a_late_joiner_sees_the_team(
             wait_after(
                 out, r"^pr2 .*agent\.online.*connects=2", rf"^{robot} .*behaviour\.started", proc
             )
-        readers = start_readers(config, cluster.urls[joiner_node], team, mission, tmp_path)
+        start_readers(readers, config, cluster.urls[joiner_node], team, mission, tmp_path)
         joiner = asyncio.run(join_late(cluster, joiner_node, team, mission))
         monitor, tree, _ = (collect(reader) for reader in readers)
         text = finish(proc, out)
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(30)
+        for process in (proc, *readers):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(30)
         cluster.start_node(stop)  # back in the background; the next test waits for it
     seen = onlines(text)
     assert {url for _, url, _ in seen} == set(cluster.urls), f"not spread: {seen}"
