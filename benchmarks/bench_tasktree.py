@@ -513,9 +513,18 @@ def _dump_state(agents: Sequence[Agent]) -> None:
             f"rivals={None if av is None else len(av.peers)} "
             f"inbound={_inbound_size(agent)} "
             f"declared={None if book is None else len(book.leaves)} "
-            f"unacked={len(unacked)}{unacked[:4]}",
+            f"unacked={len(unacked)}{unacked[:4]} "
+            f"world={_world_counts(agent)} coalesced={agent.connection.coalesced}",
             flush=True,
         )
+
+
+def _world_counts(agent: Agent) -> tuple[int, int] | None:
+    """(objects the robot's world view holds, those it shows at their goals)."""
+    world = getattr(getattr(agent, "world", None), "world_objects", None)
+    if world is None:
+        return None
+    return len(world), sum(o.at_goal for o in world.values())
 
 
 def _inbound_size(agent: Agent) -> int | None:
