@@ -34,18 +34,14 @@ class _Message:
     n: int
 
 
-@given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("put"), st.sampled_from(["obs/a", "obs/b", "claims", "state"])),
-            st.tuples(st.just("get"), st.just("")),
-        ),
-        max_size=200,
-    )
-)
-@settings(max_examples=300, deadline=None)
-def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops) -> None:
-    q = CoalescingQueue(latest=LATEST)
+def _drive(
+    latest: frozenset[str], ops: list[tuple[str, str]]
+) -> tuple[list[_Message], list[_Message]]:
+    """Put and get as `ops` say, then drain; (what was put, what came out). Checks
+    what holds for every queue: every message on another topic comes out, in order;
+    on a latest-only topic never an older one after a newer one, always the newest;
+    each message put either comes out or is counted coalesced."""
+    q = CoalescingQueue(latest=latest)
     put: list[_Message] = []
     got: list[_Message] = []
     for n, (op, topic) in enumerate(ops):
@@ -57,16 +53,30 @@ def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops
             got.append(q.get_nowait())
     while not q.empty():
         got.append(q.get_nowait())
-    others = [m for m in put if m.topic not in LATEST]
-    assert [m for m in got if m.topic not in LATEST] == others  # none shed, in order
-    for topic in LATEST:
+    others = [m for m in put if m.topic not in latest]
+    assert [m for m in got if m.topic not in latest] == others  # none shed, in order
+    for topic in latest:
         sent = [m.n for m in put if m.topic == topic]
         seen = [m.n for m in got if m.topic == topic]
         assert seen == sorted(set(seen))  # never an older one after a newer one
         if sent:
             assert seen[-1] == sent[-1]  # the newest is always delivered
-        assert q.coalesced >= 0
     assert len(got) + q.coalesced == len(put)
+    return put, got
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("put"), st.sampled_from(["obs/a", "obs/b", "claims", "state"])),
+            st.tuples(st.just("get"), st.just("")),
+        ),
+        max_size=200,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops) -> None:
+    put, got = _drive(LATEST, ops)
     # an observation never overtakes a message that arrived before it
     order = {id(m): i for i, m in enumerate(put)}
     assert [order[id(m)] for m in got] == sorted(order[id(m)] for m in got)
@@ -94,27 +104,7 @@ def _sender(topic: str) -> str | None:
 )
 @settings(max_examples=300, deadline=None)
 def test_a_newer_observation_overtakes_only_other_senders_messages(ops) -> None:
-    q = CoalescingQueue(latest=AGENT_LATEST)
-    put: list[_Message] = []
-    got: list[_Message] = []
-    for n, (op, topic) in enumerate(ops):
-        if op == "put":
-            m = _Message(topic, n)
-            q.put_nowait(m)
-            put.append(m)
-        elif not q.empty():
-            got.append(q.get_nowait())
-    while not q.empty():
-        got.append(q.get_nowait())
-    others = [m for m in put if m.topic not in AGENT_LATEST]
-    assert [m for m in got if m.topic not in AGENT_LATEST] == others  # none shed, in order
-    for topic in AGENT_LATEST:
-        sent = [m.n for m in put if m.topic == topic]
-        seen = [m.n for m in got if m.topic == topic]
-        assert seen == sorted(set(seen))  # never an older one after a newer one
-        if sent:
-            assert seen[-1] == sent[-1]  # the newest is always delivered
-    assert len(got) + q.coalesced == len(put)
+    _put, got = _drive(AGENT_LATEST, ops)
     # nothing is handled before a message of the same sender (or of a team channel,
     # which may be anyone's) that was queued before it
     for i, early in enumerate(got):

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamtree.planners.tasktree import (
+    DOUBT_LIMIT,
     ClaimReply,
     EffectConfirmed,
     EffectUndone,
@@ -26,6 +27,7 @@ from teamtree.planners.tasktree import (
     TaskController,
     Tick,
     Transition,
+    WorldShown,
     conflict_set,
     parse_tree,
     satisfied_nodes,
@@ -216,3 +218,89 @@ def test_a_forged_release_never_hands_a_running_leaf_over(
                 inbox += holder.answer(action, t)
         if forged_sent and t < start + forged_at + HOLD_MS and t < holder.until:
             assert not c.allowed(node), f"tree={text} t={t - start}: released before the lease"
+
+
+def _started(actions: list) -> bool:
+    return any(isinstance(a, StartBehaviour) for a in actions)
+
+
+def test_a_peers_done_holds_its_leaf_back_until_the_next_keyframe_and_no_longer() -> None:
+    """A peer reports a leaf done that this member's world does not show yet: it does
+    not claim the leaf (the claim would lose to the report) until its next keyframe;
+    a keyframe that does not show it done frees it, and after ``DOUBT_LIMIT`` such
+    keyframes the reports hold it back no more (a forged done cannot freeze it)."""
+    tree = parse_tree("cup")
+    (leaf,) = tree.leaves
+    c = TaskController(tree, "b", evidence_leaves=[leaf], default_potential=1.0)
+    t = 1_000
+
+    def handle(event) -> list:
+        nonlocal t
+        t += 10
+        return c.handle(event, (t, 0, "b"))
+
+    handle(WorldShown())
+    for _ in range(DOUBT_LIMIT):
+        handle(Transition(leaf, "h", NodeStatus.DONE, (t, 0, "h")))
+        assert not _started(handle(Tick())), "held back until the next keyframe"
+        handle(WorldShown())
+    handle(Transition(leaf, "h", NodeStatus.DONE, (t, 0, "h")))
+    assert _started(handle(Tick())), "past the limit, a report holds nothing back"
+    assert leaf not in c.done
+
+
+def test_without_keyframes_a_peers_done_holds_nothing_back() -> None:
+    """A controller whose world sends no keyframes (no ``WorldShown``) has nothing to
+    free a doubted leaf: it doubts none."""
+    tree = parse_tree("cup")
+    (leaf,) = tree.leaves
+    c = TaskController(tree, "b", evidence_leaves=[leaf], default_potential=1.0)
+    c.handle(Transition(leaf, "h", NodeStatus.DONE, (1_000, 0, "h")), (1_000, 0, "b"))
+    assert _started(c.handle(Tick(), (1_010, 0, "b")))
+
+
+@settings(max_examples=300, print_blob=True, deadline=None)
+@given(
+    steps=st.lists(
+        st.sampled_from(["transition", "snapshot", "reply", "keyframe", "tick", "confirm"]),
+        max_size=60,
+    )
+)
+def test_peers_dones_hold_a_leaf_back_through_few_keyframes_and_only_after_a_report(
+    steps: list[str],
+) -> None:
+    """Whatever peers report and whenever keyframes come: a free leaf is held back
+    (a tick starts nothing) only after a keyframe and a report since it, through at
+    most ``DOUBT_LIMIT`` keyframes that did not show it done; a keyframe that shows it
+    done (``EffectConfirmed``) makes it done."""
+    tree = parse_tree("cup")
+    (leaf,) = tree.leaves
+    c = TaskController(tree, "b", evidence_leaves=[leaf], default_potential=1.0)
+    t, keyframes, reported = 1_000, 0, False
+    held_at: set[int] = set()
+    for kind in steps:
+        t += 10
+        now, stamp = (t, 0, "b"), (t, 0, "h")
+        if kind == "transition":
+            c.handle(Transition(leaf, "h", NodeStatus.DONE, stamp), now)
+        elif kind == "snapshot":
+            c.handle(Snapshot("h", stamp, (leaf,), ()), now)
+        elif kind == "reply":
+            reports = (NodeReport(leaf, PeerState.DONE),)
+            c.handle(ClaimReply("x", leaf, "b", "h", reports), now)
+        elif kind == "confirm":
+            c.handle(EffectConfirmed(leaf), now)
+            assert leaf in c.done
+            return
+        elif kind == "keyframe":
+            c.handle(WorldShown(), now)
+            keyframes, reported = keyframes + 1, False
+        else:
+            if _started(c.handle(Tick(), now)):
+                return
+            assert keyframes and reported, "held back without a keyframe and a report"
+            held_at.add(keyframes)
+        if kind in ("transition", "snapshot", "reply"):
+            reported = True
+            assert leaf not in c.done  # rule 7 still: a report is not the world
+    assert len(held_at) <= DOUBT_LIMIT, held_at

@@ -25,6 +25,7 @@ from teamtree.planners.tasktree import (
     ShapePrimitive,
     TaskController,
     TaskTree,
+    WorldShown,
 )
 
 __all__ = ["WorldView"]
@@ -192,17 +193,20 @@ class WorldView:
         changed: set[str] | None,
         *,
         keyframe: bool,
-    ) -> Iterator[EvidenceChanged | EffectConfirmed | EffectUndone]:
+    ) -> Iterator[EvidenceChanged | EffectConfirmed | EffectUndone | WorldShown]:
         """What an observation (already absorbed) tells `controller`: on a keyframe, the
         evidence leaves when they changed; then the leaves ``confirmed``, then those
-        ``undone`` (`changed` as there). Lazily: each group is read from the
-        controller once the events before it were handled."""
+        ``undone`` (`changed` as there); last, on a keyframe, ``WorldShown``. Lazily:
+        each group is read from the controller once the events before it were
+        handled."""
         if keyframe:  # every goal known
             evidence = self.evidence_leaves()
             if evidence != controller.evidence_leaves:
                 yield EvidenceChanged(evidence)
         yield from [EffectConfirmed(n) for n in self.confirmed(obs, controller.done, changed)]
         yield from [EffectUndone(n) for n in self.undone(obs, controller.done, changed)]
+        if keyframe:
+            yield WorldShown()
 
     def holds(self, node: str) -> bool:
         """Whether the world last showed `node`'s object held by this robot's body."""

@@ -92,6 +92,7 @@ _HOMES = {
         "repeated_starts",
     ),
     "peer": (
+        "DOUBT_LIMIT",
         "AbortBehaviour",
         "BehaviourFinished",
         "Claim",
@@ -121,6 +122,7 @@ _HOMES = {
         "Tick",
         "Transition",
         "Want",
+        "WorldShown",
         "conflict_set",
     ),
     "peer_sim": (

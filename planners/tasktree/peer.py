@@ -108,6 +108,11 @@ from teamtree.planners.tasktree.status import NodeStatus
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
 from teamtree.planners.tasktree.versioned import VersionedDict, VersionedSet
 
+DOUBT_LIMIT = 3
+"""Keyframes a leaf may be held back through on peers' reports of its done that the
+world did not bear out (``TaskController._doubt``); past them such reports hold it
+back no more."""
+
 __all__ = [
     "AbortBehaviour",
     "BehaviourFinished",
@@ -138,6 +143,7 @@ __all__ = [
     "Tick",
     "Transition",
     "Want",
+    "WorldShown",
     "conflict_set",
 ]
 
@@ -300,6 +306,12 @@ class EvidenceChanged(Struct, frozen=True):
     leaves: frozenset[str]
 
 
+class WorldShown(Struct, frozen=True):
+    """A keyframe of this member's world was observed (every object), after the
+    ``EffectConfirmed`` and ``EffectUndone`` it showed: the leaves held back on a
+    peer's unconfirmed done (rule 7's doubt) may be claimed again."""
+
+
 class EffectUndone(Struct, frozen=True):
     """The world shows ``node``'s effect gone after it was done, e.g. its object moved
     away from its goal: the leaf is open again ("undone means undone")."""
@@ -321,6 +333,7 @@ Event = (
     | EffectConfirmed
     | EffectUndone
     | EvidenceChanged
+    | WorldShown
     | PeerPotentials
     | Interest
     | InterestAck
@@ -500,6 +513,13 @@ class TaskController:
         """Peer reports of done that the world did not show (rule 7)."""
         self._refused_done: set[str] = set()
         """Evidence leaves a peer said were done, not believed (``EvidenceChanged``)."""
+        self._doubted: dict[str, None] = {}
+        """Evidence leaves held back from selection until the next ``WorldShown``: a
+        peer said they were done and this member's world has not shown it yet."""
+        self._doubt_misses: dict[str, int] = {}
+        """Per leaf: keyframes that came after a doubt and did not show it done."""
+        self._doubt_version = 0
+        self._keyframes = 0  # WorldShown events seen: none, no doubt (nothing frees it)
         self.me = me
         self.rule = ClaimRule(rule)
         self.default_potential = default_potential
@@ -526,7 +546,7 @@ class TaskController:
         self._acts: ActivationView | None = None
         # the activation view _select last read, and this member's positive leaf values
         # in it: an idle member selects on every tick, and the view changes far less
-        self._values: tuple[ActivationView | None, dict[str, float]] = (None, {})
+        self._values: tuple[ActivationView | None, int, dict[str, float]] = (None, 0, {})
         self._spread = IncrementalSpread(tree)
         self._acts_key: tuple | None = None
         self._done_version: int | None = None  # mission_done's cache
@@ -662,6 +682,8 @@ class TaskController:
                 self._on_undone(event, now, out)
             case EvidenceChanged():
                 self._on_evidence(event, now, out)
+            case WorldShown():
+                self._on_world_shown()
             case Interest():
                 self._on_interest(event, now, out)
             case InterestAck():
@@ -792,11 +814,12 @@ class TaskController:
         contention avoidance the one the team's matching gives this member (or None:
         wait for a better-placed idle peer to claim first)."""
         acts = self.activations()
-        seen, mine = self._values
-        if seen is not acts:  # a new view: its values (read-only, like the view)
+        seen, doubt, mine = self._values
+        if seen is not acts or doubt != self._doubt_version:  # its values (read-only)
+            doubted = self._doubted
             values = ((leaf, acts.leaf_value(leaf)) for leaf in acts.selectable)
-            mine = {leaf: v for leaf, v in values if v > 0.0}
-            self._values = (acts, mine)
+            mine = {leaf: v for leaf, v in values if v > 0.0 and leaf not in doubted}
+            self._values = (acts, self._doubt_version, mine)
         if self.avoider is None:  # the highest, ties to the leftmost (select_behaviour)
             index = self._spread.index
             return max(mine, key=lambda leaf: (mine[leaf], -index[leaf]), default=None)
@@ -1039,12 +1062,40 @@ class TaskController:
         if node in self.evidence_leaves:  # rule 7: the world says, not a peer
             self.unconfirmed += 1
             self._refused_done.add(node)
+            self._doubt(node)
             return
         self._set_done(node)
         if node in self.mine:
             del self.mine[node]
             self._paused.discard(node)
             out.append(AbortBehaviour(node, "done by a peer"))
+
+    def _doubt(self, node: str) -> None:
+        """Hold ``node`` back from selection until this member's next keyframe: a peer
+        says it is done, which this member's world will show if it is (a claim on it
+        now would only lose to that peer's report, and at 64 robots most claims did).
+        At most ``DOUBT_LIMIT`` keyframes that did not show it done, so reports that
+        the world never bears out (a forged or mistaken done) delay a leaf by a few
+        keyframes, never for good. Only once keyframes come (``WorldShown``)."""
+        if (
+            not self._keyframes
+            or node in self._doubted
+            or self._doubt_misses.get(node, 0) >= DOUBT_LIMIT
+        ):
+            return
+        self._doubted[node] = None
+        self._doubt_version += 1
+
+    def _on_world_shown(self) -> None:
+        self._keyframes += 1
+        if not self._doubted:
+            return
+        misses = self._doubt_misses
+        for node in self._doubted:
+            if node not in self.done:
+                misses[node] = misses.get(node, 0) + 1
+        self._doubted.clear()
+        self._doubt_version += 1
 
     def _set_done(self, node: str) -> None:
         self.done.add(node)
@@ -1198,6 +1249,7 @@ class TaskController:
     def _on_effect(self, ev: EffectConfirmed, now: Stamp, out: list[ControllerAction]) -> None:
         if ev.node not in self.tree.nodes or ev.node in self.done:
             return
+        self._doubt_misses.pop(ev.node, None)  # the world bore a report out: doubt anew
         if ev.node in self.mine:  # done while ours runs: stop the body, count it done
             self._on_finished(BehaviourFinished(ev.node, True), now, out)
             out.append(AbortBehaviour(ev.node, "the world shows it done"))
