@@ -65,15 +65,18 @@ def _drive(
     return put, got
 
 
-@given(
-    st.lists(
+def _puts_and_gets(topics: list[str]) -> st.SearchStrategy[list[tuple[str, str]]]:
+    """Up to 200 steps: put a message on one of `topics`, or get one."""
+    return st.lists(
         st.one_of(
-            st.tuples(st.just("put"), st.sampled_from(["obs/a", "obs/b", "claims", "state"])),
+            st.tuples(st.just("put"), st.sampled_from(topics)),
             st.tuples(st.just("get"), st.just("")),
         ),
         max_size=200,
     )
-)
+
+
+@given(_puts_and_gets(["obs/a", "obs/b", "claims", "state"]))
 @settings(max_examples=300, deadline=None)
 def test_queue_keeps_every_other_message_in_order_and_the_newest_observation(ops) -> None:
     put, got = _drive(LATEST, ops)
@@ -93,15 +96,7 @@ def _sender(topic: str) -> str | None:
     return None if agent == "_" else agent
 
 
-@given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("put"), st.sampled_from(AGENT_TOPICS)),
-            st.tuples(st.just("get"), st.just("")),
-        ),
-        max_size=200,
-    )
-)
+@given(_puts_and_gets(AGENT_TOPICS))
 @settings(max_examples=300, deadline=None)
 def test_a_newer_observation_overtakes_only_other_senders_messages(ops) -> None:
     _put, got = _drive(AGENT_LATEST, ops)
@@ -150,15 +145,7 @@ TOPICS = [f"{T}/a/observation", f"{T}/_/claims", f"{T}/a/claim_reply/b", f"{T}/a
           f"{T}/a/claims/b", f"{T}/a/state", f"{T}/b/state"]  # fmt: skip
 
 
-@given(
-    st.lists(
-        st.one_of(
-            st.tuples(st.just("put"), st.sampled_from(TOPICS)),
-            st.tuples(st.just("get"), st.just("")),
-        ),
-        max_size=200,
-    )
-)
+@given(_puts_and_gets(TOPICS))
 @settings(max_examples=300, deadline=None)
 def test_critical_then_urgent_channels_are_served_first_and_each_lane_keeps_its_order(
     ops,
