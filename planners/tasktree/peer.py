@@ -513,12 +513,11 @@ class TaskController:
         """Peer reports of done that the world did not show (rule 7)."""
         self._refused_done: set[str] = set()
         """Evidence leaves a peer said were done, not believed (``EvidenceChanged``)."""
-        self._doubted: dict[str, None] = {}
+        self._doubted = VersionedSet()
         """Evidence leaves held back from selection until the next ``WorldShown``: a
         peer said they were done and this member's world has not shown it yet."""
         self._doubt_misses: dict[str, int] = {}
         """Per leaf: keyframes that came after a doubt and did not show it done."""
-        self._doubt_version = 0
         self._keyframes = 0  # WorldShown events seen: none, no doubt (nothing frees it)
         self.me = me
         self.rule = ClaimRule(rule)
@@ -815,11 +814,11 @@ class TaskController:
         wait for a better-placed idle peer to claim first)."""
         acts = self.activations()
         seen, doubt, mine = self._values
-        if seen is not acts or doubt != self._doubt_version:  # its values (read-only)
-            doubted = self._doubted
+        doubted = self._doubted
+        if seen is not acts or doubt != doubted.version:  # its values (read-only)
             values = ((leaf, acts.leaf_value(leaf)) for leaf in acts.selectable)
             mine = {leaf: v for leaf, v in values if v > 0.0 and leaf not in doubted}
-            self._values = (acts, self._doubt_version, mine)
+            self._values = (acts, doubted.version, mine)
         if self.avoider is None:  # the highest, ties to the leftmost (select_behaviour)
             index = self._spread.index
             return max(mine, key=lambda leaf: (mine[leaf], -index[leaf]), default=None)
@@ -1083,8 +1082,7 @@ class TaskController:
             or self._doubt_misses.get(node, 0) >= DOUBT_LIMIT
         ):
             return
-        self._doubted[node] = None
-        self._doubt_version += 1
+        self._doubted.add(node)
 
     def _on_world_shown(self) -> None:
         self._keyframes += 1
@@ -1095,7 +1093,6 @@ class TaskController:
             if node not in self.done:
                 misses[node] = misses.get(node, 0) + 1
         self._doubted.clear()
-        self._doubt_version += 1
 
     def _set_done(self, node: str) -> None:
         self.done.add(node)
