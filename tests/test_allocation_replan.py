@@ -21,6 +21,7 @@ from teamtree.planners.allocation import (
     KittingScenario,
     LinearModel,
     ScheduleProblem,
+    ScheduleTask,
     SolveOptions,
     SolverPool,
     SubtaskState,
@@ -138,8 +139,9 @@ def test_the_service_pool_takes_reuse_models() -> None:
 
 
 def _reference_list_schedule(problem: ScheduleProblem, tries: int = 24) -> dict[str, float] | None:
-    """The serial rules written plainly (every earliest start recomputed, every rule run):
-    the oracle for the list schedule."""
+    """The serial rules written plainly (every earliest start recomputed by trying each
+    candidate time against every placed task of the agent, every rule run): the oracle
+    for the list schedule."""
     an = _analyse(problem)
     tasks = problem.tasks
     n = len(tasks)
@@ -149,8 +151,29 @@ def _reference_list_schedule(problem: ScheduleProblem, tries: int = 24) -> dict[
         mode, noise = k % 2, (0.0 if k < 2 else 0.3)
         weight = [t * (1.0 + noise * (rng.random() - 0.5)) for t in an.tail]
         start: dict[int, float] = {}
-        free = {t.agent: problem.agent_release.get(t.agent, 0.0) for t in tasks}
         failed = False
+
+        def overlaps(i: int, v: float, start: dict[int, float] = start) -> bool:
+            d = tasks[i].duration
+            return any(
+                tasks[j].agent == tasks[i].agent
+                and v < s + tasks[j].duration - EPS
+                and s < v + d - EPS
+                for j, s in start.items()
+            )
+
+        def earliest(i: int, start: dict[int, float] = start) -> float:
+            e = max(tasks[i].release, problem.agent_release.get(tasks[i].agent, 0.0))
+            for p in an.pred[i]:
+                e = max(e, start[p] + tasks[p].duration + tasks[p].lag)
+            # the earliest start is e or the end of a placed task of the agent
+            ends = sorted(
+                start[j] + tasks[j].duration
+                for j in start
+                if tasks[j].agent == tasks[i].agent and start[j] + tasks[j].duration > e
+            )
+            return next(v for v in [e, *ends] if not overlaps(i, v))
+
         for group in problem.start_now:
             members = [i for i in range(n) if tasks[i].id in group]
             if any(start.get(i) == 0.0 for i in members):
@@ -158,25 +181,15 @@ def _reference_list_schedule(problem: ScheduleProblem, tries: int = 24) -> dict[
             cand = [
                 i
                 for i in members
-                if i not in start
-                and an.head[i] <= EPS
-                and free[tasks[i].agent] <= EPS
-                and not an.pred[i]
+                if i not in start and an.head[i] <= EPS and not an.pred[i] and not overlaps(i, 0.0)
             ]
             if not cand:
                 failed = True
                 break
             i = max(cand, key=lambda i, w=weight: (w[i], -i))
             start[i] = 0.0
-            free[tasks[i].agent] = tasks[i].duration
         if failed:
             continue
-
-        def earliest(i: int, start: dict[int, float] = start, free: dict = free) -> float:
-            v = max(tasks[i].release, free[tasks[i].agent])
-            for p in an.pred[i]:
-                v = max(v, start[p] + tasks[p].duration + tasks[p].lag)
-            return v
 
         ready = {i for i in range(n) if i not in start and an.pred[i] <= set(start)}
         while ready:
@@ -186,7 +199,6 @@ def _reference_list_schedule(problem: ScheduleProblem, tries: int = 24) -> dict[
                 i = max(ready, key=lambda i, w=weight: (w[i], -i))
             ready.remove(i)
             start[i] = earliest(i)
-            free[tasks[i].agent] = start[i] + tasks[i].duration
             for j in an.succ[i]:
                 if j not in start and all(p in start for p in an.pred[j]):
                     ready.add(j)
@@ -221,6 +233,34 @@ def test_the_list_schedule_is_the_plain_serial_rules_answer(seed: int) -> None:
         return
     assert got is not None, f"seed={seed}"
     assert list(got.start.items()) == list(want.items()), f"seed={seed}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**6))
+def test_the_list_schedule_is_feasible(seed: int) -> None:
+    problem = _kitting_schedule(seed) if seed % 2 else _random_schedule(seed)
+    got = list_schedule(problem)
+    assert got is None or check_schedule(problem, got) == [], f"seed={seed}"
+
+
+def test_a_zero_duration_assignment_starts_before_the_robots_long_task() -> None:
+    """The robot must start something now (a 20 s correction); handing the human a block
+    takes it no time, so it goes at 0 too and the human starts 2 s later, not after
+    the correction."""
+    problem = ScheduleProblem(
+        (
+            ScheduleTask("e5", "robot", 20.0),
+            ScheduleTask("a4", "robot", 0.0, lag=2.0),
+            ScheduleTask("t4", "human", 6.0),
+            ScheduleTask("t5", "robot", 20.0),
+        ),
+        (("a4", "t4"), ("e5", "t5")),
+        (frozenset({"e5", "a4"}),),
+    )
+    got = list_schedule(problem)
+    assert got is not None and check_schedule(problem, got) == []
+    assert got.start["a4"] == 0.0 and got.start["t4"] == 2.0
+    assert got.makespan == 40.0
 
 
 @settings(max_examples=120, deadline=None)

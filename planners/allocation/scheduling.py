@@ -29,6 +29,7 @@ runs at all (``solve_schedule``).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
@@ -189,9 +190,10 @@ def list_schedule(problem: ScheduleProblem, tries: int = 24) -> Schedule | None:
     """A feasible schedule by greedy serial rules, the best of several, or ``None``.
 
     Rules: earliest possible start then longest tail (a non-delay rule), longest tail first,
-    and ``tries`` seeded random perturbations of them. ``None`` when no rule meets every
-    deadline and ``start_now``; the MILP does not need it then. Used as the horizon and
-    the default warm start.
+    and ``tries`` seeded random perturbations of them; each task goes into the first
+    idle gap of its agent that fits it (serial generation with insertion). ``None`` when
+    no rule meets every deadline and ``start_now``; the MILP does not need it then. Used
+    as the horizon and the default warm start.
     """
     return _list_schedule(problem, _analyse(problem), tries)
 
@@ -239,16 +241,29 @@ def _compute_bound(an: _Analysis) -> float:
     return bound
 
 
+def _fit(busy: list[tuple[float, float]], e: float, d: float) -> float:
+    """The earliest start ``v ≥ e`` at which a task of duration ``d`` overlaps none of an
+    agent's placed tasks ``busy`` (``(start, end)`` sorted by start; an instant inside a
+    task counts as overlap, two instants never do — eq. 7)."""
+    v = e
+    for s, f in busy:
+        if v < f - EPS and s < v + d - EPS:
+            v = f
+    return v
+
+
 def _serial(
     problem: ScheduleProblem, an: _Analysis, mode: int, weight: list[float]
 ) -> dict[int, float] | None:
-    """Serial schedule generation: mode 0 takes the ready task that can start earliest
-    (ties: higher weight, then lower index), mode 1 the ready task of highest weight
-    (ties: lower index).
+    """Serial schedule generation with insertion: mode 0 takes the ready task that can
+    start earliest (ties: higher weight, then lower index), mode 1 the ready task of
+    highest weight (ties: lower index). Each task starts at the earliest time its
+    release, its predecessors' ends plus lags and its agent's placed tasks allow — in an
+    idle gap of its agent when one fits (a zero-duration assignment slips in before the
+    agent's long task instead of waiting for its end).
 
-    A task's earliest start is the latest of its release, its agent's free time and its
-    predecessors' ends plus lags; the last is kept per task as they are placed, so a pick
-    costs one pass over the ready tasks (mode 0) or one heap operation (mode 1).
+    A task's earliest start from its predecessors is kept per task as they are placed; a
+    task at or after its agent's last end needs no gap search.
     """
     tasks = problem.tasks
     n = len(tasks)
@@ -258,20 +273,31 @@ def _serial(
     rel = an.release
     succ = an.succ
     start: dict[int, float] = {}
-    free = dict(an.agent_free)
+    busy: dict[str, list[tuple[float, float]]] = {a: [] for a in an.agent_free}
+    last = dict(an.agent_free)  # latest end over each agent's placed tasks (or its release)
+
+    def place(i: int, v: float) -> None:
+        start[i] = v
+        a = agent[i]
+        bisect.insort(busy[a], (v, v + dur[i]))
+        if v + dur[i] > last[a]:
+            last[a] = v + dur[i]
+
     for members in an.start_now:
         if any(start.get(i) == 0.0 for i in members):
             continue
         cand = [
             i
             for i in members
-            if i not in start and an.head[i] <= EPS and free[agent[i]] <= EPS and not an.pred[i]
+            if i not in start
+            and an.head[i] <= EPS
+            and not an.pred[i]
+            and an.agent_free[agent[i]] <= EPS
+            and _fit(busy[agent[i]], 0.0, dur[i]) <= EPS
         ]
         if not cand:
             return None
-        i = max(cand, key=lambda i: (weight[i], -i))
-        start[i] = 0.0
-        free[agent[i]] = dur[i]
+        place(max(cand, key=lambda i: (weight[i], -i)), 0.0)
     waiting = [len(p) for p in an.pred]
     after = [-math.inf] * n  # latest end plus lag over the placed predecessors
     for i, v in start.items():
@@ -284,39 +310,36 @@ def _serial(
     if mode == 1:
         heap = [(-weight[i], i) for i in ready]
         heapq.heapify(heap)
+
+    def earliest(i: int) -> float:
+        a = agent[i]
+        e = rel[i] if rel[i] >= an.agent_free[a] else an.agent_free[a]
+        if after[i] > e:
+            e = after[i]
+        return e if e >= last[a] else _fit(busy[a], e, dur[i])
+
     while ready if mode == 0 else heap:
         if mode == 0:
             # min over (round(earliest, 6), -weight, index); round only the near-ties
             # (rounding is monotonic, so nothing beyond them can round to the minimum)
-            times = []
-            low = math.inf
-            for i in ready:
-                f = free[agent[i]]
-                e = rel[i] if rel[i] >= f else f
-                if after[i] > e:
-                    e = after[i]
-                times.append(e)
-                if e < low:
-                    low = e
+            times = [earliest(i) for i in ready]
+            low = min(times)
             key = round(low, 6)
             near = low + 2e-6
             pick = -1
             best_w = 0.0
+            v = low
             for i, e in zip(ready, times, strict=True):
                 if e == low or (e <= near and round(e, 6) == key):
                     w = weight[i]
                     if pick < 0 or w > best_w or (w == best_w and i < pick):
-                        pick, best_w = i, w
+                        pick, best_w, v = i, w, e
             ready.remove(pick)
         else:
             pick = heapq.heappop(heap)[1]
+            v = earliest(pick)
         i = pick
-        f = free[agent[i]]
-        v = rel[i] if rel[i] >= f else f
-        if after[i] > v:
-            v = after[i]
-        start[i] = v
-        free[agent[i]] = v + dur[i]
+        place(i, v)
         end = v + dur[i] + lag[i]
         for j in succ[i]:
             waiting[j] -= 1
