@@ -4,8 +4,10 @@ T, q̂, P̂ (§V.A), built from components (a robot's, a team's, or a job's dema
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -89,9 +91,16 @@ def strength_capability(
 ) -> StrengthCapability:
     """C^self (or C^job from demanded components) by eqs. 2-5.
 
-    Raises SpecificationError when a component's level exceeds ``n_levels``.
+    Raises SpecificationError when a component's level exceeds ``n_levels``. Computed
+    once per distinct set of components and shared (its arrays are read-only): every
+    robot that answers a method-1 request, and the requester for every offer, needs it.
     """
     comps = source.components if isinstance(source, RobotProfile) else tuple(source)
+    return _strength_capability(comps, n_levels)
+
+
+@functools.lru_cache(maxsize=4096)
+def _strength_capability(comps: tuple[Component, ...], n_levels: int) -> StrengthCapability:
     n = n_levels
     s = strength_levels(n)
     q = np.zeros(N_DOMAINS * n)
@@ -107,6 +116,8 @@ def strength_capability(
             pos = _most_distant(c.position for c in mine if c.level == i)
             if pos is not None:
                 P[row] = pos
+    for array in (s, q, P):
+        array.setflags(write=False)
     return StrengthCapability(s, q, P, n)
 
 
@@ -175,8 +186,18 @@ class TypeCapability:
 
 
 def type_capability(source: RobotProfile | Iterable[Component]) -> TypeCapability:
-    """T, q̂, P̂ (§V.A) of a robot, a team's components, or a job's demands."""
+    """T, q̂, P̂ (§V.A) of a robot, a team's components, or a job's demands.
+
+    Computed once per distinct set of components and shared (its arrays are read-only):
+    a requester scores every offer it gets, and at 100 robots that recomputation was
+    most of a selection's time.
+    """
     comps = source.components if isinstance(source, RobotProfile) else tuple(source)
+    return _type_capability(comps)
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_capability(comps: tuple[Component, ...]) -> TypeCapability:
     rows: list[list[int]] = []
     q_hat = np.zeros(N_DOMAINS)
     positions: dict[tuple[int, int], Position] = {}
@@ -196,4 +217,6 @@ def type_capability(source: RobotProfile | Iterable[Component]) -> TypeCapabilit
     T = np.zeros((N_DOMAINS, width), dtype=int)
     for d, r in enumerate(rows):
         T[d, : len(r)] = r
-    return TypeCapability(T, q_hat, positions, counts)
+    T.setflags(write=False)
+    q_hat.setflags(write=False)
+    return TypeCapability(T, q_hat, MappingProxyType(positions), MappingProxyType(counts))

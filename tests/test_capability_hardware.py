@@ -119,3 +119,19 @@ def test_tower_heights_add_and_locomotion_from_ground():
     assert not AssembledTeam((r["m1"], r["l1"])).is_feasible()  # L cannot sit on M
     assert not AssembledTeam((r["l1"], r["s1"], r["o1"])).is_feasible()  # S1 has one port
     assert np.isclose(team.strength_capability().q[6:9].sum(), 2)  # one lv-2 locomotion
+
+
+def test_capabilities_are_shared_between_equal_robots_and_cannot_be_changed() -> None:
+    """One matrix per distinct set of components: a caller that wrote into it would change
+    every robot of that build, so writing raises instead."""
+    a, b = make_robot("M", "m1"), make_robot("M", "m2")
+    assert type_capability(a) is type_capability(b)
+    assert strength_capability(a) is strength_capability(b)
+    assert strength_capability(a) is not strength_capability(a, 4)
+    t, c = type_capability(a), strength_capability(a)
+    for array in (t.T, t.q_hat, c.s, c.q, c.P):
+        with pytest.raises(ValueError):
+            array[0] = 99
+    with pytest.raises(TypeError):
+        t.positions[(0, 1)] = (1, 1, 1)  # type: ignore[index]
+    assert type_capability(make_robot("L")) is not t

@@ -129,11 +129,10 @@ def _dist(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _valid_position(value: Any) -> bool:
-    return (
-        isinstance(value, list | tuple)
-        and len(value) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    )
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return False
+    x, y = value
+    return type(x) in (int, float) and type(y) in (int, float)
 
 
 def control_summary(team: AssembledTeam, job: JobSpec) -> dict[str, str]:
@@ -360,7 +359,10 @@ class FactoryRobot(Agent):
             return
         async with self._lock:
             self.responder.matcher = self.matchers[req.query.method]
-            actions = self.responder.on_request(req, now, self.neighbours())
+            # only a request that may travel on needs the neighbours (at 100 robots in
+            # range, listing them is most of a responder's work per request)
+            neighbours = self.neighbours() if req.ttl > 1 else ()
+            actions = self.responder.on_request(req, now, neighbours)
             await self._apply(actions, now)
 
     async def _on_favor(self, env: Envelope, topic: Topic) -> None:
