@@ -1,7 +1,9 @@
 """The team search against the reference Dijkstra (tests/ltl_reference.py) over the
 team automaton's public successors: the same path, step for step, and the same
 number of states expanded, offline and from synchronised states as global
-reallocation starts them. Seeds are fixed and printed on failure."""
+reallocation starts them, on the hospital and on random maps whose weights make many
+ties (zero weights, sums that differ in the last bit). Seeds are fixed and printed on
+failure."""
 
 from __future__ import annotations
 
@@ -12,15 +14,21 @@ from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
 import teamtree.planners.ltl.team as team_module
-from teamtree.broker import InfeasibleError, SolverLimitError
+from teamtree.broker import InfeasibleError, SolverLimitError, SpecificationError
 from teamtree.planners.ltl import (
+    Edge,
     Mission,
+    ModeAction,
+    RegionMap,
+    RobotModel,
+    TransitionSystem,
     decomposition_set,
     reallocate_global,
     replicated_team,
     search_team,
 )
 from tests import ltl_reference as ref
+from tests.ltl_strategies import ltl_formulas
 
 PROPERTY = settings(
     max_examples=40,
@@ -86,6 +94,79 @@ def test_synchronised_search_equals_reference(scenario, n, rnd):
         starts=starts, start_q=q, decomposition=decomposition_set(aut, start=q), robots=names
     )
     _same_search(team)
+
+
+# Weights that make ties: zeros (a step at the distance being expanded), and 0.1 + 0.2,
+# which is not 0.3 (costs equal on paper must be told apart as the reference does).
+WEIGHTS = (0.0, 0.1, 0.2, 0.3, 1.0, 10.0)
+REGIONS = ("r0", "r1", "r2", "r3")
+
+
+def _random_robot(rng: random.Random, i: int) -> RobotModel:
+    """A robot on a random map over some of REGIONS, with pick and drop actions."""
+    regions = REGIONS[: rng.randint(2, len(REGIONS))]
+    edges = [
+        Edge(a, b, rng.choice(WEIGHTS))
+        for a in regions
+        for b in regions
+        if a != b and rng.random() < 0.6
+    ]
+    pick = frozenset(r for r in regions if rng.random() < 0.5) or frozenset(regions[:1])
+    actions = (
+        ModeAction("pick", "standby", "loaded", rng.choice(WEIGHTS), pick),
+        ModeAction("drop", "loaded", "standby", rng.choice(WEIGHTS)),
+    )
+    region_map = RegionMap({r: (0.0, 0.0) for r in regions}, edges, rng.choice(WEIGHTS))
+    start = (rng.choice(regions), rng.choice(("standby", "loaded")))
+    ts = TransitionSystem.from_map(region_map, ("standby", "loaded"), actions, start)
+    return RobotModel(f"robot{i}", ts)
+
+
+def _random_tasks(rng: random.Random) -> str:
+    a, b, c = (rng.choice(REGIONS) for _ in range(3))
+    parts = [f"<>({a} && loaded && <>({b} && standby))", f"<>({c} && standby)"]
+    if rng.random() < 0.5:
+        parts.append(f"[]((!{b} && X {b}) -> loaded)")
+    rng.shuffle(parts)
+    return " && ".join(parts)
+
+
+@seed(4404)
+@settings(PROPERTY, max_examples=150)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+    ltl_formulas(("r0", "r1", "loaded"), max_leaves=8),
+)
+def test_search_on_random_maps_equals_reference(rnd, tasks, formula):
+    """1-4 robots on random maps with tie-prone weights, a delivery-like task list or a
+    random formula: the search from the start, and from a random synchronised state."""
+    rng = random.Random(rnd)
+    robots = [_random_robot(rng, i) for i in range(rng.randint(1, 4))]
+    if tasks:
+        formula = _random_tasks(rng)
+    note(f"rnd={rnd} formula={formula}")
+    mission = Mission(formula, robots)
+    _same_search(mission.team())
+    aut = mission.automaton
+    q = aut.initial
+    for _ in range(rng.randrange(6)):
+        q = aut.delta[q][rng.randrange(len(aut.letters))]
+    names = [r for r in mission.order if rng.random() < 0.8] or [mission.order[-1]]
+    starts = {r: rng.choice(mission.robots[r].ts.states) for r in names}
+    team = mission.team(
+        starts=starts, start_q=q, decomposition=decomposition_set(aut, start=q), robots=names
+    )
+    _same_search(team)
+
+
+def test_a_negative_weight_is_refused():
+    """The search needs weights >= 0 (it never looks below the distance it expands)."""
+    region_map = RegionMap({"r0": (0.0, 0.0), "r1": (1.0, 0.0)}, [Edge("r0", "r1", -1.0)])
+    ts = TransitionSystem.from_map(region_map, ("standby",), (), ("r0", "standby"))
+    mission = Mission("<>r1", [RobotModel("r", ts)])
+    with pytest.raises(SpecificationError, match="weights must be >= 0"):
+        search_team(mission.team())
 
 
 def _reference_dijkstra(team, max_states):

@@ -1,5 +1,6 @@
 """Dijkstra over an implicit graph, the one used by the LTL searches here (the team
-search in ``team`` runs the same loop, tie-breaking included, on int-numbered states).
+search in ``team`` expands states in the same order, tie-breaking included, on
+int-numbered states with a queue of one bucket per distance).
 
 The product automata and the team automaton are built lazily (a state's successors
 are computed when it is expanded), so this takes a ``successors`` function instead of

@@ -215,33 +215,53 @@ def _dijkstra(team: TeamAutomaton, max_states: int | None) -> tuple[list[TeamPat
     return [(team.initial, "", 0.0), *steps], expanded
 
 
-class _CodedTeam:
-    """Dijkstra on the team automaton with states numbered ``(s * n_q + q) * n_r + r``.
+_Row = tuple[int, tuple[tuple[int, float], ...], int]
+"""A robot in a TS state: its letter, its transitions out (target's code less ``q``,
+weight), the code less ``q`` of the next robot's start (-1 for the last robot)."""
 
-    The same graph as `TeamAutomaton.successors`, relaxed in the same order with the
-    same tie-breaking as `shortest_path` (so it finds the same plan). The team search is
-    where offline allocation and global reallocation spend their time, so: distances
-    and settled marks are lists indexed by the state's number instead of dicts hashing
-    ``(r, q, TSState)`` (three levels) on every relaxation; a parent is a number (no
-    tuple per push: the allocations and the collections they cause were about a fifth
-    of the search); each robot's transitions out of a TS state are read from its TS
-    once, when first expanded; successors are relaxed in the loop, not built as a list.
+
+class _CodedTeam:
+    """Dijkstra on the team automaton with states numbered ``(r * n_s + s) * n_q + q``
+    (``n_s`` TS states, each robot's ``(r, s)`` a row of ``n_q`` team states).
+
+    The same graph as `TeamAutomaton.successors`, expanded in the same order with the
+    same tie-breaking as `shortest_path`, so it finds the same plan after expanding the
+    same states. The team search is where offline allocation and global reallocation
+    spend their time, so the loop does little per state:
+
+    - The queue is a bucket per distinct distance, holding the states pushed at that
+      distance in push order, and a heap of the distances. Taking the smallest distance,
+      then its states in push order, is the order of `shortest_path`'s heap of
+      ``(distance, push count, state)``. Distances are sums of a few map and action
+      weights, so they repeat (global reallocation on the hospital at 30 robots: about
+      19,400 pushes at 165 distances): the heap is small and compares floats, not
+      tuples. This needs weights >= 0 (nothing is pushed below the distance being
+      expanded), as Dijkstra does; a negative weight raises SpecificationError.
+    - Distances are a list indexed by the state's number. A state is pushed again only
+      with a smaller distance, so an entry whose distance is above the state's current
+      one is stale, and the one that is not is the state's only expansion.
+    - A parent is the previous state's number (no tuple per push); the walk back finds
+      the action and weight again in the robot's TS.
+    - Each robot's TS state is read from its TS once, when first expanded, into a row:
+      its letter, its transitions as target numbers less ``q``, and the number of the
+      next robot's start less ``q`` (for a switch).
     """
 
     def __init__(self, team: TeamAutomaton):
-        aut = team.automaton
         self.team = team
-        self.n_q = aut.n_states
+        self.n_q = team.automaton.n_states
         self.n_r = len(team.products)
         self.ids: dict[TSState, int] = {}
         self.states: list[TSState] = []
-        self.outs: dict[int, tuple[int, list[tuple[int, float]]]] = {}
-        for pa in team.products:  # number every TS state first: codes are list indices
+        for pa in team.products:  # every TS state numbered first: codes are list indices
             for s in pa.ts.succ:
                 self._id(s)
+        for s in team.starts:
+            self._id(s)
+        self.n_s = len(self.states)
+        self.size = self.n_r * self.n_s * self.n_q
+        self.rows: list[_Row | None] = [None] * (self.n_r * self.n_s)
         self.start = self.encode(team.initial)
-        self.next_start = [self._id(s) for s in team.starts[1:]]
-        self.size = len(self.states) * self.n_q * self.n_r
 
     def _id(self, s: TSState) -> int:
         i = self.ids.get(s)
@@ -252,25 +272,34 @@ class _CodedTeam:
 
     def encode(self, node: TeamState) -> int:
         r, q, s = node
-        return (self._id(s) * self.n_q + q) * self.n_r + r
+        return (r * self.n_s + self.ids[s]) * self.n_q + q
 
     def decode(self, code: int) -> TeamState:
-        rest, r = divmod(code, self.n_r)
-        sid, q = divmod(rest, self.n_q)
+        rs, q = divmod(code, self.n_q)
+        r, sid = divmod(rs, self.n_s)
         return (r, q, self.states[sid])
 
-    def _out(self, r: int, sid: int) -> tuple[int, list[tuple[int, float]]]:
-        """Robot ``r``'s letter in TS state ``sid`` and its transitions out of it, each
-        target as ``s * n_q * n_r`` (add ``q * n_r + r`` for the team state)."""
-        key = sid * self.n_r + r
-        hit = self.outs.get(key)
-        if hit is None:
-            pa = self.team.products[r]
-            s = self.states[sid]
-            scale = self.n_q * self.n_r
-            trans = [(self._id(t.target) * scale, t.weight) for t in pa.ts.successors(s)]
-            hit = self.outs[key] = (pa.letter(s), trans)
-        return hit
+    def _row(self, rs: int) -> _Row:
+        """Robot ``r``'s letter in TS state ``s`` (``rs = r * n_s + s``), its transitions
+        out of it as ``(target's code less q, weight)``, and the code less ``q`` of the
+        next robot's start (-1 for the last robot)."""
+        n_s, n_q = self.n_s, self.n_q
+        r, sid = divmod(rs, n_s)
+        pa = self.team.products[r]
+        s = self.states[sid]
+        ids, base = self.ids, r * n_s
+        trans = []
+        for t in pa.ts.successors(s):
+            if t.weight < 0:
+                raise SpecificationError(
+                    f"transition {tuple(s)} -> {tuple(t.target)} of robot {r} in team order "
+                    f"has weight {t.weight}; weights must be >= 0"
+                )
+            trans.append(((base + ids[t.target]) * n_q, t.weight))
+        nxt = -1
+        if r + 1 < self.n_r:
+            nxt = (base + n_s + self.ids[self.team.starts[r + 1]]) * n_q
+        return pa.letter(s), tuple(trans), nxt
 
     def _walk_back(self, parent: dict[int, int], code: int) -> list[PathStep[int]]:
         """The steps from the start to ``code``; a step within one robot is its TS's only
@@ -293,48 +322,56 @@ class _CodedTeam:
         """`shortest_path` from the initial team state to an accepting one."""
         aut = self.team.automaton
         delta, sink, accepting = aut.delta, aut.sink, aut.accepting
-        switch, next_start, out_of = self.team.decomposition, self.next_start, self._out
-        n_q, n_r = self.n_q, self.n_r
+        switch = self.team.decomposition
+        n_q, rows, make_row = self.n_q, self.rows, self._row
+        limit = self.size + 1 if max_states is None else max_states
         start = self.start
-        dist = [float("inf")] * self.size  # by code; a settled state keeps its distance
+        dist = [float("inf")] * self.size  # by code
         dist[start] = 0.0
-        done = bytearray(self.size)
         expanded = 0
         parent: dict[int, int] = {}  # the action and weight are found again on the way back
-        tie = itertools.count(1)
+        buckets: dict[float, list[int]] = {0.0: [start]}  # distance: codes in push order
+        levels = [0.0]  # the distances that have a bucket, as a heap
         push, pop = heapq.heappush, heapq.heappop
-        heap: list[tuple[float, int, int]] = [(0.0, 0, start)]
-        while heap:
-            d, _, code = pop(heap)
-            if done[code]:
-                continue
-            done[code] = 1
-            expanded += 1
-            rest, r = divmod(code, n_r)
-            sid, q = divmod(rest, n_q)
-            if q in accepting:
-                return self._walk_back(parent, code), expanded
-            if max_states is not None and expanded >= max_states:
-                raise SolverLimitError(
-                    f"team search stopped after {expanded} states (max_states={max_states})"
-                )
-            letter, trans = out_of(r, sid)
-            nq = delta[q][letter]
-            if nq != sink:
-                low = nq * n_r + r
-                for t, w in trans:
-                    nxt = t + low
-                    nd = d + w
-                    if nd < dist[nxt]:
-                        dist[nxt] = nd
+        while levels:
+            d = pop(levels)
+            bucket = buckets[d]
+            for code in bucket:  # grows while read: pushes at distance d land here
+                if dist[code] < d:
+                    continue  # stale: pushed again since, at a smaller distance
+                expanded += 1
+                rs, q = divmod(code, n_q)
+                if q in accepting:
+                    return self._walk_back(parent, code), expanded
+                if expanded >= limit:
+                    raise SolverLimitError(
+                        f"team search stopped after {expanded} states (max_states={max_states})"
+                    )
+                row = rows[rs]
+                if row is None:
+                    row = rows[rs] = make_row(rs)
+                letter, trans, next_robot = row
+                nq = delta[q][letter]
+                if nq != sink:
+                    for t, w in trans:
+                        nxt = t + nq
+                        nd = d + w
+                        if nd < dist[nxt]:
+                            dist[nxt] = nd
+                            parent[nxt] = code
+                            same = buckets.get(nd)
+                            if same is None:
+                                buckets[nd] = [nxt]
+                                push(levels, nd)
+                            else:
+                                same.append(nxt)
+                if next_robot >= 0 and q in switch:
+                    nxt = next_robot + q
+                    if d < dist[nxt]:  # a switch costs 0
+                        dist[nxt] = d
                         parent[nxt] = code
-                        push(heap, (nd, next(tie), nxt))
-            if q in switch and r + 1 < n_r:
-                nxt = (next_start[r] * n_q + q) * n_r + r + 1
-                if d < dist[nxt]:  # a switch costs 0
-                    dist[nxt] = d
-                    parent[nxt] = code
-                    push(heap, (d, next(tie), nxt))
+                        bucket.append(nxt)
+            del buckets[d]
         return None, expanded
 
 
