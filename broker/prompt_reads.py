@@ -15,6 +15,12 @@ reply there is then served first: by its own reader, and by the other agents, wh
 give way to it (``broker/inbound.py``). Reads then come in smaller batches, which
 costs some CPU; measured in docs/results/2026-11-tasktree-claims.md.
 
+The set of sockets to check is built once and kept for ``REFRESH_S`` (or until a new
+reader registers): building it asks every reader for its socket, which on a process of
+100 clients cost more than the check itself. A socket that changed meanwhile (a
+reconnection) is checked from the next build on; until then the loop's polls read it,
+and a socket number now held by another reader is never read for the wrong one.
+
 Only plain-TCP readers (those that frame packets themselves) take part. Readers of
 another event loop are skipped, and so are readers without a socket. Where the
 platform has no ``select.poll`` (Windows), the loop's own polls do all the reading.
@@ -26,12 +32,15 @@ import asyncio
 import select
 import time
 import weakref
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-__all__ = ["READ_EVERY_S", "PromptReader", "read_due", "register"]
+__all__ = ["READ_EVERY_S", "REFRESH_S", "PromptReader", "read_due", "register"]
 
 READ_EVERY_S = 0.002
 """How often, at most, a reader taking a message checks every socket of its loop."""
+REFRESH_S = 0.1
+"""How long, at most, the set of sockets checked is kept before it is built again."""
 
 
 class PromptReader(Protocol):
@@ -51,9 +60,36 @@ _readers: weakref.WeakSet[PromptReader] = weakref.WeakSet()
 _last = [0.0]  # when the sockets were last checked (time.monotonic)
 
 
+@dataclass
+class _Watch:
+    """The sockets of one loop's readers, as last built."""
+
+    loop: asyncio.AbstractEventLoop
+    built: float
+    poller: Any  # select.poll
+    by_fd: dict[int, weakref.ref[PromptReader]]
+
+
+_watch: list[_Watch | None] = [None]
+
+
 def register(reader: PromptReader) -> None:
     """Check `reader`'s socket from now on (until it is garbage)."""
     _readers.add(reader)
+    _watch[0] = None
+
+
+def _build(loop: asyncio.AbstractEventLoop, now: float) -> _Watch:
+    by_fd: dict[int, weakref.ref[PromptReader]] = {}
+    for reader in list(_readers):
+        if reader._loop is loop:
+            fd = reader.socket_fileno()
+            if fd is not None:
+                by_fd[fd] = weakref.ref(reader)
+    poller = select.poll()
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    return _Watch(loop, now, poller, by_fd)
 
 
 def read_due() -> None:
@@ -64,20 +100,20 @@ def read_due() -> None:
         return
     _last[0] = now
     loop = asyncio.get_running_loop()
-    by_fd: dict[int, PromptReader] = {}
-    for reader in list(_readers):
-        if reader._loop is loop:
-            fd = reader.socket_fileno()
-            if fd is not None:
-                by_fd[fd] = reader
-    if not by_fd:
+    watch = _watch[0]
+    if watch is None or watch.loop is not loop or now - watch.built >= REFRESH_S:
+        watch = _watch[0] = _build(loop, now)
+    if not watch.by_fd:
         return
-    poller = select.poll()
-    for fd in by_fd:
-        poller.register(fd, select.POLLIN)
     try:
-        ready = poller.poll(0)
+        ready = watch.poller.poll(0)
     except OSError:
+        _watch[0] = None
         return
-    for fd, _events in ready:
-        by_fd[fd].read_now()
+    for fd, events in ready:
+        if events & select.POLLNVAL:  # closed since the build
+            _watch[0] = None
+            continue
+        reader = watch.by_fd[fd]()
+        if reader is not None and reader.socket_fileno() == fd:
+            reader.read_now()

@@ -105,3 +105,49 @@ def test_readers_of_another_loop_or_without_a_socket_are_skipped() -> None:
         os.close(r)
         os.close(w)
     assert calls == ["mine"]
+
+
+def test_a_reader_whose_socket_changed_is_read_from_the_next_build_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checked sockets are kept between checks. A reader that reconnected (a new
+    socket) is not read through its old socket's number, and is read once the set is
+    built again."""
+    calls: list[str] = []
+
+    class Reader:
+        def __init__(self, name: str, loop: asyncio.AbstractEventLoop, fd: int | None):
+            self.name, self._loop, self.fd = name, loop, fd
+
+        def socket_fileno(self) -> int | None:
+            return self.fd
+
+        def read_now(self) -> None:
+            calls.append(f"{self.name}:{self.fd}")
+
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        reader = Reader("a", loop, r1)
+        prompt_reads.register(reader)  # type: ignore[arg-type]
+        monkeypatch.setattr(prompt_reads, "REFRESH_S", 3600.0)
+        prompt_reads._last[0] = 0.0
+        prompt_reads.read_due()  # builds the set: r1, nothing to read yet
+        reader.fd = r2  # reconnected; both sockets hold data now
+        os.write(w1, b"x")
+        os.write(w2, b"x")
+        prompt_reads._last[0] = 0.0
+        prompt_reads.read_due()  # r1 is ready but no longer the reader's socket
+        assert calls == []
+        monkeypatch.setattr(prompt_reads, "REFRESH_S", 0.0)
+        prompt_reads._last[0] = 0.0
+        prompt_reads.read_due()  # built again: r2
+        assert calls == [f"a:{r2}"]
+
+    try:
+        asyncio.run(main())
+    finally:
+        for fd in (r1, w1, r2, w2):
+            os.close(fd)
