@@ -609,3 +609,21 @@ def test_waiting_handlers_are_not_woken_by_other_agents_lanes_filling_and_emptyi
 
     early, after, rewaits = asyncio.run(scenario())
     assert (early, after, rewaits) == (0, 10, 0)
+
+
+def test_a_queue_dropped_without_its_release_holds_no_one_back() -> None:
+    """The gate holds the queues weakly: one that is garbage while it still holds a
+    claim (its session never released it) stops holding the others at once."""
+    import gc
+
+    async def scenario() -> None:
+        gate = urgent_gate()
+        other = _gate_queue()
+        dropped = _gate_queue()
+        dropped.put_nowait(_Message(CLAIM, 0))
+        assert gate.busy and gate._held_until(other, NORMAL) is not None
+        del dropped
+        gc.collect()
+        assert not gate.busy and gate._held_until(other, NORMAL) is None
+
+    asyncio.run(scenario())
