@@ -132,7 +132,12 @@ def _valid_position(value: Any) -> bool:
     if not isinstance(value, list | tuple) or len(value) != 2:
         return False
     x, y = value
-    return type(x) in (int, float) and type(y) in (int, float)
+    return (
+        isinstance(x, int | float)
+        and isinstance(y, int | float)
+        and not isinstance(x, bool)
+        and not isinstance(y, bool)
+    )
 
 
 def control_summary(team: AssembledTeam, job: JobSpec) -> dict[str, str]:
