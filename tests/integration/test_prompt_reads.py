@@ -6,6 +6,7 @@ process the loop polls only after every ready callback ran). Against mosquitto."
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 
@@ -70,19 +71,25 @@ async def test_a_message_for_another_agent_is_read_before_the_loop_turns(
     assert seen == [1], seen
 
 
+class _Reader:
+    """A reader of `fd` in `loop` that notes each read in `calls` as ``name:fd``."""
+
+    def __init__(
+        self, calls: list[str], name: str, loop: asyncio.AbstractEventLoop, fd: int | None
+    ):
+        self.calls, self.name, self._loop, self.fd = calls, name, loop, fd
+
+    def socket_fileno(self) -> int | None:
+        return self.fd
+
+    def read_now(self) -> None:
+        self.calls.append(f"{self.name}:{self.fd}")
+
+
 def test_readers_of_another_loop_or_without_a_socket_are_skipped() -> None:
     """``read_due`` reads only the running loop's readers that have a socket."""
     calls: list[str] = []
-
-    class Reader:
-        def __init__(self, name: str, loop: asyncio.AbstractEventLoop, fd: int | None):
-            self.name, self._loop, self.fd = name, loop, fd
-
-        def socket_fileno(self) -> int | None:
-            return self.fd
-
-        def read_now(self) -> None:
-            calls.append(self.name)
+    Reader = functools.partial(_Reader, calls)
 
     r, w = os.pipe()
     os.write(w, b"x")  # r is readable
@@ -104,7 +111,7 @@ def test_readers_of_another_loop_or_without_a_socket_are_skipped() -> None:
         other.close()
         os.close(r)
         os.close(w)
-    assert calls == ["mine"]
+    assert calls == [f"mine:{r}"]
 
 
 def test_a_reader_whose_socket_changed_is_read_from_the_next_build_on(
@@ -114,16 +121,7 @@ def test_a_reader_whose_socket_changed_is_read_from_the_next_build_on(
     socket) is not read through its old socket's number, and is read once the set is
     built again."""
     calls: list[str] = []
-
-    class Reader:
-        def __init__(self, name: str, loop: asyncio.AbstractEventLoop, fd: int | None):
-            self.name, self._loop, self.fd = name, loop, fd
-
-        def socket_fileno(self) -> int | None:
-            return self.fd
-
-        def read_now(self) -> None:
-            calls.append(f"{self.name}:{self.fd}")
+    Reader = functools.partial(_Reader, calls)
 
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
