@@ -30,7 +30,12 @@ simulation, Phase 1 time) are printed alongside: 0.17 s for method 1 at 8 and 24
 robots, 0.18 s and 2.53 s for method 2.
 
     python benchmarks/bench_favors.py [--sizes 8 24 100] [--repeats 3] [--window 0.1]
-                                      [--deadline 1.0]
+                                      [--deadline 1.0] [--variants fixed answered best]
+                                      [--older DIR]
+
+``--older DIR`` runs each row again, right after it, with the code under DIR/teamtree
+(e.g. a ``git archive`` of an older commit; the robots' processes inherit it) and
+prints that row too, its ``ratio`` the older selection p50 over this code's.
 
 Prints figures only, and every job that did not end done or impossible with its
 reason; nothing is asserted.
@@ -42,6 +47,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -56,6 +62,9 @@ from teamtree.broker import MosquittoBroker, find_mosquitto
 from teamtree.hardware import RobotProfile, factory_robots, make_robot
 
 PAPER = {(1, 8): "0.17 s", (1, 24): "0.17 s", (2, 8): "0.18 s", (2, 24): "2.53 s"}
+VARIANTS = ("fixed", "answered", "best")
+"""The windows a row runs: fixed (``--window``), closed when all answered, when the best
+team granted (``close_early`` 0, 1, 2)."""
 JOB_AGENTS = [("job1", "m1"), ("job2", "s2"), ("job3b", "l1"), ("job4", "b1"), ("job5", "l1")]
 
 
@@ -155,18 +164,40 @@ def main() -> None:
         "--mode", choices=["auto", "procs", "inproc"], default="auto",
         help="auto: processes up to 24 robots, in-process above",
     )  # fmt: skip
+    parser.add_argument(
+        "--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+        help="which windows to run: the fixed one, all answered, best granted",
+    )  # fmt: skip
+    parser.add_argument(
+        "--older", type=Path, default=None, metavar="DIR",
+        help="also run each row with the code under DIR/teamtree (e.g. a git archive of "
+        "an older commit) and print the ratio older / this",
+    )  # fmt: skip
+    parser.add_argument("--cell", nargs=5, help=argparse.SUPPRESS)  # one row as JSON
     args = parser.parse_args()
     configure_logging("plain", level="warning")
     if find_mosquitto() is None:
         sys.exit("mosquitto is not installed (apt-get install -y mosquitto)")
+    if args.older is not None and not (args.older / "teamtree").is_dir():
+        parser.error(f"--older {args.older}: no teamtree/ there (git archive into DIR/teamtree)")
+    if args.cell:
+        n, method, mode, window, close_early = args.cell
+        rows, wall = measure(
+            int(n), int(method), mode, args.repeats, float(window), int(close_early)
+        )
+        print(json.dumps({"rows": rows, "wall": wall}))
+        return
     print(
         f"{'robots':>6} {'method':>6} {'mode':>6} {'window':>15} {'jobs':>4} {'select p50':>10} "
         f"{'max':>7} {'grants':>7} {'early':>5} {'done':>4} {'imposs.':>7} {'other':>5} "
         f"{'wall':>5} {'ratio':>5}  paper"
     )
-    variants = [(f"deadline {args.window:g} s", args.window, 0),
-                ("all answered", args.deadline, 1),
-                ("best granted", args.deadline, 2)]  # fmt: skip
+    variants = [(label, window, close_early)
+                for key, (label, window, close_early) in {
+                    "fixed": (f"deadline {args.window:g} s", args.window, 0),
+                    "answered": ("all answered", args.deadline, 1),
+                    "best": ("best granted", args.deadline, 2)}.items()
+                if key in args.variants]  # fmt: skip
     for n in args.sizes:
         for method in args.methods:
             baseline = float("nan")
@@ -185,9 +216,32 @@ def run_cell(
     close_early: int,
     baseline: float,
 ) -> float:
-    """One row; returns its selection p50 (the next row's baseline when it is one)."""
+    """One row (and, with ``--older``, the same row on the older code); returns its
+    selection p50 (the next row's baseline when it is one)."""
+    rows, wall = measure(n, method, mode, args.repeats, window, close_early)
+    c = cell(rows)
+    ratio = c["select"] / baseline if close_early else float("nan")
+    print_row(n, method, mode, label, c, wall, ratio, rows)
+    if args.older is not None:
+        cmd = [sys.executable, __file__, "--cell", str(n), str(method), mode, str(window),
+               str(close_early), "--repeats", str(args.repeats)]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(args.older)}
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        if out.returncode != 0:
+            raise RuntimeError(f"the older code's run failed: {out.stderr[-2000:]}")
+        old = json.loads(out.stdout.strip().splitlines()[-1])
+        o = cell(old["rows"])
+        print_row(n, method, mode, f"{label} (older)", o, old["wall"], o["select"] / c["select"],
+                  old["rows"])  # fmt: skip
+    return c["select"]
+
+
+def measure(
+    n: int, method: int, mode: str, repeats: int, window: float, close_early: int
+) -> tuple[list[dict], float]:
+    """The summary's job rows of one run on a fresh mosquitto, and its wall seconds."""
     with tempfile.TemporaryDirectory() as tmp:
-        config = write_config(Path(tmp) / "f.toml", n, method, args.repeats, window, close_early)
+        config = write_config(Path(tmp) / "f.toml", n, method, repeats, window, close_early)
         broker = MosquittoBroker()
 
         async def go(cfg: Path = config, b: MosquittoBroker = broker, m: str = mode):
@@ -201,9 +255,19 @@ def run_cell(
 
         t0 = time.monotonic()
         rows = asyncio.run(go())
-        wall = time.monotonic() - t0
-    c = cell(rows)
-    ratio = c["select"] / baseline if close_early else float("nan")
+        return rows, time.monotonic() - t0
+
+
+def print_row(
+    n: int,
+    method: int,
+    mode: str,
+    label: str,
+    c: dict[str, float],
+    wall: float,
+    ratio: float,
+    rows: list[dict],
+) -> None:
     print(
         f"{n:>6} {method:>6} {mode:>6} {label:>15} {c['n']:>4} {c['select']:>8.1f}ms "
         f"{c['select_max']:>5.0f}ms {c['grants']:>5.1f}ms {c['early']:>5} "
@@ -215,7 +279,6 @@ def run_cell(
         if r["status"] not in ("done", "impossible"):
             print(f"{'':>13} {r['job_id']} {r['job']} by {r['agent']}: {r['status']},"
                   f" {r['reason'] or 'no reason'}", flush=True)  # fmt: skip
-    return c["select"]
 
 
 if __name__ == "__main__":
