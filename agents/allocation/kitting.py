@@ -33,7 +33,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from teamtree.agents.allocation.allocator import SOLVE, schedule_from_body
+from teamtree.agents.allocation.allocator import SOLVE, AllocationRefused, schedule_from_body
 from teamtree.agents.allocation.allocator import request_allocation as ask_service
 from teamtree.agents.allocation.kitting_wire import (
     DONE,
@@ -61,6 +61,7 @@ from teamtree.broker import (
     ConfigError,
     ConnectionLostError,
     PlanningError,
+    RequestError,
     RequestTimeoutError,
 )
 from teamtree.broker.envelope import Envelope
@@ -89,6 +90,9 @@ from teamtree.planners.allocation import (
 ACTIONS = "actions"
 STATUS = "status"
 PLANS = "plans"
+LATE_PAUSE_S = 0.2
+"""The cobot's pause before asking again when its request reached the allocation service
+too late to be solved (a ``deadline`` refusal)."""
 __all__ = [
     "DONE",
     "HUMAN_ACTION",
@@ -708,7 +712,15 @@ class CobotAgent(Agent):
                         self.log.warning("allocation.connection_lost", error=str(exc))
                         await self.wait_connected()  # it reconnects on its own
                         continue  # plan again
-                    except RequestTimeoutError as exc:
+                    except (RequestTimeoutError, AllocationRefused) as exc:
+                        if isinstance(exc, AllocationRefused):
+                            if exc.code != "deadline":
+                                raise
+                            # the request reached the service too late to be solved (one
+                            # restarting took it from the broker, or it came behind
+                            # others): as if unanswered, ask again while the wait allows
+                            self.log.warning("allocation.late", replica=exc.replica)
+                            await asyncio.sleep(LATE_PAUSE_S)
                         if await self._service_back():
                             continue  # plan again: a restarted service answers
                         self._service_lost(exc)
@@ -746,10 +758,10 @@ class CobotAgent(Agent):
             await asyncio.sleep(0.1)
         return False
 
-    def _service_lost(self, exc: RequestTimeoutError) -> None:
-        """No allocation service answered and none came back within
-        ``service_timeout_s``: end with an error naming it (exit code 2), never a silent
-        wait."""
+    def _service_lost(self, exc: RequestError) -> None:
+        """No allocation service answered in time (none at all, or only too late to
+        solve) and none did within ``service_timeout_s``: end with an error naming it
+        (exit code 2), never a silent wait."""
         self.log.error(
             "mission.failed",
             reason=f"the allocation service is gone: {exc}, and none came back within "

@@ -122,6 +122,39 @@ async def test_allocator_back_within_the_wait_the_episode_completes(
     assert w.done["pattern_correct"], w.done
 
 
+async def test_a_service_that_answers_only_too_late_ends_the_episode_with_an_error(
+    mosquitto: BrokerUnderTest, team: str, tmp_path: Path
+) -> None:
+    """Every plan request reaches the allocator too late to be solved, as one that
+    restarts finds a request the broker kept: its reply margin leaves 19 ms of a
+    request's 3 s, less the way there, below the 20 ms a solve needs, so it refuses each
+    with ``deadline`` (or drops it as expired, when the way took longer). The cobot asks
+    again while its ``service_timeout_s`` allows, then ends with ``mission.failed``
+    (exit code 2), instead of dying of the first refusal (exit code 1)."""
+    cobot = "request_timeout = 3.0\nattempts = 1\nservice_timeout_s = 2.0"
+    config = team_config(
+        tmp_path / "kitting.toml", team, tf=10.0, cobot=cobot, human=HUMAN,
+        allocator="margin_ms = 2981",
+    )  # fmt: skip
+    procs = AgentProcs(config, mosquitto.url, team, tmp_path)
+    try:
+        for agent_id in ("allocator", "human", "cobot"):
+            procs.start(agent_id)
+        codes = await _exit_codes(procs, scaled(90))
+    finally:
+        procs.stop_all()
+    log = procs.log("cobot")
+    record(
+        "allocator answers every request too late (must end in mission.failed)",
+        Outcome(codes["cobot"] == 2, 0, 0, f"{codes}"),
+    )
+    if codes["cobot"] == 2 and '"allocation.late"' not in log:
+        pytest.skip("every request took over 19 ms to reach the service (all expired)")
+    assert codes["cobot"] == 2 and '"agent.failed"' not in log, log[-3000:]
+    failed = _failed(log)
+    assert failed and "allocation service" in failed[0]["reason"], log[-3000:]
+
+
 class _RequestWatcher(Watcher):
     """The kitting watcher, also following the allocation requests and their answers."""
 
