@@ -16,11 +16,12 @@ team. Per cell:
   agent and the robots in reach exists under this method, e.g. 3(c) and 5 under
   method 1, whose eq. 18 selects one helper).
 
-Each cell runs three times in the same invocation: the fixed window (``--window``,
+Each cell runs four times in the same invocation: the fixed window (``--window``,
 0.1 s by default, always waiting for its deadline), the window that closes once every
 capable robot in reach has granted or declined (``close_early = 1``), and the one that
 also closes once the best team those robots can give has granted (``close_early = 2``,
-the default); ``--deadline`` (1 s) bounds the last two. ``ratio`` is a row's
+the default), and the one that asks that team first (``close_early = 3``);
+``--deadline`` (1 s) bounds the last three. ``ratio`` is a row's
 selection p50 over the row above it.
 
 Modes: ``procs`` runs one OS process per robot through ``teamtree run`` (as a team is
@@ -62,9 +63,9 @@ from teamtree.broker import MosquittoBroker, find_mosquitto
 from teamtree.hardware import RobotProfile, factory_robots, make_robot
 
 PAPER = {(1, 8): "0.17 s", (1, 24): "0.17 s", (2, 8): "0.18 s", (2, 24): "2.53 s"}
-VARIANTS = ("fixed", "answered", "best")
+VARIANTS = ("fixed", "answered", "best", "first")
 """The windows a row runs: fixed (``--window``), closed when all answered, when the best
-team granted (``close_early`` 0, 1, 2)."""
+team granted, and that team asked first (``close_early`` 0, 1, 2, 3)."""
 JOB_AGENTS = [("job1", "m1"), ("job2", "s2"), ("job3b", "l1"), ("job4", "b1"), ("job5", "l1")]
 
 
@@ -166,7 +167,7 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
-        help="which windows to run: the fixed one, all answered, best granted",
+        help="which windows to run: the fixed one, all answered, best granted, best asked first",
     )  # fmt: skip
     parser.add_argument(
         "--older", type=Path, default=None, metavar="DIR",
@@ -196,7 +197,8 @@ def main() -> None:
                 for key, (label, window, close_early) in {
                     "fixed": (f"deadline {args.window:g} s", args.window, 0),
                     "answered": ("all answered", args.deadline, 1),
-                    "best": ("best granted", args.deadline, 2)}.items()
+                    "best": ("best granted", args.deadline, 2),
+                    "first": ("best asked first", args.deadline, 3)}.items()
                 if key in args.variants]  # fmt: skip
     for n in args.sizes:
         for method in args.methods:

@@ -31,12 +31,13 @@ class FactoryRobotParams(Struct, frozen=True, forbid_unknown_fields=True):
         float, _seconds("seconds to collect grants at most (the request's deadline)")
     ] = 1.0
     close_early: Annotated[
-        Literal[0, 1, 2],
+        Literal[0, 1, 2, 3],
         Meta(
-            description="0, 1 or 2 (1: close the window once every capable robot answered; "
-            "2: also once the best team they can give has granted)"
+            description="0, 1, 2 or 3 (1: close the window once every capable robot "
+            "answered; 2: also once the best team they can give has granted; 3: also ask "
+            "that team first, the others only if it falls through)"
         ),
-    ] = 2
+    ] = 3
     retry_s: Annotated[
         float, _seconds("seconds before asking again when every robot answered and none fit")
     ] = 0.3

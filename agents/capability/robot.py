@@ -75,6 +75,17 @@ from teamtree.planners.capability import (
     replay,
 )
 
+LED_HOLD_S = 0.05
+"""How long a robot that got a job may wait to publish its busy LED while its first
+request round collects grants (a factsheet goes to the whole team on every LED change,
+and in a big team reading it competes with the answers for the CPU). A round that
+selects sooner publishes it then; the robot itself is busy from the job's receipt
+(it declines requests at once)."""
+
+DIRECT_REQUESTS = 3
+"""A request for this many robots or fewer goes to each on its own favor topic; one for
+more goes once to the team's ``_/favors`` (every robot reads it, its targets answer)."""
+
 #: factory_robot keys that may also be set once in [mission] for the whole team
 TEAM_DEFAULTS: dict[str, tuple[Any, str]] = {
     "method": (1, "1 (passive, §IV) or 2 (active, §V)"),
@@ -82,9 +93,10 @@ TEAM_DEFAULTS: dict[str, tuple[Any, str]] = {
     "ttl": (2, "a hop limit >= 1"),
     "window_s": (1.0, "seconds to collect grants at most (the request's deadline)"),
     "close_early": (
-        2,
-        "0, 1 or 2 (1: close the window once every capable robot answered; "
-        "2: also once the best team they can give has granted; 0: never)",
+        3,
+        "0, 1, 2 or 3 (1: close the window once every capable robot answered; "
+        "2: also once the best team they can give has granted; 3: also ask that team "
+        "first, the others only if it falls through; 0: never)",
     ),
     "retry_s": (0.3, "seconds before asking again when every robot answered and none fit"),
     "hold_s": (0.2, "seconds a granting helper waits for the acceptance"),
@@ -181,7 +193,7 @@ class FactoryRobot(Agent):
         method: int = 1,
         ttl: int = 2,
         window_s: float = 1.0,
-        close_early: int = 2,
+        close_early: int = 3,
         retry_s: float = 0.3,
         hold_s: float = 0.2,
         status_s: float = 0.2,
@@ -371,6 +383,9 @@ class FactoryRobot(Agent):
             await self._apply(actions, now)
 
     async def _on_favor(self, env: Envelope, topic: Topic) -> None:
+        if env.kind == "favor.request":  # one addressed to this robot alone
+            await self._on_request(env, topic)
+            return
         if self._lost_in_transit():
             return
         try:
@@ -444,6 +459,7 @@ class FactoryRobot(Agent):
                 max_rounds=self.max_rounds,
                 retry_s=self.retry_s,
                 decide_early=self.close_early >= 2,
+                ask_first=self.close_early >= 3,
             )
             peers = self.peers()
             me = Peer(self.profile, self.position, self.comm_range)
@@ -485,7 +501,7 @@ class FactoryRobot(Agent):
         dt = 0.0 if self._last_tick is None else now - self._last_tick
         self._last_tick = now
         async with self._lock:
-            if self.led != "idle" and self.drain_per_s > 0:
+            if self._led_state() != "idle" and self.drain_per_s > 0:
                 self.battery = max(0.0, self.battery - self.drain_per_s * dt)
             await self._apply(self.responder.tick(now, self.battery), now)
             if self.requester is not None:
@@ -528,16 +544,20 @@ class FactoryRobot(Agent):
                     self.job.lost.append({"helper": act.helper, "reason": act.reason, "at_ms": at})
         for req, targets in requests.values():
             deadline_ms = wall_ms() + int((req.deadline - now) * 1000)
+            fields = {"reply_to": req.requester, "corr": req.request_id, "deadline": deadline_ms}
+            if len(targets) <= DIRECT_REQUESTS:
+                # a few robots (the best team asked first): to each of them alone, so the
+                # rest of the team is not woken to read a request that is not theirs
+                for to in targets:
+                    body = request_to_wire(req, [to], deadline_ms)
+                    await self.publish(
+                        FAVOR_CHANNEL, "favor.request", body, recipient=to, key=req.request_id,
+                        **fields,
+                    )  # fmt: skip
+                continue
             body = request_to_wire(req, targets, deadline_ms)
             await self.publish(
-                FAVORS_CHANNEL,
-                "favor.request",
-                body,
-                team=True,
-                key=req.request_id,
-                reply_to=req.requester,
-                corr=req.request_id,
-                deadline=deadline_ms,
+                FAVORS_CHANNEL, "favor.request", body, team=True, key=req.request_id, **fields
             )
         await self._update_led()
 
@@ -659,7 +679,22 @@ class FactoryRobot(Agent):
     def _is_available(self) -> bool:
         return self._led_state() == "idle" and self.battery > IDLE_BATTERY_THRESHOLD
 
+    def _led_held(self) -> bool:
+        """A new job's first round is collecting grants, for at most ``LED_HOLD_S``:
+        the busy LED (and the factsheet that carries it) waits, so the team is not woken
+        to read it while the few robots asked answer."""
+        req, job = self.requester, self.job
+        return (
+            req is not None
+            and job is not None
+            and req.state == RequesterState.COLLECTING
+            and req.round == 1
+            and time.monotonic() - job.received < LED_HOLD_S
+        )
+
     async def _update_led(self) -> None:
+        if self._led_held():
+            return
         led, available = self._led_state(), self._is_available()
         if led == self.led and available == self._available:
             return

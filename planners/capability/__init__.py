@@ -16,6 +16,7 @@ from teamtree.planners.capability.control_graph import (
     component_node,
 )
 from teamtree.planners.capability.favor import (
+    ASK_REST_SHARE,
     FavorAccept,
     FavorAction,
     FavorGrant,
@@ -110,6 +111,7 @@ from teamtree.planners.capability.verification import (
 )
 
 __all__ = [
+    "ASK_REST_SHARE",
     "FIG16_JOBS",
     "FIG17_JOBS",
     "JOBS",

@@ -52,6 +52,10 @@ from teamtree.planners.capability.modes import (
 NO_ANSWER = "no answer when the window closed"
 """Why a lease whose robot had not answered was closed (a grant after it is released)."""
 
+ASK_REST_SHARE = 0.25
+"""With ``ask_first``, the share of the window after which the robots not asked yet are
+asked when the best team has not granted by then (a lost message, a silent robot)."""
+
 
 class LeaseState(enum.StrEnum):
     """Lifecycle of one favor (DESIGN §Wire)."""
@@ -284,6 +288,18 @@ class FavorRequester:
     change it. The paper collects whatever arrives within a fixed window; this keeps
     its selection rule and stops waiting for answers that cannot matter. A grant that
     differs from its prediction, or a refusal, re-forecasts from what is known.
+
+    With ``ask_first`` the requester also asks that best team first: when its helpers
+    are all neighbours, the round's request goes to them alone (ttl 1), and to the
+    other neighbours only when a refusal or a grant unlike its prediction makes the
+    forecast need them (those it needs, or all when it cannot tell), or when the team
+    has not granted within ``ASK_REST_SHARE`` of the window. The robots whose answers
+    cannot change the choice are then never woken, which on a broker is most of a
+    request's cost in a big team; the selection is the one the full round would make
+    from the same answers. This is a choice of this runtime, not of the paper, which
+    asks every idle neighbour. One reach is given up: a robot two hops away whose only
+    path runs through a first-asked helper does not hear this round (that helper has
+    seen the request); should the round end without a team, the next asks everyone.
     """
 
     def __init__(
@@ -301,6 +317,7 @@ class FavorRequester:
         retry_s: float = 0.3,
         impossible: str = "",
         decide_early: bool = True,
+        ask_first: bool = False,
     ) -> None:
         self.agent = agent
         self.job = job
@@ -314,6 +331,11 @@ class FavorRequester:
         self.retry_s = retry_s
         self.impossible = impossible
         self.decide_early = decide_early
+        self.ask_first = ask_first and decide_early
+        self.unasked: list[str] = []
+        """With ``ask_first``: the neighbours this round has not asked yet."""
+        self.ask_rest_at = 0.0
+        self._request: FavorRequest | None = None
         self.expect: frozenset[str] | None = None
         self.predicted: dict[str, Offer] = {}
         self.best_helpers: frozenset[str] | None = None
@@ -361,22 +383,57 @@ class FavorRequester:
             self.deadline,
             (self.agent.robot_id,),
         )
-        out: list[FavorAction] = []
         helping = {x.helper for x in self.accepted()}
         self.answered = set()
         if expect is not None:
             self.expect = frozenset(expect) - self.lost - helping - {self.agent.robot_id}
         elif self.expect is not None:
             self.expect = self.expect - self.lost - helping
-        for nb in sorted(set(neighbours)):
-            if nb == self.agent.robot_id or nb in self.lost or nb in helping:
-                continue
-            self._lease(self.request_id, nb, now)
-            out.append(Send(nb, req))
+        me = self.agent.robot_id
+        asked = [nb for nb in sorted(set(neighbours))
+                 if nb != me and nb not in self.lost and nb not in helping]  # fmt: skip
         self._neighbours = list(neighbours)
         if predicted is not None:
             self.predicted = dict(predicted)
         self._forecast()
+        self._request = req
+        first = self._first_asked(asked, helping)
+        self.unasked = [nb for nb in asked if nb not in first]
+        self.ask_rest_at = now + self.window * ASK_REST_SHARE
+        # the best team is in direct reach: it is asked alone, not forwarded further
+        first_req = replace(req, ttl=1) if self.unasked else req
+        out: list[FavorAction] = []
+        for nb in first:
+            self._lease(self.request_id, nb, now)
+            out.append(Send(nb, first_req))
+        return out
+
+    def _first_asked(self, asked: list[str], helping: set[str]) -> list[str]:
+        """Who this round asks at once: with ``ask_first``, only the helpers of the best
+        team it forecasts when they are all in direct reach (a first round only: a
+        round after a fruitless one asks everyone); else every neighbour."""
+        if not self.ask_first or self.best_helpers is None or self.failed_rounds:
+            return asked
+        need = self.best_helpers - helping
+        if not need <= set(asked):
+            return asked
+        return [nb for nb in asked if nb in need]
+
+    def _ask_more(self, now: float, everyone: bool = False) -> list[FavorAction]:
+        """Ask the robots not asked yet that the forecast now needs (all of them when
+        ``everyone``, or when the forecast cannot tell), with the round's own ttl."""
+        if not self.unasked or self.state != RequesterState.COLLECTING or self._request is None:
+            return []
+        best = self.best_helpers
+        if everyone or best is None:
+            ask, self.unasked = self.unasked, []
+        else:
+            ask = [nb for nb in self.unasked if nb in best]
+            self.unasked = [nb for nb in self.unasked if nb not in best]
+        out: list[FavorAction] = []
+        for nb in ask:
+            self._lease(self.request_id, nb, now)
+            out.append(Send(nb, self._request))
         return out
 
     def _forecast(self) -> None:
@@ -468,6 +525,7 @@ class FavorRequester:
             lease.move(LeaseState.REJECTED, now, msg.reason)
             if msg.request_id == self.request_id and self.best_helpers is not None:
                 self._forecast()
+                return self._ask_more(now) + self._close_if_answered(now)
             return self._close_if_answered(now)
         if isinstance(msg, HelperStatus):
             lease = self.leases.get((msg.request_id, msg.helper))
@@ -519,6 +577,7 @@ class FavorRequester:
             lease.offer = msg.offer
             if self.decide_early and msg.offer != self.predicted.get(msg.helper):
                 self._forecast()
+                return self._ask_more(now)
         return []
 
     def round_due(self, now: float) -> bool:
@@ -539,6 +598,8 @@ class FavorRequester:
         if self.round_due(now):
             nbs = self._neighbours if neighbours is None else neighbours
             out.extend(self._new_round(now, nbs, expect, predicted))
+        if self.unasked and now >= self.ask_rest_at:
+            out.extend(self._ask_more(now, everyone=True))
         closed = self._close_if_answered(now)  # e.g. nobody was expected
         if closed:
             out.extend(closed)
@@ -579,6 +640,7 @@ class FavorRequester:
     def _select(self, now: float) -> list[FavorAction]:
         out: list[FavorAction] = []
         grants: list[Lease] = []
+        self.unasked = []
         for lease in self.leases.values():
             if lease.request_id != self.request_id:
                 continue

@@ -107,6 +107,22 @@ def test_jobs_1_to_5_end_in_the_papers_modes(method: int, tmp_path: Path) -> Non
     assert "led" in stdout and "state=helping" in stdout
 
 
+@pytest.mark.parametrize("method", [1, 2])
+def test_a_settled_team_asks_only_the_promised_helpers(method: int, tmp_path: Path) -> None:
+    """``close_early = 3`` (the default): the factsheets of factory_8's settled team are
+    right, so each paper job asks only the helpers it then selects, and theirs are the
+    only grants. The window is long (30 s), so the quarter of it after which the others
+    would be asked is never reached however slow the machine."""
+    summary, _ = run_factory_8(tmp_path, f"method={method}", "window_s=30")
+    jobs = by_id(summary)
+    done = [jobs[f"j{i}"] for i in range(1, 9) if jobs[f"j{i}"]["status"] == "done"]
+    assert len(done) == (8 if method == 2 else 6), jobs
+    for job in done:
+        assert job["rounds"] == 1, job
+        assert job["selections"][0]["closed_by"] in ("all answered", "best team granted"), job
+        assert len(job["grants_ms"]) == len(job["helpers"]), job
+
+
 JOB_3A_WITHOUT_IDLE_L1 = """
 [team]
 name = "TEAM"
