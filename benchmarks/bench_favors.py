@@ -10,6 +10,7 @@ team. Per cell:
   selection (verification, request, grants, selection, decision);
 - ``grants``: when the last grant arrived (the broker round trip of the request and
   every answer);
+- ``asked``: how many robots the agent sent the request to (median over the jobs);
 - ``early``: how many windows closed before the deadline (every capable robot had
   answered, or the best team they could give had granted);
 - ``done`` / ``imposs.`` / ``other``: how the jobs ended (impossible: no team of the
@@ -134,6 +135,7 @@ async def run_inproc(config_path: Path, broker: MosquittoBroker) -> list[dict]:
 def cell(rows: list[dict]) -> dict[str, float]:
     sel = [r["selection_ms"] for r in rows if r.get("selection_ms") is not None]
     grants = [max(r["grants_ms"]) for r in rows if r.get("grants_ms")]
+    asked = [r["asked"] for r in rows if r.get("asked") is not None]
     early = sum(
         1
         for r in rows
@@ -145,6 +147,7 @@ def cell(rows: list[dict]) -> dict[str, float]:
         "select": statistics.median(sel) if sel else float("nan"),
         "select_max": max(sel) if sel else float("nan"),
         "grants": statistics.median(grants) if grants else float("nan"),
+        "asked": statistics.median(asked) if asked else float("nan"),
         "early": early,
         "done": sum(r["status"] == "done" for r in rows),
         "impossible": sum(r["status"] == "impossible" for r in rows),
@@ -190,7 +193,7 @@ def main() -> None:
         return
     print(
         f"{'robots':>6} {'method':>6} {'mode':>6} {'window':>15} {'jobs':>4} {'select p50':>10} "
-        f"{'max':>7} {'grants':>7} {'early':>5} {'done':>4} {'imposs.':>7} {'other':>5} "
+        f"{'max':>7} {'grants':>7} {'asked':>5} {'early':>5} {'done':>4} {'imposs.':>7} {'other':>5} "
         f"{'wall':>5} {'ratio':>5}  paper"
     )
     variants = [(label, window, close_early)
@@ -272,7 +275,7 @@ def print_row(
 ) -> None:
     print(
         f"{n:>6} {method:>6} {mode:>6} {label:>15} {c['n']:>4} {c['select']:>8.1f}ms "
-        f"{c['select_max']:>5.0f}ms {c['grants']:>5.1f}ms {c['early']:>5} "
+        f"{c['select_max']:>5.0f}ms {c['grants']:>5.1f}ms {c['asked']:>5.0f} {c['early']:>5} "
         f"{c['done']:>4} {c['impossible']:>7} {c['other']:>5} {wall:>4.0f}s "
         f"{ratio:>5.2f}  {PAPER.get((method, n), '-')}",
         flush=True,

@@ -49,7 +49,7 @@ def test_only_the_best_team_is_asked_and_its_grant_closes_the_window():
     ids = ("o1", "o1b", "o1c")
     sent = _requests(req.start(0.0, list(ids), expect=list(ids), predicted=_o1s(*ids)))
     assert list(sent) == ["o1"] and sent["o1"].ttl == 1
-    assert req.unasked == ["o1b", "o1c"]
+    assert req.unasked == ["o1b", "o1c"] and req.asked == 1
     grant = (
         FavorResponder(make_robot("O1", "o1"), make_matcher(1))
         .on_request(sent["o1"], 0.01, [])[0]
@@ -66,6 +66,7 @@ def test_without_ask_first_every_neighbour_is_asked():
     ids = ("o1", "o1b", "o1c")
     sent = _requests(req.start(0.0, list(ids), expect=list(ids), predicted=_o1s(*ids)))
     assert sorted(sent) == list(ids) and all(r.ttl == 2 for r in sent.values())
+    assert req.asked == 3
 
 
 def test_a_refusal_asks_the_next_best_with_the_rounds_ttl():
@@ -77,6 +78,7 @@ def test_a_refusal_asks_the_next_best_with_the_rounds_ttl():
     more = _requests(acts)
     assert list(more) == ["o1b"] and more["o1b"].ttl == 2  # the new best team only
     assert req.unasked == ["o1c"] and req.state == RequesterState.COLLECTING
+    assert req.asked == 2
     grant = (
         FavorResponder(make_robot("O1", "o1b"), make_matcher(1))
         .on_request(more["o1b"], 0.03, [])[0]
@@ -93,7 +95,7 @@ def test_a_slow_team_gets_the_others_asked_after_a_share_of_the_window():
     assert _requests(req.tick(4.0 * ASK_REST_SHARE - 0.01)) == {}
     later = _requests(req.tick(4.0 * ASK_REST_SHARE))
     assert sorted(later) == ["o1b", "o1c"] and all(r.ttl == 2 for r in later.values())
-    assert req.unasked == []
+    assert req.unasked == [] and req.asked == 3
 
 
 def test_a_robot_without_a_prediction_gets_everyone_asked():

@@ -383,7 +383,7 @@ class JobSource(Agent):
                 "lost": [x.get("helper") for x in res.get("lost", [])],
                 "reason": res.get("reason", ""),
             }
-            for key in ("grasp_by", "move_by", "height", "grants_ms", "selections"):
+            for key in ("grasp_by", "move_by", "height", "asked", "grants_ms", "selections"):
                 if key in res:
                     row[key] = res[key]
             rows.append(row)

@@ -70,6 +70,7 @@ class JobSelected(Struct, frozen=True):
     height: int | None = None
     grasp_by: str | None = None
     move_by: str | None = None
+    asked: int = 0
 
 
 class Reselection(Struct, frozen=True):

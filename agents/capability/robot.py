@@ -583,6 +583,7 @@ class FactoryRobot(Agent):
             "round": act.round,
             "method": int(sel.method),
             "closed_by": self.requester.closed_by if self.requester is not None else "",
+            "asked": self.requester.asked if self.requester is not None else 0,
             "at_ms": int((now - self.job.received) * 1000),
         }
         if sel.team is not None:

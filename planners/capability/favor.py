@@ -335,6 +335,9 @@ class FavorRequester:
         self.unasked: list[str] = []
         """With ``ask_first``: the neighbours this round has not asked yet."""
         self.ask_rest_at = 0.0
+        self.asked = 0
+        """The robots this round's request was sent to by this requester (not those a
+        forwarder reached)."""
         self._request: FavorRequest | None = None
         self.expect: frozenset[str] | None = None
         self.predicted: dict[str, Offer] = {}
@@ -402,6 +405,7 @@ class FavorRequester:
         self.ask_rest_at = now + self.window * ASK_REST_SHARE
         # the best team is in direct reach: it is asked alone, not forwarded further
         first_req = replace(req, ttl=1) if self.unasked else req
+        self.asked = len(first)
         out: list[FavorAction] = []
         for nb in first:
             self._lease(self.request_id, nb, now)
@@ -430,6 +434,7 @@ class FavorRequester:
         else:
             ask = [nb for nb in self.unasked if nb in best]
             self.unasked = [nb for nb in self.unasked if nb not in best]
+        self.asked += len(ask)
         out: list[FavorAction] = []
         for nb in ask:
             self._lease(self.request_id, nb, now)

@@ -120,7 +120,7 @@ def test_a_settled_team_asks_only_the_promised_helpers(method: int, tmp_path: Pa
     for job in done:
         assert job["rounds"] == 1, job
         assert job["selections"][0]["closed_by"] in ("all answered", "best team granted"), job
-        assert len(job["grants_ms"]) == len(job["helpers"]), job
+        assert job["asked"] == len(job["grants_ms"]) == len(job["helpers"]), job
 
 
 JOB_3A_WITHOUT_IDLE_L1 = """
