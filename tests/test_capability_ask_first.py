@@ -10,20 +10,19 @@ import random
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from teamtree.hardware import factory_robots, make_robot
+from teamtree.hardware import make_robot
 from teamtree.planners.capability import (
     ASK_REST_SHARE,
     JOBS,
     FavorRequest,
     FavorRequester,
     FavorResponder,
-    Peer,
     RequesterState,
     Selected,
     Send,
     make_matcher,
-    replay,
 )
+from tests.factory_scenes import Scene, scenes
 
 
 def _o1s(*ids: str) -> dict:
@@ -98,6 +97,15 @@ def test_a_slow_team_gets_the_others_asked_after_a_share_of_the_window():
     assert req.unasked == [] and req.asked == 3
 
 
+def test_a_promised_helper_two_hops_away_gets_everyone_asked_with_the_rounds_ttl():
+    """o1 is reached only through b1's forwarding: asking the team first cannot reach
+    it, so the round asks every neighbour at once, with its own ttl."""
+    req = _job1()
+    sent = _requests(req.start(0.0, ["b1"], expect=["o1"], predicted=_o1s("o1")))
+    assert req.best_helpers == {"o1"}
+    assert list(sent) == ["b1"] and sent["b1"].ttl == 2 and req.unasked == []
+
+
 def test_a_robot_without_a_prediction_gets_everyone_asked():
     req = _job1()
     sent = _requests(req.start(0.0, ["o1", "o1b"], expect=["o1", "o1b"], predicted=_o1s("o1")))
@@ -157,18 +165,12 @@ def _run(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    job=st.sampled_from(sorted(JOBS)),
-    method=st.sampled_from([1, 2]),
-    ttl=st.integers(1, 2),
-    comm_range=st.sampled_from([1.5, 2.5, 9.0]),
-    order=st.permutations(list(range(12))),
-    busy_mask=st.lists(st.booleans(), min_size=12, max_size=12),
+    scene=scenes(12, (1, 2), (1.5, 2.5, 9.0), 4),
     stale_mask=st.lists(st.booleans(), min_size=12, max_size=12),
-    agent_at=st.integers(0, 11),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_asking_the_best_team_first_selects_what_asking_everyone_selects(
-    job, method, ttl, comm_range, order, busy_mask, stale_mask, agent_at, seed
+    scene: Scene, stale_mask: list[bool], seed: int
 ):
     """Some robots are busy, and some of those still look idle in their factsheets (the
     prediction is wrong for them: they decline). Whatever the order of delivery, asking
@@ -178,20 +180,12 @@ def test_asking_the_best_team_first_selects_what_asking_everyone_selects(
     under ttl 2 (where forwarding differs, and a robot reached only through a
     first-asked helper may miss the round) it still finds a team whenever asking
     everyone does."""
-    robots = factory_robots(12)
-    positions = {r.robot_id: (float(order[i] % 4), float(order[i] // 4))
-                 for i, r in enumerate(robots)}  # fmt: skip
-    agent_id = robots[agent_at].robot_id
-    busy = {r.robot_id for r, b in zip(robots, busy_mask, strict=True) if b} - {agent_id}
-    stale = {r.robot_id for r, s in zip(robots, stale_mask, strict=True) if s} & busy
-    seen = {r.robot_id: Peer(r, positions[r.robot_id], comm_range,
-                             r.robot_id not in busy - stale) for r in robots}  # fmt: skip
-    matcher = make_matcher(method)
-    me = seen[agent_id]
-    predicted: dict = {}
-    reach = replay(me, seen, matcher.query(me.profile, JOBS[job]), matcher, ttl,
-                   answers=predicted)  # fmt: skip
-    expect = sorted(reach.answerers)
+    job, ttl, agent_id, busy = scene.job, scene.ttl, scene.agent_id, scene.busy
+    robots = scene.robots
+    stale = frozenset(r.robot_id for r, s in zip(robots, stale_mask, strict=True) if s) & busy
+    seen = scene.peers(looks_idle=stale)
+    pred = scene.predict(seen)
+    matcher, me = pred.matcher, pred.me
     in_range = {k: [q for q, p in seen.items() if q != k and seen[k].reaches(p)] for k in seen}
     neighbours = [k for k in in_range[agent_id] if k not in busy - stale]
     outcomes = []
@@ -200,8 +194,7 @@ def test_asking_the_best_team_first_selects_what_asking_everyone_selects(
                              ask_first=ask_first)  # fmt: skip
         responders = {r.robot_id: FavorResponder(r, matcher, has_job=r.robot_id in busy)
                       for r in robots if r.robot_id != agent_id}  # fmt: skip
-        acts = req.start(0.0, neighbours, expect,
-                         {k: v for k, v in predicted.items() if v is not None})  # fmt: skip
+        acts = req.start(0.0, neighbours, pred.expect, pred.offers)
         run = _run(req, acts, agent_id, responders, in_range, random.Random(seed))
         outcomes.append((req, *run))
     (first, asked_first, rounds_first, slow), (full, asked_full, _, _) = outcomes

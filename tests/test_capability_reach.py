@@ -9,7 +9,7 @@ from collections import deque
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from teamtree.hardware import factory_robots, make_robot
+from teamtree.hardware import make_robot
 from teamtree.planners.capability import (
     JOBS,
     FavorGrant,
@@ -26,6 +26,7 @@ from teamtree.planners.capability import (
     make_matcher,
     replay,
 )
+from tests.factory_scenes import Scene, scenes
 
 FACTORY_8 = [("b1", "B"), ("l1", "L"), ("m1", "M"), ("m3", "M"), ("s1", "S1"), ("s2", "S2"),
              ("o1", "O1"), ("o2", "O2")]  # fmt: skip
@@ -45,32 +46,18 @@ def _deliver(agent_id, peers, job, method, ttl, busy):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    job=st.sampled_from(sorted(JOBS)),
-    method=st.sampled_from([1, 2]),
-    ttl=st.integers(1, 3),
-    comm_range=st.sampled_from([1.0, 1.5, 2.5]),
-    order=st.permutations(list(range(24))),
-    busy_mask=st.lists(st.booleans(), min_size=24, max_size=24),
-    agent_at=st.integers(0, 23),
-)
-def test_replay_names_exactly_the_robots_that_answer(
-    job, method, ttl, comm_range, order, busy_mask, agent_at
-):
-    robots = factory_robots(24)
-    kinds = [(r.robot_id, r.kind) for r in robots]
-    positions = {r.robot_id: (float(order[i] % 6), float(order[i] // 6)) for i, r in
-                 enumerate(robots)}  # fmt: skip
-    agent_id = robots[agent_at].robot_id
-    busy = {r.robot_id for r, b in zip(robots, busy_mask, strict=True) if b} - {agent_id}
-    peers = _peers(kinds, positions, comm_range, busy)
-    matcher = make_matcher(method)
-    query = matcher.query(peers[agent_id].profile, JOBS[job])
-    reach = replay(peers[agent_id], peers, query, matcher, ttl)
-    answers = _deliver(agent_id, peers, JOBS[job], method, ttl, busy)
+@given(scene=scenes(24, (1, 3), (1.0, 1.5, 2.5), 6))
+def test_replay_names_exactly_the_robots_that_answer(scene: Scene):
+    peers = scene.peers()
+    matcher = make_matcher(scene.method)
+    me = peers[scene.agent_id]
+    query = matcher.query(me.profile, JOBS[scene.job])
+    reach = replay(me, peers, query, matcher, scene.ttl)
+    answers = _deliver(scene.agent_id, peers, JOBS[scene.job], scene.method, scene.ttl,
+                       scene.busy)  # fmt: skip
     assert set(answers) == set(reach.answerers)
     for rid, kind in answers.items():  # idle ones grant, busy ones decline
-        assert kind == ("FavorReject" if rid in busy else "FavorGrant")
+        assert kind == ("FavorReject" if rid in scene.busy else "FavorGrant")
 
 
 def test_window_closes_when_every_expected_robot_has_answered():
@@ -218,43 +205,23 @@ def _answers_to(agent_id, peers, job, method, ttl, busy):
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    job=st.sampled_from(sorted(JOBS)),
-    method=st.sampled_from([1, 2]),
-    ttl=st.integers(1, 2),
-    comm_range=st.sampled_from([1.5, 2.5, 9.0]),
-    order=st.permutations(list(range(12))),
-    busy_mask=st.lists(st.booleans(), min_size=12, max_size=12),
-    agent_at=st.integers(0, 11),
-    arrival=st.randoms(use_true_random=False),
-)
-def test_closing_on_the_best_team_selects_what_waiting_for_everyone_selects(
-    job, method, ttl, comm_range, order, busy_mask, agent_at, arrival
-):
+@given(scene=scenes(12, (1, 2), (1.5, 2.5, 9.0), 4), arrival=st.randoms(use_true_random=False))
+def test_closing_on_the_best_team_selects_what_waiting_for_everyone_selects(scene: Scene, arrival):
     """Whatever order the answers come in, closing once the predicted best team has
     granted selects the same mode and an equivalent team (same robot types, same
     score) as waiting for every expected answer."""
-    robots = factory_robots(12)
-    kinds = [(r.robot_id, r.kind) for r in robots]
-    positions = {r.robot_id: (float(order[i] % 4), float(order[i] // 4)) for i, r in
-                 enumerate(robots)}  # fmt: skip
-    agent_id = robots[agent_at].robot_id
-    busy = {r.robot_id for r, b in zip(robots, busy_mask, strict=True) if b} - {agent_id}
-    peers = _peers(kinds, positions, comm_range, busy)
-    matcher = make_matcher(method)
-    me = peers[agent_id]
-    predicted: dict = {}
-    reach = replay(me, peers, matcher.query(me.profile, JOBS[job]), matcher, ttl,
-                   answers=predicted)  # fmt: skip
-    expect = sorted(reach.answerers)
+    job, method, ttl, agent_id, busy = (scene.job, scene.method, scene.ttl, scene.agent_id,
+                                        scene.busy)  # fmt: skip
+    peers = scene.peers()
+    pred = scene.predict(peers)
+    matcher, me = pred.matcher, pred.me
     targets, answers = _answers_to(agent_id, peers, JOBS[job], method, ttl, busy)
     arrival.shuffle(answers)
     outcomes = []
     for decide in (True, False):
         req = FavorRequester(me.profile, JOBS[job], matcher, ttl=ttl, window=10.0,
                              decide_early=decide)  # fmt: skip
-        acts = req.start(0.0, targets, expect,
-                         {k: v for k, v in predicted.items() if v is not None})  # fmt: skip
+        acts = req.start(0.0, targets, pred.expect, pred.offers)
         heard = 0
         for msg in answers:
             if req.state != RequesterState.COLLECTING:
