@@ -87,6 +87,21 @@ def test_a_refusal_asks_the_next_best_with_the_rounds_ttl():
     assert req.selection is not None and req.selection.helpers == ("o1b",)
 
 
+def test_a_refusal_that_makes_a_robot_two_hops_away_the_best_asks_everyone():
+    """o1 (a neighbour) is promised and asked alone; it refuses, and the next best, o1x,
+    is reached only through b1's forwarding: every neighbour not asked yet is asked
+    now, with the round's ttl, not after a quarter of the window."""
+    req = _job1()
+    sent = _requests(req.start(0.0, ["b1", "o1"], expect=["o1", "o1x"],
+                               predicted=_o1s("o1", "o1x")))  # fmt: skip
+    assert list(sent) == ["o1"] and req.unasked == ["b1"]
+    busy = FavorResponder(make_robot("O1", "o1"), make_matcher(1), has_job=True)
+    acts = req.on_message(busy.on_request(sent["o1"], 0.01, [])[0].message, 0.02)
+    assert req.best_helpers == {"o1x"}
+    more = _requests(acts)
+    assert list(more) == ["b1"] and more["b1"].ttl == 2 and req.unasked == []
+
+
 def test_a_slow_team_gets_the_others_asked_after_a_share_of_the_window():
     req = _job1()
     ids = ("o1", "o1b", "o1c")

@@ -424,12 +424,15 @@ class FavorRequester:
         return [nb for nb in asked if nb in need]
 
     def _ask_more(self, now: float, everyone: bool = False) -> list[FavorAction]:
-        """Ask the robots not asked yet that the forecast now needs (all of them when
-        ``everyone``, or when the forecast cannot tell), with the round's own ttl."""
+        """Ask the robots not asked yet that the forecast now needs, with the round's
+        own ttl: all of them when ``everyone``, when the forecast cannot tell, or when
+        it needs a robot that only a neighbour's forwarding reaches."""
         if not self.unasked or self.state != RequesterState.COLLECTING or self._request is None:
             return []
         best = self.best_helpers
-        if everyone or best is None:
+        reached = {x.helper for x in self.leases.values() if x.request_id == self.request_id}
+        reached |= {x.helper for x in self.accepted()}
+        if everyone or best is None or not best - reached <= set(self.unasked):
             ask, self.unasked = self.unasked, []
         else:
             ask = [nb for nb in self.unasked if nb in best]
