@@ -292,8 +292,9 @@ class FavorRequester:
     With ``ask_first`` the requester also asks that best team first: when its helpers
     are all neighbours, the round's request goes to them alone (ttl 1), and to the
     other neighbours only when a refusal or a grant unlike its prediction makes the
-    forecast need them (those it needs, or all when it cannot tell), or when the team
-    has not granted within ``ASK_REST_SHARE`` of the window. The robots whose answers
+    forecast need them (those it needs; all when it cannot tell, or when it needs a
+    robot only a neighbour's forwarding reaches), or when the team has not granted
+    within ``ASK_REST_SHARE`` of the window. The robots whose answers
     cannot change the choice are then never woken, which on a broker is most of a
     request's cost in a big team; the selection is the one the full round would make
     from the same answers. This is a choice of this runtime, not of the paper, which
