@@ -20,7 +20,15 @@ from types import ModuleType
 
 import pytest
 
-from teamtree.broker import Endpoint, MosquittoBroker, find_mosquitto, free_port, wait_for_port
+from teamtree.agents.runtime.resync import SYNC_CHANNEL
+from teamtree.broker import (
+    Endpoint,
+    MosquittoBroker,
+    find_mosquitto,
+    free_port,
+    topics,
+    wait_for_port,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_KINDS = ["mosquitto", "embedded"]
@@ -102,7 +110,7 @@ def assert_observer_kept_out(recorded: list[dict], prefix: str, team: str) -> No
     sent nothing on the team's wire but its re-sync requests (which a run starting
     during its rounds records), and every other sender is one of the config's agents."""
     sent = {(r["topic"], r["kind"]) for r in recorded if r["sender"].startswith(f"{prefix}-")}
-    assert sent <= {(f"teamtree/v1/{team}/sync", "sync.request")}, sent
+    assert sent <= {(topics.build(team, None, SYNC_CHANNEL), "sync.request")}, sent
     members = {r["sender"] for r in recorded if not r["sender"].startswith(f"{prefix}-")}
     assert members <= TEA_PARTY_IDS, members - TEA_PARTY_IDS
 
