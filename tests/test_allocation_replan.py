@@ -36,7 +36,7 @@ from teamtree.planners.allocation import (
     solve_model,
     solve_schedule,
 )
-from teamtree.planners.allocation.scheduling import EPS, _analyse
+from teamtree.planners.allocation.scheduling import EPS, WEIGHT_NOISE, _analyse
 from teamtree.planners.allocation.solvers import GurobiBackend
 from tests.test_allocation_milp import _random_allocation, _random_schedule
 
@@ -148,7 +148,7 @@ def _reference_list_schedule(problem: ScheduleProblem, tries: int = 24) -> dict[
     rng = random.Random(n)
     best, best_mk = None, math.inf
     for k in range(2 + tries):
-        mode, noise = k % 2, (0.0 if k < 2 else 0.3)
+        mode, noise = k % 2, (0.0 if k < 2 else WEIGHT_NOISE)
         weight = [t * (1.0 + noise * (rng.random() - 0.5)) for t in an.tail]
         start: dict[int, float] = {}
         failed = False
@@ -261,6 +261,27 @@ def test_a_zero_duration_assignment_starts_before_the_robots_long_task() -> None
     assert got is not None and check_schedule(problem, got) == []
     assert got.start["a4"] == 0.0 and got.start["t4"] == 2.0
     assert got.makespan == 40.0
+
+
+def test_a_short_feeder_of_the_busy_human_goes_first_and_no_solver_runs() -> None:
+    """The human, free from 13 s, is the busiest agent. The robot feeds its two chains:
+    a short task before 22 s of the human's work and a long one before 40.5 s. Both
+    plain rules start the long one (its tail is twice as long) and the human idles
+    until 20 s; a random rule must reach the other order, the makespan's bound, so no
+    solver is needed."""
+    tasks = [ScheduleTask("short", "robot", 12.0), ScheduleTask("long", "robot", 20.0)]
+    precedence = []
+    for k in range(4):
+        tasks.append(ScheduleTask(f"h{k}", "human", 5.5))
+        precedence.append(("short" if k == 0 else f"h{k - 1}", f"h{k}"))
+    for k in range(3):
+        tasks.append(ScheduleTask(f"g{k}", "human", 13.5))
+        precedence.append(("long" if k == 0 else f"g{k - 1}", f"g{k}"))
+    problem = ScheduleProblem(tuple(tasks), tuple(precedence), agent_release={"human": 13.0})
+    got = solve_schedule(problem, solver="highs")
+    assert got.result is not None and got.result.solver == "bound"
+    assert got.start["short"] == 0.0 and got.start["h0"] == 13.0
+    assert got.makespan == pytest.approx(13.0 + 4 * 5.5 + 3 * 13.5)
 
 
 @settings(max_examples=120, deadline=None)

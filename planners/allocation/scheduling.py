@@ -48,6 +48,11 @@ from teamtree.planners.allocation.model import (
 from teamtree.planners.allocation.solvers import SolveOptions, SolverName, SolverPool, solve_model
 
 EPS = 1e-7
+WEIGHT_NOISE = 1.5
+"""How far the list schedule's random rules perturb each task's weight (its tail): by a
+factor drawn from [1 - WEIGHT_NOISE / 2, 1 + WEIGHT_NOISE / 2]. Wide, so that a short
+feeder of the busiest agent can go before a long one whose tail is twice its own;
+every list schedule left above the makespan's bound costs a MILP."""
 
 
 @dataclass(frozen=True)
@@ -190,10 +195,10 @@ def list_schedule(problem: ScheduleProblem, tries: int = 24) -> Schedule | None:
     """A feasible schedule by greedy serial rules, the best of several, or ``None``.
 
     Rules: earliest possible start then longest tail (a non-delay rule), longest tail first,
-    and ``tries`` seeded random perturbations of them; each task goes into the first
-    idle gap of its agent that fits it (serial generation with insertion). ``None`` when
-    no rule meets every deadline and ``start_now``; the MILP does not need it then. Used
-    as the horizon and the default warm start.
+    and ``tries`` seeded random perturbations of them (``WEIGHT_NOISE``); each task goes
+    into the first idle gap of its agent that fits it (serial generation with insertion).
+    ``None`` when no rule meets every deadline and ``start_now``; the MILP does not need
+    it then. Used as the horizon and the default warm start.
     """
     return _list_schedule(problem, _analyse(problem), tries)
 
@@ -208,7 +213,7 @@ def _list_schedule(problem: ScheduleProblem, an: _Analysis, tries: int = 24) -> 
     bound = _makespan_bound(an)
     for k in range(2 + tries):
         mode = k % 2
-        noise = 0.0 if k < 2 else 0.3
+        noise = 0.0 if k < 2 else WEIGHT_NOISE
         weight = [t * (1.0 + noise * (rng.random() - 0.5)) for t in an.tail]
         start = _serial(problem, an, mode, weight)
         if start is None:
