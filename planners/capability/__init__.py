@@ -16,28 +16,30 @@ from teamtree.planners.capability.control_graph import (
     component_node,
 )
 from teamtree.planners.capability.favor import (
-    ASK_REST_SHARE,
     FavorAccept,
     FavorAction,
     FavorGrant,
     FavorReject,
     FavorRelease,
     FavorRequest,
-    FavorRequester,
-    FavorResponder,
     FavorRevoke,
     HelperLost,
     HelperStatus,
     Lease,
     LeaseState,
     Message,
-    RequesterState,
     RoleChanged,
     Selected,
     SelectionFailed,
     Send,
     is_idle,
 )
+from teamtree.planners.capability.favor_requester import (
+    ASK_REST_SHARE,
+    FavorRequester,
+    RequesterState,
+)
+from teamtree.planners.capability.favor_responder import FavorResponder
 from teamtree.planners.capability.jobs import (
     JOBS,
     JobSpec,

@@ -16,8 +16,6 @@ from teamtree.hardware import RobotProfile
 from teamtree.planners.capability.favor import (
     FavorAction,
     FavorRequest,
-    FavorRequester,
-    FavorResponder,
     HelperLost,
     Message,
     RoleChanged,
@@ -25,6 +23,8 @@ from teamtree.planners.capability.favor import (
     SelectionFailed,
     Send,
 )
+from teamtree.planners.capability.favor_requester import FavorRequester
+from teamtree.planners.capability.favor_responder import FavorResponder
 from teamtree.planners.capability.jobs import JobSpec
 from teamtree.planners.capability.modes import ActiveMatcher, Method, PassiveMatcher, make_matcher
 
