@@ -24,8 +24,9 @@ topic                              kinds                 QoS   retain
 from __future__ import annotations
 
 # The factory in rooms: channels.py (topics), favor_wire.py (typed favor bodies and their
-# codec), robot.py (FactoryRobot), job_source.py (JobSource). This module keeps the
-# names the entry points, tests and benchmarks import from it.
+# codec), robot.py (FactoryRobot), job_record.py (its jobs and their reports),
+# job_source.py (JobSource). This module keeps the names the entry points, tests and
+# benchmarks import from it.
 from teamtree.agents.capability.channels import (
     FACTORY_CHANNEL,
     FAVOR_CHANNEL,
@@ -49,8 +50,9 @@ from teamtree.agents.capability.favor_wire import (
     request_from_wire,
     request_to_wire,
 )
+from teamtree.agents.capability.job_record import control_summary
 from teamtree.agents.capability.job_source import JobOrder, JobSource
-from teamtree.agents.capability.robot import TEAM_DEFAULTS, FactoryRobot, control_summary
+from teamtree.agents.capability.robot import TEAM_DEFAULTS, FactoryRobot
 
 __all__ = [
     "FACTORY_CHANNEL",

@@ -5,12 +5,9 @@ maps their actions to the wire (agents/capability/favor_wire.py)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
 import random
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from teamtree.agents.capability.channels import (
@@ -30,27 +27,31 @@ from teamtree.agents.capability.favor_wire import (
     request_from_wire,
     request_to_wire,
 )
+from teamtree.agents.capability.job_record import (
+    JobRecord,
+    done_body,
+    failure_body,
+    selection_body,
+)
 from teamtree.agents.capability.job_wire import JobWireError, decode_assign
+from teamtree.agents.capability.neighbourhood import PeerProfiles, neighbours
 from teamtree.agents.capability.params import FactoryRobotParams
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import ConfigError, PlanningError, TeamtreeError
+from teamtree.broker import ConfigError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic
 from teamtree.hardware import (
     IDLE_BATTERY_THRESHOLD,
     ROBOT_TYPES,
-    AssembledTeam,
-    RobotProfile,
     make_robot,
 )
 from teamtree.planners.capability import (
     JOBS,
     ActiveMatcher,
-    ControlGraph,
     FavorAction,
     FavorGrant,
     FavorRelease,
@@ -59,7 +60,6 @@ from teamtree.planners.capability import (
     FavorResponder,
     HelperLost,
     HelperStatus,
-    JobSpec,
     LeaseState,
     Message,
     Method,
@@ -119,58 +119,6 @@ def _team_default(config: TeamConfig, name: str) -> Any:
     return value
 
 
-@dataclass
-class _Job:
-    """A job this robot owns (it is the agent)."""
-
-    job_id: str
-    spec: JobSpec
-    source: str
-    work_s: float
-    received: float
-    received_ms: int
-    remaining: float = 0.0
-    selection_s: float | None = None
-    selections: list[dict[str, Any]] = field(default_factory=list)
-    lost: list[dict[str, Any]] = field(default_factory=list)
-    grants_ms: list[int] = field(default_factory=list)
-
-
-def _dist(a: Sequence[float], b: Sequence[float]) -> float:
-    return math.hypot(a[0] - b[0], a[1] - b[1])
-
-
-def _valid_position(value: Any) -> bool:
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        return False
-    x, y = value
-    return (
-        isinstance(x, int | float)
-        and isinstance(y, int | float)
-        and not isinstance(x, bool)
-        and not isinstance(y, bool)
-    )
-
-
-def control_summary(team: AssembledTeam, job: JobSpec) -> dict[str, str]:
-    """Who grasps and who moves in an assembled team (least-cost paths, §VI.A)."""
-    out: dict[str, str] = {}
-    graph = ControlGraph.for_team(team, job)
-    sensors = [
-        n
-        for n, d in sorted(graph.graph.nodes(data=True))
-        if d.get("kind") == "component" and n.split("/")[1].startswith("P")
-    ]
-    if not sensors:
-        return out
-    # the top-level eye: on the highest robot (it sees what the tower reaches)
-    source = max(sensors, key=lambda n: team.ids.index(n.split("/")[0]))
-    for action, key in (("grasp", "grasp_by"), ("move", "move_by")):
-        with contextlib.suppress(PlanningError):
-            out[key] = graph.route(source, action).robot
-    return out
-
-
 # ----------------------------------------------------------------------------- robot
 
 
@@ -218,7 +166,7 @@ class FactoryRobot(Agent):
         self.window_s = window_s
         self.close_early = int(close_early)
         self.retry_s = retry_s
-        self._profiles: dict[tuple[str, str], RobotProfile] = {}
+        self._peer_profiles = PeerProfiles()
         self.silence_s = silence_s
         self.max_rounds = max_rounds
         self.battery = float(battery)
@@ -234,7 +182,7 @@ class FactoryRobot(Agent):
             heartbeat=status_s,
         )
         self.requester: FavorRequester | None = None
-        self.job: _Job | None = None
+        self.job: JobRecord | None = None
         self.led = "idle"
         self._available = self._is_available()
         self._last_tick: float | None = None
@@ -304,40 +252,13 @@ class FactoryRobot(Agent):
 
     def neighbours(self, *, idle_only: bool = False) -> list[str]:
         """Online factory robots within communication range (optionally idle ones)."""
-        out = []
-        for member in self.team_view.members.values():
-            sheet = member.factsheet
-            if not member.online or sheet.get("kind") != self.kind:
-                continue
-            pos = sheet.get("position")
-            if not _valid_position(pos) or _dist(pos, self.position) > self.comm_range:
-                continue
-            if idle_only and not (sheet.get("led") == "idle" and sheet.get("available", True)):
-                continue
-            out.append(member.id)
-        return sorted(out)
+        return neighbours(
+            self.team_view, self.kind, self.position, self.comm_range, idle_only=idle_only
+        )
 
     def peers(self) -> dict[str, Peer]:
         """Every online factory robot but this one, as its factsheet describes it."""
-        out: dict[str, Peer] = {}
-        for member in self.team_view.members.values():
-            sheet = member.factsheet
-            if member.id == self.id or not member.online or sheet.get("kind") != self.kind:
-                continue
-            pos, rng = sheet.get("position"), sheet.get("comm_range")
-            if not _valid_position(pos) or not isinstance(rng, int | float):
-                continue
-            key = (member.id, str(sheet.get("session")))
-            profile = self._profiles.get(key)
-            if profile is None:
-                try:
-                    profile = RobotProfile.from_dict(sheet.get("profile"))
-                except (ConfigError, TypeError, KeyError, AttributeError, ValueError):
-                    continue
-                self._profiles[key] = profile
-            idle = sheet.get("led") == "idle" and bool(sheet.get("available", True))
-            out[member.id] = Peer(profile, (float(pos[0]), float(pos[1])), float(rng), idle)
-        return out
+        return self._peer_profiles.peers(self.team_view, self.id, self.kind)
 
     def _expected(
         self,
@@ -417,7 +338,7 @@ class FactoryRobot(Agent):
                 return
             if self.requester is not None and msg.requester == self.id:
                 if isinstance(msg, FavorGrant) and self.job is not None:
-                    self.job.grants_ms.append(int((now - self.job.received) * 1000))
+                    self.job.grants_ms.append(self.job.since_ms(now))
                 actions = self.requester.on_message(msg, now)
             else:
                 actions = self.responder.on_message(msg, now)
@@ -446,7 +367,7 @@ class FactoryRobot(Agent):
                 await self._report("job.declined", body)
                 return
             work_s = assign.work_s
-            self.job = _Job(job_id, JOBS[name], env.sender, work_s, now, wall_ms())
+            self.job = JobRecord(job_id, JOBS[name], env.sender, work_s, now, wall_ms())
             self.responder.has_job = True
             self.requester = FavorRequester(
                 self.profile.with_battery(self.battery),
@@ -540,7 +461,7 @@ class FactoryRobot(Agent):
             elif isinstance(act, HelperLost):
                 self.log.warning("favor.helper_lost", helper=act.helper, reason=act.reason)
                 if self.job is not None:
-                    at = int((now - self.job.received) * 1000)
+                    at = self.job.since_ms(now)
                     self.job.lost.append({"helper": act.helper, "reason": act.reason, "at_ms": at})
         for req, targets in requests.values():
             deadline_ms = wall_ms() + int((req.deadline - now) * 1000)
@@ -569,34 +490,11 @@ class FactoryRobot(Agent):
     async def _report(self, kind: str, body: dict[str, Any]) -> None:
         await self.publish(REPORT_CHANNEL, kind, body, key=f"{body.get('job_id')}/{kind}")
 
-    def _selection_body(self, act: Selected, now: float) -> dict[str, Any]:
-        sel = act.selection
-        assert self.job is not None
-        body: dict[str, Any] = {
-            "job_id": self.job.job_id,
-            "job": self.job.spec.name,
-            "agent": self.id,
-            "mode": sel.mode.value,
-            "helpers": list(sel.helpers),
-            "members": list(sel.members),
-            "tower": list(sel.team.ids) if sel.team is not None else [],
-            "round": act.round,
-            "method": int(sel.method),
-            "closed_by": self.requester.closed_by if self.requester is not None else "",
-            "asked": self.requester.asked if self.requester is not None else 0,
-            "at_ms": int((now - self.job.received) * 1000),
-        }
-        if sel.team is not None:
-            body["height"] = sel.team.height
-            with contextlib.suppress(TeamtreeError, KeyError, ValueError, IndexError):
-                body.update(control_summary(sel.team, self.job.spec))
-        return body
-
     async def _on_selected(self, act: Selected, now: float) -> None:
         job = self.job
         if job is None:
             return
-        body = self._selection_body(act, now)
+        body = selection_body(job, act, self.id, self.requester, now)
         first = job.selection_s is None
         if first:
             job.selection_s = now - job.received
@@ -621,36 +519,15 @@ class FactoryRobot(Agent):
         if job is None:
             return
         self.log.info("job.failed", job_id=job.job_id, job=job.spec.name, reason=act.reason)
-        body = {
-            "job_id": job.job_id,
-            "job": job.spec.name,
-            "agent": self.id,
-            "reason": act.reason,
-            "impossible": act.impossible,
-            "rounds": self.requester.round if self.requester is not None else 0,
-            "done_ms": int((now - job.received) * 1000),
-            "lost": job.lost,
-        }
+        rounds = self.requester.round if self.requester is not None else 0
+        body = failure_body(job, act, self.id, rounds, now)
         self._clear_job()
         await self._report("job.failed", body)
 
     async def _job_done(self, now: float) -> None:
         job, req = self.job, self.requester
         assert job is not None and req is not None and req.selection is not None
-        final = job.selections[-1]
-        body = {
-            **final,
-            "selection_ms": round((job.selection_s or 0.0) * 1000, 1),
-            "done_ms": int((now - job.received) * 1000),
-            "received_ms": job.received_ms,
-            "rounds": req.round,
-            "lost": job.lost,
-            "selections": [
-                {k: s[k] for k in ("mode", "helpers", "tower", "round", "at_ms", "closed_by")}
-                for s in job.selections
-            ],
-            "battery": round(self.battery, 3),
-        }
+        body = done_body(job, req.round, self.battery, now)
         self.log.info(
             "job.done",
             job_id=job.job_id,
