@@ -48,7 +48,7 @@ def test_only_the_best_team_is_asked_and_its_grant_closes_the_window():
     ids = ("o1", "o1b", "o1c")
     sent = _requests(req.start(0.0, list(ids), expect=list(ids), predicted=_o1s(*ids)))
     assert list(sent) == ["o1"] and sent["o1"].ttl == 1
-    assert req.unasked == ["o1b", "o1c"] and req.asked == 1
+    assert req.asking.unasked == ["o1b", "o1c"] and req.asking.asked == 1
     grant = (
         FavorResponder(make_robot("O1", "o1"), make_matcher(1))
         .on_request(sent["o1"], 0.01, [])[0]
@@ -57,7 +57,7 @@ def test_only_the_best_team_is_asked_and_its_grant_closes_the_window():
     acts = req.on_message(grant, 0.02)
     assert any(isinstance(a, Selected) for a in acts) and req.closed_by == "best team granted"
     assert req.selection is not None and req.selection.helpers == ("o1",)
-    assert _requests(acts) == {} and req.unasked == []  # the others were never woken
+    assert _requests(acts) == {} and req.asking.unasked == []  # the others were never woken
 
 
 def test_without_ask_first_every_neighbour_is_asked():
@@ -65,7 +65,7 @@ def test_without_ask_first_every_neighbour_is_asked():
     ids = ("o1", "o1b", "o1c")
     sent = _requests(req.start(0.0, list(ids), expect=list(ids), predicted=_o1s(*ids)))
     assert sorted(sent) == list(ids) and all(r.ttl == 2 for r in sent.values())
-    assert req.asked == 3
+    assert req.asking.asked == 3
 
 
 def test_a_refusal_asks_the_next_best_with_the_rounds_ttl():
@@ -76,8 +76,8 @@ def test_a_refusal_asks_the_next_best_with_the_rounds_ttl():
     acts = req.on_message(busy.on_request(sent["o1"], 0.01, [])[0].message, 0.02)
     more = _requests(acts)
     assert list(more) == ["o1b"] and more["o1b"].ttl == 2  # the new best team only
-    assert req.unasked == ["o1c"] and req.state == RequesterState.COLLECTING
-    assert req.asked == 2
+    assert req.asking.unasked == ["o1c"] and req.state == RequesterState.COLLECTING
+    assert req.asking.asked == 2
     grant = (
         FavorResponder(make_robot("O1", "o1b"), make_matcher(1))
         .on_request(more["o1b"], 0.03, [])[0]
@@ -94,12 +94,12 @@ def test_a_refusal_that_makes_a_robot_two_hops_away_the_best_asks_everyone():
     req = _job1()
     sent = _requests(req.start(0.0, ["b1", "o1"], expect=["o1", "o1x"],
                                predicted=_o1s("o1", "o1x")))  # fmt: skip
-    assert list(sent) == ["o1"] and req.unasked == ["b1"]
+    assert list(sent) == ["o1"] and req.asking.unasked == ["b1"]
     busy = FavorResponder(make_robot("O1", "o1"), make_matcher(1), has_job=True)
     acts = req.on_message(busy.on_request(sent["o1"], 0.01, [])[0].message, 0.02)
     assert req.best_helpers == {"o1x"}
     more = _requests(acts)
-    assert list(more) == ["b1"] and more["b1"].ttl == 2 and req.unasked == []
+    assert list(more) == ["b1"] and more["b1"].ttl == 2 and req.asking.unasked == []
 
 
 def test_a_slow_team_gets_the_others_asked_after_a_share_of_the_window():
@@ -109,7 +109,7 @@ def test_a_slow_team_gets_the_others_asked_after_a_share_of_the_window():
     assert _requests(req.tick(4.0 * ASK_REST_SHARE - 0.01)) == {}
     later = _requests(req.tick(4.0 * ASK_REST_SHARE))
     assert sorted(later) == ["o1b", "o1c"] and all(r.ttl == 2 for r in later.values())
-    assert req.unasked == [] and req.asked == 3
+    assert req.asking.unasked == [] and req.asking.asked == 3
 
 
 def test_a_promised_helper_two_hops_away_gets_everyone_asked_with_the_rounds_ttl():
@@ -118,7 +118,7 @@ def test_a_promised_helper_two_hops_away_gets_everyone_asked_with_the_rounds_ttl
     req = _job1()
     sent = _requests(req.start(0.0, ["b1"], expect=["o1"], predicted=_o1s("o1")))
     assert req.best_helpers == {"o1"}
-    assert list(sent) == ["b1"] and sent["b1"].ttl == 2 and req.unasked == []
+    assert list(sent) == ["b1"] and sent["b1"].ttl == 2 and req.asking.unasked == []
 
 
 def test_a_robot_without_a_prediction_gets_everyone_asked():
@@ -156,12 +156,12 @@ def _run(
             break
         if not pending:
             due = [req.deadline]
-            if req.unasked:
-                due.append(req.ask_rest_at)
+            if req.asking.unasked:
+                due.append(req.asking.ask_rest_at)
             if req.state == RequesterState.WAITING:
                 due = [req.retry_at]
             t = max(t, min(due))
-            slow |= req.round == 1 and bool(req.unasked) and t >= req.ask_rest_at
+            slow |= req.round == 1 and bool(req.asking.unasked) and t >= req.asking.ask_rest_at
             pending += [a for a in req.tick(t) if isinstance(a, Send)]
             continue
         send = pending.pop(rng.randrange(len(pending)))

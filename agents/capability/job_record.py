@@ -79,7 +79,7 @@ def selection_body(
         "round": act.round,
         "method": int(sel.method),
         "closed_by": requester.closed_by if requester is not None else "",
-        "asked": requester.asked if requester is not None else 0,
+        "asked": requester.asking.asked if requester is not None else 0,
         "at_ms": job.since_ms(now),
     }
     if sel.team is not None:

@@ -34,11 +34,8 @@ from teamtree.planners.capability.favor import (
     Send,
     is_idle,
 )
-from teamtree.planners.capability.favor_requester import (
-    ASK_REST_SHARE,
-    FavorRequester,
-    RequesterState,
-)
+from teamtree.planners.capability.favor_asking import ASK_REST_SHARE, FirstAsk
+from teamtree.planners.capability.favor_requester import FavorRequester, RequesterState
 from teamtree.planners.capability.favor_responder import FavorResponder
 from teamtree.planners.capability.jobs import (
     JOBS,
@@ -135,6 +132,7 @@ __all__ = [
     "FavorRevoke",
     "FavorSimulation",
     "Feasibility",
+    "FirstAsk",
     "FloorModel",
     "HelperLost",
     "HelperStatus",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from teamtree.broker import NoCapableAgentError
 from teamtree.hardware import IDLE_BATTERY_THRESHOLD, RobotProfile
@@ -31,6 +30,7 @@ from teamtree.planners.capability.favor import (
     SelectionFailed,
     Send,
 )
+from teamtree.planners.capability.favor_asking import FirstAsk
 from teamtree.planners.capability.jobs import JobSpec
 from teamtree.planners.capability.modes import (
     ActiveMatcher,
@@ -42,10 +42,6 @@ from teamtree.planners.capability.modes import (
 
 NO_ANSWER = "no answer when the window closed"
 """Why a lease whose robot had not answered was closed (a grant after it is released)."""
-
-ASK_REST_SHARE = 0.25
-"""With ``ask_first``, the share of the window after which the robots not asked yet are
-asked when the best team has not granted by then (a lost message, a silent robot)."""
 
 
 class RequesterState(enum.StrEnum):
@@ -77,18 +73,8 @@ class FavorRequester:
     its selection rule and stops waiting for answers that cannot matter. A grant that
     differs from its prediction, or a refusal, re-forecasts from what is known.
 
-    With ``ask_first`` the requester also asks that best team first: when its helpers
-    are all neighbours, the round's request goes to them alone (ttl 1), and to the
-    other neighbours only when a refusal or a grant unlike its prediction makes the
-    forecast need them (those it needs; all when it cannot tell, or when it needs a
-    robot only a neighbour's forwarding reaches), or when the team has not granted
-    within ``ASK_REST_SHARE`` of the window. The robots whose answers
-    cannot change the choice are then never woken, which on a broker is most of a
-    request's cost in a big team; the selection is the one the full round would make
-    from the same answers. This is a choice of this runtime, not of the paper, which
-    asks every idle neighbour. One reach is given up: a robot two hops away whose only
-    path runs through a first-asked helper does not hear this round (that helper has
-    seen the request); should the round end without a team, the next asks everyone.
+    With ``ask_first`` it also asks that best team first and the other robots only when
+    the forecast needs them (``favor_asking.py``).
     """
 
     def __init__(
@@ -120,14 +106,7 @@ class FavorRequester:
         self.retry_s = retry_s
         self.impossible = impossible
         self.decide_early = decide_early
-        self.ask_first = ask_first and decide_early
-        self.unasked: list[str] = []
-        """With ``ask_first``: the neighbours this round has not asked yet."""
-        self.ask_rest_at = 0.0
-        self.asked = 0
-        """The robots this round's request was sent to by this requester (not those a
-        forwarder reached)."""
-        self._request: FavorRequest | None = None
+        self.asking = FirstAsk(ask_first and decide_early)
         self.expect: frozenset[str] | None = None
         self.predicted: dict[str, Offer] = {}
         self.best_helpers: frozenset[str] | None = None
@@ -193,49 +172,27 @@ class FavorRequester:
         if predicted is not None:
             self.predicted = dict(predicted)
         self._forecast()
-        self._request = req
-        first = self._first_asked(asked, helping)
-        self.unasked = [nb for nb in asked if nb not in first]
-        self.ask_rest_at = now + self.window * ASK_REST_SHARE
-        # the best team is in direct reach: it is asked alone, not forwarded further
-        first_req = replace(req, ttl=1) if self.unasked else req
-        self.asked = len(first)
+        need = None if self.best_helpers is None else self.best_helpers - helping
+        first, first_req = self.asking.start_round(
+            req, asked, need, self.failed_rounds, now, self.window
+        )
         out: list[FavorAction] = []
         for nb in first:
             self._lease(self.request_id, nb, now)
             out.append(Send(nb, first_req))
         return out
 
-    def _first_asked(self, asked: list[str], helping: set[str]) -> list[str]:
-        """Who this round asks at once: with ``ask_first``, only the helpers of the best
-        team it forecasts when they are all in direct reach (a first round only: a
-        round after a fruitless one asks everyone); else every neighbour."""
-        if not self.ask_first or self.best_helpers is None or self.failed_rounds:
-            return asked
-        need = self.best_helpers - helping
-        if not need <= set(asked):
-            return asked
-        return [nb for nb in asked if nb in need]
-
     def _ask_more(self, now: float, everyone: bool = False) -> list[FavorAction]:
-        """Ask the robots not asked yet that the forecast now needs, with the round's
-        own ttl: all of them when ``everyone``, when the forecast cannot tell, or when
-        it needs a robot that only a neighbour's forwarding reaches."""
-        if not self.unasked or self.state != RequesterState.COLLECTING or self._request is None:
+        """Ask the robots not asked yet that the forecast now needs (``FirstAsk.more``)."""
+        asking = self.asking
+        if not (asking.unasked and asking.request and self.state == RequesterState.COLLECTING):
             return []
-        best = self.best_helpers
         reached = {x.helper for x in self.leases.values() if x.request_id == self.request_id}
         reached |= {x.helper for x in self.accepted()}
-        if everyone or best is None or not best - reached <= set(self.unasked):
-            ask, self.unasked = self.unasked, []
-        else:
-            ask = [nb for nb in self.unasked if nb in best]
-            self.unasked = [nb for nb in self.unasked if nb not in best]
-        self.asked += len(ask)
         out: list[FavorAction] = []
-        for nb in ask:
+        for nb in asking.more(self.best_helpers, reached, everyone):
             self._lease(self.request_id, nb, now)
-            out.append(Send(nb, self._request))
+            out.append(Send(nb, asking.request))
         return out
 
     def _forecast(self) -> None:
@@ -389,7 +346,7 @@ class FavorRequester:
         if self.round_due(now):
             nbs = self._neighbours if neighbours is None else neighbours
             out.extend(self._new_round(now, nbs, expect, predicted))
-        if self.unasked and now >= self.ask_rest_at:
+        if self.asking.due(now):
             out.extend(self._ask_more(now, everyone=True))
         closed = self._close_if_answered(now)  # e.g. nobody was expected
         if closed:
@@ -426,7 +383,7 @@ class FavorRequester:
     def _select(self, now: float) -> list[FavorAction]:
         out: list[FavorAction] = []
         grants: list[Lease] = []
-        self.unasked = []
+        self.asking.unasked = []
         for lease in self.leases.values():
             if lease.request_id != self.request_id:
                 continue
