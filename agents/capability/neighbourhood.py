@@ -15,10 +15,6 @@ from teamtree.hardware import RobotProfile
 from teamtree.planners.capability import Peer
 
 
-def _dist(a: Sequence[float], b: Sequence[float]) -> float:
-    return math.hypot(a[0] - b[0], a[1] - b[1])
-
-
 def _valid_position(value: Any) -> bool:
     if not isinstance(value, list | tuple) or len(value) != 2:
         return False
@@ -51,7 +47,7 @@ def neighbours(
         if not member.online or sheet.get("kind") != kind:
             continue
         pos = sheet.get("position")
-        if not _valid_position(pos) or _dist(pos, position) > comm_range:
+        if not _valid_position(pos) or math.dist(pos, position) > comm_range:
             continue
         if idle_only and not _idle(sheet):
             continue

@@ -54,10 +54,10 @@ class FirstAsk:
         get. Only the forecast's helpers still needed (`need`) when they are all
         neighbours and no round before failed; everyone otherwise. Those asked first
         get the request with ttl 1: the best team is in direct reach."""
-        first = neighbours
+        first, self.unasked = neighbours, []
         if self.enabled and need is not None and not failed_rounds and need <= set(neighbours):
             first = [nb for nb in neighbours if nb in need]
-        self.unasked = [nb for nb in neighbours if nb not in first]
+            self.unasked = [nb for nb in neighbours if nb not in need]
         self.ask_rest_at = now + window * ASK_REST_SHARE
         self.request = request
         self.asked = len(first)
