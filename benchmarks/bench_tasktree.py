@@ -8,6 +8,8 @@ next to the broker round trip measured in the same run: during the mission, and 
 it with every member connected and idle (the ``idle rtt``; the claim's goals are
 multiples of it). ``--hogs N`` also makes every run beside N processes that spin a core
 each, alternating with the run without them, and prints the ratio of the medians.
+``--nice N`` runs the broker and every agent at nice N, as ``[runtime] nice`` does for
+a team (the hogs stay at 0).
 
 Where the agents run (``--procs N``):
 
@@ -46,6 +48,7 @@ the tap fell quiet (not mosquitto's).
     python benchmarks/bench_tasktree.py --robots --startup 20 50   # start-up only
     python benchmarks/bench_tasktree.py --robots 32 --behaviours 50 --repeat 8  # medians
     python benchmarks/bench_tasktree.py --robots 8 32 --behaviours 50 --repeat 4 --hogs 2
+    python benchmarks/bench_tasktree.py --robots 8 32 --behaviours 50 --hogs 2 --nice -10
 
 Figures measured with this script, and how they were reached (what was kept and what
 was tried and dropped): docs/results/2026-11-tasktree-claims.md.
@@ -81,7 +84,9 @@ from startup import print_startup, startup_row  # benchmarks/startup.py, beside 
 
 from teamtree.agents import Agent, RuntimeSettings, build_agent, parse_config
 from teamtree.agents.runtime.event_loop import run_main
+from teamtree.agents.runtime.priority import apply_nice
 from teamtree.broker import (
+    ConfigError,
     Connection,
     Endpoint,
     Incoming,
@@ -945,10 +950,17 @@ def _plan(args: argparse.Namespace) -> Iterator[tuple[int, int, str, int, int]]:
                 yield robots, behaviours, scope, run, hogs
 
 
+def _default_nice() -> None:  # runs in the hog before exec
+    os.setpriority(os.PRIO_PROCESS, 0, 0)
+
+
 @contextlib.contextmanager
 def cpu_hogs(count: int) -> Iterator[None]:
     """``count`` processes that spin a core each until the block ends (0: none)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_default_nice)
+        for _ in range(count)
+    ]
     try:
         yield
     finally:
@@ -981,8 +993,9 @@ async def main_async(args: argparse.Namespace) -> None:
             procs = 1 if args.procs == 1 else min(args.procs, robots + 1)
             nth = f", run {run} of {args.repeat}" if args.repeat > 1 else ""
             beside = f" beside {hogs} CPU hogs" if hogs else ""
+            nice = f" at nice {args.nice}" if args.nice else ""
             print(f"running {robots} robots x {behaviours} behaviours ({scope}) in "
-                  f"{procs} process(es){beside}{nth} ...", flush=True)  # fmt: skip
+                  f"{procs} process(es){nice}{beside}{nth} ...", flush=True)  # fmt: skip
             try:
                 with cpu_hogs(hogs):
                     row = await one_run(
@@ -1047,6 +1060,11 @@ def main() -> None:
         "with the run without them, and print the ratio of the medians (e.g. --hogs 2)",
     )  # fmt: skip
     parser.add_argument(
+        "--nice", type=int, default=0, metavar="N",
+        help="run the broker and every agent at nice N, as [runtime] nice does for a team "
+        "(-20 to 19; below 0 needs root or CAP_SYS_NICE); the hogs stay at 0",
+    )  # fmt: skip
+    parser.add_argument(
         "--startup", type=int, nargs="*", default=[], metavar="N",
         help="also start N agent processes at once and N bare aiomqtt clients, and print "
         "the seconds until all are ONLINE (e.g. --startup 20 50; with --robots "
@@ -1059,6 +1077,12 @@ def main() -> None:
         parser.error("--repeat must be 1 or more (the runs of each size)")
     if args.hogs < 0:
         parser.error("--hogs must be 0 or more (the CPU hogs beside every other run)")
+    if not -20 <= args.nice <= 19:
+        parser.error("--nice must be from -20 to 19")
+    try:
+        apply_nice(args.nice)
+    except ConfigError as exc:
+        parser.error(f"--nice {args.nice}: {exc}")
     _configure_logging(args.verbose)
     run_main(main_async(args))
 

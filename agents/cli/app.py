@@ -45,6 +45,7 @@ from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import AGENT_KINDS, apply_overrides, build_agent, validate_kinds
 from teamtree.agents.runtime.log_setup import configure_logging
 from teamtree.agents.runtime.mission import MISSION_ENV
+from teamtree.agents.runtime.priority import apply_nice
 from teamtree.broker import ConfigError, TeamtreeError
 from teamtree.broker.broker_kind import BrokerKind
 from teamtree.broker.endpoint import parse_endpoint
@@ -238,6 +239,7 @@ async def _run(args: argparse.Namespace) -> int:
             path=str(config.path),
             key="--without",
         )
+    apply_nice(config.runtime.nice, path=str(config.path))  # the broker and agents inherit it
     launcher = Launcher(
         config,
         broker=parse_endpoint(args.broker) if args.broker else None,
@@ -262,6 +264,7 @@ async def _agent(args: argparse.Namespace) -> int:
             raise ConfigError(f"not JSON: {exc}", key="--mission-json") from None
         config = dataclasses.replace(config, mission=parse_mission(table, config.path))
     validate_kinds(config, only=args.id)
+    apply_nice(config.runtime.nice, path=str(config.path))
     if args.members:  # after the checks: the queue's entry reads the on_call roles
         from teamtree.agents.missions.protocol import mission_config
 

@@ -51,6 +51,7 @@ from teamtree.agents.runtime.credentials import agent_credentials, observer_cred
 from teamtree.agents.runtime.current_run import read_current_run
 from teamtree.agents.runtime.event_loop import run_main
 from teamtree.agents.runtime.kinds import apply_overrides, build_agent, validate_kinds
+from teamtree.agents.runtime.priority import apply_nice
 from teamtree.agents.runtime.sync_ask import SYNC_GRACE_S as _SYNC_GRACE_S
 from teamtree.broker import ConfigError, ConnectError, TeamtreeError
 from teamtree.broker.acl import (
@@ -455,6 +456,7 @@ async def run_attach(args: argparse.Namespace) -> int:
     """The ``attach`` handler: check the team is live, then run the agent."""
     config = apply_overrides(load_config(args.config), dict(args.set or []))
     validate_kinds(config, only=args.id)
+    apply_nice(config.runtime.nice, path=str(config.path))
     spec = config.agent(args.id)
     endpoint = parse_endpoint(args.broker) if args.broker else config.broker
     if endpoint is None:

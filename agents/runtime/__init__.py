@@ -75,6 +75,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "PendingRequest",
         "PendingRequests",
     ),
+    "priority": (
+        "apply_nice",
+        "current_nice",
+    ),
     "processes": (
         "AgentProcess",
         "LinePrinter",

@@ -39,6 +39,7 @@ from teamtree.agents.runtime.event_loop import running_loop_name
 from teamtree.agents.runtime.mission import UNSCOPED_CHANNELS, foreign, stamp
 from teamtree.agents.runtime.pending import PendingRequests
 from teamtree.agents.runtime.presence_wire import heartbeat_body, presence_body
+from teamtree.agents.runtime.priority import current_nice
 from teamtree.agents.runtime.resync import Resync
 from teamtree.agents.runtime.sessions import SESSION_KEY, SINCE_KEY, stale_kept
 from teamtree.agents.runtime.team_view import Presence, RefusedState, TeamView
@@ -934,6 +935,7 @@ class Agent:
             broker=str(self.connection.endpoint),
             connects=self.connection.connects,
             loop=running_loop_name(),
+            nice=current_nice(),
         )
         freeze_startup()  # the process's imports are in: out of the full collections' scans
         self.spawn(self._after_connect(), "on_connected", optional=True)

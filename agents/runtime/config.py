@@ -5,7 +5,7 @@ Every error is a ConfigError naming the file, the key and the expected form::
     [team]                 name (id), broker (URL, optional), broker_kind
     [runtime]              tick_hz, heartbeat_s, keepalive_s, request_timeout_s,
                            cluster ("auto", true, false), resync_wait_s,
-                           max_clock_skew_s
+                           max_clock_skew_s, nice
     [mission]              kind, timeout_s, plus mission-specific keys
     [[agents]]             id, kind, role ("member" or "service"), required (a
                            service's: see `AgentSpec.optional`), plus kind params
@@ -53,6 +53,9 @@ class RuntimeSettings:
     #: a peer whose clock differs from this agent's by more than this is named in a
     #: ``clock.skew`` warning (once per peer per minute); 0: never
     max_clock_skew_s: float = 5.0
+    #: the nice value every process of the team runs at (-20 to 19; 0: the default);
+    #: below 0 puts the team ahead of other work on its machine (agents/runtime/priority.py)
+    nice: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,6 +383,7 @@ def parse_config(data: dict[str, Any], path: Path) -> TeamConfig:
         cluster=_cluster(rt),
         resync_wait_s=rt.positive("resync_wait_s", 1.0, "a positive number of seconds"),
         max_clock_skew_s=_max_clock_skew(rt),
+        nice=_nice(rt),
     )
     rt.no_extras()
 
@@ -483,6 +487,15 @@ def _max_clock_skew(rt: _Reader) -> float:
     if isinstance(value, bool) or not 0 <= value < float("inf"):
         raise rt.error("max_clock_skew_s", f"is {value!r}; expected {what}")
     return float(value)
+
+
+def _nice(rt: _Reader) -> int:
+    """The team's nice value: a whole number from -20 (first) to 19 (last), 0 unchanged."""
+    what = "a whole number from -20 (ahead of other work) to 19 (behind it); 0: unchanged"
+    value = rt.whole("nice", 0, -20, what)
+    if value > 19:
+        raise rt.error("nice", f"is {value!r}; expected {what}")
+    return value
 
 
 def _keepalive(rt: _Reader) -> int:

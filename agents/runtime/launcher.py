@@ -42,6 +42,7 @@ from teamtree.agents.runtime.outcome import (
     judge,
     render_result_block,
 )
+from teamtree.agents.runtime.priority import current_nice
 from teamtree.agents.runtime.processes import (
     AgentProcess,
     agent_command,
@@ -200,6 +201,9 @@ class Launcher:
             self.say(f"{verb} mission {self.mission_id} of team {self.config.team}")
         else:
             self.say(f"serving team {self.config.team}: missions come from its mission queue")
+        if nice := current_nice():  # [runtime] nice, or the nice `run` was started at
+            who = "every agent runs" if self.broker else "the broker and every agent run"
+            self.say(f"{who} at nice {nice}")
         judged = None  # the verdict is published once the mission has ended
         try:
             endpoint = await self._start_broker()
