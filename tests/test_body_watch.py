@@ -28,11 +28,11 @@ def test_a_lost_end_of_behaviour_gives_the_node_back() -> None:
 
     async def run() -> RobotAgent:
         robot, node, command_id = await _robot_holding_a_leaf()
-        await robot._receive(observation(command_id, 1))
-        await robot._receive(observation(None, 2))
+        await robot.receiver.receive(observation(command_id, 1))
+        await robot.receiver.receive(observation(None, 2))
         assert robot.controller.my_working == node  # within the grace: may still come
         await asyncio.sleep(0.1)
-        await robot._receive(observation(None, 3))
+        await robot.receiver.receive(observation(None, 3))
         return robot
 
     robot = asyncio.run(run())
@@ -44,10 +44,10 @@ def test_a_lost_end_of_behaviour_gives_the_node_back() -> None:
 def test_an_execute_never_seen_on_the_body_fails_after_start_s() -> None:
     async def run() -> RobotAgent:
         robot, node, _ = await _robot_holding_a_leaf()
-        await robot._receive(observation(None, 1))
+        await robot.receiver.receive(observation(None, 1))
         assert robot.controller.my_working == node
         await asyncio.sleep(0.35)
-        await robot._receive(observation(None, 2))
+        await robot.receiver.receive(observation(None, 2))
         return robot
 
     robot = asyncio.run(run())
@@ -58,7 +58,7 @@ def test_a_running_body_is_never_given_up() -> None:
     async def run() -> RobotAgent:
         robot, _, command_id = await _robot_holding_a_leaf()
         for hid in range(1, 6):
-            await robot._receive(observation(command_id, hid))
+            await robot.receiver.receive(observation(command_id, hid))
             await asyncio.sleep(0.1)
         return robot
 

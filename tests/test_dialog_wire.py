@@ -156,14 +156,16 @@ def test_the_terminal_human_drops_a_malformed_question_and_answers_the_next() ->
             reader=asyncio.StreamReader(), write=lines.append, use_world=False,
         )  # fmt: skip
         await human.setup()
-        await human._receive(_incoming("dialog.ask", {**ASK, "node": 3}, 1, team=True, to="alice"))
+        await human.receiver.receive(
+            _incoming("dialog.ask", {**ASK, "node": 3}, 1, team=True, to="alice")
+        )
         assert human.questions == []
-        await human._receive(_incoming("dialog.ask", ASK, 2, team=True, to="alice"))
+        await human.receiver.receive(_incoming("dialog.ask", ASK, 2, team=True, to="alice"))
         assert [q[1] for q in human.questions] == [AskWire(**ASK)]
         bad = {**RESOLVED, "robot_continues": "yes"}
-        await human._receive(_incoming("dialog.resolved", bad, 3, team=False))
+        await human.receiver.receive(_incoming("dialog.resolved", bad, 3, team=False))
         assert len(human.questions) == 1
-        await human._receive(_incoming("dialog.resolved", RESOLVED, 4, team=False))
+        await human.receiver.receive(_incoming("dialog.resolved", RESOLVED, 4, team=False))
         return human
 
     with structlog.testing.capture_logs() as logs:
@@ -190,8 +192,8 @@ def test_the_web_person_answers_the_question_tapped_when_two_are_open() -> None:
     async def run() -> WebHuman:
         human = WebHuman("alice", team="t1", endpoint=Endpoint("127.0.0.1", 1), use_world=False)
         await human.setup()
-        await human._receive(_ask("pr2", "d-pr2", 1))
-        await human._receive(_ask("baxter", "d-baxter", 2))
+        await human.receiver.receive(_ask("pr2", "d-pr2", 1))
+        await human.receiver.receive(_ask("baxter", "d-baxter", 2))
         await human.answer("d-baxter", keep=False)
         assert [q[1].dialog_id for q in human.questions] == ["d-pr2"]
         await human.answer("d-pr2", keep=True)
@@ -220,8 +222,8 @@ def test_the_terminal_human_asks_which_question_when_two_are_open() -> None:
             reader=asyncio.StreamReader(), write=lines.append, use_world=False,
         )  # fmt: skip
         await human.setup()
-        await human._receive(ask("pr2", "d-pr2", 1))
-        await human._receive(ask("baxter", "d-baxter", 2))
+        await human.receiver.receive(ask("pr2", "d-pr2", 1))
+        await human.receiver.receive(ask("baxter", "d-baxter", 2))
         assert await human.handle("no")
         assert len(human.questions) == 2
         assert lines[-1] == "error 2 open questions (pr2, baxter): name the robot, e.g. 'no pr2'"

@@ -281,17 +281,21 @@ def test_the_human_and_the_cobot_drop_a_malformed_action_and_read_the_next() -> 
         robot_topic = build(TEAM, "cobot", "actions")
         good = {"action": "R1", "task": 0, "cancels": None, "colour": "red", "phase": "start"}
         for hid, body in enumerate([{**good, "task": 99}, {**good, "task": "0"}, good], 1):
-            await human._receive(_incoming(robot_topic, _env(kw.ROBOT_ACTION, "cobot", body, hid)))
+            await human.receiver.receive(
+                _incoming(robot_topic, _env(kw.ROBOT_ACTION, "cobot", body, hid))
+            )
         status = build(TEAM, "cobot", "status")
-        await human._receive(_incoming(status, _env(kw.START, "cobot", {"human": 1}, 9)))
+        await human.receiver.receive(_incoming(status, _env(kw.START, "cobot", {"human": 1}, 9)))
         assert not human._started.is_set()
         start = {"human": "human", "time_factor": 10.0, "n": 20}
-        await human._receive(_incoming(status, _env(kw.START, "cobot", start, 10)))
+        await human.receiver.receive(_incoming(status, _env(kw.START, "cobot", start, 10)))
         assert human._started.is_set()
         human_topic = build(TEAM, "human", "actions")
         good = {"action": "H1", "task": 3, "colour": "red", "phase": "start"}
         for hid, body in enumerate([{**good, "action": "H3"}, good], 1):
-            await cobot._receive(_incoming(human_topic, _env(kw.HUMAN_ACTION, "human", body, hid)))
+            await cobot.receiver.receive(
+                _incoming(human_topic, _env(kw.HUMAN_ACTION, "human", body, hid))
+            )
         return human, cobot
 
     with structlog.testing.capture_logs() as logs:

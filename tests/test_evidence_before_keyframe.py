@@ -31,7 +31,7 @@ def test_a_peers_done_waits_for_the_worlds_keyframe() -> None:
             await robot.feed(Transition(leaf, "baxter", NodeStatus.DONE, (1_000, i, "baxter")))
         done_before = set(c.done)
         # the keyframe: the cup has a goal (evidence), the tea none (a peer's word)
-        await robot._receive(observation(None, 1, tea={"goal": None}))
+        await robot.receiver.receive(observation(None, 1, tea={"goal": None}))
         return {
             "evidence_before": set(evidence),
             "done_before": done_before,

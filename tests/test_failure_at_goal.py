@@ -48,18 +48,18 @@ class Recorder(RobotAgent):
 
 async def _robot_holding_the_cup() -> tuple[Recorder, str]:
     robot, _, command_id = await robot_holding_a_leaf(Recorder)
-    await robot._receive(_observation(1, held=True, at_goal=False, busy=command_id))
+    await robot.receiver.receive(_observation(1, held=True, at_goal=False, busy=command_id))
     return robot, command_id
 
 
 def test_a_failure_before_the_observation_of_the_object_at_its_goal_reports_done() -> None:
     async def run() -> Recorder:
         robot, command_id = await _robot_holding_the_cup()
-        await robot._receive(_failed(command_id, 2))
+        await robot.receiver.receive(_failed(command_id, 2))
         assert robot.controller.my_working == "root/0"  # held, waiting for the world
-        await robot._receive(_observation(3, held=False, at_goal=True, busy=None))
+        await robot.receiver.receive(_observation(3, held=False, at_goal=True, busy=None))
         for hid in range(4, 4 + FAILURE_HOLD_OBSERVATIONS):
-            await robot._receive(_observation(hid, held=False, at_goal=True, busy=None))
+            await robot.receiver.receive(_observation(hid, held=False, at_goal=True, busy=None))
         return robot
 
     robot = asyncio.run(run())
@@ -73,10 +73,10 @@ def test_a_failure_before_the_observation_of_the_object_at_its_goal_reports_done
 def test_a_failure_that_left_the_object_elsewhere_gives_the_node_back() -> None:
     async def run() -> Recorder:
         robot, command_id = await _robot_holding_the_cup()
-        await robot._receive(_failed(command_id, 2))
+        await robot.receiver.receive(_failed(command_id, 2))
         for hid in range(3, 3 + FAILURE_HOLD_OBSERVATIONS):
             assert robot.controller.my_working == "root/0"
-            await robot._receive(_observation(hid, held=False, at_goal=False, busy=None))
+            await robot.receiver.receive(_observation(hid, held=False, at_goal=False, busy=None))
         return robot
 
     robot = asyncio.run(run())
@@ -90,7 +90,7 @@ def test_a_held_failure_is_given_back_by_its_deadline_when_no_observation_comes(
     async def run() -> Recorder:
         robot, command_id = await _robot_holding_the_cup()
         robot.link.renewed_at = float("inf")  # no lease renewal in this test
-        await robot._receive(_failed(command_id, 2))
+        await robot.receiver.receive(_failed(command_id, 2))
         await robot.on_tick()
         assert robot.controller.my_working == "root/0"
         await asyncio.sleep(0.6)  # FAILURE_HOLD_S
@@ -106,8 +106,8 @@ def test_a_held_failure_is_given_back_by_its_deadline_when_no_observation_comes(
 def test_a_failure_before_the_grasp_gives_the_node_back_at_once() -> None:
     async def run() -> Recorder:
         robot, command_id = await _robot_holding_the_cup()
-        await robot._receive(_observation(2, held=False, at_goal=False, busy=command_id))
-        await robot._receive(_failed(command_id, 3))
+        await robot.receiver.receive(_observation(2, held=False, at_goal=False, busy=command_id))
+        await robot.receiver.receive(_failed(command_id, 3))
         return robot
 
     robot = asyncio.run(run())

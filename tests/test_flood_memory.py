@@ -10,7 +10,7 @@ import structlog
 
 from teamtree.agents import Agent
 from teamtree.agents.observers.recorder import SUMMARY_MAX, RecorderAgent
-from teamtree.agents.runtime.agent import DROP_OTHERS, DROP_WINDOWS_MAX
+from teamtree.agents.runtime.drop_log import DROP_OTHERS, DROP_WINDOWS_MAX
 from teamtree.broker import Endpoint, Envelope, HlcStamp, Incoming, encode
 from teamtree.broker.topics import build, parse
 
@@ -31,12 +31,12 @@ def test_drops_of_thousands_of_made_up_senders_keep_a_bounded_table() -> None:
         for i in range(senders):
             sender = f"ghost-{i}"
             junk = b"\xc1" + str(i).encode()  # not msgpack: dropped as malformed
-            await agent._receive(Incoming(build(TEAM, sender, "claims"), junk, False, 1))
+            await agent.receiver.receive(Incoming(build(TEAM, sender, "claims"), junk, False, 1))
 
     with structlog.testing.capture_logs() as logs:
         asyncio.run(flood())
     assert agent.stats["dropped.malformed"] == senders
-    assert len(agent._drop_windows) <= DROP_WINDOWS_MAX + 1
+    assert len(agent.drops.windows) <= DROP_WINDOWS_MAX + 1
     lines = [entry for entry in logs if entry["event"] == "message.dropped"]
     assert len(lines) <= DROP_WINDOWS_MAX + 1, "a line per made-up sender"
     assert lines[-1]["sender"] == DROP_OTHERS

@@ -36,7 +36,7 @@ async def _won(metric: str = "distance") -> tuple[RobotAgent, str, str, Any]:
     await robot.setup()
     await robot.grasps.load_numpy()
     robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
-    await robot._receive(observation(None, 1))  # the arm and both objects
+    await robot.receiver.receive(observation(None, 1))  # the arm and both objects
     await robot.feed(Tick())  # no peer online: the claim is won at once
     node = robot.controller.my_working
     assert node is not None
@@ -76,12 +76,12 @@ def test_a_behaviour_that_ends_first_carries_the_grasp_of_its_start(
         robot, node, name, shape = await _won()
         command_id = robot.link.command_of[node]
         moved = [p + 0.05 for p in shape.position]
-        await robot._receive(observation(command_id, 2, position=moved))  # it moved
+        await robot.receiver.receive(observation(command_id, 2, position=moved))  # it moved
         assert robot.world.objects[name].position != shape.position
         assert robot.grasps.scores.get(node, {}).get("grasp") is None
         failed = {"command_id": command_id, "node": node, "robot": "pr2", "ok": False,
                   "reason": "lease_expired", "t": 3.0}  # fmt: skip
-        await robot._receive(from_driver("behaviour.failed", "progress", failed, 3))
+        await robot.receiver.receive(from_driver("behaviour.failed", "progress", failed, 3))
         ended = [t for t in _transitions(robot) if t["status"] != "working"]
         assert [t["node"] for t in ended] == [node]
         assert ended[0]["grasp"] is not None

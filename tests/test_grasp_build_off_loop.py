@@ -192,12 +192,12 @@ def test_a_mesh_robot_claims_once_its_models_are_built_and_not_before() -> None:
         await robot.setup()
         await robot.grasps.load_numpy()
         robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
-        await robot._receive(observation(None, 1))  # the arm and both objects
+        await robot.receiver.receive(observation(None, 1))  # the arm and both objects
         await _loop_turns()
         assert len(robot.grasps.building) == 2 and len(held) == 2
         for hid in (2, 3):
             await robot.feed(Tick())
-            await robot._receive(observation(None, hid))
+            await robot.receiver.receive(observation(None, hid))
             await _loop_turns()
         assert robot.controller.my_working is None and not _transitions(robot)
         assert all(s["grasp"] is None for s in robot.grasps.scores.values())

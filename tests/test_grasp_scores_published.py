@@ -73,13 +73,13 @@ def test_the_last_grasp_scores_published_are_the_current_ones(
         await robot.grasps.load_numpy()
         robot.controller = TaskController(TREE, "pr2", default_potential=0.0)
         where = {n: 0.3 + 0.1 * i for i, n in enumerate(NAMES)}
-        await robot._receive(arm_observation(1, 0.9, _objects(where), full=True))
+        await robot.receiver.receive(arm_observation(1, 0.9, _objects(where), full=True))
         for hid, (full, arm_z, moves) in enumerate(observations, start=2):
             before = len(_published(robot))
             changed = {n: x for n, x in moves.items() if x is not None}
             where.update(changed)
             shown = where if full else changed
-            await robot._receive(arm_observation(hid, arm_z, _objects(shown), full=full))
+            await robot.receiver.receive(arm_observation(hid, arm_z, _objects(shown), full=full))
             published = _published(robot)
             assert published, "the first observation publishes the scores"
             assert published[-1] == _current(robot), (hid, published[-1], _current(robot))

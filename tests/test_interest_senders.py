@@ -89,14 +89,14 @@ def test_a_declaration_counts_only_from_an_agent_of_the_robots_kind() -> None:
             TREE, "pr2", default_potential=0.0, declared_interest=True
         )
         await robot.feed(PotentialsChanged({"root/0": 1.0, "root/1": 0.5}))
-        await robot._receive(_declaration("world", 1))  # a member, not a robot
-        await robot._receive(_declaration("stranger", 2))  # kind unknown
+        await robot.receiver.receive(_declaration("world", 1))  # a member, not a robot
+        await robot.receiver.receive(_declaration("stranger", 2))  # kind unknown
         assert robot.stats["dropped.not_peer"] == 2, dict(robot.stats)
         assert robot.controller.peers_online == set()
         await robot.feed(Tick())  # declares
         await robot.feed(Tick())  # nobody to wait for: claims and wins
         assert robot.controller.my_working == "root/0"
-        await robot._receive(_declaration("baxter", 3))  # a robot: taken
+        await robot.receiver.receive(_declaration("baxter", 3))  # a robot: taken
         assert robot.controller.peers_online == {"baxter"}
         return robot
 
@@ -107,12 +107,12 @@ def test_a_declaration_before_its_senders_presence_counts_once_the_presence_come
     async def run() -> None:
         robot = await _declaring_robot()
         book = robot.controller.interest
-        await robot._receive(_declaration("baxter", 1, to="pr2"))  # before its presence
+        await robot.receiver.receive(_declaration("baxter", 1, to="pr2"))  # before its presence
         assert robot.stats["dropped.not_peer"] == 0, dict(robot.stats)
         assert robot.stats["held_for_presence"] == 1
         assert book.of("baxter") == frozenset(), "taken before its kind was known"
         assert robot.controller.peers_online == set()
-        await robot._receive(_presence("baxter", "robot", 2))
+        await robot.receiver.receive(_presence("baxter", "robot", 2))
         assert robot.controller.peers_online == {"baxter"}
         assert book.of("baxter") == frozenset(TREE.leaves), "the held declaration was lost"
         assert robot.stats["dropped.not_peer"] == 0, dict(robot.stats)
@@ -124,9 +124,9 @@ def test_an_acknowledgement_before_its_senders_presence_counts_after_the_presenc
     async def run() -> None:
         robot = await _declaring_robot()
         book = robot.controller.interest
-        await robot._receive(_ack("baxter", book.mine, 1))  # before its presence: held
+        await robot.receiver.receive(_ack("baxter", book.mine, 1))  # before its presence: held
         assert book.unacknowledged(["baxter"]) == ["baxter"], "counted before its kind was known"
-        await robot._receive(_presence("baxter", "robot", 2))
+        await robot.receiver.receive(_presence("baxter", "robot", 2))
         # the presence change asks baxter to acknowledge anew (I3); the held
         # acknowledgement, taken after it, is that acknowledgement
         assert robot.controller.peers_online == {"baxter"}
@@ -140,9 +140,11 @@ def test_an_acknowledgement_before_its_senders_presence_counts_after_the_presenc
 def test_a_held_declaration_of_a_member_of_another_kind_is_dropped_at_its_presence() -> None:
     async def run() -> None:
         robot = await _declaring_robot()
-        await robot._receive(_declaration("world", 1))  # a member whose kind is not known yet
+        await robot.receiver.receive(
+            _declaration("world", 1)
+        )  # a member whose kind is not known yet
         assert robot.stats["dropped.not_peer"] == 0
-        await robot._receive(_presence("world", "world", 2))
+        await robot.receiver.receive(_presence("world", "world", 2))
         assert robot.stats["dropped.not_peer"] == 1, dict(robot.stats)
         assert robot.controller.peers_online == set()
         assert robot.controller.interest.of("world") == frozenset()
@@ -154,10 +156,10 @@ def test_held_declarations_are_bounded_per_member() -> None:
     async def run() -> None:
         robot = await _declaring_robot()
         for hid in range(1, 50):
-            await robot._receive(_declaration("baxter", hid))
-            await robot._receive(_declaration("baxter", 100 + hid, to="pr2"))
+            await robot.receiver.receive(_declaration("baxter", hid))
+            await robot.receiver.receive(_declaration("baxter", 100 + hid, to="pr2"))
         assert robot._held is not None and len(robot._held) == 1, robot._held
-        await robot._receive(_declaration("stranger", 500))  # outside the roster: dropped
+        await robot.receiver.receive(_declaration("stranger", 500))  # outside the roster: dropped
         assert len(robot._held) == 1
         assert robot.stats["dropped.not_peer"] == 1, dict(robot.stats)
 

@@ -216,11 +216,13 @@ def test_the_planner_drops_a_malformed_step_and_done_and_takes_the_next() -> Non
         run = planner.session
         step = {"run": run, "epoch": 0, "seq": 0, "index": 1, "action": "goto_r2",
                 "state": ["r2", "walk"]}  # fmt: skip
-        await planner._receive(_incoming("DR", "ltl.trace", "ltl.step", {**step, "epoch": "0"}, 1))
-        await planner._receive(_incoming("DR", "ltl.status", "ltl.done",
+        await planner.receiver.receive(
+            _incoming("DR", "ltl.trace", "ltl.step", {**step, "epoch": "0"}, 1)
+        )
+        await planner.receiver.receive(_incoming("DR", "ltl.status", "ltl.done",
                                          {"run": run, "epoch": 0}, 2))  # fmt: skip
         assert planner.stream == {} and planner.done == {}
-        await planner._receive(_incoming("DR", "ltl.trace", "ltl.step", step, 3))
+        await planner.receiver.receive(_incoming("DR", "ltl.trace", "ltl.step", step, 3))
         return planner
 
     with structlog.testing.capture_logs() as logs:
@@ -242,11 +244,13 @@ def test_a_robot_drops_a_malformed_peer_done_and_map_and_goes_on() -> None:
         await robot.setup()
         robot.run = "s1"
         done = {"run": "s1", "epoch": 1, "seq": 2, "state": ["r1", "walk"], "segments": {}}
-        await robot._receive(_incoming("A1", "ltl.status", "ltl.done", {**done, "seq": 2.5}, 1))
-        await robot._receive(_incoming("planner", "ltl.map", "ltl.map",
+        await robot.receiver.receive(
+            _incoming("A1", "ltl.status", "ltl.done", {**done, "seq": 2.5}, 1)
+        )
+        await robot.receiver.receive(_incoming("planner", "ltl.map", "ltl.map",
                                        {"run": "s1", "blocked": "r1-r2"}, 2, team=True))  # fmt: skip
         assert robot.peer_done == {} and robot.blocked == set()
-        await robot._receive(_incoming("A1", "ltl.status", "ltl.done", done, 3))
+        await robot.receiver.receive(_incoming("A1", "ltl.status", "ltl.done", done, 3))
         return robot
 
     with structlog.testing.capture_logs() as logs:
@@ -274,8 +278,10 @@ def test_a_robot_drops_a_malformed_disturbance_answers_why_and_takes_the_next() 
         robot.reply = reply  # type: ignore[method-assign]
         await robot.setup()
         bad = {"kind": "blocked_edge", "edge": "r1-r2"}
-        await robot._receive(_incoming("cli", "ltl.disturb", "ltl.disturb", bad, 1, team=True))
-        await robot._receive(_incoming("cli", "ltl.disturb", "ltl.disturb", {"kind": "critical"},
+        await robot.receiver.receive(
+            _incoming("cli", "ltl.disturb", "ltl.disturb", bad, 1, team=True)
+        )
+        await robot.receiver.receive(_incoming("cli", "ltl.disturb", "ltl.disturb", {"kind": "critical"},
                                        2, team=True))  # fmt: skip
         return robot
 

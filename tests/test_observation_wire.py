@@ -184,9 +184,9 @@ def test_a_robot_drops_a_malformed_observation_naming_the_field_and_reads_the_ne
             roster=["pr2"],
         )  # fmt: skip
         await robot.setup()
-        await robot._receive(_incoming(bad, 1))
+        await robot.receiver.receive(_incoming(bad, 1))
         assert robot.world.objects == {}
-        await robot._receive(_incoming(good, 2))
+        await robot.receiver.receive(_incoming(good, 2))
         return robot
 
     with structlog.testing.capture_logs() as logs:

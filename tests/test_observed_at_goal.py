@@ -33,10 +33,10 @@ CUP = {"shape": "cylinder", "dims": [0.03, 0.1], "position": [0.0, 0.0, 0.8],
 def test_an_object_a_delta_shows_at_its_goal_is_done_while_the_arm_moves() -> None:
     async def run() -> TaskController:
         robot, _node, command_id = await robot_holding_a_leaf()
-        await robot._receive(observation(command_id, 1))  # the keyframe
-        await robot._receive(_delta(2, 0.95))  # the arm moves, nothing else
+        await robot.receiver.receive(observation(command_id, 1))  # the keyframe
+        await robot.receiver.receive(_delta(2, 0.95))  # the arm moves, nothing else
         assert "root/1" not in robot.controller.done
-        await robot._receive(_delta(3, 1.0, tea=TEA_AT_GOAL))  # a teammate placed the tea
+        await robot.receiver.receive(_delta(3, 1.0, tea=TEA_AT_GOAL))  # a teammate placed the tea
         return robot.controller
 
     assert "root/1" in asyncio.run(run()).done
@@ -46,14 +46,14 @@ def test_an_object_at_its_goal_before_the_mission_is_done_at_the_next_keyframe()
     async def run() -> TaskController:
         robot, _node, _command = await robot_holding_a_leaf()
         robot.controller = None  # the mission has not started: nothing to confirm yet
-        await robot._receive(observation(None, 1))
-        await robot._receive(_delta(2, 0.9, tea=TEA_AT_GOAL))
+        await robot.receiver.receive(observation(None, 1))
+        await robot.receiver.receive(_delta(2, 0.9, tea=TEA_AT_GOAL))
         robot.controller = c = TaskController(TREE, "pr2", default_potential=0.0)
         await robot.feed(PotentialsChanged({"root/0": 1.0, "root/1": 0.5}))
         await robot.feed(Tick())
-        await robot._receive(_delta(3, 0.95))  # the tea's view is unchanged: not read
+        await robot.receiver.receive(_delta(3, 0.95))  # the tea's view is unchanged: not read
         assert "root/1" not in c.done
-        await robot._receive(_delta(4, 1.0, full=True, cup=CUP, tea=TEA_AT_GOAL))
+        await robot.receiver.receive(_delta(4, 1.0, full=True, cup=CUP, tea=TEA_AT_GOAL))
         return c
 
     assert "root/1" in asyncio.run(run()).done

@@ -50,7 +50,7 @@ def test_hostile_messages_never_raise_and_are_counted(messages: list) -> None:
 
     async def feed() -> None:
         for topic, payload, retain in messages:
-            await agent._receive(Incoming(topic, payload, retain, 1))
+            await agent.receiver.receive(Incoming(topic, payload, retain, 1))
 
     asyncio.run(feed())
     assert agent.stats["received"] == len(messages)
@@ -61,7 +61,9 @@ def test_drops_are_logged_with_the_sender() -> None:
     agent = make_agent()
     with structlog.testing.capture_logs() as logs:
         asyncio.run(
-            agent._receive(Incoming(build(TEAM, "bob", "connection"), b"\xc1junk", False, 1))
+            agent.receiver.receive(
+                Incoming(build(TEAM, "bob", "connection"), b"\xc1junk", False, 1)
+            )
         )
     assert agent.stats["dropped.malformed"] == 1
     assert logs[0]["event"] == "message.dropped" and logs[0]["sender"] == "bob"
@@ -70,11 +72,11 @@ def test_drops_are_logged_with_the_sender() -> None:
 def test_sender_must_equal_topic_agent() -> None:
     agent = make_agent()
     forged = envelope("mallory", body={"state": "ONLINE"})
-    asyncio.run(agent._receive(Incoming(build(TEAM, "bob", "connection"), forged, True, 1)))
+    asyncio.run(agent.receiver.receive(Incoming(build(TEAM, "bob", "connection"), forged, True, 1)))
     assert agent.stats["dropped.sender_mismatch"] == 1
     assert agent.team_view.get("bob") is None and agent.team_view.get("mallory") is None
     honest = envelope("bob", body={"state": "ONLINE"})
-    asyncio.run(agent._receive(Incoming(build(TEAM, "bob", "connection"), honest, True, 1)))
+    asyncio.run(agent.receiver.receive(Incoming(build(TEAM, "bob", "connection"), honest, True, 1)))
     assert agent.team_view.get("bob").presence is Presence.ONLINE
 
 
@@ -86,12 +88,14 @@ def test_duplicates_are_dropped_and_handlers_survive_errors() -> None:
         calls.append(env.hid)
         raise RuntimeError("handler bug")
 
-    agent._handlers[("team", "hello")] = [(None, handler)]
+    agent.routes.handlers[("team", "hello")] = [(None, handler)]
     topic = build(TEAM, None, "hello")
 
     async def feed() -> None:
         for hid in (1, 1, 2):
-            await agent._receive(Incoming(topic, envelope("bob", "hello.ping", hid=hid), False, 1))
+            await agent.receiver.receive(
+                Incoming(topic, envelope("bob", "hello.ping", hid=hid), False, 1)
+            )
 
     asyncio.run(feed())
     assert calls == [1, 2]

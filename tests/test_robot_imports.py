@@ -59,13 +59,13 @@ SCRIPT = textwrap.dedent(
         )
         await robot.setup()
         frozen = gc.get_freeze_count()
-        await robot._receive(observation(1))
+        await robot.receiver.receive(observation(1))
         print("scored before numpy:", sorted(robot.grasps.scores))
         for hid in range(2, 1200):  # the driver's observations go on meanwhile
             if robot.grasps.scores:
                 break
             await asyncio.sleep(0.05)
-            await robot._receive(observation(hid))
+            await robot.receiver.receive(observation(hid))
         print("scored after numpy:", sorted(robot.grasps.scores))
         print("numpy imported on the main thread:", threads)
         robot.grasps.rng(("cup",)).random()  # a grasp's sampler, as a behaviour's start scores

@@ -134,7 +134,7 @@ def test_bad_typed_bodies_never_raise_and_log_once_per_sender_and_reason(
         robot = await _started(make_robot())
         with structlog.testing.capture_logs() as logs:
             for hid, (kind, body) in enumerate(cases, 1):
-                await robot._receive(_message(kind, body, hid=hid))
+                await robot.receiver.receive(_message(kind, body, hid=hid))
         return robot, logs
 
     robot, logs = asyncio.run(run())
@@ -150,7 +150,7 @@ def test_a_flood_of_bad_bodies_logs_one_line() -> None:
         bad = {**VALID["node.claim_reply"], "round": "two"}
         with structlog.testing.capture_logs() as logs:
             for hid in range(1, 2001):
-                await robot._receive(_message("node.claim_reply", bad, hid=hid))
+                await robot.receiver.receive(_message("node.claim_reply", bad, hid=hid))
         return robot, logs
 
     robot, logs = asyncio.run(run())
@@ -174,7 +174,7 @@ def test_strangers_and_observers_do_not_speak_for_the_tree() -> None:
                         "status": "done",
                         "stamp": [1, 0, sender],
                     }
-                await robot._receive(_message(kind, body, sender=sender, hid=10 + i))
+                await robot.receiver.receive(_message(kind, body, sender=sender, hid=10 + i))
         return robot
 
     robot = asyncio.run(run())
@@ -183,7 +183,7 @@ def test_strangers_and_observers_do_not_speak_for_the_tree() -> None:
 
     # a member's done counts
     async def member() -> None:
-        await robot._receive(_message("node.transition", VALID["node.transition"], hid=99))
+        await robot.receiver.receive(_message("node.transition", VALID["node.transition"], hid=99))
 
     asyncio.run(member())
     assert robot.controller.done == {"root/0"}
@@ -202,10 +202,10 @@ def test_header_ids_of_another_sender_do_not_poison_deduplication() -> None:
                 "claim_id": f"m{hid}",
                 "stamp": [1, 0, "mallory"],
             }
-            await robot._receive(_message("node.claim", fake, sender="mallory", hid=hid))
+            await robot.receiver.receive(_message("node.claim", fake, sender="mallory", hid=hid))
         real = _message("node.claim", VALID["node.claim"], sender="baxter", hid=7, sid="real")
-        await robot._receive(real)
-        await robot._receive(real)  # a true duplicate is still dropped
+        await robot.receiver.receive(real)
+        await robot.receiver.receive(real)  # a true duplicate is still dropped
         return robot
 
     robot = asyncio.run(run())
@@ -259,7 +259,7 @@ def test_a_robot_takes_superseded_state_at_qos_0_and_the_peer_rule_at_qos_1() ->
         robot = make_robot(["pr2", "baxter", "alice"])  # type: ignore[arg-type]
         await robot.setup()
         await asyncio.sleep(0)  # the subscriptions are spawned
-        return dict(robot.connection._subscriptions), set(robot._latest_topics)
+        return dict(robot.connection._subscriptions), set(robot.routes.latest_topics)
 
     qos, latest = asyncio.run(subscriptions())
     base = f"teamtree/v1/{TEAM}"

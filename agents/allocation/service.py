@@ -37,8 +37,9 @@ from teamtree.agents.allocation.wire import (
     BadRequest,
     error_body,
 )
-from teamtree.agents.runtime.agent import HEARTBEAT_CHANNEL, Agent
+from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
+from teamtree.agents.runtime.own_presence import HEARTBEAT_CHANNEL
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.broker import PlanningError

@@ -19,7 +19,8 @@ from collections.abc import Container
 from types import TracebackType
 from typing import Any, Self
 
-from teamtree.agents.runtime.agent import PRESENCE_CHANNEL, REPLY_CHANNEL
+from teamtree.agents.runtime.own_presence import PRESENCE_CHANNEL
+from teamtree.agents.runtime.request_reply import REPLY_CHANNEL
 from teamtree.agents.runtime.team_view import TeamView
 from teamtree.broker import RequestTimeoutError, WireError
 from teamtree.broker.connection import Connection, Incoming, Outgoing

@@ -9,10 +9,8 @@ from teamtree.broker.lazy import lazy_exports as _lazy_exports
 
 # where each public name lives; loaded on first use (an agent's start-up reads few)
 _HOMES: dict[str, tuple[str, ...]] = {
-    "agent": (
-        "Agent",
-        "AgentState",
-    ),
+    "agent": ("Agent",),
+    "agent_state": ("AgentState",),
     "clock_skew": ("SkewWatch",),
     "config": (
         "AccessSpec",
@@ -33,6 +31,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "decode_command",
         "decode_progress",
     ),
+    "drop_log": ("DropLog",),
     "echo": ("EchoAgent",),
     "event_loop": (
         "EVENT_LOOP_ENV",
@@ -67,6 +66,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "decode_world_state",
         "merge_objects",
     ),
+    "own_presence": ("OwnPresence",),
     "params": (
         "decode_params",
         "params_dict",
@@ -93,6 +93,10 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "decode_heartbeat",
         "decode_presence",
     ),
+    "receiver": (
+        "DedupWindow",
+        "Receiver",
+    ),
     "recording": (
         "RECORDING_FIELD",
         "ObserverLosses",
@@ -111,8 +115,13 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "SenderBuckets",
         "TokenBucket",
     ),
+    "request_reply": ("RequestReply",),
     "resync": ("Resync",),
     "ros_thread": ("RosNodeThread",),
+    "routes": (
+        "RouteTable",
+        "Routing",
+    ),
     "run_output": (
         "PresenceLines",
         "fit_line",

@@ -119,7 +119,9 @@ class Resync:
         only its ``sync.done`` then comes after the wait and is not counted."""
         agent = self.agent
         corr = uuid.uuid4().hex
-        pending = agent._pending.open(corr, SYNC_REQUEST, expect=None, first_only=False)
+        pending = agent.request_reply.pending.open(
+            corr, SYNC_REQUEST, expect=None, first_only=False
+        )
         try:
             await agent.publish(
                 SYNC_CHANNEL,
@@ -138,7 +140,7 @@ class Resync:
             agent.log.warning("sync.failed", error=str(exc))
             return None
         finally:
-            agent._pending.close(corr)
+            agent.request_reply.pending.close(corr)
         answered = set()
         for sender, reply in replies.items():
             try:

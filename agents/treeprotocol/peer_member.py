@@ -35,8 +35,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from teamtree.agents.runtime.agent import Agent, AgentState, Handler
+from teamtree.agents.runtime.agent import Agent
+from teamtree.agents.runtime.agent_state import AgentState
 from teamtree.agents.runtime.rate_limit import SenderBuckets
+from teamtree.agents.runtime.routes import Handler
 from teamtree.agents.runtime.team_view import Presence
 from teamtree.agents.treeprotocol.peer_wire import (
     claim_from_wire,

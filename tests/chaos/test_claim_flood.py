@@ -14,7 +14,7 @@ import tomllib
 import aiomqtt
 import pytest
 
-from teamtree.agents.runtime.agent import DROP_WINDOWS_MAX
+from teamtree.agents.runtime.drop_log import DROP_WINDOWS_MAX
 from teamtree.agents.treeprotocol.peer_member import claim_limits
 from teamtree.broker.topics import build
 from teamtree.planners.tasktree import parse_tree
