@@ -496,7 +496,7 @@ def _dump_state(agents: Sequence[Agent]) -> None:
         c = getattr(agent, "controller", None)
         if c is None:
             continue
-        p = c._pending
+        p = c.claims.pending
         waits = (
             []
             if p is None

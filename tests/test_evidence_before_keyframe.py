@@ -35,7 +35,7 @@ def test_a_peers_done_waits_for_the_worlds_keyframe() -> None:
         return {
             "evidence_before": set(evidence),
             "done_before": done_before,
-            "evidence_after": set(c.evidence_leaves),
+            "evidence_after": set(c.trust.evidence_leaves),
             "done_after": set(c.done),
         }
 

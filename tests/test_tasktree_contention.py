@@ -90,7 +90,7 @@ def test_it_publishes_again_when_too_few_sent_leaves_are_still_open() -> None:
     first = avoider.maybe_publish(values, True, lambda: open_leaves, 4)
     assert first is not None and len(first.potentials) == 8
     assert avoider.maybe_publish(values, True, lambda: open_leaves, 4) is None  # unchanged
-    # a new set once leaves are done or taken, as TaskController._open_leaves hands
+    # a new set once leaves are done or taken, as LeafSelection.open_leaves hands
     open_leaves = open_leaves - set(heapq.nlargest(4, first.potentials, key=values.__getitem__))
     assert avoider.maybe_publish(values, True, lambda: open_leaves, 4) is None  # 4 still live
     open_leaves = open_leaves - set(heapq.nlargest(1, open_leaves, key=values.__getitem__))

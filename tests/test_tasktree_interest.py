@@ -25,6 +25,7 @@ from teamtree.planners.tasktree import (
     Interest,
     InterestAck,
     InterestBook,
+    InterestExchange,
     JoinSpec,
     NetworkModel,
     PresenceChanged,
@@ -417,13 +418,13 @@ def test_declaring_members_of_a_mixed_team_work_only_because_the_others_acknowle
     did the whole mission."""
     broken, stuck, worked = _mixed_runs(range(20))
     assert (broken, stuck) == (0, 0) and worked >= 15, (broken, stuck, worked)
-    original = TaskController._on_interest
+    original = InterestExchange.on_interest
 
-    def ignore_when_undeclared(self: TaskController, ev: Interest, now: Any, out: list) -> None:
-        if self.interest is not None:
+    def ignore_when_undeclared(self: InterestExchange, ev: Interest, now: Any, out: list) -> None:
+        if self._c.interest is not None:
             original(self, ev, now, out)
 
-    monkeypatch.setattr(TaskController, "_on_interest", ignore_when_undeclared)
+    monkeypatch.setattr(InterestExchange, "on_interest", ignore_when_undeclared)
     assert _mixed_runs(range(20)) == (0, 0, 0)
 
 

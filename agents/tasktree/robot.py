@@ -420,8 +420,8 @@ class RobotAgent(PeerRuleMember):
         self.log.info(
             "mission.done",
             executed=done,
-            peer_done_unconfirmed=c.unconfirmed,
-            future_stamps_refused=c.refused_future,
+            peer_done_unconfirmed=c.trust.unconfirmed,
+            future_stamps_refused=c.reports.refused_future,
         )
         self.log.info("tree.final", tree="\n" + render_unicode(self.tree, c.statuses()))
 

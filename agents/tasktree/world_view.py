@@ -201,7 +201,7 @@ class WorldView:
         handled."""
         if keyframe:  # every goal known
             evidence = self.evidence_leaves()
-            if evidence != controller.evidence_leaves:
+            if evidence != controller.trust.evidence_leaves:
                 yield EvidenceChanged(evidence)
         yield from [EffectConfirmed(n) for n in self.confirmed(obs, controller.done, changed)]
         yield from [EffectUndone(n) for n in self.undone(obs, controller.done, changed)]

@@ -2,17 +2,22 @@
 
 Pure: tree model and parser (``tree``) and how big a tree may be (``limits``), node
 states (``status``), activation spreading (``activation``), the peer rule as a state
-machine (``peer``) and its contention avoidance for big teams (``contention``) and
-declared interest, so a claim asks only the peers that may claim what it conflicts with
-(``interest``), behaviours that ended unheard (``body_watch``), whether the team makes
-progress (``stall``), whether finished leaves meet the tree (``outcome``), nodes started
-more than once, by why, from their published transitions (``starts``), activation
-metrics and the grasp pipeline (``metrics``, pose factors in ``grasp_pose``, grasps
-sampled on object meshes in ``grasp_mesh`` from the models in ``grasp_models``, one
-calling convention for both scorers in ``grasp_scoring``), a text renderer (``render``),
-a discrete-event simulation of a team (``peer_sim``), a PLACE mission in the simulated
-world in one process (``place_trial``, seed 000 §4), and the theory of mind: intent from
-hand tracks and simulated human controllers (``theory_of_mind``, §2.3).
+machine (``peer``; its events and actions in ``peer_messages``, its parts: claims and
+their replies in ``claims``, peers' transitions and snapshots in ``peer_reports``, the
+next leaf to claim in ``selection``, peers' dones checked against the world in
+``done_trust``, when a silent or releasing holder's leaf is free in ``handover``) and
+its contention avoidance for big teams (``contention``) and declared interest, so a
+claim asks only the peers that may claim what it conflicts with (``interest``, sent and
+acknowledged by ``interest_exchange``), behaviours that ended unheard (``body_watch``),
+whether the team makes progress (``stall``), whether finished leaves meet the tree
+(``outcome``), nodes started more than once, by why, from their published transitions
+(``starts``), activation metrics and the grasp pipeline (``metrics``, pose factors in
+``grasp_pose``, grasps sampled on object meshes in ``grasp_mesh`` from the models in
+``grasp_models``, one calling convention for both scorers in ``grasp_scoring``), a text
+renderer (``render``), a discrete-event simulation of a team (``peer_sim``), a PLACE
+mission in the simulated world in one process (``place_trial``, seed 000 §4), and the
+theory of mind: intent from hand tracks and simulated human controllers
+(``theory_of_mind``, §2.3).
 
 Names load on first use (PEP 562): a robot agent does not import the simulation,
 the PLACE trials (and the simulated world with them) or the renderer's helpers it
@@ -29,11 +34,19 @@ _HOMES = {
         "spread_activation",
     ),
     "body_watch": ("BodyWatch",),
+    "claims": (
+        "ClaimExchange",
+        "PendingClaim",
+    ),
     "contention": (
         "ContentionAvoider",
         "PeerPotentials",
         "PublishPotentials",
         "greedy_choice",
+    ),
+    "done_trust": (
+        "DOUBT_LIMIT",
+        "DoneTrust",
     ),
     "grasp_mesh": (
         "MeshGraspScorer",
@@ -55,6 +68,7 @@ _HOMES = {
         "coverage_factor",
         "reach_factor",
     ),
+    "handover": ("Handover",),
     "interest": (
         "Interest",
         "InterestAck",
@@ -62,6 +76,7 @@ _HOMES = {
         "PublishInterest",
         "PublishInterestAck",
     ),
+    "interest_exchange": ("InterestExchange",),
     "lease": ("LeaseTerms",),
     "limits": (
         "check_tree_limits",
@@ -92,7 +107,10 @@ _HOMES = {
         "repeated_starts",
     ),
     "peer": (
-        "DOUBT_LIMIT",
+        "TaskController",
+        "conflict_set",
+    ),
+    "peer_messages": (
         "AbortBehaviour",
         "BehaviourFinished",
         "Claim",
@@ -118,13 +136,12 @@ _HOMES = {
         "Snapshot",
         "Stamp",
         "StartBehaviour",
-        "TaskController",
         "Tick",
         "Transition",
         "Want",
         "WorldShown",
-        "conflict_set",
     ),
+    "peer_reports": ("PeerReports",),
     "peer_sim": (
         "CrashSpec",
         "Execution",
@@ -146,6 +163,7 @@ _HOMES = {
         "render_unicode",
         "walk",
     ),
+    "selection": ("LeafSelection",),
     "stall": ("StallWatch",),
     "status": ("NodeStatus",),
     "theory_of_mind": (

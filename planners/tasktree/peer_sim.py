@@ -43,7 +43,8 @@ from msgspec.structs import replace as struct_replace
 
 from teamtree.planners.tasktree.contention import PeerPotentials, PublishPotentials
 from teamtree.planners.tasktree.interest import PublishInterest, PublishInterestAck
-from teamtree.planners.tasktree.peer import (
+from teamtree.planners.tasktree.peer import TaskController
+from teamtree.planners.tasktree.peer_messages import (
     AbortBehaviour,
     BehaviourFinished,
     ClaimDecided,
@@ -60,7 +61,6 @@ from teamtree.planners.tasktree.peer import (
     Snapshot,
     Stamp,
     StartBehaviour,
-    TaskController,
     Tick,
     Transition,
 )

@@ -35,7 +35,8 @@ from teamtree.planners.tasktree.metrics import (
     ActivationMetric,
     distance_score,
 )
-from teamtree.planners.tasktree.peer import (
+from teamtree.planners.tasktree.peer import TaskController
+from teamtree.planners.tasktree.peer_messages import (
     BehaviourFinished,
     ClaimDecided,
     ClaimRule,
@@ -47,7 +48,6 @@ from teamtree.planners.tasktree.peer import (
     PublishSnapshot,
     PublishTransition,
     StartBehaviour,
-    TaskController,
     Tick,
 )
 from teamtree.planners.tasktree.tree import NodeKind, TaskTree
