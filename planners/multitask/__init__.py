@@ -1,7 +1,9 @@
 """Single-robot multitasking by dynamic resource allocation over task trees (seed 004).
 
 Pure: the pick-and-place world and behaviours (``model``), the tree mechanics with
-FindCompatible, skips and hand-offs (``allocator``), the one round loop as a stepper
+FindCompatible, skips and hand-offs (``allocator``; its vocabulary in
+``allocator_types``, each leaf's place in the tree in ``leaf_links``, what a leaf asks
+of a round in ``leaf_requests``), the one round loop as a stepper
 (``rounds``, driven by the simulator and by the multitask agent), the round loop under
 a policy (``policy``), a discrete simulator with the one-at-a-time baseline
 (``simulate``), and exhaustive and lookahead planners
@@ -19,6 +21,8 @@ from teamtree.planners.multitask.allocator import (
     find_compatible,
     max_total_compatible,
 )
+from teamtree.planners.multitask.leaf_links import LeafLinks
+from teamtree.planners.multitask.leaf_requests import LeafRequests
 from teamtree.planners.multitask.model import (
     DEFAULT_TOLERANCE,
     Behaviour,
@@ -67,6 +71,8 @@ __all__ = [
     "Behaviour",
     "BehaviourKind",
     "Durations",
+    "LeafLinks",
+    "LeafRequests",
     "Mode",
     "MultitaskAllocator",
     "MultitaskProblem",

@@ -38,9 +38,8 @@ Readings chosen where the paper is ambiguous:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from collections.abc import Collection, Iterable
+from dataclasses import replace
 
 from teamtree.broker import SpecificationError
 from teamtree.hardware.resources import (
@@ -50,13 +49,16 @@ from teamtree.hardware.resources import (
     ResourceState,
     ResourceType,
 )
-from teamtree.planners.multitask.model import (
-    Behaviour,
-    BehaviourKind,
-    MultitaskProblem,
-    World,
-    distance,
+from teamtree.planners.multitask.allocator_types import (
+    Allocation,
+    AndRule,
+    Mode,
+    MultitaskState,
+    Request,
 )
+from teamtree.planners.multitask.leaf_links import LeafLinks
+from teamtree.planners.multitask.leaf_requests import LeafRequests
+from teamtree.planners.multitask.model import BehaviourKind, MultitaskProblem, World
 from teamtree.planners.tasktree import NodeKind, NodeStatus, TaskNode
 
 __all__ = [
@@ -69,91 +71,6 @@ __all__ = [
     "find_compatible",
     "max_total_compatible",
 ]
-
-
-class Mode(StrEnum):
-    """How behaviours claim resources."""
-
-    MULTITASK = "multitask"
-    """Seed 004: declared needs, compatible behaviours run together, skips."""
-    SEQUENTIAL = "sequential"
-    """Baseline: the whole robot for one behaviour; each THEN runs to its end."""
-
-
-class AndRule(StrEnum):
-    """How an AND node picks the set it passes up (§III.C.1)."""
-
-    ALG1 = "alg1"
-    """FindCompatible, Alg. 1: greedy from the highest potential."""
-    MAX_TOTAL = "max_total"
-    """The compatible subset with the highest total potential (exponential)."""
-
-
-@dataclass(frozen=True)
-class Request:
-    """A leaf's bottom-up message (§III.C): needs, activation potential, possibility.
-
-    ``claimant`` is the leaf and its ancestors (resources reserved to any of them are
-    the leaf's); ``skips`` the THEN children skipped to reach it; ``or_choices`` the
-    (OR node, child index) pairs on its path, for the search; ``order`` its tree order.
-    """
-
-    leaf: str
-    behaviour: Behaviour
-    potential: float
-    possible: bool
-    needs: tuple[ResourceNeed, ...]
-    claimant: frozenset[str]
-    holds: bool = False
-    order: int = 0
-    skips: tuple[str, ...] = ()
-    or_choices: tuple[tuple[str, int], ...] = ()
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class MultitaskState:
-    """Everything that changes during execution; immutable and hashable.
-
-    ``handoffs`` are (resource, heir) reservations from a finished move that lapse
-    if the heir is not granted in the next round.
-    """
-
-    resources: ResourceState
-    world: World
-    done: frozenset[str] = frozenset()
-    skipped: frozenset[str] = frozenset()
-    working: frozenset[str] = frozenset()
-    handoffs: frozenset[tuple[str, str]] = frozenset()
-
-    @property
-    def finished(self) -> frozenset[str]:
-        """Leaves done or skipped."""
-        return self.done | self.skipped
-
-    def key(self) -> tuple:
-        """What the future depends on (for search memo tables)."""
-        return (self.world, self.done | self.skipped, self.working, self.resources, self.handoffs)
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """The result of one round: granted requests, the rest, committed skips, per-node offers.
-
-    ``skipped`` holds every skip to commit with the grant; ``trailing`` those among them
-    that ride on no request (a THEN whose remaining children's goals all hold).
-    """
-
-    granted: tuple[Request, ...]
-    rejected: tuple[Request, ...]
-    skipped: tuple[str, ...]
-    trailing: tuple[str, ...] = ()
-    offers: Mapping[str, tuple[Request, ...]] = field(default_factory=dict, repr=False)
-
-    @property
-    def leaves(self) -> tuple[str, ...]:
-        """Granted leaf ids."""
-        return tuple(r.leaf for r in self.granted)
 
 
 def _sort_key(r: Request) -> tuple:
@@ -231,37 +148,10 @@ class MultitaskAllocator:
         self.mode = Mode(mode)
         self.and_rule = AndRule(and_rule)
         self.behaviours = problem.behaviours
-        order = [n.id for n in self.tree]
-        self._order = {nid: i for i, nid in enumerate(order)}
-        self._claimant = {
-            leaf: frozenset({leaf, *self.tree.ancestors(leaf)}) for leaf in self.tree.leaves
-        }
-        self._heir: dict[str, str | None] = {}
-        self._place_for: dict[str, str | None] = {}
-        for leaf in self.tree.leaves:
-            parent_id = self.tree.parents[leaf]
-            parent = self.tree[parent_id] if parent_id is not None else None
-            heir = None
-            if parent is not None and parent.kind is NodeKind.THEN:
-                kids = [c.id for c in parent.children]
-                i = kids.index(leaf)
-                heir = kids[i + 1] if i + 1 < len(kids) else None
-                b = self.behaviours[leaf]
-                if b.kind is BehaviourKind.PICK:
-                    self._place_for[leaf] = next(
-                        (
-                            k
-                            for k in kids[i + 1 :]
-                            if self.tree[k].is_leaf
-                            and self.behaviours[k].kind is BehaviourKind.PLACE
-                            and self.behaviours[k].object == b.object
-                        ),
-                        None,
-                    )
-            self._heir[leaf] = heir
-        grippers = max(1, problem.n_grippers)
-        self.manipulation_potential = 1.0 + grippers / problem.tolerance
-        """Pick and place potential: above any move's (n_grippers / tolerance, §III.B)."""
+        self.links = LeafLinks(self.tree, self.behaviours)
+        """Each leaf's claimant set, tree order, heir and place (fixed for the problem)."""
+        self.leaf_requests = LeafRequests(problem, self.mode, self.links)
+        """What each leaf asks of a round: needs, potential, preconditions, request."""
 
     # ------------------------------------------------------------------ state
 
@@ -289,104 +179,32 @@ class MultitaskAllocator:
             for leaf in self.tree.leaf_ids(node.id)
         )
 
-    def _at(self, world: World, point: tuple[float, float]) -> bool:
-        return distance(world.robot, point) <= self.problem.tolerance
+    # ------------------------------------------------------------------ leaves
+
+    @property
+    def manipulation_potential(self) -> float:
+        """Pick and place potential: above any move's (n_grippers / tolerance, §III.B)."""
+        return self.leaf_requests.manipulation_potential
 
     def goal_holds(self, state: MultitaskState, leaf: str) -> bool:
         """The behaviour's goal already holds in the world (§III.C.2)."""
-        b = self.behaviours[leaf]
-        w = state.world
-        if b.kind is BehaviourKind.MOVE:
-            return self._at(w, b.target)
-        if b.kind is BehaviourKind.PICK:
-            return w.holder(b.object or "") is not None or b.object in w.placed
-        return b.object in w.placed
-
-    # ------------------------------------------------------------------ leaves
+        return self.leaf_requests.goal_holds(state, leaf)
 
     def needs(self, state: MultitaskState, leaf: str) -> tuple[ResourceNeed, ...]:
         """What the behaviour declares (§III.B); the robot's position is the shared intention."""
-        if self.mode is Mode.SEQUENTIAL:
-            return tuple(
-                ResourceNeed(r.type, Access.EXCLUSIVE, "whole robot", name=r.name)
-                for r in state.resources
-                if not r.out_of_service
-            )
-        b = self.behaviours[leaf]
-        if b.kind is BehaviourKind.MOVE:
-            return (ResourceNeed(ResourceType.BASE, Access.EXCLUSIVE, f"go to {_fmt(b.target)}"),)
-        here = _fmt(state.world.robot)
-        if b.kind is BehaviourKind.PICK:
-            gripper = ResourceNeed(ResourceType.GRIPPER, Access.EXCLUSIVE, f"hold {b.object}")
-        else:
-            holder = state.world.holder(b.object or "")
-            gripper = ResourceNeed(
-                ResourceType.GRIPPER, Access.EXCLUSIVE, f"hold {b.object}", name=holder or "?"
-            )
-        return (
-            ResourceNeed(ResourceType.BASE, Access.SHARED, f"still at {here}"),
-            gripper,
-            ResourceNeed(ResourceType.HEAD, Access.SHARED, f"look at {here}"),
-        )
+        return self.leaf_requests.needs(state, leaf)
 
     def potential(self, state: MultitaskState, leaf: str) -> float:
         """Activation potential: eq. 1 for a move, a constant above any move for pick/place."""
-        b = self.behaviours[leaf]
-        if b.kind is not BehaviourKind.MOVE:
-            return self.manipulation_potential
-        d = max(distance(state.world.robot, b.target), self.problem.tolerance)
-        return self.available_grippers(state, leaf) / d
+        return self.leaf_requests.potential(state, leaf)
 
     def available_grippers(self, state: MultitaskState, leaf: str) -> int:
         """eq. 1's n for a move: free grippers plus those its heir already owns."""
-        if self.mode is Mode.SEQUENTIAL:
-            return 1
-        heir = self._heir.get(leaf)
-        ids = {leaf} | ({heir} if heir else set())
-        n = sum(
-            1
-            for r in state.resources.of_type(ResourceType.GRIPPER)
-            if r.free or (r.owners and r.owners <= ids)
-        )
-        heir_manipulates = (
-            heir is not None
-            and self.tree[heir].is_leaf
-            and self.behaviours[heir].kind is not BehaviourKind.MOVE
-        )
-        return n if heir_manipulates else max(n, 1)
-
-    def _preconditions(self, state: MultitaskState, leaf: str) -> str:
-        b = self.behaviours[leaf]
-        w = state.world
-        if b.kind is BehaviourKind.MOVE:
-            return "" if self.available_grippers(state, leaf) > 0 else "no gripper for what follows"
-        if not self._at(w, b.target):
-            return "robot not at the spot"
-        if b.kind is BehaviourKind.PICK:
-            if w.holder(b.object or "") is not None or b.object in w.placed:
-                return "object already picked"
-            return ""
-        return "" if w.holder(b.object or "") is not None else "object not in a gripper"
+        return self.leaf_requests.available_grippers(state, leaf)
 
     def request(self, state: MultitaskState, leaf: str, skips: tuple[str, ...] = ()) -> Request:
         """The leaf's request against the current resource state (§III.C, bottom-up)."""
-        needs = self.needs(state, leaf)
-        claimant = self._claimant[leaf]
-        reason = self._preconditions(state, leaf)
-        if not reason and state.resources.resolve(needs, claimant) is None:
-            reason = "resources busy"
-        return Request(
-            leaf=leaf,
-            behaviour=self.behaviours[leaf],
-            potential=self.potential(state, leaf),
-            possible=not reason,
-            needs=needs,
-            claimant=claimant,
-            holds=bool(state.resources.owned_by(claimant)),
-            order=self._order[leaf],
-            skips=skips,
-            reason=reason,
-        )
+        return self.leaf_requests.request(state, leaf, skips)
 
     # ------------------------------------------------------------------ the round
 
@@ -470,7 +288,7 @@ class MultitaskAllocator:
         if node.is_leaf:
             if node.id in state.working or node.id in blocked:
                 return []
-            out = [self.request(state, node.id)]
+            out = [self.leaf_requests.request(state, node.id)]
         elif node.kind is NodeKind.THEN:
             out = self._offer_then(state, node, blocked, offers, free_skips, collect_all)
         elif node.kind is NodeKind.AND:
@@ -545,7 +363,9 @@ class MultitaskAllocator:
         ``granted`` may be requests or leaf ids (recomputed against ``state``). Raises
         SpecificationError if a grant conflicts with the state.
         """
-        requests = [self.request(state, g) if isinstance(g, str) else g for g in granted]
+        requests = [
+            self.leaf_requests.request(state, g) if isinstance(g, str) else g for g in granted
+        ]
         leaves = [r.leaf for r in requests]
         state = self._lapse(state, leaves)
         resources = state.resources
@@ -561,7 +381,7 @@ class MultitaskAllocator:
     def _lapse(self, state: MultitaskState, granted: Collection[str]) -> MultitaskState:
         if not state.handoffs:
             return state
-        claimants = set().union(*(self._claimant[g] for g in granted)) if granted else set()
+        claimants = set().union(*(self.links.claimant[g] for g in granted)) if granted else set()
         resources = state.resources
         for name, heir in state.handoffs:
             if heir not in claimants:
@@ -591,7 +411,7 @@ class MultitaskAllocator:
             )
         after = replace(state, world=world)
         handoffs: set[tuple[str, str]] = set()
-        heir = self._heir.get(leaf)
+        heir = self.links.heir.get(leaf)
         heir_open = heir is not None and not self._satisfied(after, self.tree[heir])
         owned = resources.owned_by({leaf})
         if self.mode is Mode.SEQUENTIAL or b.kind is BehaviourKind.MOVE:
@@ -603,7 +423,7 @@ class MultitaskAllocator:
             else:
                 resources = resources.release(leaf)
         elif b.kind is BehaviourKind.PICK:
-            place = self._place_for.get(leaf)
+            place = self.links.place_for.get(leaf)
             grips = {r.name for r in resources.of_type(ResourceType.GRIPPER) if leaf in r.owners}
             if place is not None:
                 hold = {g: Channel(Access.EXCLUSIVE, f"hold {b.object}") for g in grips}
@@ -623,7 +443,7 @@ class MultitaskAllocator:
         node = self.tree[heir]
         if not node.is_leaf:
             return {}
-        needs = self.needs(state, heir)
+        needs = self.leaf_requests.needs(state, heir)
         out: dict[str, Channel] = {}
         for r in state.resources:
             for n in needs:
@@ -666,7 +486,3 @@ class MultitaskAllocator:
                 else:
                     out[nid] = NodeStatus.INACTIVE
         return out
-
-
-def _fmt(p: tuple[float, float]) -> str:
-    return f"{p[0]:.2f},{p[1]:.2f}"
