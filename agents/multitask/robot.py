@@ -43,25 +43,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import msgspec
-
+from teamtree.agents.multitask.channels import (
+    CLAIM_REPLY,
+    CLAIMS,
+    MISSION,
+    UNIT_SNAPSHOT,
+    UNITS,
+)
 from teamtree.agents.multitask.params import MultitaskParams
+from teamtree.agents.multitask.planning import greedy_policy, planned_policy
+from teamtree.agents.multitask.progress import ProgressReports
+from teamtree.agents.multitask.run_summary import summarise
+from teamtree.agents.multitask.unit_claims import LOST_CLAIM_HOLD_S, UnitClaims
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
-from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.treeprotocol.mission_wire import mission_tree_body
 from teamtree.agents.treeprotocol.peer_member import PeerRuleMember
-from teamtree.agents.treeprotocol.peer_wire import (
-    LeafSnapshotWire,
-    LeafTransitionWire,
-    UnitTransitionWire,
-    claim_to_wire,
-    reply_to_wire,
-    snapshot_to_wire,
-)
 from teamtree.broker import ConfigError, PlanningError, SpecificationError
 from teamtree.planners.multitask import (
     Mode,
@@ -69,51 +69,24 @@ from teamtree.planners.multitask import (
     MultitaskProblem,
     MultitaskState,
     Request,
+    RoundPolicy,
     RoundStepper,
     RunResult,
     adopt_peer_unit,
     co_located_units,
-    exhaustive_plan,
-    lookahead_plan,
-    plan_policy,
     problem_from_mission,
-    simulate,
     unit_of,
     unit_tree,
 )
 from teamtree.planners.tasktree import (
-    AbortBehaviour,
     BehaviourFinished,
-    ClaimDecided,
-    NodeStatus,
-    PauseBehaviour,
     PresenceChanged,
-    PublishClaim,
-    PublishReply,
     PublishSnapshot,
-    PublishTransition,
-    ResumeBehaviour,
-    StartBehaviour,
     TaskController,
     Tick,
-    Want,
 )
 
-MISSION = "mission"
-STATE = "state"
-RESOURCES = "resources"
-SNAPSHOT = "snapshot"
-EVENTS = "events"
-CLAIMS = "claims"
-CLAIM_REPLY = "claim_reply"
-UNITS = "units"
-UNIT_SNAPSHOT = "unit_snapshot"
-LOST_CLAIM_HOLD_S = 1.0
-"""Wall seconds a unit whose claim was lost stays out of this robot's rounds (the
-winner's ``working`` transition is on its way)."""
 PLANNERS = ("greedy", "lookahead", "optimal", "sequential")
-
-Policy = Callable[[MultitaskAllocator, MultitaskState], Sequence[Request]]
 
 
 def multitask_problem(config: TeamConfig) -> MultitaskProblem:
@@ -147,6 +120,10 @@ class MultitaskRobot(PeerRuleMember):
     ``start_timeout_s`` (how long to wait for the config's services
     and other multitask robots before starting), ``max_expansions`` (the lookahead's
     search budget). ``planner`` and ``time_factor`` are overridable with ``--set``.
+
+    Its parts: ``unit_claims`` (the unit controller's actions and this robot's claims),
+    ``reports`` (its leaf transitions, state, snapshot and status), ``planning`` (the
+    round policy) and ``run_summary`` (the account of the finished run).
     """
 
     kind = "multitask_robot"
@@ -197,13 +174,13 @@ class MultitaskRobot(PeerRuleMember):
         """Unit -> the robot that finished it (this one or a peer), as this robot saw it."""
         self.claims = {"won": 0, "lost": 0}
         self._backlog: list[Any] = []
-        self._decisions: dict[str, asyncio.Future[tuple[bool, str]]] = {}
-        self._lost_until: dict[str, float] = {}
-        self._paused_units: set[str] = set()
         self._adopted: set[str] = set()
         self._changed = asyncio.Event()
         self._follow_plan = planner in ("lookahead", "optimal")
-        self._status = StatusReporter(self, "multitask", "units")
+        self.unit_claims = UnitClaims(self)
+        """This robot's claims on units: the controller's actions, what is free or blocked."""
+        self.reports = ProgressReports(self)
+        """Leaf transitions, resources, snapshot and mission status on the wire."""
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -247,7 +224,8 @@ class MultitaskRobot(PeerRuleMember):
             kinds="unit",
         )
 
-    def _now(self) -> tuple[int, int, str]:
+    def stamp(self) -> tuple[int, int, str]:
+        """The clock's stamp now (wall ms, logical, node), as the unit controller takes it."""
         s = self.clock.now()
         return (s.wall_ms, s.logical, s.node)
 
@@ -256,118 +234,18 @@ class MultitaskRobot(PeerRuleMember):
         if self.controller is None:
             self._backlog.append(event)
             return
-        for action in self.controller.handle(event, self._now()):
-            await self._act(action)
+        for action in self.controller.handle(event, self.stamp()):
+            await self.unit_claims.act(action)
         if not isinstance(event, Tick):
             self._changed.set()
 
-    async def _act(self, action: Any) -> None:
-        match action:
-            case PublishClaim(claim=claim, to=to):
-                if to is None:
-                    await self.publish(CLAIMS, "unit.claim", claim_to_wire(claim), team=True)
-                else:  # only the peer that must answer receives it
-                    body = claim_to_wire(claim)
-                    await self.publish(CLAIMS, "unit.claim", body, recipient=to, to=to)
-            case PublishReply(reply=reply):
-                await self.publish(
-                    CLAIM_REPLY, "unit.claim_reply", reply_to_wire(reply), recipient=reply.claimant
-                )
-            case PublishTransition(transition=t):
-                leaves = list(self.problem.tree.leaf_ids(t.node))
-                unit = UnitTransitionWire(t.node, t.agent, t.status, list(t.stamp), leaves=leaves)
-                await self.publish(UNITS, "unit.transition", msgspec.to_builtins(unit))
-            case PublishSnapshot(snapshot=snap):
-                await self.publish(
-                    UNIT_SNAPSHOT, "unit.snapshot", snapshot_to_wire(snap), retain=True
-                )
-            case StartBehaviour():
-                pass  # a won claim: the executor is waiting for it (ClaimDecided)
-            case PauseBehaviour(node=unit):
-                self._paused_units.add(unit)
-                self.log.warning("unit.paused", unit=unit, reason="broker lost")
-            case ResumeBehaviour(node=unit):
-                self._paused_units.discard(unit)
-                self.log.info("unit.resumed", unit=unit)
-            case AbortBehaviour(node=unit, reason=reason):
-                self._paused_units.discard(unit)
-                self.log.warning("unit.aborted", unit=unit, reason=reason)
-            case ClaimDecided(claim=claim, won=won, reason=reason):
-                self.claims["won" if won else "lost"] += 1
-                if claim.claim_id:  # a claim that went out (not refused before it started)
-                    self.log.info(
-                        "unit.claim_won" if won else "unit.claim_lost",
-                        unit=claim.node,
-                        latency_ms=self._now()[0] - claim.stamp[0],
-                        reason=reason,
-                    )
-                fut = self._decisions.pop(claim.node, None)
-                if fut is not None and not fut.done():
-                    fut.set_result((won, reason))
-
     async def publish_controller_snapshot(self) -> None:
         if self.controller is not None:
-            await self._act(PublishSnapshot(self.controller.snapshot(self._now())))
+            await self.unit_claims.act(PublishSnapshot(self.controller.snapshot(self.stamp())))
 
     async def on_tick(self) -> None:
         if self.controller is not None:
             await self.feed(Tick())
-
-    async def _claim(self, unit: str, potential: float) -> bool:
-        """Claim ``unit`` by the peer rule; True when this robot may work on it."""
-        assert self.controller is not None
-        fut: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
-        self._decisions[unit] = fut
-        await self.feed(Want(unit, potential))
-        won, _reason = await fut
-        if not won:
-            self._lost_until[unit] = asyncio.get_running_loop().time() + LOST_CLAIM_HOLD_S
-        return won
-
-    async def _claim_units(
-        self, units: Iterable[str], potential: Mapping[str, float] | None = None
-    ) -> bool:
-        """Claim each of ``units`` this robot does not hold yet, in order; False at the
-        first claim lost (the units won so far stay this robot's)."""
-        assert self.controller is not None
-        for unit in dict.fromkeys(units):
-            if unit not in self.controller.mine:
-                p = (potential or {}).get(unit, 0.0)
-                if not await self._claim(unit, p):
-                    return False
-        return True
-
-    def _free_units(self) -> list[str]:
-        """Units nobody holds or finished that this robot may claim now, in tree order."""
-        assert self.controller is not None
-        c = self.controller
-        now = asyncio.get_running_loop().time()
-        return [
-            u
-            for u in self.unit_tree.leaves
-            if u not in c.mine
-            and u not in c.done
-            and c.allowed(u)
-            and self._lost_until.get(u, 0.0) <= now
-        ]
-
-    def _blocked(self) -> set[str]:
-        """Leaves of units this robot may not work on now (peers hold them, an OR
-        alternative is committed elsewhere, a claim on them was just lost, or paused)."""
-        assert self.controller is not None
-        c = self.controller
-        now = asyncio.get_running_loop().time()
-        out: set[str] = set()
-        for unit in self.unit_tree.leaves:
-            if unit in c.mine and unit not in self._paused_units:
-                continue
-            if (
-                unit in c.mine
-                or self._lost_until.get(unit, 0.0) > now
-                or (unit not in c.done and not c.allowed(unit))
-            ):
-                out.update(self.problem.tree.leaf_ids(unit))
-        return out
 
     def _adopt_done_units(self) -> None:
         """Units a peer finished become done in this robot's copy of the tree."""
@@ -388,80 +266,14 @@ class MultitaskRobot(PeerRuleMember):
             if self.allocator.satisfied(self.task_state, unit):
                 self.units_done[unit] = self.id
                 await self.feed(BehaviourFinished(unit))
-                await self._report_units()
+                await self.reports.units()
 
     @property
     def task_state(self) -> MultitaskState:
         """The tree's state now (the stepper's)."""
         return self.stepper.state
 
-    # -- publishing --------------------------------------------------------------
-
-    def _stamp(self) -> list[Any]:
-        return list(self._now())
-
-    async def _transition(self, node: str, status: str, **extra: Any) -> None:
-        """Publish leaf `node`'s transition to `status` with ``LeafTransitionWire``'s
-        other fields (`extra`)."""
-        body = LeafTransitionWire(node, self.id, NodeStatus(status), self._stamp(), **extra)
-        await self.publish(STATE, "node.transition", msgspec.to_builtins(body))
-
-    async def _publish_state(self, step: int, sim_s: float) -> None:
-        world = self.task_state.world
-        body = {
-            "step": step,
-            "sim_s": round(sim_s, 3),
-            "resources": self.task_state.resources.to_rows(),
-            "robot": list(world.robot),
-            "held": sorted([list(p) for p in world.held]),
-            "placed": sorted(world.placed),
-        }
-        await self.publish(RESOURCES, "multitask.resources", body, retain=True)
-
-    async def _publish_snapshot(self) -> None:
-        state = self.task_state
-        body = LeafSnapshotWire(
-            self.id, self._stamp(), sorted(state.done), sorted(state.skipped), sorted(state.working)
-        )
-        await self.publish(SNAPSHOT, "node.snapshot", msgspec.to_builtins(body), retain=True)
-        await self._report_units()
-
-    async def _report_units(self) -> None:
-        """The mission's status: units done (by this robot or a peer) of the tree's."""
-        leaves = self.problem.tree.leaves
-        finished = len(set(self.task_state.done) | set(self.task_state.skipped))
-        await self._status.report(
-            "running" if self.result is None else "succeeded",
-            reason="" if self.result is None else "every unit of the tree is done",
-            done=len(self.units_done),
-            total=len(self.unit_tree.leaves),
-            detail=f"{finished} of {len(leaves)} leaves done",
-        )
-
     # -- the mission ---------------------------------------------------------------
-
-    async def _policy(self) -> Policy:
-        """The round policy of ``planner``; search planners plan here, in a worker
-        thread so presence, heartbeats and claim replies keep flowing."""
-        if self.planner in ("greedy", "sequential"):
-            return self._policy_greedy()
-        if self.planner == "lookahead":
-            plan = await asyncio.to_thread(
-                lookahead_plan, self.allocator, max_expansions=self.max_expansions
-            )
-        else:
-            plan = await asyncio.to_thread(exhaustive_plan, self.allocator)
-        if not plan.completed:
-            raise PlanningError(f"the {self.planner} planner found no ordering that ends the tree")
-        self.log.info(
-            "plan.ready",
-            method=plan.method,
-            steps=plan.steps,
-            sim_s=round(plan.time_s, 1),
-            optimal=plan.optimal,
-            expansions=plan.expansions,
-        )
-        return plan_policy(plan)
 
     async def _wait_team(self) -> None:
         loop = asyncio.get_running_loop()
@@ -486,7 +298,7 @@ class MultitaskRobot(PeerRuleMember):
             auto_select=False,
             takeover_ms=round(self.takeover_s * 1000),
         )
-        await self._act(PublishSnapshot(self.controller.snapshot(self._now())))
+        await self.unit_claims.act(PublishSnapshot(self.controller.snapshot(self.stamp())))
         backlog, self._backlog = self._backlog, []
         for event in backlog:
             await self.feed(event)
@@ -528,7 +340,11 @@ class MultitaskRobot(PeerRuleMember):
         )
         await self._wait_team()
         await self._start_controller()
-        policy = await self._policy() if self._follow_plan else self._policy_greedy()
+        policy = (
+            await planned_policy(self.planner, self.allocator, self.max_expansions, self.log)
+            if self._follow_plan
+            else greedy_policy()
+        )
         self.log.info(
             "mission.started",
             planner=self.planner,
@@ -537,24 +353,22 @@ class MultitaskRobot(PeerRuleMember):
             units=len(self.unit_tree.leaves),
             peers=sorted(self.peer_rule_peers()),
         )
-        await self._publish_snapshot()
-        await self._publish_state(0, 0.0)
+        await self.reports.snapshot()
+        await self.reports.state(0, 0.0)
         loop = asyncio.get_running_loop()
         wall0 = loop.time()
         self.result = await self._execute(policy, wall0)
         wall_s = loop.time() - wall0
-        await self._publish_snapshot()
-        await self._summarise(self.result, wall_s)
+        await self.reports.snapshot()
+        await summarise(self, self.result, wall_s)
 
-    def _policy_greedy(self) -> Policy:
-        return lambda alloc, state: alloc.allocate(state).granted
-
-    async def _next_round(self, policy: Policy) -> tuple[Request, ...]:
+    async def _next_round(self, policy: RoundPolicy) -> tuple[Request, ...]:
         """The next round's requests, with their units claimed; () when nothing of the
         tree is left for this robot now (peers hold the rest). Raises PlanningError
         when the tree is stuck."""
         assert self.controller is not None
         alloc = self.allocator
+        claims = self.unit_claims
         while True:
             self._adopt_done_units()
             if alloc.is_complete(self.task_state):
@@ -562,7 +376,7 @@ class MultitaskRobot(PeerRuleMember):
             if self._follow_plan:
                 granted = tuple(policy(alloc, self.task_state))
             else:
-                blocked = self._blocked()
+                blocked = claims.blocked()
                 granted = tuple(alloc.allocate(self.task_state, blocked).granted)
             if not granted:
                 return ()
@@ -570,13 +384,13 @@ class MultitaskRobot(PeerRuleMember):
             for r in granted:
                 unit = self.units[r.leaf]
                 potential[unit] = max(potential.get(unit, r.potential), r.potential)
-            if await self._claim_units(potential, potential):
+            if await claims.claim_units(potential, potential):
                 if self.bundle and self.peer_rule_peers():
                     for r in granted:
-                        extra = co_located_units(alloc, self.task_state, r, self._free_units())
+                        extra = co_located_units(alloc, self.task_state, r, claims.free_units())
                         if extra:
                             self.log.info("unit.bundle", move=r.leaf, units=extra)
-                            await self._claim_units(extra)  # a lost one is simply not ours
+                            await claims.claim_units(extra)  # a lost one is simply not ours
                 return granted
             if self._follow_plan:
                 self._follow_plan = False
@@ -587,12 +401,7 @@ class MultitaskRobot(PeerRuleMember):
         simulated clock advanced by the wait."""
         loop = asyncio.get_running_loop()
         self._changed.clear()
-        held_elsewhere = (
-            self.controller_has_peer_work()
-            or self._paused_units
-            or any(t > loop.time() for t in self._lost_until.values())
-        )
-        if not held_elsewhere:
+        if not self.unit_claims.held_elsewhere():
             alone = self.allocator.allocate(self.task_state)
             if not alone.granted and not alone.trailing:
                 raise PlanningError("nothing can run and the tree is not done")
@@ -607,13 +416,14 @@ class MultitaskRobot(PeerRuleMember):
         c = self.controller
         return c is not None and any(agent != self.id for agent, _ in c.working.values())
 
-    async def _execute(self, policy: Policy, wall0: float) -> RunResult:
+    async def _execute(self, policy: RoundPolicy, wall0: float) -> RunResult:
         """Run rounds until the tree is done, driving the planner's ``RoundStepper`` (the
         loop ``policy.run_policy`` drives too) in wall time: each behaviour ends at its
         simulated end time, and every transition is published. Raises PlanningError when
         nothing can run or an invariant breaks."""
         alloc = self.allocator
         stepper = self.stepper
+        claims = self.unit_claims
         loop = asyncio.get_running_loop()
         while True:
             granted = await self._next_round(policy)
@@ -623,10 +433,10 @@ class MultitaskRobot(PeerRuleMember):
                 raise PlanningError(f"the tree is not done after {stepper.max_steps} steps")
             clock = stepper.clock
             if not granted:
-                trailing = alloc.allocate(self.task_state, self._blocked()).trailing
-                if trailing and await self._claim_units(self.units[leaf] for leaf in trailing):
+                trailing = alloc.allocate(self.task_state, claims.blocked()).trailing
+                if trailing and await claims.claim_units(self.units[leaf] for leaf in trailing):
                     for leaf in trailing:
-                        await self._transition(
+                        await self.reports.transition(
                             leaf, "skipped", step=len(stepper.rounds), sim_s=round(clock, 3)
                         )
                     stepper.skip_trailing(trailing)
@@ -637,10 +447,10 @@ class MultitaskRobot(PeerRuleMember):
             opened = stepper.start_round(granted)
             index, leaves = opened.index, opened.behaviours
             for leaf in opened.skipped:
-                await self._transition(leaf, "skipped", step=index, sim_s=round(clock, 3))
+                await self.reports.transition(leaf, "skipped", step=index, sim_s=round(clock, 3))
             for r in granted:
                 owned = [x.name for x in self.task_state.resources if r.leaf in x.owners]
-                await self._transition(
+                await self.reports.transition(
                     r.leaf,
                     "working",
                     potential=r.potential,
@@ -659,74 +469,12 @@ class MultitaskRobot(PeerRuleMember):
                 skipped=list(opened.skipped),
                 sim_s=round(clock, 1),
             )
-            await self._publish_state(index, clock)
+            await self.reports.state(index, clock)
             for leaf in opened.finish_order:
                 end = opened.end_s(leaf)
                 await asyncio.sleep(max(0.0, wall0 + end * self.time_factor - loop.time()))
                 stepper.finish(leaf)
-                await self._transition(leaf, "done", step=index, sim_s=round(end, 3))
+                await self.reports.transition(leaf, "done", step=index, sim_s=round(end, 3))
             await self._units_finished()
-            await self._publish_state(index, stepper.clock)
+            await self.reports.state(index, stepper.clock)
         return stepper.result(self.planner)
-
-    async def _summarise(self, run: RunResult, wall_s: float) -> None:
-        """One log event per figure, the one-at-a-time comparison, and one event message."""
-        base = simulate(self.problem, "sequential", check=False)
-        skipped = sorted(run.final.skipped)
-        groups = [sorted(g) for g in run.together()]
-        mine = sorted(u for u, who in self.units_done.items() if who == self.id)
-        by_peers = sorted(u for u, who in self.units_done.items() if who != self.id)
-        self.log.info("summary.steps", planner=self.planner, steps=run.n_steps)
-        self.log.info("summary.skipped", count=len(skipped), nodes=skipped)
-        self.log.info("summary.parallel", count=run.parallel, groups=groups)
-        self.log.info(
-            "summary.time",
-            sim_s=round(run.time_s, 1),
-            wall_s=round(wall_s, 2),
-            distance_m=round(run.distance_m, 2),
-        )
-        team = bool(by_peers or self.expect_peers or self.peer_rule_peers())
-        if team:
-            alone = "sequential" if self.planner == "sequential" else "greedy"
-            solo = simulate(self.problem, alone)
-            self.log.info(
-                "summary.team",
-                units_mine=mine,
-                units_by_peers=by_peers,
-                claims_won=self.claims["won"],
-                claims_lost=self.claims["lost"],
-            )
-            self.log.info(
-                "summary.alone",
-                planner=solo.planner,
-                steps=solo.n_steps,
-                sim_s=round(solo.time_s, 1),
-                saved_s=round(solo.time_s - run.time_s, 1),
-            )
-        self.log.info(
-            "summary.one_at_a_time",
-            steps=base.n_steps,
-            sim_s=round(base.time_s, 1),
-            skipped=len(base.final.skipped),
-            parallel=base.parallel,
-            saved_steps=base.n_steps - run.n_steps,
-            saved_s=round(base.time_s - run.time_s, 1),
-        )
-        await self.publish(
-            EVENTS,
-            "multitask.summary",
-            {
-                "planner": self.planner,
-                "steps": run.n_steps,
-                "skipped": skipped,
-                "parallel": run.parallel,
-                "together": groups,
-                "sim_s": round(run.time_s, 3),
-                "wall_s": round(wall_s, 3),
-                "one_at_a_time": {"steps": base.n_steps, "sim_s": round(base.time_s, 3)},
-                "rounds": [list(s.behaviours) for s in run.steps],
-                "units_mine": mine,
-                "units_by_peers": by_peers,
-                "claims": dict(self.claims),
-            },
-        )
