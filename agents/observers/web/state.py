@@ -17,9 +17,11 @@ from typing import Any
 
 from teamtree.agents.observers.human_work import HumanWork, WorkEvent
 from teamtree.agents.observers.monitor import MonitorState, now_words
+from teamtree.agents.observers.web.drawn_tree import DrawnTree
 from teamtree.agents.observers.web.expectations import KittingExpectations, spot_label
 from teamtree.agents.observers.web.floor import FloorMap
 from teamtree.agents.observers.web.history import MAX_SPANS, UNNAMED, MissionHistory
+from teamtree.agents.observers.web.plans import TeamPlans
 from teamtree.agents.runtime.mission import mission_of
 from teamtree.agents.runtime.mission_status import STATUS_KIND, at_least_tree_done
 from teamtree.agents.runtime.observation_wire import ObservationWireError, decode_world_state
@@ -27,7 +29,6 @@ from teamtree.agents.treeprotocol.decided_wire import lost_claim
 from teamtree.agents.treeprotocol.mission_wire import MissionWireError, tree_from_body
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
-from teamtree.planners.tasktree import TaskTree, spread_activation
 
 __all__ = ["MAX_ALERTS", "MAX_MISSIONS", "MAX_SPANS", "WebState"]
 
@@ -36,8 +37,6 @@ MAX_ALERTS = 30
 #: rows of the mission queue's table shown (the newest)
 MAX_MISSIONS = 50
 STATES = ("inactive", "active", "working", "done", "skipped")
-#: a node worked on when its mission ended without success: nobody works it any more
-STOPPED = "stopped"
 
 
 class WebState:
@@ -46,26 +45,19 @@ class WebState:
     def __init__(self, team: str, *, clock: Callable[[], float] = time.monotonic):
         self.monitor = MonitorState(team, clock=clock)
         self.version = 0  #: bumped on every change the page shows
-        self.tree: TaskTree | None = None
-        self.tree_dict: dict[str, Any] | None = None
-        self.working: dict[str, str] = {}  # leaf -> agent working on it now
-        self.done_by: dict[str, str] = {}  # leaf -> agent (or person) that finished it
-        self.skipped: set[str] = set()
+        self.drawn = DrawnTree()  # the mission tree and who works or finished its nodes
         self.since: dict[str, int] = {}  # agent -> ms of its last presence change
         self._presence_state: dict[str, str] = {}
         self.factsheets: dict[str, dict[str, Any]] = {}
         self.history = MissionHistory()  # each mission's timeline, from its start
+        self.plans = TeamPlans(self.history)  # LTL plans and allocation schedules
         self.floor = FloorMap()  # the map: table, LTL graph or kitting table
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
         self.humans = HumanWork()
         self.kitting = KittingExpectations()  # what a cobot expects of its person (seed 001)
-        self.plans: dict[str, dict[str, Any]] = {}  # robot -> its LTL plan and progress
-        self.schedule: dict[str, Any] | None = None  # the latest allocation schedule
-        self.first_schedule: dict[str, Any] | None = None
         self.world: dict[str, Any] = {}
         self.t0: int | None = None
         self.missions: dict[str, Any] | None = None  # the mission queue's table
-        self.tree_mission: str | None = None  # the mission id the drawn tree belongs to
         self._ended_said: set[str] = set()  # missions whose end is among the alerts
 
     # -- feeding -------------------------------------------------------------------
@@ -108,15 +100,17 @@ class WebState:
         elif kind == "world.violation":
             self._alert(env.ts, "violation", f"world: {body.get('kind') or 'violation'} {body}")
         elif kind == "ltl.plan" and isinstance(body.get("plan"), dict):
-            self._ltl_plan(topic.recipient or env.sender, body, env.ts)
+            robot = topic.recipient or env.sender
+            if self.plans.ltl_plan(robot, body, self._mission_key(body), env.ts):
+                self._stamp(env.ts)
         elif kind in ("ltl.step", "ltl.done"):
-            self._ltl_progress(env.sender, kind, body, env.ts)
+            self.plans.ltl_progress(env.sender, kind, body, self._mission_key(body), env.ts)
         elif kind in ("kitting.robot_action", "kitting.human_action"):
             self._kitting_span(env, body)
         elif kind == "behaviour.failed":
             self._failed(env, body)
         elif isinstance(body.get("schedule"), dict):
-            self._schedule(env, body)
+            self.plans.allocation(env, body)
         elif kind == "dialog.resolved":
             answer = body.get("answer")
             who = body.get("human")
@@ -140,8 +134,9 @@ class WebState:
     def _mission_key(self, body: dict[str, Any], node: str | None = None) -> str:
         """The mission a piece of work belongs to: the drawn tree's for its nodes, else
         the one the body is stamped with, else the one the team reports running."""
-        if self.tree_mission and self.tree is not None and node in self.tree.nodes:
-            return self.tree_mission
+        drawn = self.drawn
+        if drawn.mission and drawn.tree is not None and node in drawn.tree.nodes:
+            return drawn.mission
         return mission_of(body) or self.monitor.board.current() or UNNAMED
 
     def _alert(self, ts: int, kind: str, text: str) -> None:
@@ -166,14 +161,10 @@ class WebState:
         with contextlib.suppress(MissionWireError):  # a malformed one is not shown
             tree = tree_from_body(body)
             mission = body.get("mission") if isinstance(body.get("mission"), str) else None
-            if self.tree_dict != raw or mission != self.tree_mission:
-                self.working.clear()
-                self.done_by.clear()
-                self.skipped.clear()
+            if self.drawn.replace(tree, raw, mission):
                 for old in self.history.missions:  # the last mission's work is over
                     if old != mission:
                         self.history.close_all(old, None, ts, "inactive")
-            self.tree, self.tree_dict, self.tree_mission = tree, raw, mission
             if mission is not None:
                 self.history.begin(mission, ts)
 
@@ -233,18 +224,13 @@ class WebState:
             return
         agent = env.sender
         if status == "working":
-            self.working[node] = agent
+            self.drawn.start(node, agent)
             self._open_span(agent, node, body, env.ts)
         elif status in ("done", "skipped"):
-            if self.working.get(node) == agent:
-                del self.working[node]
-            if status == "skipped":
-                self.skipped.add(node)
-            self.done_by.setdefault(node, agent)
+            self.drawn.finish(node, agent, skipped=status == "skipped")
             self._close_span(agent, node, body, env.ts, "done")
         elif status == "inactive":
-            if self.working.get(node) == agent:
-                del self.working[node]
+            self.drawn.stop(node, agent)
             self._close_span(agent, node, body, env.ts)
 
     def _world_state(self, ts: int, body: dict[str, Any]) -> None:
@@ -260,71 +246,6 @@ class WebState:
                 for name, o in world.objects.items()
             },
         }
-
-    def _ltl_plan(self, robot: str, body: dict[str, Any], ts: int) -> None:
-        """A robot's LTL plan (seed 003): its actions, to mark off as steps arrive; on
-        the timeline, its first action from now on (the last plan's work is over)."""
-        plan = body["plan"]
-        actions = plan.get("actions") if isinstance(plan.get("actions"), list) else []
-        robot = str(plan.get("robot") or robot)
-        mission = self._mission_key(body)
-        self.history.close_all(mission, robot, ts, "inactive")
-        if actions:  # a row per plan and step: a re-plan's actions get their own rows
-            self._stamp(ts)
-            node = f"ltl/{body.get('epoch')}.{body.get('seq')}/0"
-            self.history.open(mission, robot, node, str(actions[0])[:60], ts)
-        self.plans[robot] = {
-            "epoch": body.get("epoch"),
-            "seq": body.get("seq"),
-            "strategy": body.get("strategy"),
-            "cost": plan.get("cost"),
-            "actions": [str(a) for a in actions][:200],
-            "steps": 0,
-            "done": False,
-        }
-
-    def _ltl_progress(self, robot: str, kind: str, body: dict[str, Any], ts: int) -> None:
-        plan = self.plans.get(robot)
-        if plan is None or (body.get("epoch"), body.get("seq")) != (plan["epoch"], plan["seq"]):
-            return
-        mission = self._mission_key(body)
-        if kind == "ltl.done":
-            plan["done"], plan["steps"] = True, len(plan["actions"])
-            self.history.close_all(mission, robot, ts, "done")
-            return
-        plan["steps"] = min(len(plan["actions"]), plan["steps"] + 1)
-        self.history.close_all(mission, robot, ts, "done")
-        if plan["steps"] < len(plan["actions"]):
-            step = plan["steps"]
-            node = f"ltl/{plan['epoch']}.{plan['seq']}/{step}"
-            self.history.open(mission, robot, node, plan["actions"][step][:60], ts)
-
-    def _schedule(self, env: Envelope, body: dict[str, Any]) -> None:
-        """An allocation reply's schedule (seed 001): who does which task when."""
-        sched = body["schedule"]
-        start, finish = sched.get("start"), sched.get("finish")
-        sequence = sched.get("sequence")
-        if not (
-            isinstance(start, dict) and isinstance(finish, dict) and isinstance(sequence, dict)
-        ):
-            return
-        rows = {}
-        for agent, tasks in sequence.items():
-            if isinstance(tasks, list):
-                rows[str(agent)] = [
-                    {"task": str(t), "start": start.get(t), "finish": finish.get(t)}
-                    for t in tasks[:200]
-                    if isinstance(start.get(t), int | float)
-                    and isinstance(finish.get(t), int | float)
-                ]
-        self.schedule = {
-            "from": env.sender,
-            "ts": env.ts,
-            "makespan": sched.get("makespan"),
-            "rows": rows,
-        }
-        if self.first_schedule is None:  # the whole plan, before the re-plans shrink it
-            self.first_schedule = self.schedule
 
     def _missions_table(self, env: Envelope, rows: list[Any]) -> None:
         """The mission queue's retained table (the dispatch protocol): every mission
@@ -351,13 +272,13 @@ class WebState:
         for event in events:
             person, node = event.person, event.node
             if event.started:
-                self.working[node] = person
+                self.drawn.start(node, person)
                 self._open_span(person, node, body, event.ts)
                 continue
-            if self.working.get(node) == person:
-                del self.working[node]
             if event.done:
-                self.done_by.setdefault(node, person)
+                self.drawn.finish(node, person)
+            else:
+                self.drawn.stop(node, person)
             self._close_span(person, node, body, event.ts, "done" if event.done else "inactive")
 
     # -- reading -------------------------------------------------------------------
@@ -365,47 +286,15 @@ class WebState:
     def _tree_stopped(self) -> bool:
         """Whether the drawn tree's mission ended without success (then nothing of it
         is worked on, whatever the last transitions said)."""
-        if self.tree_mission is None:
+        if self.drawn.mission is None:
             return False
-        view = self.monitor.board.view(self.tree_mission)
+        view = self.monitor.board.view(self.drawn.mission)
         return bool(view and view["ended"] and view["state"] != "succeeded")
 
     def node_states(self) -> dict[str, dict[str, Any]]:
-        """Every node of the mission tree: state (inactive / active / working / done /
-        skipped, or stopped: worked on when its mission failed, timed out or was
-        cancelled), who works or finished it, label, kind and children ids."""
-        if self.tree is None:
-            return {}
-        stopped = self._tree_stopped()
-        done = {n for n in self.done_by if n in self.tree.nodes}
-        working = {n for n in self.working if n in self.tree.nodes}
-        acts = spread_activation(self.tree, done, working, default_potential=1.0)
-        out = {}
-        for node_id, node in self.tree.nodes.items():
-            act = acts[node_id]
-            if node_id in self.skipped:
-                state = "skipped"
-            elif node_id in done or act.satisfied:
-                state = "done"
-            elif node_id in working or (
-                not node.is_leaf and any(w in working for w in _descendants(node))
-            ):
-                state = "working"
-            elif act.level > 0:
-                state = "active"
-            else:
-                state = "inactive"
-            by = self.done_by.get(node_id) or self.working.get(node_id)
-            if stopped and state == "working":
-                state, by = STOPPED, None
-            out[node_id] = {
-                "label": self._label(node_id) or node_id,
-                "kind": "leaf" if node.is_leaf else str(node.kind.value),
-                "children": [c.id for c in node.children],
-                "state": state,
-                "by": by,
-            }
-        return out
+        """Every node of the mission tree (``DrawnTree.states``), stopped where its
+        mission failed, timed out or was cancelled."""
+        return self.drawn.states(self._tree_stopped(), self._label)
 
     def _timelines(
         self, now: int, complete: bool
@@ -416,7 +305,7 @@ class WebState:
         state, for the page to pick from."""
         board = self.monitor.board
         ids = self.history.ids()
-        shown = next((m for m in (board.current(), self.tree_mission) if m in ids), None)
+        shown = next((m for m in (board.current(), self.drawn.mission) if m in ids), None)
         shown = shown or (ids[-1] if ids else None)
         views = {m: v for m in ids if (v := self.history.view(m or None, now)) is not None}
         current = views.pop(shown, None) if shown is not None else None
@@ -445,7 +334,7 @@ class WebState:
                 row["node"], row["node_label"] = node, self._label(node)
                 row["status"] = now_words([self._label(node)], row["presence"], ended, "")
             if (row.get("kind") or row["factsheet"].get("kind")) == "human":
-                row["done"] = sorted(n for n, a in self.done_by.items() if a == agent_id)
+                row["done"] = sorted(n for n, a in self.drawn.done_by.items() if a == agent_id)
         nodes = self.node_states()
         if self._tree_stopped():  # nobody works on a mission that ended
             for row in snap["agents"].values():
@@ -453,15 +342,16 @@ class WebState:
                     label = row.get("node_label") or row["node"]
                     row["node"], row["node_label"] = None, None
                     row["status"] = f"stopped ({label}: the mission ended)"
-        root = self.tree.root.id if self.tree is not None else None
-        leaves = self.tree.leaves if self.tree is not None else []
+        tree = self.drawn.tree
+        root = tree.root.id if tree is not None else None
+        leaves = tree.leaves if tree is not None else []
         snap["mission"]["done"] = len(
             [n for n in leaves if nodes[n]["state"] in ("done", "skipped")]
         )
         snap["mission"]["leaves"] = len(leaves)
-        at_least_tree_done(snap["status"], self.tree_mission, len(leaves), snap["mission"]["done"])
+        at_least_tree_done(snap["status"], self.drawn.mission, len(leaves), snap["mission"]["done"])
         snap["mission"]["complete"] = bool(root and nodes[root]["state"] == "done")
-        snap["mission"]["done_by"] = {n: a for n, a in self.done_by.items() if n in leaves}
+        snap["mission"]["done_by"] = {n: a for n, a in self.drawn.done_by.items() if n in leaves}
         snap["tree"] = {"root": root, "nodes": nodes}
         snap["timeline"], snap["timelines"] = self._timelines(now, snap["mission"]["complete"])
         snap["timeline"]["labels"] = {n: self._label(n) for n in leaves}
@@ -472,12 +362,12 @@ class WebState:
             for person, node in self.humans.current.items()
         }
         snap["world"] = self.world
-        snap["plans"] = self.plans
-        snap["schedule"] = self.schedule
-        snap["first_schedule"] = self.first_schedule
+        snap["plans"] = self.plans.ltl
+        snap["schedule"] = self.plans.schedule
+        snap["first_schedule"] = self.plans.first_schedule
         snap["missions"] = self.missions
         snap["mission_queues"] = self.mission_queues()
-        snap["mission"]["id"] = self.tree_mission
+        snap["mission"]["id"] = self.drawn.mission
         snap["version"] = self.version
         snap.pop("dialogs", None)
         snap["dialogs"] = [
@@ -486,12 +376,3 @@ class WebState:
             for d in self.monitor.dialogs
         ]  # fmt: skip
         return snap
-
-
-def _descendants(node: Any) -> list[str]:
-    out, stack = [], list(node.children)
-    while stack:
-        n = stack.pop()
-        out.append(n.id)
-        stack.extend(n.children)
-    return out
