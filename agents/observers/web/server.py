@@ -25,11 +25,7 @@ that user (``TeamWatch``), so a page shows what the broker lets that user read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import secrets
-import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +41,13 @@ from starlette.responses import (
 )
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
 from teamtree.agents.observers.monitor import TeamObserver
 from teamtree.agents.observers.web.missions import DeskError, mission_files, mission_from_toml
+from teamtree.agents.observers.web.page_sockets import PageSockets, expected_by
 from teamtree.agents.observers.web.person import HumanSessions
+from teamtree.agents.observers.web.sign_ins import COOKIE, SignIns
 from teamtree.agents.observers.web.state import WebState
 from teamtree.agents.observers.web.watch import TeamWatch, check_login
 from teamtree.agents.runtime.credentials import agent_credentials
@@ -60,15 +58,6 @@ from teamtree.broker.topics import validate_id
 __all__ = ["STATIC", "WebServer"]
 
 STATIC = Path(__file__).resolve().parent / "static"
-#: seconds between checks for news to push; a page also gets a push at least every second
-PUSH_S = 0.2
-SEND_TIMEOUT_S = 5.0
-#: the cookie naming a browser's sign-in
-COOKIE = "teamtree_login"
-#: sign-ins kept at once (the oldest is signed out beyond)
-MAX_LOGINS = 32
-#: the websocket close code that sends a page to the sign-in form
-CLOSE_LOGIN = 4401
 #: seconds a refused sign-in waits before it answers
 REFUSED_DELAY_S = 1.0
 log = structlog.get_logger("teamtree.web")
@@ -104,14 +93,21 @@ class WebServer:
             self.shared = TeamWatch(
                 endpoint, self.team, username=username, password=password, tls_context=tls_context
             )
-        self.logins: OrderedDict[str, TeamWatch] = OrderedDict()  # cookie -> reader
-        self._person_logins: dict[str, dict[str, str]] = {}  # person -> their sign-in
+        self.sign_ins = SignIns(endpoint, self.team, tls_context=tls_context)
         self.sessions = sessions or HumanSessions(
             endpoint,
             self.team,
             tls_context=tls_context,
             is_taken=self._taken,
             credentials=self._person_credentials,
+        )
+        self.sockets = PageSockets(
+            self.team,
+            self.sessions,
+            watch_of=self._watch,
+            reading=self._reading,
+            any_person=any_person,
+            login=login,
         )
         self.app = Starlette(
             routes=[
@@ -120,8 +116,8 @@ class WebServer:
                 Route("/api/logout", self._sign_out, methods=["POST"]),
                 Route("/", self._team_page),
                 Route("/human/{agent_id}", self._human_page),
-                WebSocketRoute("/ws", self._team_ws),
-                WebSocketRoute("/human/{agent_id}/ws", self._human_ws),
+                WebSocketRoute("/ws", self.sockets.team_ws),
+                WebSocketRoute("/human/{agent_id}/ws", self.sockets.person_ws),
                 Route("/api/state", self._api_state),
                 Route("/api/human/{agent_id}", self._api_human),
                 Route("/healthz", self._health),
@@ -139,9 +135,7 @@ class WebServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.sessions.close()
-        for watch in list(self.logins.values()):
-            await watch.__aexit__(None, None, None)
-        self.logins.clear()
+        await self.sign_ins.close()
         if self.shared is not None:
             await self.shared.__aexit__(*exc)
 
@@ -159,11 +153,15 @@ class WebServer:
         signed in)."""
         if self.shared is not None:
             return self.shared
-        token = conn.cookies.get(COOKIE)
-        return self.logins.get(token) if token else None
+        return self.sign_ins.watch(conn)
+
+    def _reading(self, watch: TeamWatch) -> bool:
+        """Whether `watch` still serves its browser: the shared one always, a sign-in's
+        until it signs out."""
+        return self.shared is not None or self.sign_ins.holds(watch)
 
     def _watches(self) -> list[TeamWatch]:
-        return [self.shared] if self.shared is not None else list(self.logins.values())
+        return [self.shared] if self.shared is not None else list(self.sign_ins.watches.values())
 
     def _taken(self, agent_id: str) -> bool:
         for watch in self._watches():
@@ -176,7 +174,7 @@ class WebServer:
         """A person's agent's broker credentials: with sign-ins, that person's own
         (they signed in as themselves); else from the environment, as ``agent``."""
         if self.login:
-            return self._person_logins.get(agent_id, {})
+            return self.sign_ins.credentials(agent_id)
         return agent_credentials(agent_id)
 
     def snapshot_text(self) -> str:
@@ -210,35 +208,15 @@ class WebServer:
             log.info("web.sign_in_refused", user=username, error=refused)
             await asyncio.sleep(REFUSED_DELAY_S)  # slows password guessing through the page
             return JSONResponse({"error": refused}, status_code=401)
-        watch = TeamWatch(
-            self.endpoint,
-            self.team,
-            username=username,
-            password=password,
-            tls_context=self.tls_context,
-            signed_in=True,
-        )
-        await watch.__aenter__()
-        token = secrets.token_urlsafe(24)
-        self.logins[token] = watch
-        with contextlib.suppress(TopicError):
-            self._person_logins[validate_id(username, "user")] = {
-                "username": username,
-                "password": password,
-            }
-        while len(self.logins) > MAX_LOGINS:
-            _, oldest = self.logins.popitem(last=False)
-            await oldest.__aexit__(None, None, None)
+        token = await self.sign_ins.add(username, password)
         log.info("web.signed_in", user=username)
         reply = JSONResponse({"user": username, "team": self.team})
         reply.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return reply
 
     async def _sign_out(self, request: Request) -> Response:
-        token = request.cookies.get(COOKIE)
-        watch = self.logins.pop(token, None) if token else None
+        watch = await self.sign_ins.remove(request.cookies.get(COOKIE))
         if watch is not None:
-            await watch.__aexit__(None, None, None)
             log.info("web.signed_out", user=watch.username)
         reply = JSONResponse({"signed_out": watch is not None})
         reply.delete_cookie(COOKIE, path="/")
@@ -334,161 +312,10 @@ class WebServer:
         log.info("web.mission_cancel", id=mission, state=answer.get("state"))
         return JSONResponse(answer)
 
-    # -- websockets --------------------------------------------------------------------
-
-    async def _team_ws(self, ws: WebSocket) -> None:
-        await ws.accept()
-        watch = self._watch(ws)
-        if watch is None:
-            await ws.close(code=CLOSE_LOGIN)
-            return
-        last, sent_at = "", 0.0
-        try:
-            while True:
-                if self.shared is None and watch not in self.logins.values():
-                    await ws.close(code=CLOSE_LOGIN)  # signed out meanwhile
-                    return
-                text = watch.snapshot_text()
-                now = time.monotonic()
-                if text != last or now - sent_at >= 1.0:
-                    await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
-                    last, sent_at = text, now
-                await asyncio.sleep(PUSH_S)
-        except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
-            return
-
     def expected_by(self, person: str, state: WebState | None = None) -> list[str]:
         """The robots whose factsheet names `person` among the humans they model."""
         state = state or self.state
-        if state is None:
-            return []
-        return sorted(
-            agent
-            for agent, sheet in state.factsheets.items()
-            if isinstance(sheet.get("humans"), list) and person in sheet["humans"]
-        )
-
-    async def _join(self, ws: WebSocket, person: str, watch: TeamWatch) -> bool:
-        """Until the person taps "join": show who expects them. Joining is allowed when
-        a robot of the team models this person (its factsheet's ``humans``), or with
-        ``--any-person``; a stray visit to /human/<typo> never adds a team member."""
-        receive: asyncio.Future[str] | None = None
-        try:
-            while True:
-                expected = self.expected_by(person, watch.state)
-                allowed = bool(expected) or self.any_person
-                signed_in_as = not self.login or watch.username == person
-                offer = {
-                    "id": person,
-                    "team": self.team,
-                    "expected_by": expected,
-                    "expectations": watch.state.kitting.for_person(person),
-                }
-                await ws.send_text(json.dumps({"join": {**offer, "allowed": allowed}}))
-                if receive is None:
-                    receive = asyncio.ensure_future(ws.receive_text())
-                done, _ = await asyncio.wait({receive}, timeout=1.0)
-                if not done:
-                    continue
-                text, receive = receive.result(), None
-                if _tap(text).get("action") == "join" and allowed and signed_in_as:
-                    return True
-                why = "tap join first"
-                if not signed_in_as:
-                    why = f"sign in as {person!r} to take part as {person!r}"
-                if not allowed:
-                    why = (
-                        f"no robot of team {self.team!r} models a person {person!r} yet (their "
-                        "factsheets' humans); wait for the robots, or start the server with "
-                        "--any-person"
-                    )
-                await ws.send_text(json.dumps({"error": why}))
-        except (WebSocketDisconnect, RuntimeError, OSError):
-            return False
-        finally:
-            if receive is not None:
-                receive.cancel()
-
-    async def _human_ws(self, ws: WebSocket) -> None:
-        await ws.accept()
-        watch = self._watch(ws)
-        if watch is None:
-            await ws.close(code=CLOSE_LOGIN)
-            return
-        person = ws.path_params["agent_id"]
-        # with sign-ins only the person's own sign-in acts for them; others only watch
-        watching = self.login and watch.username != person
-        if (person not in self.sessions.agents or watching) and not await self._join(
-            ws, person, watch
-        ):
-            return
-        try:
-            agent = await self.sessions.get(person)
-        except (ValueError, TopicError) as exc:
-            reason = exc.reason if isinstance(exc, TopicError) else str(exc)
-            with contextlib.suppress(Exception):
-                await ws.send_text(json.dumps({"error": reason}))
-                await ws.close(code=4000)
-            return
-        reader = asyncio.create_task(self._human_taps(ws, agent.id))
-        version, sent_at = -1, 0.0
-        try:
-            while not reader.done():
-                now = time.monotonic()
-                if agent.version != version or now - sent_at >= 1.0:
-                    version, sent_at = agent.version, now
-                    expects = watch.state.kitting.for_person(agent.id)
-                    view = {**agent.view(), "expectations": expects}
-                    text = json.dumps(view, default=str)
-                    await asyncio.wait_for(ws.send_text(text), SEND_TIMEOUT_S)
-                await asyncio.sleep(PUSH_S / 2)
-        except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
-            pass
-        finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
-
-    async def _human_taps(self, ws: WebSocket, agent_id: str) -> None:
-        """Carry out the page's taps; a bad one is answered with an error, never fatal."""
-        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
-            while True:
-                text = await ws.receive_text()
-                agent = self.sessions.agents.get(agent_id)
-                if agent is None:
-                    return
-                tap = _tap(text)
-                try:
-                    if not tap:
-                        raise ValueError(
-                            f'a tap is a JSON object such as {{"action": "finish"}}; '
-                            f"got {text[:80]!r}"
-                        )
-                    action = tap.get("action")
-                    if action == "start" and isinstance(tap.get("node"), str):
-                        await agent.start(tap["node"])
-                    elif action == "finish":
-                        await agent.finish()
-                    elif action == "answer" and isinstance(tap.get("dialog_id"), str):
-                        await agent.answer(tap["dialog_id"], bool(tap.get("keep")))
-                    elif action == "join":
-                        pass  # another tab of the same person: already in
-                    elif action == "leave":
-                        log.info("web.person_leaving", person=agent_id)
-                        await self.sessions.leave(agent_id)
-                        log.info("web.person_left", person=agent_id)
-                        await ws.send_text(json.dumps({"left": True}))
-                        return
-                    else:
-                        raise ValueError(
-                            f"unknown tap {text[:80]!r}; expected start(node), finish, "
-                            "answer(dialog_id, keep) or leave"
-                        )
-                except ValueError as exc:
-                    log.warning("web.bad_tap", person=agent_id, error=str(exc))
-                    await ws.send_text(json.dumps({"error": str(exc)}))
-                finally:
-                    agent.acknowledge(tap.get("tap"))  # the page may tap again
+        return [] if state is None else expected_by(state, person)
 
     async def serve(self, host: str = "127.0.0.1", port: int = 8080, ready: Any = None) -> None:
         """Serve the app with uvicorn until SIGINT / SIGTERM; `ready` (a callable) is
@@ -515,15 +342,6 @@ def _bound_port(server: Any, asked: int) -> int:
         for sock in listener.sockets:
             return int(sock.getsockname()[1])
     return asked
-
-
-def _tap(text: str) -> dict[str, Any]:
-    """A tap from the page as a map, or {} when it is not a JSON object."""
-    try:
-        tap = json.loads(text)
-    except ValueError:
-        return {}
-    return tap if isinstance(tap, dict) else {}
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
