@@ -9,6 +9,7 @@ gives the timeline a row per plan and step, in the mission's ``MissionHistory``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from teamtree.agents.observers.web.history import MissionHistory
@@ -20,21 +21,26 @@ __all__ = ["TeamPlans"]
 class TeamPlans:
     """``ltl``: robot -> its LTL plan and progress; ``schedule``: the latest allocation
     schedule; ``first_schedule``: the first (the whole plan, before the re-plans shrink
-    it). LTL steps open and close rows of `history`."""
+    it). LTL steps open and close rows of `history`, under the mission `mission_key`
+    gives a body's work."""
 
-    def __init__(self, history: MissionHistory) -> None:
+    def __init__(
+        self, history: MissionHistory, mission_key: Callable[[dict[str, Any]], str]
+    ) -> None:
         self.history = history
+        self.mission_key = mission_key
         self.ltl: dict[str, dict[str, Any]] = {}  # robot -> its LTL plan and progress
         self.schedule: dict[str, Any] | None = None  # the latest allocation schedule
         self.first_schedule: dict[str, Any] | None = None
 
-    def ltl_plan(self, robot: str, body: dict[str, Any], mission: str, ts: int) -> bool:
+    def ltl_plan(self, robot: str, body: dict[str, Any], ts: int) -> bool:
         """A robot's LTL plan: its actions, to mark off as steps arrive; on the timeline,
         its first action from now on (the last plan's work is over). True when that
         opened a row."""
         plan = body["plan"]
         actions = plan.get("actions") if isinstance(plan.get("actions"), list) else []
         robot = str(plan.get("robot") or robot)
+        mission = self.mission_key(body)
         self.history.close_all(mission, robot, ts, "inactive")
         if actions:  # a row per plan and step: a re-plan's actions get their own rows
             node = f"ltl/{body.get('epoch')}.{body.get('seq')}/0"
@@ -50,13 +56,12 @@ class TeamPlans:
         }
         return bool(actions)
 
-    def ltl_progress(
-        self, robot: str, kind: str, body: dict[str, Any], mission: str, ts: int
-    ) -> None:
+    def ltl_progress(self, robot: str, kind: str, body: dict[str, Any], ts: int) -> None:
         """An ``ltl.step`` or ``ltl.done`` of the robot's current plan (others are stale)."""
         plan = self.ltl.get(robot)
         if plan is None or (body.get("epoch"), body.get("seq")) != (plan["epoch"], plan["seq"]):
             return
+        mission = self.mission_key(body)
         if kind == "ltl.done":
             plan["done"], plan["steps"] = True, len(plan["actions"])
             self.history.close_all(mission, robot, ts, "done")

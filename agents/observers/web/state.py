@@ -50,7 +50,7 @@ class WebState:
         self._presence_state: dict[str, str] = {}
         self.factsheets: dict[str, dict[str, Any]] = {}
         self.history = MissionHistory()  # each mission's timeline, from its start
-        self.plans = TeamPlans(self.history)  # LTL plans and allocation schedules
+        self.plans = TeamPlans(self.history, self._mission_key)  # LTL plans and schedules
         self.floor = FloorMap()  # the map: table, LTL graph or kitting table
         self.alerts: deque[dict[str, Any]] = deque(maxlen=MAX_ALERTS)
         self.humans = HumanWork()
@@ -101,10 +101,10 @@ class WebState:
             self._alert(env.ts, "violation", f"world: {body.get('kind') or 'violation'} {body}")
         elif kind == "ltl.plan" and isinstance(body.get("plan"), dict):
             robot = topic.recipient or env.sender
-            if self.plans.ltl_plan(robot, body, self._mission_key(body), env.ts):
+            if self.plans.ltl_plan(robot, body, env.ts):
                 self._stamp(env.ts)
         elif kind in ("ltl.step", "ltl.done"):
-            self.plans.ltl_progress(env.sender, kind, body, self._mission_key(body), env.ts)
+            self.plans.ltl_progress(env.sender, kind, body, env.ts)
         elif kind in ("kitting.robot_action", "kitting.human_action"):
             self._kitting_span(env, body)
         elif kind == "behaviour.failed":
