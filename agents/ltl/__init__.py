@@ -5,15 +5,19 @@ take injected disturbances (``disturbances``).
 """
 
 from teamtree.agents.ltl.behaviours import CheckAtRate, Recovery, RunCoroutine, render_tree
+from teamtree.agents.ltl.corridors import BlockedCorridors
 from teamtree.agents.ltl.disturbances import DisturbanceHandling
 from teamtree.agents.ltl.planner import LtlPlannerAgent
+from teamtree.agents.ltl.reallocation import Reallocation
 from teamtree.agents.ltl.robot import LtlRobotAgent
 
 __all__ = [
+    "BlockedCorridors",
     "CheckAtRate",
     "DisturbanceHandling",
     "LtlPlannerAgent",
     "LtlRobotAgent",
+    "Reallocation",
     "Recovery",
     "RunCoroutine",
     "render_tree",

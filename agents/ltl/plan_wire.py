@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -75,3 +76,8 @@ def plan_from_wire(body: Any) -> RobotPlan:
         w.robot, states, tuple(w.actions), tuple(w.weights), tuple(w.automaton_states),
         tuple(w.waits_for),
     )  # fmt: skip
+
+
+def states_from_wire(raw: Sequence[tuple[str, str]]) -> list[TSState]:
+    """A trace segment's ``[region, mode]`` pairs as TS states."""
+    return [TSState(r, m) for r, m in raw]

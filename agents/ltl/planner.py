@@ -4,61 +4,68 @@ with local (Alg. 1, 2) or global (Defs. 4-5) reallocation, and at the end checks
 executed joint trace against the formula. Wire: docs/ltl.md.
 
 Also home of what the ``ltl_robot`` kind and ``teamtree disturb`` share: the
-``[mission] kind = "ltl"`` settings and channel names; the plan codec is ``plan_wire``
-(re-exported here).
+``[mission] kind = "ltl"`` settings; the channel names are ``channels`` and the plan
+codec is ``plan_wire`` (both re-exported here). Replan requests are answered by
+``reallocation``, which keeps the blocked corridors (``corridors``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from teamtree.agents.ltl.channels import (
+    DISTURB,
+    EVENT,
+    MAP,
+    MISSION,
+    PLAN,
+    REPLAN,
+    STATUS,
+    SYNC,
+    TRACE,
+    VERDICT,
+)
 from teamtree.agents.ltl.ltl_wire import (
     DoneWire,
     LtlWireError,
-    MapWire,
     PlanMessageWire,
     PlanReceivedWire,
-    ReplanResultWire,
-    ReplanWire,
     StepWire,
-    SyncReplyWire,
-    SyncWire,
     decode,
     to_wire,
 )
 from teamtree.agents.ltl.params import LtlPlannerParams
-from teamtree.agents.ltl.plan_wire import plan_digest, plan_from_wire, plan_to_wire
+from teamtree.agents.ltl.plan_wire import (
+    plan_digest,
+    plan_from_wire,
+    plan_to_wire,
+    states_from_wire,
+)
+from teamtree.agents.ltl.reallocation import Reallocation
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.mission_status import StatusReporter
 from teamtree.agents.runtime.params import decode_params, params_dict
-from teamtree.broker import ConfigError, InfeasibleError, PlanningError, SpecificationError
+from teamtree.broker import ConfigError, PlanningError, SpecificationError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.ltl import (
     FORMULAS,
     HOSPITAL_MAP,
     ROBOT_TYPES,
-    EnvironmentChange,
     LTLSyntaxError,
     Mission,
     RobotModel,
     RobotPlan,
     TeamPlan,
     TSState,
-    apply_change,
-    block_edge,
     check_trace,
     hospital_robot,
     parse,
-    reallocate_environment_change,
-    reallocate_global,
-    reallocate_state_change,
 )
 
 __all__ = [
@@ -81,18 +88,6 @@ __all__ = [
     "plan_from_wire",
     "plan_to_wire",
 ]
-
-# channels (docs/ltl.md)
-MISSION = "ltl.mission"  # <planner>/ltl.mission            retained
-PLAN = "ltl.plan"  # <planner>/ltl.plan/<robot>          retained, directed
-EVENT = "ltl.event"  # <planner|robot>/ltl.event          strategies, replans
-VERDICT = "ltl.verdict"  # <planner>/ltl.verdict          retained
-MAP = "ltl.map"  # _/ltl.map  retained: corridors known blocked (every robot's map)
-REPLAN = "ltl.replan"  # _/ltl.replan  request to the planner
-SYNC = "ltl.sync"  # _/ltl.sync      request to every robot (global reallocation)
-DISTURB = "ltl.disturb"  # _/ltl.disturb request to one robot (teamtree disturb)
-TRACE = "ltl.trace"  # <robot>/ltl.trace  one executed step
-STATUS = "ltl.status"  # <robot>/ltl.status ltl.plan_received, ltl.done
 
 DISTURBANCES = ("fall", "critical", "state_change", "blocked_edge")
 OBJECTIVE_NAMES = ("sum", "makespan")
@@ -223,10 +218,6 @@ def ltl_mission(config: TeamConfig) -> LtlMissionSpec:
 # -- plan codec ------------------------------------------------------------------------
 
 
-def _states(raw: Sequence[tuple[str, str]]) -> list[TSState]:
-    return [TSState(r, m) for r, m in raw]
-
-
 def _summary(plan: RobotPlan) -> str:
     return " ".join(plan.actions) or "(idle)"
 
@@ -260,9 +251,9 @@ class LtlPlannerAgent(Agent):
         self.failed: set[str] = set()
         self.starts: dict[tuple[str, int], TSState] = {}  # (robot, epoch) -> start state
         self.replans: list[dict[str, Any]] = []
-        self._lock = asyncio.Lock()
         self._finished: asyncio.Future[int] | None = None
         self._status = StatusReporter(self, "ltl", "plan steps")
+        self.reallocation = Reallocation(self)
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -281,8 +272,13 @@ class LtlPlannerAgent(Agent):
     def robot_ids(self) -> list[str]:
         return [r.id for r in self.spec.robots]
 
+    @property
+    def running(self) -> bool:
+        """``main`` has begun and the mission has no verdict yet."""
+        return self._finished is not None and not self._finished.done()
+
     async def setup(self) -> None:
-        self.on_team(REPLAN, self._on_replan, kind="ltl.replan")
+        self.on_team(REPLAN, self.reallocation.on_replan, kind="ltl.replan")
         self.on_agents(TRACE, self._on_step, kind="ltl.step")
         self.on_agents(STATUS, self._on_status)
 
@@ -291,14 +287,12 @@ class LtlPlannerAgent(Agent):
     async def main(self) -> None:
         self._finished = asyncio.get_running_loop().create_future()
         t0 = time.perf_counter()
-        self.blocked_edges: set[tuple[str, str]] = set()
-        self.private_blocked: set[tuple[str, tuple[str, str]]] = set()
         try:
             self.mission = self.spec.mission()
             built = time.perf_counter()
             self.team_plan = self.mission.allocate()
         except PlanningError as exc:
-            await self._impossible(f"offline allocation failed: {exc}", strategy="offline")
+            await self.impossible(f"offline allocation failed: {exc}", strategy="offline")
             self.exit_code = await self._finished
             return
         took = time.perf_counter() - t0
@@ -329,44 +323,12 @@ class LtlPlannerAgent(Agent):
             },
             retain=True,
         )
-        await self._publish_plans(self.robot_ids, "offline")
+        await self.publish_plans(self.robot_ids, "offline")
         await self._report()
         self.exit_code = await self._finished
 
-    def _block(
-        self,
-        robot: str,
-        edges: Sequence[tuple[str, str]],
-        private: Set[tuple[str, str]] = frozenset(),
-    ) -> EnvironmentChange:
-        """A blocked corridor is a fact of the map, not of one robot (our extension of
-        Alg. 2): it is deleted from every robot's transition system, so global plans
-        avoid it too, and remembered so robots that learn of it from the map (and ask
-        for R4 themselves) find it gone already. ``private`` edges are blocked for
-        ``robot`` only. Returns the requester's change. Raises SpecificationError for
-        a corridor the requester's map does not have."""
-        mine: list[tuple[TSState, TSState]] = []
-        for a, b in edges:
-            corridor = (min(a, b), max(a, b))
-            if corridor in self.blocked_edges or (robot, corridor) in self.private_blocked:
-                continue  # deleted when first reported; the plan check still sees it
-            mine.extend(block_edge(self.mission, robot, a, b).delete)
-            if (a, b) in private:
-                self.private_blocked.add((robot, corridor))
-                continue
-            for other in self.robot_ids:
-                if other == robot:
-                    continue
-                with contextlib.suppress(SpecificationError):  # no such corridor for it
-                    apply_change(self.mission, other, block_edge(self.mission, other, a, b))
-            self.blocked_edges.add(corridor)
-        return EnvironmentChange(delete=tuple(mine))
-
-    async def _publish_map(self) -> None:
-        body = to_wire(MapWire(self.session, sorted(self.blocked_edges)))
-        await self.publish(MAP, "ltl.map", body, team=True, retain=True)
-
-    async def _publish_plans(self, robots: Sequence[str], strategy: str) -> None:
+    async def publish_plans(self, robots: Sequence[str], strategy: str) -> None:
+        """Publish the current plans of ``robots`` (retained, one to each robot)."""
         dropped = sorted(self.failed)
         for name in robots:
             seq, plan = self.plans[name]
@@ -421,16 +383,18 @@ class LtlPlannerAgent(Agent):
             return
         if done.run != self.session:
             return
-        segs = {int(e): _states(s) for e, s in done.segments.items()}
+        segs = {int(e): states_from_wire(s) for e, s in done.segments.items()}
         version = (done.epoch, done.seq)
         self.segments[env.sender] = segs
         self.done[env.sender] = version
         self.log.info("ltl.robot_done", robot=env.sender, epoch=version[0], seq=version[1])
         await self._report()
-        await self._maybe_finish()
+        await self.maybe_finish()
 
-    async def _maybe_finish(self) -> None:
-        if self._lock.locked() or self._finished is None or self._finished.done():
+    async def maybe_finish(self) -> None:
+        """Check the joint trace once every robot reports its current plan done and no
+        reallocation is under way."""
+        if self.reallocation.busy or self._finished is None or self._finished.done():
             return
         for name in self.robot_ids:
             seq = self.plans[name][0] if name in self.plans else -1
@@ -468,7 +432,7 @@ class LtlPlannerAgent(Agent):
             last = self.plans[name][1].states[0] if name in self.plans else None
             row = []
             for e in range(self.epoch + 1):
-                seg = segs.get(e) or self._stream_segment(name, e)
+                seg = segs.get(e) or self.stream_segment(name, e)
                 if not seg:
                     seg = [last] if last is not None else []
                 row.append(seg)
@@ -477,7 +441,7 @@ class LtlPlannerAgent(Agent):
             out[name] = row
         return out
 
-    def _stream_segment(self, name: str, epoch: int) -> list[TSState]:
+    def stream_segment(self, name: str, epoch: int) -> list[TSState]:
         """A robot's segment of `epoch` rebuilt from its published steps (when it did
         not report one): the epoch's start state, then every step."""
         start = self.starts.get((name, epoch))
@@ -523,10 +487,11 @@ class LtlPlannerAgent(Agent):
             print(f"VERDICT: mission NOT satisfied: {verdict.reason}", flush=True)
             self._finished.set_result(1)
 
-    async def _impossible(self, reason: str, *, strategy: str, robot: str | None = None) -> None:
+    async def impossible(self, reason: str, *, strategy: str, robot: str | None = None) -> None:
+        """Report the mission impossible (verdict, status, exit 1) saying why."""
         failed = sorted(self.failed)
-        if self.blocked_edges:  # the verdict (and so the run's summary) says what stood in the way
-            corridors = ", ".join(f"{a}-{b}" for a, b in sorted(self.blocked_edges))
+        corridors = self.reallocation.corridors.describe()
+        if corridors:  # the verdict (and so the run's summary) says what stood in the way
             reason = f"{reason} (blocked corridors: {corridors})"
         self.log.error(
             "ltl.mission_impossible", strategy=strategy, robot=robot, failed=failed, reason=reason
@@ -552,150 +517,3 @@ class LtlPlannerAgent(Agent):
         await self._report("failed", f"impossible: {reason}")
         if self._finished is not None and not self._finished.done():
             self._finished.set_result(1)
-
-    # -- replanning ------------------------------------------------------------------
-
-    async def _on_replan(self, env: Envelope, topic: Topic) -> None:
-        self.spawn(self._replan(env), "replan", optional=True)
-
-    async def _replan(self, env: Envelope) -> None:
-        try:
-            request = decode(env.body, ReplanWire)
-        except LtlWireError as exc:  # dropped, and the robot told why (it is waiting)
-            self._drop("malformed", REPLAN, env.sender, str(exc))
-            refused = ReplanResultWire("error", detail=str(exc))
-            await self.reply(env, "ltl.replan_result", to_wire(refused))
-            return
-        robot = env.sender
-        async with self._lock:
-            outcome = await self._replan_locked(robot, request)
-        await self.reply(env, "ltl.replan_result", to_wire(outcome))
-        await self._maybe_finish()
-
-    async def _replan_locked(self, robot: str, request: ReplanWire) -> ReplanResultWire:
-        strategy = request.strategy
-        if self.mission is None or self._finished is None or self._finished.done():
-            return ReplanResultWire("error", detail="no mission running")
-        if robot not in self.plans:
-            return ReplanResultWire("error", detail=f"{robot!r} is not a robot of this mission")
-        if strategy not in ("R2", "R3", "R4"):
-            return ReplanResultWire("error", detail=f"unknown strategy {strategy!r}")
-        seq, plan = self.plans[robot]
-        if (request.epoch, request.seq) != (self.epoch, seq):
-            return ReplanResultWire("stale", self.epoch, seq)
-        if strategy == "R2":
-            return await self._global(robot, "R2", "critical failure", failed=[robot])
-        executed = _states(request.executed or [])
-        t0 = time.perf_counter()
-        try:
-            if strategy == "R3":
-                new = reallocate_state_change(self.mission, plan, executed)
-                why = f"state change to {tuple(executed[-1])}"
-            else:
-                edges = list(request.edges or [])
-                if not edges:
-                    return ReplanResultWire("error", detail="R4 needs edges")
-                private = set(request.private or [])
-                change = self._block(robot, edges, private)
-                new, _ = reallocate_environment_change(self.mission, plan, executed, change)
-                why = "blocked " + ", ".join(f"{a}-{b}" for a, b in edges)
-                if set(edges) - private:
-                    await self._publish_map()
-        except InfeasibleError as exc:
-            took = time.perf_counter() - t0
-            self.log.info(
-                "ltl.local_failed",
-                strategy=strategy,
-                robot=robot,
-                took_ms=round(took * 1000, 2),
-                reason=str(exc),
-            )
-            return await self._global(robot, f"{strategy}->global", f"local failed: {exc}")
-        except SpecificationError as exc:
-            return ReplanResultWire("error", detail=str(exc))
-        except PlanningError as exc:  # the trace left the plan: resynchronise globally
-            return await self._global(robot, f"{strategy}->global", str(exc))
-        took = time.perf_counter() - t0
-        kept = new.states == plan.states[len(plan.states) - len(new.states) :]
-        self.plans[robot] = (seq + 1, new)
-        record = {
-            "strategy": strategy,
-            "robot": robot,
-            "scope": "local",
-            "epoch": self.epoch,
-            "took_ms": round(took * 1000, 3),
-            "kept_plan": kept,
-            "why": why,
-        }
-        self.replans.append(record)
-        self.log.info("ltl.replanned", **record)
-        await self.publish(EVENT, "ltl.replanned", record)
-        await self._publish_plans([robot], strategy)
-        return ReplanResultWire("local", self.epoch, seq + 1, took * 1000)
-
-    async def _global(
-        self, robot: str, strategy: str, why: str, *, failed: Sequence[str] = ()
-    ) -> ReplanResultWire:
-        """Synchronise every robot (they stop and report their traces), then search the
-        synchronised team automaton. Called with the lock held."""
-        assert self.mission is not None and self.team_plan is not None
-        t_sync = time.perf_counter()
-        replies = await self.gather(
-            SYNC,
-            "ltl.sync",
-            to_wire(SyncWire(self.session, self.epoch)),
-            expect=self.robot_ids,
-            timeout=self.sync_timeout_s,
-        )
-        executed: dict[str, list[TSState]] = {}
-        newly_failed = set(failed)
-        for name in self.robot_ids:
-            env = replies.get(name)
-            seg: list[TSState] = []
-            if env is not None:
-                try:
-                    reply = decode(env.body, SyncReplyWire)
-                except LtlWireError as exc:  # its step stream stands in for it
-                    self._drop("malformed", SYNC, env.sender, str(exc))
-                else:
-                    seg = _states(reply.segment)
-                    if reply.failed:
-                        newly_failed.add(name)
-            if not seg:
-                seg = self._stream_segment(name, self.epoch)
-                if env is None:
-                    self.log.warning("ltl.sync_missing", robot=name, using="step stream")
-            executed[name] = seg
-        newly_failed -= self.failed
-        t0 = time.perf_counter()
-        try:
-            new = reallocate_global(self.mission, self.team_plan, executed, failed=newly_failed)
-        except (InfeasibleError, SpecificationError) as exc:
-            self.failed |= newly_failed
-            self.replans.append({"strategy": strategy, "robot": robot, "scope": "global"})
-            await self._impossible(str(exc), strategy=strategy, robot=robot)
-            return ReplanResultWire("impossible", detail=str(exc))
-        took = time.perf_counter() - t0
-        self.failed |= newly_failed
-        self.epoch += 1
-        self.team_plan = new
-        self.plans = {n: (0, new[n]) for n in new.plans}
-        self.starts.update({(n, self.epoch): p.states[0] for n, p in new.plans.items()})
-        for name in self.robot_ids:  # the sync replies are the robots' finished segments
-            self.segments.setdefault(name, {})[self.epoch - 1] = executed[name]
-        record = {
-            "strategy": strategy,
-            "robot": robot,
-            "scope": "global",
-            "epoch": self.epoch,
-            "took_ms": round(took * 1000, 3),
-            "sync_ms": round((t0 - t_sync) * 1000, 1),
-            "failed": sorted(self.failed),
-            "why": why,
-            "cost": round(new.cost, 2),
-        }
-        self.replans.append(record)
-        self.log.info("ltl.replanned", **record)
-        await self.publish(EVENT, "ltl.replanned", record)
-        await self._publish_plans(self.robot_ids, strategy)
-        return ReplanResultWire("global", self.epoch, 0, took * 1000)
