@@ -10,6 +10,7 @@ from teamtree.agents.ltl.disturbances import DisturbanceHandling
 from teamtree.agents.ltl.planner import LtlPlannerAgent
 from teamtree.agents.ltl.reallocation import Reallocation
 from teamtree.agents.ltl.robot import LtlRobotAgent
+from teamtree.agents.ltl.strategies import Strategies
 
 __all__ = [
     "BlockedCorridors",
@@ -20,5 +21,6 @@ __all__ = [
     "Reallocation",
     "Recovery",
     "RunCoroutine",
+    "Strategies",
     "render_tree",
 ]

@@ -7,7 +7,8 @@ action of weight ``w`` takes ``w / time_factor`` wall seconds (weights are secon
 simulated time). An interrupted action is not done: the robot is still in the state
 it was leaving. Wire: docs/ltl.md.
 
-Behaviour tree (py_trees; our leaves in ``behaviours``), ticked at ``bt_hz``::
+Behaviour tree (py_trees; our leaves in ``behaviours``, built by ``robot_tree``; the
+strategies are ``strategies``), ticked at ``bt_hz``::
 
     Repeat (until the planner's verdict)
     └── Sequence (memory)
@@ -28,20 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import Counter
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-import py_trees
 from py_trees.common import Status
 
-from teamtree.agents.ltl.behaviours import (
-    CheckAtRate,
-    Recovery,
-    RunCoroutine,
-    forget_checks,
-    render_tree,
-)
+from teamtree.agents.ltl.behaviours import forget_checks, render_tree
 from teamtree.agents.ltl.disturbances import DisturbanceHandling
 from teamtree.agents.ltl.ltl_wire import (
     DisturbWire,
@@ -50,8 +42,6 @@ from teamtree.agents.ltl.ltl_wire import (
     MapWire,
     PlanMessageWire,
     PlanReceivedWire,
-    ReplanResultWire,
-    ReplanWire,
     StepWire,
     SyncReplyWire,
     SyncWire,
@@ -63,10 +53,8 @@ from teamtree.agents.ltl.params import LtlRobotParams
 from teamtree.agents.ltl.plan_wire import PlanWireError
 from teamtree.agents.ltl.planner import (
     DISTURB,
-    EVENT,
     MAP,
     PLAN,
-    REPLAN,
     STATUS,
     SYNC,
     TRACE,
@@ -76,20 +64,17 @@ from teamtree.agents.ltl.planner import (
     plan_digest,
     plan_from_wire,
 )
+from teamtree.agents.ltl.robot_tree import build_tree
+from teamtree.agents.ltl.strategies import Strategies
 from teamtree.agents.runtime.agent import Agent
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig
 from teamtree.agents.runtime.params import decode_params
 from teamtree.agents.runtime.team_view import Presence
-from teamtree.broker import RequestError, TeamtreeError
 from teamtree.broker.envelope import Envelope
 from teamtree.broker.topics import Topic
 from teamtree.planners.ltl import ROBOT_TYPES, RobotPlan, TSState
 
 __all__ = ["LtlRobotAgent"]
-
-# condition check rates (Hz); the LTL precondition is checked once per step
-RATES = {"upright": 20.0, "operational": 10.0, "on_plan": 10.0, "environment": 5.0}
-
 
 # -- the agent ------------------------------------------------------------------------
 
@@ -137,10 +122,10 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         self.peer_done: dict[str, tuple[int, int]] = {}
         self.reported: tuple[int, int] | None = None
         self.verdict: VerdictWire | None = None
-        self.strategies: Counter[str] = Counter()
         self.deferred: list[DisturbWire] = []
         self._offered: PlanMessageWire | None = None  # newest plan body not yet accepted
-        self.bt = self._build_tree()
+        self.strategies = Strategies(self)
+        self.bt, self._work = build_tree(self)
 
     @classmethod
     def params_from_config(cls, spec: AgentSpec, config: TeamConfig) -> dict[str, Any]:
@@ -168,86 +153,11 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
 
     # -- the tree ----------------------------------------------------------------------
 
-    def _build_tree(self) -> py_trees.behaviour.Behaviour:
-        def act(name: str, start: Callable[[], Awaitable[bool]]) -> RunCoroutine:
-            return RunCoroutine(name, start, lambda c, n: self.spawn(c, n, optional=True))
-
-        def check(name: str, fn: Callable[[], bool], rate: float | None = None) -> CheckAtRate:
-            return CheckAtRate(name, fn, rate)
-
-        self._work = py_trees.composites.Sequence(
-            "work",
-            memory=True,
-            children=[
-                check("not held", lambda: self.hold_epoch is None),
-                check("teammates done", self._waits_done),
-                act("execute next action", self._execute_step),
-            ],
-        )
-        reactive: list[py_trees.behaviour.Behaviour] = []
-        if self.spec.legged:
-            reactive.append(
-                Recovery(
-                    "locomotion",
-                    [
-                        check("upright", lambda: not self.fallen, RATES["upright"]),
-                        act("R1 recovery stand", self._recover),
-                    ],
-                )
-            )
-        reactive += [
-            Recovery(
-                "critical failure",
-                [
-                    check(
-                        "operational",
-                        lambda: not self.failed or self.failure_acked,
-                        RATES["operational"],
-                    ),
-                    act("R2 global reallocation", lambda: self._request("R2")),
-                ],
-            ),
-            Recovery(
-                "state change",
-                [
-                    check("on planned state", self._on_planned_state, RATES["on_plan"]),
-                    act("R3 local reallocation", lambda: self._request("R3")),
-                ],
-            ),
-            Recovery(
-                "environment change",
-                [
-                    check("environment known", lambda: not self.unreported, RATES["environment"]),
-                    act("R4 local reallocation", lambda: self._request("R4")),
-                ],
-            ),
-            self._work,
-        ]
-        return py_trees.composites.Sequence(
-            "mission",
-            memory=True,
-            children=[
-                check("has plan", self._has_plan),
-                py_trees.composites.Sequence("reactive", memory=False, children=reactive),
-            ],
-        )
-
     def _interrupt(self) -> None:
         """Cut off the running plan action and force every check to be made afresh;
         running strategies (R1-R4) go on."""
         self._work.stop(Status.INVALID)
         forget_checks(self.bt)
-
-    def _has_plan(self) -> bool:
-        return self.plan is not None and self.hold_epoch is None
-
-    def _on_planned_state(self) -> bool:
-        return self.plan is None or self.current == self.plan.states[self.step]
-
-    def _waits_done(self) -> bool:
-        epoch = self.version[0]
-        assert self.plan is not None
-        return all(self.peer_done.get(r, (-1, -1))[0] >= epoch for r in self.plan.waits_for)
 
     @property
     def plan_finished(self) -> bool:
@@ -276,7 +186,7 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
             satisfied=ok,
             impossible=self.verdict.impossible,
             reason=self.verdict.reason,
-            strategies=dict(self.strategies),
+            strategies=dict(self.strategies.counts),
             failed=self.failed,
             state=list(self.current),
         )
@@ -432,7 +342,7 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         step = StepWire(self.run, self.version[0], self.version[1], index, action, state)
         await self.publish(TRACE, "ltl.step", to_wire(step))
 
-    async def _execute_step(self) -> bool:
+    async def execute_step(self) -> bool:
         """One plan action in simulated time, or report the plan done."""
         plan = self.plan
         if plan is None:
@@ -464,83 +374,3 @@ class LtlRobotAgent(DisturbanceHandling, Agent):
         self.step += 1
         await self._record(target, action)
         return True
-
-    async def _recover(self) -> bool:
-        """R1: recovery stand, without the planner (legged robots only)."""
-        self.strategies["R1"] += 1
-        self.log.info("ltl.strategy", strategy="R1", action="recovery stand", at=list(self.current))
-        await self.publish(EVENT, "ltl.strategy", {"run": self.run, "strategy": "R1"})
-        await asyncio.sleep(self.recovery_s / self.time_factor)
-        self.fallen = False
-        self.log.info("ltl.recovered", strategy="R1", took_sim_s=self.recovery_s)
-        return True
-
-    async def _request(self, strategy: str) -> bool:
-        """R2-R4: ask the planner to reallocate; wait for the plan it publishes."""
-        if self.plan is None or self.run is None:
-            return False
-        asked = self.version
-        edges = sorted(self.unreported)
-        private = [e for e in edges if e in self.private_edges]
-        request = ReplanWire(
-            self.run,
-            strategy,
-            *asked,
-            executed=list(self.plan_trace) if strategy in ("R3", "R4") else None,
-            edges=edges if strategy == "R4" else None,
-            private=private if strategy == "R4" and private else None,
-        )
-        body = to_wire(request)
-        self.strategies[strategy] += 1
-        self.log.info(
-            "ltl.strategy",
-            strategy=strategy,
-            at=list(self.current),
-            epoch=asked[0],
-            seq=asked[1],
-            edges=[list(e) for e in edges] or None,
-        )
-        await self.publish(EVENT, "ltl.strategy", {"run": self.run, **body})
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        try:
-            reply = await self.request(
-                REPLAN, "ltl.replan", body, to=self.planner, timeout=self.replan_timeout_s
-            )
-        except (RequestError, TeamtreeError) as exc:
-            self.log.warning("ltl.replan_unanswered", strategy=strategy, error=str(exc))
-            return False
-        try:
-            result = decode(reply.body, ReplanResultWire)
-        except LtlWireError as exc:
-            self._drop("malformed", REPLAN, reply.sender, str(exc))
-            return False
-        outcome = result.outcome
-        if strategy == "R4" and outcome != "stale":
-            self.unreported -= set(edges)
-        if outcome in ("local", "global", "stale"):
-            epoch = asked[0] if result.epoch is None else result.epoch
-            want = (epoch, asked[1] if result.seq is None else result.seq)
-            if outcome == "stale":
-                want = max(want, asked)
-            while self.version < want or (outcome == "stale" and self.version == asked):
-                if loop.time() - t0 > self.replan_timeout_s:
-                    self.log.warning("ltl.replan_plan_missing", strategy=strategy, want=want)
-                    return False
-                await asyncio.sleep(0.01)
-            self.log.info(
-                "ltl.replan_done",
-                strategy=strategy,
-                outcome=outcome,
-                planner_ms=round(result.took_ms or 0.0, 3),
-                round_trip_ms=round((loop.time() - t0) * 1000, 1),
-            )
-            return True
-        if outcome == "impossible":
-            self.log.error("ltl.mission_impossible", strategy=strategy, detail=result.detail)
-            while self.verdict is None:
-                await asyncio.sleep(0.05)
-            return False
-        self.log.warning("ltl.replan_refused", strategy=strategy, detail=result.detail)
-        await asyncio.sleep(0.2)
-        return False
