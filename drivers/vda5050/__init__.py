@@ -3,10 +3,15 @@ teamtree robot agent.
 
 ``topics`` (topic names, headers), ``site`` (stations, loads, behaviour -> stops),
 ``order`` (orders, order updates, instant actions), ``state`` (reading the AGV's state
-as order progress), ``schema`` (validation against the VDA 5050 JSON schemas) and
-``driver`` (the agent, kind ``vda5050_driver``). All but ``driver`` are pure.
+as order progress), ``schema`` (validation against the VDA 5050 JSON schemas),
+``capabilities`` (what the AGV's factsheet says it can do), ``observation`` (what the
+robot sees of its AGV), ``agv_link`` (the session with the AGV's broker) and ``driver``
+(the agent, kind ``vda5050_driver``). All but ``agv_link`` and ``driver`` are pure.
 """
 
+from teamtree.drivers.vda5050.agv_link import AgvLink
+from teamtree.drivers.vda5050.capabilities import BEHAVIOURS, capabilities
+from teamtree.drivers.vda5050.observation import MAX_SHOWN_ERRORS, agv_observation, error_texts
 from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
 from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable, schema_directory
 from teamtree.drivers.vda5050.site import (
@@ -28,10 +33,13 @@ from teamtree.drivers.vda5050.topics import (
 )
 
 __all__ = [
+    "BEHAVIOURS",
     "CONNECTION_STATES",
+    "MAX_SHOWN_ERRORS",
     "SUBTOPICS",
     "VERSIONS",
     "AgvAddress",
+    "AgvLink",
     "BehaviourError",
     "Headers",
     "Load",
@@ -43,9 +51,12 @@ __all__ = [
     "Station",
     "Stop",
     "Verdict",
+    "agv_observation",
     "assess",
+    "capabilities",
     "carries",
     "error_text",
+    "error_texts",
     "instant_action",
     "iso_timestamp",
     "schema_directory",

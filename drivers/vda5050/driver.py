@@ -36,21 +36,18 @@ list, so either reading finds it; for 2.1.0 only ``actions``.
 
 Every message it sends is first validated against the VDA 5050 JSON schemas when they
 are installed (``schema``): an invalid one is not sent and the behaviour fails with the
-schema error. Messages from the AGV are validated too and counted in ``stats``.
+schema error. Messages from the AGV are validated too and counted in ``stats``. The
+session with the AGV's broker is ``agv_link``.
 
 Observations: the robot scores leaves by the distance from its "arm" to the leaf's
 object (seed 000 eq. 1), so the driver reports the AGV's position as ``arm``/``base``
-and each load (at its station, or held) and station as an object.
+and each load (at its station, or held) and station as an object (``observation``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import json
-import os
-import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,33 +61,19 @@ from teamtree.agents.runtime.behaviour_wire import (
     RenewCommand,
 )
 from teamtree.agents.runtime.config import AgentSpec, TeamConfig, spec_reader
-from teamtree.agents.runtime.credentials import agent_credentials
 from teamtree.agents.runtime.params import decode_params, params_dict
 from teamtree.broker import TeamtreeError, wall_ms
-from teamtree.broker.acl import agv_login_name
 from teamtree.broker.endpoint import parse_endpoint
 from teamtree.drivers.base import DriverAgent, RunningCommand, driven_agent
-from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder, instant_action
+from teamtree.drivers.vda5050.agv_link import AgvLink
+from teamtree.drivers.vda5050.capabilities import capabilities
+from teamtree.drivers.vda5050.observation import agv_observation
+from teamtree.drivers.vda5050.order import OrderBuilder, SentOrder
 from teamtree.drivers.vda5050.params import Vda5050Params
 from teamtree.drivers.vda5050.schema import SchemaCheck, SchemasUnavailable
 from teamtree.drivers.vda5050.site import DROP, PICK, BehaviourError, Site, site_from_config
 from teamtree.drivers.vda5050.state import ACCEPTED, FINISHED, assess, error_text, new_errors
 from teamtree.drivers.vda5050.topics import AgvAddress, Headers
-
-_QOS = {"order": 0, "instantActions": 0}
-
-
-MAX_SHOWN_ERRORS = 5
-"""The AGV's current errors an observation carries (the first ones it lists)."""
-
-
-def _error_texts(errors: Any) -> list[str]:
-    """The first ``MAX_SHOWN_ERRORS`` of a state's ``errors`` in the AGV's words; an
-    entry (or a list) that is not what VDA 5050 says is skipped, never raised on."""
-    if not isinstance(errors, list):
-        return []
-    texts = (error_text(e) for e in errors if isinstance(e, dict))
-    return [t[:200] for t in texts][:MAX_SHOWN_ERRORS]
 
 
 @dataclass
@@ -136,31 +119,19 @@ class Vda5050DriverAgent(DriverAgent):
         self.address = AgvAddress(manufacturer, serial_number, interface_name, version)
         self.headers = Headers(self.address)
         self.site = site
-        self.agv_endpoint = parse_endpoint(agv_broker) if agv_broker else self.endpoint
-        # credentials for the AGV's broker come from the environment, never the config;
-        # on the team's own broker the driver's team credentials and TLS are reused
-        self.agv_username = os.environ.get("TEAMTREE_AGV_USERNAME") or None
-        self.agv_password = os.environ.get("TEAMTREE_AGV_PASSWORD") or None
-        self.agv_tls: ssl.SSLContext | None = None
-        if agv_broker is None and self.agv_password is None:
-            # its own AGV login (`teamtree acl` writes `<id>.agv`): where client ids are
-            # bound to logins, a second connection as the driver would take its session
-            agv_login = agent_credentials(agv_login_name(self.id))
-            own = self.connection._auth
-            self.agv_username, self.agv_password = (
-                (agv_login["username"], agv_login["password"]) if agv_login else own
-            )
-            self.agv_tls = self.connection._tls
+        #: the session with the AGV's broker: login, schema checks, orders out, states in
+        self.link = AgvLink(
+            self,
+            self.address,
+            self.headers,
+            self._on_agv_message,
+            agv_broker=agv_broker,
+            validate=validate,
+            schema_dir=schema_dir,
+        )
         self.ack_timeout_s = ack_timeout_s
         self.observation_period = 1.0 / observation_hz
         self.request_factsheet = request_factsheet
-        self.schema: SchemaCheck | None = None
-        if validate is not False:
-            try:
-                self.schema = SchemaCheck(schema_dir)
-            except SchemasUnavailable:
-                if validate:
-                    raise
         self.builder = OrderBuilder(f"{self.id}-{self.session}")
         self.agv_state: dict[str, Any] | None = None
         self.connection_state: str | None = None
@@ -168,8 +139,6 @@ class Vda5050DriverAgent(DriverAgent):
         self.current: _Running | None = None
         self.abandoned: set[str] = set()
         self.timings: list[dict[str, float]] = []  # per order: sent -> acknowledged -> done
-        self._client: aiomqtt.Client | None = None
-        self._action_ids = itertools.count(1)
         self._errors_seen: list[Any] = []
         self._observe_now = asyncio.Event()
 
@@ -210,7 +179,7 @@ class Vda5050DriverAgent(DriverAgent):
                 "serial_number": self.address.serial_number,
                 "interface_name": self.address.interface_name,
                 "version": self.address.version,
-                "broker": self.agv_endpoint.url,
+                "broker": self.link.endpoint.url,
                 "connection": self.connection_state,
             },
             "capabilities": self.capabilities(),
@@ -218,28 +187,7 @@ class Vda5050DriverAgent(DriverAgent):
 
     def capabilities(self) -> dict[str, Any]:
         """What the AGV's factsheet says it can do (actions and limits), if it sent one."""
-        fs = self.agv_factsheet or {}
-        actions = sorted(
-            {
-                a.get("actionType")
-                for a in (fs.get("protocolFeatures") or {}).get("agvActions") or []
-                if isinstance(a, dict) and isinstance(a.get("actionType"), str)
-            }
-        )
-        physical = fs.get("physicalParameters") or {}
-        limits = {
-            k: physical[k]
-            for k in ("speedMax", "accelerationMax", "heightMax", "heightMin")
-            if k in physical
-        }
-        load_spec = fs.get("loadSpecification") or {}
-        return {
-            "from_factsheet": bool(fs),
-            "actions": actions,
-            "limits": limits,
-            "load_sets": len(load_spec.get("loadSets") or []),
-            "behaviours": ["DROP", "MOVE", "PICK", "PLACE", "TRANSPORT"],
-        }
+        return capabilities(self.agv_factsheet)
 
     # -- teamtree side -------------------------------------------------------------
 
@@ -251,62 +199,16 @@ class Vda5050DriverAgent(DriverAgent):
         backoff = 0.2
         while True:
             try:
-                await self._serve_agv()
+                await self.link.serve()
                 backoff = 0.2
             except aiomqtt.MqttError as exc:
                 self.log.warning(
-                    "driver.agv_broker_lost", broker=self.agv_endpoint.url, error=str(exc)
+                    "driver.agv_broker_lost", broker=self.link.endpoint.url, error=str(exc)
                 )
-            self._client = None
+            self.link.client = None
             await self._on_connection("CONNECTIONBROKEN", why="the AGV's broker is unreachable")
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
-
-    async def _serve_agv(self) -> None:
-        ep = self.agv_endpoint
-        async with aiomqtt.Client(
-            ep.host,
-            ep.port,
-            identifier=f"teamtree-{self.team}-{self.id}-master",
-            keepalive=max(2, int(self.runtime.keepalive_s)),
-            transport=ep.transport,
-            websocket_path=ep.path,
-            tls_context=self.agv_tls or (ssl.create_default_context() if ep.tls else None),
-            username=self.agv_username,
-            password=self.agv_password,
-        ) as client:
-            for sub in ("connection", "state", "factsheet"):
-                await client.subscribe(self.address.topic(sub), qos=1 if sub == "connection" else 0)
-            self._client = client
-            self.log.info(
-                "driver.agv_broker_connected", broker=ep.url, agv=self.address.serial_number
-            )
-            async for message in client.messages:
-                sub = self.address.subtopic(str(message.topic))
-                if sub is None:
-                    continue
-                try:
-                    payload = json.loads(message.payload)  # type: ignore[arg-type]
-                    if not isinstance(payload, dict):
-                        raise ValueError("not a JSON object")
-                except (ValueError, TypeError) as exc:
-                    self._drop("malformed", str(message.topic), None, f"VDA 5050 {sub}: {exc}")
-                    continue
-                self._check_inbound(sub, payload)
-                try:
-                    await self._on_agv_message(sub, payload)
-                except Exception as exc:  # one odd message must not stop the driver
-                    self.stats["agv_message_errors"] += 1
-                    self.log.error("driver.agv_message_failed", subtopic=sub, error=repr(exc))
-
-    def _check_inbound(self, sub: str, payload: dict[str, Any]) -> None:
-        self.stats[f"agv_{sub}"] += 1
-        if self.schema is None:
-            return
-        errors = self.schema.errors(sub, payload)
-        if errors:
-            self.stats["schema_failed_in"] += 1
-            self.log.warning("driver.agv_message_invalid", subtopic=sub, errors=errors[:3])
 
     async def _on_agv_message(self, sub: str, payload: dict[str, Any]) -> None:
         if sub == "connection":
@@ -329,7 +231,7 @@ class Vda5050DriverAgent(DriverAgent):
             await self.publish("factsheet", "factsheet", self.factsheet(), retain=True)
         if state == "ONLINE":
             if self.request_factsheet:
-                await self._instant("factsheetRequest")
+                await self.link.instant("factsheetRequest")
             return
         run, self.current = self.current, None
         self.builder.forget()
@@ -350,7 +252,7 @@ class Vda5050DriverAgent(DriverAgent):
         if order_id in self.abandoned and (state.get("nodeStates") or state.get("driving")):
             self.abandoned.discard(order_id)  # still running what a teammate took over
             self.log.warning("driver.cancel_abandoned", order_id=order_id)
-            await self._instant("cancelOrder")
+            await self.link.instant("cancelOrder")
         run = self.current
         if run is None:
             return
@@ -415,14 +317,14 @@ class Vda5050DriverAgent(DriverAgent):
             await self._cancel(run, "cancelled")
         elif op in ("pause", "resume"):
             run.pause = op
-            await self._instant("startPause" if op == "pause" else "stopPause")
+            await self.link.instant("startPause" if op == "pause" else "stopPause")
 
     async def _cancel(self, run: _Running, reason: str) -> None:
         """Send ``cancelOrder`` once; the behaviour fails `reason` when the AGV reports
         it done."""
         if run.cancel_action is None:
             run.cancel_reason = reason
-            run.cancel_action = await self._instant("cancelOrder")
+            run.cancel_action = await self.link.instant("cancelOrder")
             if run.cancel_action is None:  # could not send: nothing more will come
                 self.current = None
                 await self.report_run("failed", run, f"{reason} (AGV not reachable)")
@@ -438,7 +340,7 @@ class Vda5050DriverAgent(DriverAgent):
         if self.current is not None:
             await self.report_run("failed", body, f"busy: running {self.current.command_id}")
             return
-        if self.connection_state != "ONLINE" or self._client is None or self.agv_state is None:
+        if self.connection_state != "ONLINE" or self.link.client is None or self.agv_state is None:
             state = self.connection_state or "not heard from"
             await self.report_run("failed", body, f"agv_offline: AGV is {state}")
             return
@@ -496,7 +398,7 @@ class Vda5050DriverAgent(DriverAgent):
                 if stop.load is not None and kind in (PICK, DROP)
             ],
         )
-        problem = await self._send("order", message)
+        problem = await self.link.send("order", message)
         if problem:
             self.builder.forget()
             await self.report_run("failed", run, problem)
@@ -520,87 +422,13 @@ class Vda5050DriverAgent(DriverAgent):
             reason = f"agv_no_answer: no state acknowledged order {run.order.order_id}"
             await self.report_run("failed", run, f"{reason} within {self.ack_timeout_s:g} s")
 
-    async def _instant(self, kind: str, **params: Any) -> str | None:
-        """Send one instant action; returns its actionId (None: not sent)."""
-        action_id = f"{self.id}-{self.session}-ia{next(self._action_ids)}-{kind}"
-        actions = [instant_action(kind, action_id, **params)]
-        body: dict[str, Any] = {"actions": actions}
-        if self.address.version == "2.0.0":
-            body["instantActions"] = actions  # the 2.0.0 JSON schema's name (see module doc)
-        message = self.headers.stamp("instantActions", body)
-        problem = await self._send("instantActions", message)
-        if problem:
-            self.log.warning("driver.instant_action_not_sent", kind=kind, reason=problem)
-            return None
-        self.log.info("driver.instant_action", kind=kind, action_id=action_id)
-        return action_id
-
-    async def _send(self, sub: str, message: dict[str, Any]) -> str:
-        """Validate and publish; returns "" when sent, else why not."""
-        if self.schema is not None:
-            errors = self.schema.errors(sub, message)
-            if errors:
-                self.stats["schema_failed_out"] += 1
-                self.log.error("driver.invalid_message", subtopic=sub, errors=errors[:3])
-                return f"schema: {sub} message invalid: {'; '.join(errors[:3])}"
-        client = self._client
-        if client is None:
-            return "agv_offline: the AGV's broker is not connected"
-        try:
-            await client.publish(self.address.topic(sub), json.dumps(message), qos=_QOS[sub])
-        except aiomqtt.MqttError as exc:
-            return f"agv_offline: {exc}"
-        self.stats[f"sent_{sub}"] += 1
-        return ""
-
     # -- observations ----------------------------------------------------------------
 
     def observation(self) -> dict[str, Any]:
-        """What the robot agent sees: the AGV as its "arm" and the loads and stations
-        as objects (none while the AGV is not ONLINE: the robot then claims nothing)."""
-        state = self.agv_state or {}
-        position = state.get("agvPosition") if isinstance(state.get("agvPosition"), dict) else {}
-        x, y = float(position.get("x", 0.0)), float(position.get("y", 0.0))
-        online = self.connection_state == "ONLINE" and bool(state)
-        objects: dict[str, Any] = {}
-        if online:
-            for name, station in self.site.stations.items():
-                objects[name] = {
-                    "shape": "box",
-                    "dims": [0.5, 0.5, 0.05],
-                    "position": [station.x, station.y, 0.0],
-                }
-            for name, load in self.site.loads.items():
-                where = self.site.where.get(name, load.station)
-                held = where == "@agv"
-                at = (x, y) if held else (self.site.stations[where].x, self.site.stations[where].y)
-                objects[name] = {
-                    "shape": "box",
-                    "dims": list(load.dims),
-                    "position": [at[0], at[1], 0.0],
-                    "held_by": self.agent if held else None,
-                    "at_goal": load.goal is not None and where == load.goal,
-                }
-        return {
-            "t": time.time(),
-            "robot": {
-                "name": self.agent,
-                "arm": [x, y, 0.0],
-                "base": [x, y, 0.0],
-                "yaw": float(position.get("theta", 0.0)),
-                # the running command's id, as the sim driver says it: robots compare it
-                # with what they sent (a behaviour that ended unheard, body_watch.py)
-                "busy": self.current.command_id if self.current is not None else None,
-                "paused": bool(state.get("paused")),
-                "connection": self.connection_state,
-                "battery": (state.get("batteryState") or {}).get("batteryCharge"),
-                "operating_mode": state.get("operatingMode"),
-                "safety": state.get("safetyState"),
-                # the AGV's own words for what is wrong now (errorType: description)
-                "errors": _error_texts(state.get("errors")),
-            },
-            "objects": objects,
-        }
+        """What the robot agent sees (``observation.agv_observation``): no objects while
+        the AGV is not ONLINE, so the robot then claims nothing."""
+        busy = self.current.command_id if self.current is not None else None
+        return agv_observation(self.agent, self.site, self.agv_state, self.connection_state, busy)
 
     async def _observation_loop(self) -> None:
         while True:
