@@ -173,7 +173,7 @@ async def test_run_counts_only_its_own_missions_presence_when_it_waits_for_servi
         env = Envelope("presence", "world", 1, 1, HlcStamp(1, 0, "world"), body)
         return Incoming(build(config.team, "world", "connection"), encode(env), False, 0)
 
-    await launcher._watched(online("m-a"))
-    assert "world" not in launcher._online
-    await launcher._watched(online("m-b"))
-    assert "world" in launcher._online
+    await launcher.watch.watched(online("m-a"))
+    assert "world" not in launcher.watch.online
+    await launcher.watch.watched(online("m-b"))
+    assert "world" in launcher.watch.online

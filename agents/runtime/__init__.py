@@ -126,6 +126,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "PresenceLines",
         "fit_line",
     ),
+    "run_observers": ("RunObservers",),
+    "run_watch": ("RunWatch",),
     "sessions": (
         "SessionBook",
         "Spoken",

@@ -8,6 +8,9 @@ optional observer (a recorder, monitor or web service whose entry does not say
 does when a recorder reports that it cannot write; the result block then says the
 recording is incomplete, where it stopped and why. Ctrl-C or SIGTERM stops every
 child; children also get SIGTERM if the launcher itself dies.
+
+The run's read-only view of the team (presence, outcome, the waits before the members
+start) is ``run_watch``; the rules for its observers are ``run_observers``.
 """
 
 from __future__ import annotations
@@ -19,22 +22,14 @@ import os
 import signal
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 from teamtree.agents.runtime.config import TeamConfig
-from teamtree.agents.runtime.credentials import NO_ACCESS_CONTROL, observer_credentials
 from teamtree.agents.runtime.current_run import CurrentRun, clear_current_run, write_current_run
 from teamtree.agents.runtime.kept import kept_missions
-from teamtree.agents.runtime.mission import (
-    MISSION_ENV,
-    UNSCOPED_CHANNELS,
-    foreign,
-    mission_of,
-    new_mission_id,
-)
+from teamtree.agents.runtime.mission import MISSION_ENV, new_mission_id
 from teamtree.agents.runtime.mission_status import MissionStatus, status_message
 from teamtree.agents.runtime.outcome import (
     MemberExit,
@@ -49,20 +44,18 @@ from teamtree.agents.runtime.processes import (
     start_process,
     stop_processes,
 )
-from teamtree.agents.runtime.recording import ObserverLosses, exit_phrase
+from teamtree.agents.runtime.recording import exit_phrase
+from teamtree.agents.runtime.run_observers import RunObservers
 from teamtree.agents.runtime.run_output import (
     QUIET_EVENTS,
-    PresenceLines,
     compact_line,
     event_name,
     fit_line,
     terminal_columns,
 )
-from teamtree.broker import ConfigError, TeamtreeError, WireError
-from teamtree.broker.acl import OBSERVER_KINDS
-from teamtree.broker.connection import Connection, Incoming
+from teamtree.agents.runtime.run_watch import RunWatch
+from teamtree.broker import ConfigError
 from teamtree.broker.endpoint import Endpoint
-from teamtree.broker.envelope import decode
 from teamtree.broker.local_broker import (
     BrokerKind,
     MosquittoBroker,
@@ -70,7 +63,6 @@ from teamtree.broker.local_broker import (
     free_port,
     wait_for_port,
 )
-from teamtree.broker.tls import TlsSettings, client_context
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -151,22 +143,13 @@ class Launcher:
         self._mosquitto: MosquittoBroker | None = None
         self._interrupted = asyncio.Event()
         self.outcome = OutcomeCollector()
-        self._watch: Connection | None = None
-        self._watch_task: asyncio.Task[None] | None = None
         self._timed_out = False
         self._judged: tuple[bool, str] | None = None  #: the verdict, once judged
-        self._online: set[str] = set()  #: agents seen going ONLINE live during this run
-        self._presence_changed = asyncio.Event()
-        #: services the mission goes on without (see AgentSpec.optional), by id
-        self._optional = {s.id: s.kind for s in config.services if s.optional}
-        #: observer services (optional or required) whose factsheet reports a recording
-        self._observers = {s.id for s in config.services if s.kind in OBSERVER_KINDS}
-        self.losses = ObserverLosses()
-        #: set when a required observer's recording failed: the run stops
-        self._required_lost = asyncio.Event()
+        #: optional and required observers, and what their recordings lost
+        self.observers = RunObservers(config.services, self.say, self._since_start)
         self._started = time.monotonic()
-        #: the run says each presence change once (the agents' own lines are not echoed)
-        self._presence_lines = PresenceLines()
+        #: the run's read-only connection to the team: presence, outcome, verdict
+        self.watch = RunWatch(self)
 
     def say(self, line: str) -> None:
         """A line from the launcher itself."""
@@ -210,12 +193,12 @@ class Launcher:
             if self.resume:
                 await self._check_resume(endpoint)
             self._announce_run(endpoint)
-            await self._start_watch(endpoint)
+            await self.watch.start(endpoint)
             for spec in [*self.config.services, *self.config.members]:
                 if self.config.members and spec is self.config.members[0]:
                     if self.config.services:
-                        await self._wait_services()  # so the recorder misses nothing
-                    await self._wait_for_people()
+                        await self.watch.wait_services()  # so the recorder misses nothing
+                    await self.watch.wait_for_people(self._interrupted)
                 if self._interrupted.is_set():
                     break  # Ctrl-C while waiting: start nobody more
                 if spec.id in self.without:
@@ -237,12 +220,12 @@ class Launcher:
             # how each child stood when the mission ended (None: still running, stopped now)
             ended = {c.name: c.returncode for c in self.children}
             for child in self.children:  # one that exited as the last member did
-                if child.name in self._optional and child.returncode is not None:
-                    self._observer_exited(child)
+                if child.name in self.observers.optional and child.returncode is not None:
+                    self.observers.exited(child)
             judged = functools.partial(self._verdict, code, ended)
         finally:
             await self._stop_all(judged)
-            await self._stop_watch()
+            await self.watch.stop()
             clear_current_run(os.getpid())
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -260,7 +243,7 @@ class Launcher:
                 f"mission complete: {len(self.config.members)} member(s) done in {elapsed:.1f} s"
             )
         block = render_result_block(self.mission_id, self.outcome, exits, elapsed, ok, summary)
-        for line in [*block[:-1], *self.losses.block_lines(), block[-1]]:
+        for line in [*block[:-1], *self.observers.losses.block_lines(), block[-1]]:
             self.say(line)
         return code
 
@@ -276,17 +259,17 @@ class Launcher:
         """The run's verdict (success, summary) from what it saw and how children ended."""
         ok, summary = judge(
             self.outcome,
-            [e for e in exits if e.name not in self._optional],  # reported below instead
+            [e for e in exits if e.name not in self.observers.optional],  # reported below instead
             timed_out=self._timed_out,
             interrupted=code == EXIT_INTERRUPTED,
         )
-        return self._judge_observers(ok, summary)
+        return self.observers.judge(ok, summary)
 
     async def _verdict(self, code: int, ended: dict[str, int | None]) -> None:
         """Judge the mission once its members and services stopped (the world's last
         state is in) and publish the verdict as the mission's status, so every view
         ends with what happened and why, whatever the members said before."""
-        if not self.scoped or self._watch is None:
+        if not self.scoped or self.watch.connection is None:
             return
         await asyncio.sleep(VERDICT_SETTLE_S)  # the world's last state, sent as it stopped
         ok, summary = self._judged = self._judge(code, self._exits(ended))
@@ -302,159 +285,11 @@ class Launcher:
         status = MissionStatus(self.config.mission.kind, state, reason.rstrip("."))
         message = status_message(self.config.team, "run", self.mission_id, status)
         with contextlib.suppress(Exception):  # a view misses the verdict; the run does not
-            await asyncio.wait_for(self._watch.publish(message), 3.0)
-
-    def _judge_observers(self, ok: bool, summary: str) -> tuple[bool, str]:
-        """The run's verdict and summary with its observers' losses: a required
-        observer's incomplete recording fails the mission, an optional one's is noted."""
-        required = {n for n in self.losses.lost if n in self._observers} - set(self._optional)
-        if ok and required:
-            lost = "; ".join(self.losses.lost[n] for n in sorted(required))
-            return False, f"Mission FAILED: the required recording is incomplete ({lost})."
-        note = self.losses.note()
-        return ok, f"{summary} {note}" if note else summary
-
-    async def _start_watch(self, endpoint: Endpoint) -> None:
-        """Watch the team passively (no presence: not a member) to tell who did what."""
-        tls = TlsSettings.from_env()
-        login = observer_credentials("run")
-        if not login:
-            self.say("warning: " + NO_ACCESS_CONTROL.format(who="this run"))
-        self._watch = Connection(
-            endpoint,
-            client_id=f"teamtree-{self.config.team}-run-{uuid.uuid4().hex[:8]}",
-            on_message=self._watched,
-            clean_session=True,
-            tls_context=client_context(tls) if tls else None,
-            **login,  # read-only rights suffice, as for `monitor`
-        )
-        await self._watch.subscribe(f"teamtree/v1/{self.config.team}/#")
-        self._watch_task = asyncio.create_task(self._watch.run(), name="teamtree[run].watch")
-
-    async def _wait_for_people(self) -> None:
-        """Members left out (``without``) are people taking their places: wait until
-        each is online (``teamtree human --id ID`` or its web page) before starting the
-        other members, so the robots do not do the person's share first. Ctrl-C ends
-        the wait (and the run)."""
-        if not self.without:
-            return
-        for name in sorted(self.without):
-            self.say(
-                f"not starting {name}: take its place with `teamtree human --id {name}` "
-                f"(or the web page /human/{name}) from another terminal here"
-            )
-        said = ""
-        while not self.without <= self._online and not self._interrupted.is_set():
-            missing = ", ".join(sorted(self.without - self._online))
-            if missing != said:
-                self.say(f"waiting for {missing} to join before starting the members")
-                said = missing
-            self._presence_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._presence_changed.wait(), 1.0)
-        if not self._interrupted.is_set():
-            self.say(f"{', '.join(sorted(self.without))} joined; starting the members")
-
-    async def _wait_services(self, within: float = 60.0) -> None:
-        """Wait until every service is online (so subscribed) before members start."""
-        names = {s.id for s in self.config.services}
-        loop = asyncio.get_running_loop()
-        assert self._watch is not None
-        try:
-            await asyncio.wait_for(self._watch.connected.wait(), 10.0)
-        except TimeoutError:
-            self.say(
-                "cannot watch the team (does the broker refuse the `run` user?); "
-                "starting the members without waiting for the services"
-            )
-            return
-        deadline = loop.time() + min(within, self.timeout_s)
-        while not names <= self._online:
-            dead = [c for c in self.children if c.name in names and c.returncode is not None]
-            for child in [c for c in dead if c.name in self._optional]:  # go on without it
-                self._observer_exited(child)
-                names.discard(child.name)
-                dead.remove(child)
-            left = deadline - loop.time()
-            missing = sorted(names - self._online)
-            if not missing and not dead:
-                break
-            if not dead and left <= 0 and set(missing) <= set(self._optional):
-                self.say(
-                    f"optional observer(s) not online after {within:.0f} s: "
-                    f"{', '.join(missing)}; starting the members without them"
-                )
-                return
-            if dead or left <= 0:
-                gone = ", ".join(c.name for c in dead)
-                why = f"exited: {gone}" if dead else f"not online after {within:.0f} s"
-                waiting = ", ".join(missing)
-                raise TeamtreeError(f"services not ready ({why}); waiting for: {waiting}")
-            self._presence_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._presence_changed.wait(), min(left, 0.5))
-        self.say(f"services online: {', '.join(sorted(names))}; starting the members")
-
-    async def _watched(self, message: Incoming) -> None:
-        parts = message.topic.split("/")
-        if len(parts) < 5:
-            return
-        agent, channel = parts[3], parts[4]
-        try:
-            env = decode(message.payload, topic=message.topic)
-        except WireError:
-            return
-        if agent != "_" and env.sender != agent:
-            return
-        if channel == "factsheet" and agent in self._observers:
-            if not foreign(env.body, self.mission_id if self.scoped else None):
-                required = agent not in self._optional
-                line = self.losses.saw_factsheet(agent, env.body, self._since_start(), required)
-                self._say_lost(line)
-                if line is not None and required:
-                    self._required_lost.set()
-            return
-        if channel == "connection" and not message.retain and isinstance(env.body, dict):
-            if self.scoped and mission_of(env.body) != self.mission_id:
-                return  # not one of our children (e.g. another mission's, replayed)
-            state = env.body.get("state")
-            if state == "ONLINE":
-                self._online.add(agent)
-            else:
-                self._online.discard(agent)
-            if (said := self._presence_lines.change(agent, str(state))) is not None:
-                self.say(said)
-            self._presence_changed.set()
-            return
-        if channel not in UNSCOPED_CHANNELS and foreign(env.body, self.mission_id):
-            return
-        self.outcome.feed(env.kind, env.sender, env.body)
-
-    def _observer_exited(self, child: Child) -> None:
-        """An optional observer exited: one line, and the mission goes on."""
-        kind = self._optional[child.name]
-        at = self._since_start()
-        self._say_lost(self.losses.exited(child.name, kind, child.returncode, at))
-
-    def _say_lost(self, line: str | None) -> None:
-        """Say an observer's loss (once: None when said already)."""
-        if line is not None:
-            self.say(line)
+            await asyncio.wait_for(self.watch.connection.publish(message), 3.0)
 
     def _since_start(self) -> float:
         """Seconds since the run started."""
         return time.monotonic() - self._started
-
-    async def _stop_watch(self) -> None:
-        """Close the run's own watch (idempotent)."""
-        if self._watch is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._watch.close(), 3.0)
-        if self._watch_task is not None:
-            self._watch_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._watch_task
-        self._watch, self._watch_task = None, None
 
     async def _check_resume(self, endpoint: Endpoint) -> None:
         """ConfigError unless the broker still keeps state of the mission to resume."""
@@ -528,7 +363,7 @@ class Launcher:
         members = [c for c in self.children if c.role == "member"]
         waits = {asyncio.create_task(c.process.wait()): c for c in self.children if c.process}
         interrupted = asyncio.create_task(self._interrupted.wait())
-        lost = asyncio.create_task(self._required_lost.wait())
+        lost = asyncio.create_task(self.observers.required_lost.wait())
         # a team without members serves (e.g. a mission queue) until Ctrl-C
         deadline = asyncio.get_running_loop().time() + (self.timeout_s if members else 1e9)
         try:
@@ -558,13 +393,13 @@ class Launcher:
                     code = child.returncode
                     if child.role == "member" and code == 0:
                         continue
-                    if child.name in self._optional:
-                        self._observer_exited(child)
+                    if child.name in self.observers.optional:
+                        self.observers.exited(child)
                         continue
                     if child.role == "member":
                         self.say(f"agent {child.name!r} exited with code {code}; stopping the run")
                     else:
-                        required = " (required = true)" if child.name in self._observers else ""
+                        required = " (required = true)" if child.name in self.observers.ids else ""
                         self.say(
                             f"{child.role} {child.name!r}{required} exited early "
                             f"({exit_phrase(code)}); stopping"
@@ -596,12 +431,12 @@ class Launcher:
             if role == "recorder" and ended is not None:
                 await ended()
             if role == "broker":  # our own watch leaves first, so it sees no lost broker
-                await self._stop_watch()
+                await self.watch.stop()
             group = [c.process for c in self.children if role_of(c) == role and c.process]
             await stop_processes(group, STOP_GRACE_S, self._killing)
         for child in self.children:
             if child.process is not None:
                 await child.process.drained()
-        await self._stop_watch()
+        await self.watch.stop()
         if self._mosquitto is not None:
             await self._mosquitto.close()
