@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,6 +123,17 @@ def test_conceding_is_not_done_and_beliefs_stand_in_without_a_world() -> None:
     assert [(e.person, e.node, e.started) for e in events] == [("bob", CUP, True)]
     events = work.feed("tom.belief", "pr2", {"human": "bob", "active": None, "done": []}, 200)
     assert [(e.node, e.started, e.done) for e in events] == [(CUP, False, False)]
+    assert work.done_by == {}
+
+
+@pytest.mark.parametrize("done", [True, 5, "cup", {"cup": 1}])
+def test_a_belief_whose_done_is_not_a_list_counts_nothing_done(done: object) -> None:
+    """A peer's (or a forger's) belief with a malformed ``done`` moves the person's
+    work as its ``active`` says and marks nothing done; it never raises."""
+    work = HumanWork()
+    work.feed("mission.tree", "pr2", MISSION, 0)
+    events = work.feed("tom.belief", "pr2", {"human": "bob", "active": CUP, "done": done}, 100)
+    assert [(e.person, e.node, e.started, e.done) for e in events] == [("bob", CUP, True, False)]
     assert work.done_by == {}
 
 

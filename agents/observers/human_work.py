@@ -115,7 +115,8 @@ class HumanWork:
         person = body.get("human")
         if not isinstance(person, str):
             return []
-        done = {n for n in body.get("done") or [] if isinstance(n, str)}
+        listed = body.get("done")
+        done = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
         active = body.get("active") if isinstance(body.get("active"), str) else None
         return self._move(person, active, ts, done)
 
