@@ -137,6 +137,18 @@ def test_a_belief_whose_done_is_not_a_list_counts_nothing_done(done: object) -> 
     assert work.done_by == {}
 
 
+@pytest.mark.parametrize("done", [True, 5, {"cup": 1}])
+def test_a_snapshot_whose_done_is_not_a_list_marks_nothing_done(done: object) -> None:
+    """A forged ``node.snapshot`` with a malformed ``done`` changes no leaf on the
+    page or in the monitor, and never raises out of the view."""
+    state = WebState(TEAM)
+    feed(state, "pr2", "mission", "mission.tree", MISSION, 1000)
+    feed(state, "pr2", "state", "node.snapshot", {"working": [], "done": done}, 2000)
+    snap = state.snapshot(now_ms=3000)
+    assert all(n["state"] != "done" for n in snap["tree"]["nodes"].values())
+    assert state.monitor.snapshot()["mission"]["done"] == 0
+
+
 def test_human_rows_and_the_timeline_panel_of_a_person() -> None:
     records = []
     state = WebState(TEAM)
@@ -279,3 +291,32 @@ def test_the_monitor_counts_as_the_page_and_forgets_another_missions_leaves() ->
     feed(state, "pr2", "mission", "mission.tree", {**MISSION, "mission": "m2"}, 5000)
     snap = state.monitor.snapshot()
     assert snap["mission"]["done"] == 0, snap["mission"]
+
+
+async def test_an_observer_that_cannot_read_a_body_counts_it_and_still_records_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever body a view fails on, the observer (monitor, web, recorder) stays up:
+    the message is counted as unreadable and its hook, a recorder's file, still gets it."""
+    from teamtree.agents.observers.monitor import MonitorState, TeamObserver
+    from teamtree.broker.endpoint import Endpoint
+    from teamtree.broker.envelope import encode
+    from teamtree.broker.hlc import HlcStamp
+    from teamtree.broker.messages import Incoming
+
+    def broken_feed(self, *args, **kwargs) -> None:
+        raise RuntimeError("a body no view expected")
+
+    monkeypatch.setattr(MonitorState, "feed", broken_feed)
+    hooked: list[str] = []
+    observer = TeamObserver(
+        Endpoint("127.0.0.1", 1), TEAM, resync=False,
+        on_message=lambda e, t, m: hooked.append(e.kind),
+    )  # fmt: skip
+    body = {"working": [], "done": []}
+    stamped = Envelope(kind="node.snapshot", sender="pr2", hid=1, ts=2000,
+                       hlc=HlcStamp(2000, 0, "pr2"), body=body)  # fmt: skip
+    payload = encode(stamped)
+    await observer._receive(Incoming(f"teamtree/v1/{TEAM}/pr2/state", payload, False, 1))
+    assert observer.state.dropped["unreadable"] == 1
+    assert hooked == ["node.snapshot"]

@@ -23,6 +23,7 @@ from statistics import median
 from typing import Any
 
 import msgspec
+import structlog
 from msgspec.structs import replace as replace_struct
 
 from teamtree.agents.observers.event_words import event_words
@@ -46,6 +47,8 @@ from teamtree.broker.endpoint import Endpoint
 from teamtree.broker.envelope import Envelope, decode
 from teamtree.broker.hlc import wall_ms
 from teamtree.broker.topics import Topic, parse, validate_id
+
+_log = structlog.get_logger("teamtree.observers")
 
 __all__ = ["MonitorState", "TeamObserver", "now_words", "render_text"]
 
@@ -235,7 +238,8 @@ class MonitorState:
                 working = working_leaves(body.get("working"))
             except ValueError:
                 working = ()
-            done = [n for n in body.get("done") or [] if isinstance(n, str)]
+            listed = body.get("done")
+            done = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
             for node in row.working:  # what it no longer works on: done, else let go
                 if node not in working:
                     row.status = f"{'done' if node in done else 'released'} {self.label(node)}"
@@ -671,7 +675,13 @@ class TeamObserver:
         self.sync.on_message(env, topic)
         if not message.retain and self.sync.kept(env, message):
             message = replace_struct(message, retain=True)  # re-published state, not news
-        self.state.feed(env, topic, retained=message.retain)
+        try:
+            self.state.feed(env, topic, retained=message.retain)
+        except Exception as exc:  # a body the view cannot read: it goes on without it,
+            self.state.drop("unreadable")  # and the hook (a recorder) still gets it
+            _log.warning(
+                "monitor.unreadable", topic=message.topic, sender=env.sender, error=repr(exc)
+            )
         if self._hook is not None:
             result = self._hook(env, topic, message)
             if result is not None:
